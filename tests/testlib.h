@@ -1,0 +1,55 @@
+// testlib.h — the few assertions our C tests need: each CHECK counts a pass or a failure,
+// and test_finish() prints the closing "N passed, N failed" line and returns the exit code.
+// Written by hand: a header of 40 lines is simpler than packaging a framework for C11 + OpenMP.
+#ifndef WGT_TESTLIB_H
+#define WGT_TESTLIB_H
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int t_pass_ = 0, t_fail_ = 0;
+
+#define CHECK(cond, ...)                                                        \
+    do {                                                                        \
+        if (cond) t_pass_++;                                                    \
+        else {                                                                  \
+            t_fail_++;                                                          \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
+            fprintf(stderr, __VA_ARGS__);                                       \
+            fprintf(stderr, "\n");                                              \
+        }                                                                       \
+    } while (0)
+
+// Compares two float arrays with |a-b| <= atol + rtol*|ref|; NaN must match NaN and an
+// infinity must match the same infinity. Reports the worst element on failure.
+static int check_close_(const char *what, const float *got, const float *ref, size_t n,
+                        double atol, double rtol, const char *file, int line) {
+    size_t bad = 0, worst = 0;
+    double worst_excess = -1;
+    for (size_t i = 0; i < n; i++) {
+        double g = got[i], r = ref[i];
+        int ok;
+        if (isnan(r) || isnan(g)) ok = isnan(r) && isnan(g);
+        else if (isinf(r) || isinf(g)) ok = g == r;
+        else ok = fabs(g - r) <= atol + rtol * fabs(r);
+        if (!ok) {
+            double ex = (isnan(g) || isnan(r) || isinf(g) || isinf(r)) ? INFINITY
+                        : fabs(g - r) - (atol + rtol * fabs(r));
+            if (ex > worst_excess) { worst_excess = ex; worst = i; }
+            bad++;
+        }
+    }
+    if (bad == 0) { t_pass_++; return 1; }
+    t_fail_++;
+    fprintf(stderr, "FAIL %s:%d: %s: %zu of %zu elements differ; worst [%zu] got %.9g ref %.9g (atol %g rtol %g)\n",
+            file, line, what, bad, n, worst, got[worst], ref[worst], atol, rtol);
+    return 0;
+}
+#define CHECK_CLOSE(what, got, ref, n, atol, rtol) check_close_(what, got, ref, n, atol, rtol, __FILE__, __LINE__)
+
+static int test_finish(void) {
+    printf("%d passed, %d failed\n", t_pass_, t_fail_);
+    return t_fail_ ? 1 : 0;
+}
+#endif
