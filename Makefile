@@ -44,12 +44,13 @@ $(BUILD)/libwgtrain.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/wgtrain: $(CLI_OBJ) $(BUILD)/libwgtrain.a $(BUILD)/libwebgpu_wrapper.so
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libwgtrain.a $(LDLIBS)
+# objects are linked directly (not through the archive) so that every definition is taken
+$(BUILD)/wgtrain: $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/libwgtrain.a $(BUILD)/libwebgpu_wrapper.so
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c tests/testlib.h $(BUILD)/libwgtrain.a $(BUILD)/libwebgpu_wrapper.so
+$(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libwgtrain.a -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
 
 test: all
 	bash tests/run_all.sh

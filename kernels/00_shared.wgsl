@@ -1,0 +1,54 @@
+// 00_shared.wgsl — helpers prepended to every kernel module (after `enable` directives and
+// the host's constants such as HAS_SUBGROUPS). Kernels use workgroup_size 256.
+
+const WG_SIZE : u32 = 256u;
+
+// Linear thread index of a possibly 2-D dispatch: the host splits more than
+// maxComputeWorkgroupsPerDimension workgroups into x * y, so n above 65535 * 256 works.
+fn flat_id(gid : vec3<u32>, nwg : vec3<u32>) -> u32 {
+    return gid.x + gid.y * nwg.x * WG_SIZE;
+}
+
+// Linear workgroup index of a possibly 2-D dispatch (for one-workgroup-per-row kernels).
+fn flat_wg(wid : vec3<u32>, nwg : vec3<u32>) -> u32 {
+    return wid.x + wid.y * nwg.x;
+}
+
+// 0 for NaN and +-Inf, x otherwise. WGSL lets compilers assume floats are finite, so isnan-style
+// comparisons may be folded away: test the exponent bits instead.
+fn nan_guard(x : f32) -> f32 {
+    if ((bitcast<u32>(x) & 0x7f800000u) == 0x7f800000u) { return 0.0; }
+    return x;
+}
+
+fn is_finite_bits(x : f32) -> bool {
+    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
+}
+
+// Workgroup reductions over 256 threads through workgroup memory. Every thread of the
+// workgroup must call them (they contain barriers); all threads receive the result.
+var<workgroup> wg_red : array<f32, 256>;
+
+fn wg_reduce_sum(v : f32, lid : u32) -> f32 {
+    wg_red[lid] = v;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s = s >> 1u) {
+        if (lid < s) { wg_red[lid] = wg_red[lid] + wg_red[lid + s]; }
+        workgroupBarrier();
+    }
+    let r = wg_red[0];
+    workgroupBarrier();
+    return r;
+}
+
+fn wg_reduce_max(v : f32, lid : u32) -> f32 {
+    wg_red[lid] = v;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s = s >> 1u) {
+        if (lid < s) { wg_red[lid] = max(wg_red[lid], wg_red[lid + s]); }
+        workgroupBarrier();
+    }
+    let r = wg_red[0];
+    workgroupBarrier();
+    return r;
+}

@@ -1,0 +1,25 @@
+// ops_activation.c — C reference of 06_activation.wgsl: gelu_inplace and swiglu_combine.
+// Computed in f32 with the kernels' exact formulas so the WGSL results can be held to tight
+// tolerances; one element per iteration, parallel over elements.
+#include "backend/cpu/ops.h"
+
+// gelu(x) = 0.5·x·(1 + tanh(inner(clamp(x)))). The clamp lives only inside inner, so
+// gelu(x) = x for large x and (-)0 for very negative x instead of saturating at ±100.
+void cpu_gelu_inplace(float *x, size_t n) {
+    #pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        float xi = x[i];
+        float t = tanhf(cpu_gelu_inner(cpu_gelu_clamp(xi)));
+        x[i] = 0.5f * xi * (1.0f + t);
+    }
+}
+
+// hidden = silu(gate)·up with the sign-branched sigmoid; no clamp, so silu(x) -> x holds for
+// any finite large x.
+void cpu_swiglu_combine(float *hidden, const float *gate, const float *up, size_t n) {
+    #pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        float g = gate[i];
+        hidden[i] = g * cpu_sigmoid(g) * up[i];
+    }
+}

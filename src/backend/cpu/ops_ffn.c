@@ -1,0 +1,35 @@
+// ops_ffn.c — C reference of 09_backward_ffn.wgsl: the element-wise part of the FFN backward
+// (the GEMMs are matmul_t / matmul_at). Outputs pass through nan_guard like the kernels', so a
+// stray non-finite pre-activation yields a zero gradient instead of poisoning every weight.
+#include "backend/cpu/ops.h"
+
+// d/dx of 0.5·x·(1 + tanh(inner(clamp(x)))). Outside the clamp d(inner)/dx is 0, and there
+// sech² is exactly 0 in f32 anyway (|inner| > 3e4), so using the clamped x in the second term
+// is the exact derivative and keeps an infinite x from producing Inf·0.
+static inline float gelu_grad(float x) {
+    float xc = cpu_gelu_clamp(x);
+    float t = tanhf(cpu_gelu_inner(xc));
+    float sech2 = 1.0f - t * t;
+    float d_inner = 0.7978845608f * (1.0f + 3.0f * 0.044715f * xc * xc);
+    return 0.5f * (1.0f + t) + 0.5f * xc * sech2 * d_inner;
+}
+
+void cpu_ffn_gelu_backward(float *grad_pre, const float *grad_hidden, const float *pre_gelu,
+                           size_t n) {
+    #pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++)
+        grad_pre[i] = cpu_nan_guard(grad_hidden[i] * gelu_grad(pre_gelu[i]));
+}
+
+// One sigmoid per element gives both silu = x·s and silu' = s·(1 + x·(1 - s)) (seed finding 1).
+void cpu_ffn_swiglu_backward(float *grad_gate, float *grad_up, const float *grad_hidden,
+                             const float *gate, const float *up, size_t n) {
+    #pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        float g = grad_hidden[i], x = gate[i];
+        float s = cpu_sigmoid(x);
+        float dsilu = s * (1.0f + x * (1.0f - s));
+        grad_gate[i] = cpu_nan_guard(g * up[i] * dsilu);
+        grad_up[i] = cpu_nan_guard(g * (x * s));
+    }
+}

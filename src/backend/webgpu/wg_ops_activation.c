@@ -1,0 +1,22 @@
+// wg_ops_activation.c — dispatch wrappers for kernels/06_activation.wgsl.
+#include "backend/webgpu/wg_ops.h"
+
+typedef struct { uint32_t n, p0, p1, p2; } n_params;
+
+void wg_gelu_inplace(wgt_backend *be, wgt_view x, size_t n) {
+    wg_ctx *ctx = wg_of(be);
+    WGT_ASSERT(n <= UINT32_MAX, "element-wise kernels index with u32");
+    n_params p = {(uint32_t)n, 0, 0, 0};
+    wg_bind b[] = {wg_b(x, n)};
+    wg_dispatch(ctx, "gelu_inplace", wg_pipeline(ctx, "06_activation.wgsl", "gelu_inplace", NULL), b, 1, &p, sizeof p,
+                wg_groups(n, 256));
+}
+
+void wg_swiglu_combine(wgt_backend *be, wgt_view hidden, wgt_view gate, wgt_view up, size_t n) {
+    wg_ctx *ctx = wg_of(be);
+    WGT_ASSERT(n <= UINT32_MAX, "element-wise kernels index with u32");
+    n_params p = {(uint32_t)n, 0, 0, 0};
+    wg_bind b[] = {wg_b(gate, n), wg_b(up, n), wg_b(hidden, n)};
+    wg_dispatch(ctx, "swiglu_combine", wg_pipeline(ctx, "06_activation.wgsl", "swiglu_combine", NULL), b, 3, &p,
+                sizeof p, wg_groups(n, 256));
+}

@@ -1,0 +1,70 @@
+// wg_runtime.h — the WebGPU runtime under the webgpu backend: device setup, buffers, the
+// pipeline cache, the per-step command encoder, uniform parameters and 2-D dispatch splitting.
+// Kernel wrappers (wg_ops_*.c) use only this header and wgpu_abi.h.
+#ifndef WGT_WG_RUNTIME_H
+#define WGT_WG_RUNTIME_H
+#include <stdint.h>
+#include <stdio.h>
+#include "backend/backend.h"
+#include "backend/webgpu/wgpu_abi.h"
+
+typedef struct wg_ctx wg_ctx;
+
+struct wgt_buf {
+    WGPUBuffer b;
+    size_t n_elems;  // usable size in 4-byte elements
+    uint64_t bytes;  // allocated size
+    char label[48];
+};
+
+typedef struct {
+    char name[256];          // adapter device name
+    char vendor[128], architecture[128], driver[256];
+    WGPUBackendType backend;
+    WGPUAdapterType type;
+    uint32_t subgroup_min, subgroup_max;
+    int has_f16, has_subgroups, has_timestamp, has_subgroup_matrix;
+    WGPULimits limits;       // the device's limits (= adapter maximum)
+    WGPUFeatureName features[64];
+    size_t n_features;
+} wg_device_info;
+
+// adapter: NULL/""/"auto" best; "gpu" a real GPU only; "cpu" the software rasterizer
+// (lavapipe); anything else: a case-insensitive substring of the adapter's name.
+wgt_status wg_ctx_init(wg_ctx **out, const char *adapter, int profile);
+void wg_ctx_free(wg_ctx *ctx);
+const wg_device_info *wg_ctx_info(const wg_ctx *ctx);
+const char *wg_backend_type_name(WGPUBackendType t);
+const char *wg_adapter_type_name(WGPUAdapterType t);
+const char *wg_feature_name(WGPUFeatureName f);
+
+wgt_status wg_buf_alloc(wg_ctx *ctx, wgt_buf **out, size_t n_elems, const char *label);
+void wg_buf_free(wg_ctx *ctx, wgt_buf *buf);
+wgt_status wg_upload(wg_ctx *ctx, wgt_view dst, const void *src, size_t n_elems);
+wgt_status wg_download(wg_ctx *ctx, void *dst, wgt_view src, size_t n_elems);
+void wg_fill_zero(wg_ctx *ctx, wgt_view dst, size_t n_elems);
+void wg_copy(wg_ctx *ctx, wgt_view dst, wgt_view src, size_t n_elems);
+// Submits everything recorded; waits when wait != 0. Reports the first device error.
+wgt_status wg_flush(wg_ctx *ctx, int wait);
+
+// A compute pipeline for entry point `entry` of kernels/`file`, compiled once and cached by
+// (file, entry, defines). `defines` is WGSL prepended after 00_shared.wgsl (e.g. "const TILE=64u;").
+WGPUComputePipeline wg_pipeline(wg_ctx *ctx, const char *file, const char *entry, const char *defines);
+
+typedef struct { wgt_view v; size_t n; } wg_bind;  // n elements bound from v
+#define WG_MAX_BINDS 10
+// Records one dispatch: storage bindings 0..nb-1, then the uniform params at binding nb.
+// groups = total workgroups; split into x*y when above the per-dimension limit (kernels
+// recover the linear index with flat_id / flat_wg from 00_shared.wgsl).
+void wg_dispatch(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const wg_bind *binds, int nb,
+                 const void *params, size_t params_size, uint64_t groups);
+// Same with an explicit 3-D grid (no splitting), for tiled kernels.
+void wg_dispatch3(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const wg_bind *binds, int nb,
+                  const void *params, size_t params_size, uint32_t gx, uint32_t gy, uint32_t gz);
+uint64_t wg_max_binding_elems(const wg_ctx *ctx);
+
+// Per-kernel GPU time (profile mode only): accumulated by label until wg_profile_report.
+void wg_profile_reset(wg_ctx *ctx);
+// Writes a table of label, calls, total ms, share; returns total ms.
+double wg_profile_report(wg_ctx *ctx, FILE *f);
+#endif

@@ -1,0 +1,46 @@
+// cli_common.c — helpers shared by the subcommands: error reporting, number parsing, backends.
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backend/webgpu/wg_runtime.h"
+#include "cli/cli.h"
+
+int cli_fail(const char *cmd, wgt_status st) {
+    fprintf(stderr, "wgtrain %s: %s: %s\n", cmd, wgt_status_name(st), wgt_last_error());
+    return 1;
+}
+
+wgt_status cli_parse_double(const char *flag, const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno == ERANGE)
+        return wgt_fail(WGT_ERR_ARG, "%s expects a number, got '%s'", flag, s);
+    if (!isfinite(v)) return wgt_fail(WGT_ERR_ARG, "%s must be finite, got '%s'", flag, s);
+    *out = v;
+    return WGT_OK;
+}
+
+wgt_status cli_parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno == ERANGE) return wgt_fail(WGT_ERR_ARG, "%s expects an integer, got '%s'", flag, s);
+    if (v < lo || v > hi) return wgt_fail(WGT_ERR_ARG, "%s must be between %ld and %ld, got %ld", flag, lo, hi, v);
+    *out = v;
+    return WGT_OK;
+}
+
+wgt_status cli_backend_open(wgt_backend **out, const char *which, const char *adapter, int profile) {
+    *out = NULL;
+    if (!which || !strcmp(which, "cpu")) return backend_cpu_init(out);
+    if (!strcmp(which, "webgpu")) return backend_webgpu_init_ex(out, adapter, profile);
+    if (!strcmp(which, "auto")) {
+        // a real GPU through WebGPU if there is one; the software GPU is for testing, not training
+        if (backend_webgpu_init_ex(out, adapter && *adapter ? adapter : "gpu", profile) == WGT_OK) return WGT_OK;
+        return backend_cpu_init(out);
+    }
+    return wgt_fail(WGT_ERR_ARG, "unknown device '%s'; use cpu, webgpu or auto", which);
+}

@@ -1,0 +1,55 @@
+// cmd_info.c — `wgtrain info`: which adapter wgtrain would use, its features and limits.
+#include <stdio.h>
+#include <string.h>
+#include "backend/webgpu/wg_runtime.h"
+#include "cli/cli.h"
+
+int cmd_info(int argc, char **argv) {
+    const char *adapter = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) {
+            printf("usage: wgtrain info [--adapter auto|gpu|cpu|NAME]\n"
+                   "  Prints the WebGPU adapter wgtrain picks (a real GPU first, else Mesa lavapipe),\n"
+                   "  its backend, features and limits.\n");
+            return 0;
+        } else if ((!strcmp(argv[i], "--adapter") || !strcmp(argv[i], "--device")) && i + 1 < argc) {
+            adapter = argv[++i];
+        } else {
+            fprintf(stderr, "wgtrain info: unknown option '%s' (see --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    wg_ctx *ctx;
+    wgt_status st = wg_ctx_init(&ctx, adapter, 0);
+    if (st != WGT_OK) return cli_fail("info", st);
+    const wg_device_info *d = wg_ctx_info(ctx);
+    const WGPULimits *L = &d->limits;
+    printf("adapter:      %s\n", d->name);
+    printf("vendor:       %s (%s)\n", d->vendor, d->architecture);
+    printf("driver:       %s\n", d->driver);
+    printf("backend:      %s\n", wg_backend_type_name(d->backend));
+    printf("type:         %s\n", wg_adapter_type_name(d->type));
+    printf("subgroups:    %s (size %u..%u)\n", d->has_subgroups ? "yes" : "no", d->subgroup_min, d->subgroup_max);
+    printf("shader-f16:   %s\n", d->has_f16 ? "yes" : "no");
+    printf("timestamps:   %s\n", d->has_timestamp ? "yes" : "no");
+    printf("features:    ");
+    for (size_t i = 0; i < d->n_features; i++) {
+        const char *n = wg_feature_name(d->features[i]);
+        if (n) printf(" %s", n);
+        else printf(" 0x%x", (unsigned)d->features[i]);
+    }
+    printf("\nlimits:\n");
+    printf("  maxBufferSize                     %llu\n", (unsigned long long)L->maxBufferSize);
+    printf("  maxStorageBufferBindingSize       %llu\n", (unsigned long long)L->maxStorageBufferBindingSize);
+    printf("  maxStorageBuffersPerShaderStage   %u\n", L->maxStorageBuffersPerShaderStage);
+    printf("  maxUniformBufferBindingSize       %llu\n", (unsigned long long)L->maxUniformBufferBindingSize);
+    printf("  maxComputeWorkgroupStorageSize    %u\n", L->maxComputeWorkgroupStorageSize);
+    printf("  maxComputeInvocationsPerWorkgroup %u\n", L->maxComputeInvocationsPerWorkgroup);
+    printf("  maxComputeWorkgroupSize           %u x %u x %u\n", L->maxComputeWorkgroupSizeX, L->maxComputeWorkgroupSizeY,
+           L->maxComputeWorkgroupSizeZ);
+    printf("  maxComputeWorkgroupsPerDimension  %u\n", L->maxComputeWorkgroupsPerDimension);
+    printf("  minStorageBufferOffsetAlignment   %u\n", L->minStorageBufferOffsetAlignment);
+    printf("  maxImmediateSize                  %u\n", L->maxImmediateSize);
+    wg_ctx_free(ctx);
+    return 0;
+}

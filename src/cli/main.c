@@ -1,0 +1,29 @@
+// main.c — the `wgtrain` command: dispatches to one subcommand per file (cmd_*.c).
+#include <stdio.h>
+#include <string.h>
+#include "cli/cli.h"
+
+typedef struct { const char *name; int (*fn)(int, char **); const char *help; } command;
+
+static const command commands[] = {
+    {"info", cmd_info, "show the WebGPU adapter, its features and limits"},
+    {"op", cmd_op, "run one kernel on .npy inputs (cpu or webgpu backend)"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: wgtrain COMMAND [options]   (wgtrain COMMAND --help for its options)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "wgtrain: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,19 @@
+// prepare.h — turns a text corpus into a data directory the trainer reads: a trained BPE
+// tokenizer, train/val token shards and meta.json (layout in docs/tokenizer-format.md).
+#ifndef WGT_PREPARE_H
+#define WGT_PREPARE_H
+#include "core/error.h"
+
+#define PREPARE_TOKENIZER_FILE "tokenizer.bin"
+#define PREPARE_META_FILE "meta.json"
+
+// inputs: files, directories (walked recursively in sorted order; hidden entries skipped) or
+// glob patterns. Each file is one document, except that a plain-text file is split into
+// several at each "<|endoftext|>" it contains. Brown-corpus files (word/TAG tokens) are
+// detected and converted to plain text. The last val_fraction of the documents (0 < f < 1; at
+// least one) become the validation split; a corpus of one document gives val the last
+// val_fraction of its tokens. Creates out_dir if needed. verbose prints progress and a summary,
+// including the unigram entropy of the train tokens (also stored in meta.json).
+wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir, int vocab_size,
+                          double val_fraction, int verbose);
+#endif
