@@ -10,10 +10,12 @@
 // implementation of the forward written here from the formulas (not by calling the float code).
 //
 // Tolerances. With h = 1e-6 in double, the finite difference is accurate to ~1e-9: truncation
-// h²·L'''/6 ~ 1e-12 and rounding ~1e-16·|L|/h ~ 1e-9 for |L| ~ 10. The analytical side is f32
-// and carries ~1e-6 relative rounding per element plus its own reductions. So atol 1e-4 +
-// rtol 1e-3 is ~100x the expected error, while any formula mistake (a missing term, a wrong
-// index, a missing scale) shows up at O(0.01..1). Forward results are compared with the double
+// h^2·L'''/6 ~ 1e-12 and rounding ~1e-16·|L|/h ~ 1e-9 for |L| ~ 10. The analytical side is f32
+// and carries ~1e-7..1e-6 relative rounding per element plus its own reductions (all inputs
+// and weights are O(1), so gradients are O(0.01..10)). Every check here passes at atol 1e-6 +
+// rtol 1e-5; we allow atol 1e-5 + rtol 1e-4, a 10x margin against platform and BLAS-kernel
+// differences, while a formula mistake (a missing term, a wrong index, a missing scale, eps
+// 1e-6 instead of 1e-5) shows up at 1e-3..1. Forward results are compared with the double
 // forward at atol 1e-5 + rtol 1e-5 (f32 rounding of O(1) values summed over <= a few dozen terms).
 #include <math.h>
 #include <stdint.h>
@@ -24,8 +26,8 @@
 #include "backend/cpu/ops.h"
 
 #define FD_H 1e-6
-#define G_ATOL 1e-4
-#define G_RTOL 1e-3
+#define G_ATOL 1e-5
+#define G_RTOL 1e-4
 #define F_ATOL 1e-5
 #define F_RTOL 1e-5
 
@@ -354,6 +356,56 @@ static void test_matmul_grad(void) {
     free(dx); free(nx); free(dW); free(db); free(dW0); free(db0); free(nW); free(nb);
 }
 
+// The GEMMs split into per-thread blocks above a size threshold, by rows or by columns of the
+// output depending on its shape; these sizes take every split path with block edges that are
+// not multiples of 16. Reference: the double GEMM. The sums run over <= 1000 products of O(1)
+// values, so f32 accumulation error is ~1e-5 absolute: atol 1e-4 + rtol 1e-4.
+static void matmul_big_case(uint32_t N, uint32_t C, uint32_t OC) {
+    float *x = frandom((size_t)N * C, -1, 1), *W = frandom((size_t)OC * C, -1, 1), *b = frandom(OC, -1, 1);
+    float *g = frandom((size_t)N * OC, -1, 1), *out = falloc((size_t)N * OC), *dx = falloc((size_t)N * C);
+    float *dW = frandom((size_t)OC * C, -1, 1), *db = frandom(OC, -1, 1);
+    double *xd = to_double(x, (size_t)N * C), *Wd = to_double(W, (size_t)OC * C), *bd = to_double(b, OC);
+    double *ref = dalloc((size_t)N * OC), *rdx = dalloc((size_t)N * C), *rdW = dalloc((size_t)OC * C), *rdb = dalloc(OC);
+    d_matmul(ref, xd, Wd, bd, N, C, OC);
+    for (uint32_t n = 0; n < N; n++)
+        for (uint32_t c = 0; c < C; c++) {
+            double s = 0;
+            for (uint32_t o = 0; o < OC; o++) s += (double)g[(size_t)n * OC + o] * W[(size_t)o * C + c];
+            rdx[(size_t)n * C + c] = s;
+        }
+    for (uint32_t o = 0; o < OC; o++) {
+        double sb = db[o];
+        for (uint32_t n = 0; n < N; n++) sb += g[(size_t)n * OC + o];
+        rdb[o] = sb;
+        for (uint32_t c = 0; c < C; c++) {
+            double s = dW[(size_t)o * C + c];
+            for (uint32_t n = 0; n < N; n++) s += (double)g[(size_t)n * OC + o] * x[(size_t)n * C + c];
+            rdW[(size_t)o * C + c] = s;
+        }
+    }
+    cpu_matmul(out, x, W, b, N, C, OC);
+    cpu_matmul_t(dx, g, W, N, C, OC);
+    cpu_matmul_at(dW, db, g, x, N, C, OC);
+    char what[96];
+    float *f;
+    snprintf(what, sizeof what, "matmul N=%u C=%u OC=%u", N, C, OC);
+    CHECK_CLOSE(what, out, (f = to_float(ref, (size_t)N * OC)), (size_t)N * OC, 1e-4, 1e-4); free(f);
+    snprintf(what, sizeof what, "matmul_t N=%u C=%u OC=%u", N, C, OC);
+    CHECK_CLOSE(what, dx, (f = to_float(rdx, (size_t)N * C)), (size_t)N * C, 1e-4, 1e-4); free(f);
+    snprintf(what, sizeof what, "matmul_at dweight N=%u C=%u OC=%u", N, C, OC);
+    CHECK_CLOSE(what, dW, (f = to_float(rdW, (size_t)OC * C)), (size_t)OC * C, 1e-4, 1e-4); free(f);
+    snprintf(what, sizeof what, "matmul_at dbias N=%u C=%u OC=%u", N, C, OC);
+    CHECK_CLOSE(what, db, (f = to_float(rdb, OC)), OC, 1e-4, 1e-4); free(f);
+    free(x); free(W); free(b); free(g); free(out); free(dx); free(dW); free(db);
+    free(xd); free(Wd); free(bd); free(ref); free(rdx); free(rdW); free(rdb);
+}
+
+static void test_matmul_big(void) {
+    matmul_big_case(67, 45, 130);   // more output columns than rows; dweight split by rows
+    matmul_big_case(301, 37, 29);   // split by rows everywhere except dweight (C > OC)
+    matmul_big_case(3, 1000, 200);  // a few rows: split by columns (the sampling lm_head shape)
+}
+
 // ---------------------------------------------------------------- attention
 
 // out[B,T,C] and lse[B,NH,T] of causal attention, straight from the definition, in double.
@@ -642,6 +694,7 @@ int main(void) {
     test_embedding_grad();
     test_layernorm_grad();
     test_matmul_grad();
+    test_matmul_big();
     test_attention_grad();
     test_residual();
     test_gelu_edges();

@@ -7,7 +7,7 @@
 #include "cli/cli.h"
 #include "cli/op_table.h"
 
-static const op_desc *const tables[] = {op_table_seed, op_table_gpt};
+static const op_desc *const tables[] = {op_table_seed, op_table_gpt, op_table_attn};
 
 const op_desc *op_find(const char *name) {
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)

@@ -8,6 +8,7 @@ typedef struct { const char *name; int (*fn)(int, char **); const char *help; } 
 static const command commands[] = {
     {"info", cmd_info, "show the WebGPU adapter, its features and limits"},
     {"op", cmd_op, "run one kernel on .npy inputs (cpu or webgpu backend)"},
+    {"grad", cmd_grad, "loss and gradients of a GPT-2 safetensors checkpoint on one batch"},
 };
 
 static void usage(FILE *f) {

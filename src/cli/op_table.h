@@ -42,6 +42,7 @@ void op_list(FILE *f);
 // tables of the kernel families, each terminated by an entry with name == NULL
 extern const op_desc op_table_seed[];
 extern const op_desc op_table_gpt[];
+extern const op_desc op_table_attn[];
 
 // helpers for plan functions
 void op_out_like(op_call *c, int out, int like);

@@ -3,12 +3,14 @@
 // tokenize, split train/val by document, write shards, tokenizer and meta.json.
 // Everything is deterministic: the same inputs give byte-identical outputs.
 #include "data/prepare.h"
+#include "core/fileutil.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
 #include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -35,7 +37,6 @@ static void bb_put(bytebuf *b, const void *data, size_t n) {
 }
 static void bb_puts(bytebuf *b, const char *s) { bb_put(b, s, strlen(s)); }
 static void bb_printf(bytebuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
 static void bb_printf(bytebuf *b, const char *fmt, ...) {
     char tmp[512];
     va_list ap;
@@ -84,7 +85,7 @@ static wgt_status walk_dir(const char *dir, strlist *out) {
     while ((e = readdir(d)))
         if (e->d_name[0] != '.') sl_add(&names, e->d_name);
     closedir(d);
-    qsort(names.v, names.n, sizeof *names.v, cmp_str);
+    if (names.n) qsort(names.v, names.n, sizeof *names.v, cmp_str);
     wgt_status st = WGT_OK;
     size_t dl = strlen(dir);
     for (size_t i = 0; i < names.n && st == WGT_OK; i++) {
@@ -238,6 +239,8 @@ static void brown_to_text(const uint8_t *p, size_t n, bytebuf *out) {
                     for (size_t k = 0; k < wl; k++)
                         if (!strchr(".,;:?!)]}'", w[k])) close = 0;
                 }
+                // "Jr./np ./." ends a sentence on an abbreviation: keep one period.
+                if (wl == 1 && w[0] == '.' && out->n > start && out->p[out->n - 1] == '.') continue;
                 if (!glue && !close) bb_puts(out, " ");
                 bb_put(out, w, wl);
                 glue = open;
@@ -283,6 +286,7 @@ static int is_ws(uint8_t c) { return c == ' ' || (c >= 9 && c <= 13); }
 static size_t add_text_docs(corpus *c, const uint8_t *p, size_t n) {
     const char *mark = TOKENIZER_EOT_TEXT;
     size_t ml = strlen(mark), before = c->n_docs;
+    if (n == 0) return 0;
     const uint8_t *hit = memmem(p, n, mark, ml);
     if (!hit) {
         corpus_add_doc(c, p, n);
@@ -310,29 +314,6 @@ typedef struct {
 } source;
 
 // ------------------------------------------------------------------ output helpers
-
-static wgt_status mkdir_p(const char *dir) {
-    char *p = wgt_strdup(dir);
-    size_t n = strlen(p);
-    while (n > 1 && p[n - 1] == '/') p[--n] = 0;
-    for (size_t i = 1; i <= n; i++) {
-        if (p[i] != '/' && p[i] != 0) continue;
-        char save = p[i];
-        p[i] = 0;
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            wgt_status st = wgt_fail(WGT_ERR_IO, "cannot create directory %s: %s; choose another --out", p,
-                                     strerror(errno));
-            free(p);
-            return st;
-        }
-        p[i] = save;
-    }
-    struct stat sb;
-    int ok = stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-    free(p);
-    if (!ok) return wgt_fail(WGT_ERR_IO, "output %s exists and is not a directory; choose another --out", dir);
-    return WGT_OK;
-}
 
 static char *join_path(const char *dir, const char *name) {
     size_t len = strlen(dir) + strlen(name) + 2;
@@ -428,17 +409,15 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
             free(head);
         }
         int brown_set = files.n > 1 && n_brown * 2 >= files.n;
-        size_t skipped = 0;
+        size_t seen_before = seen.n;  // `seen` is sorted up to here
         for (size_t i = 0; i < files.n && st == WGT_OK; i++) {
             if (brown_set && !brown[i]) {
                 if (verbose) printf("prepare: skipping %s (not Brown-tagged, beside Brown corpus files)\n", files.v[i]);
-                skipped++;
                 continue;
             }
-            // The same file named twice (say, by a directory and a pattern) counts once.
-            int dup = 0;
-            for (size_t k = 0; k < seen.n && !dup; k++) dup = !strcmp(seen.v[k], files.v[i]);
-            if (dup) continue;
+            // The same file named by two inputs (say, a directory and a pattern) counts once.
+            // Within one input names are unique, so only earlier inputs' names need checking.
+            if (seen_before && bsearch(&files.v[i], seen.v, seen_before, sizeof *seen.v, cmp_str)) continue;
             sl_add(&seen, files.v[i]);
             uint8_t *data;
             size_t n;
@@ -465,7 +444,7 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
         free(brown);
         sl_free(&files);
         if (st != WGT_OK) goto done;
-        (void)skipped;
+        if (seen.n) qsort(seen.v, seen.n, sizeof *seen.v, cmp_str);
     }
     if (c.n_docs == 0) {
         st = wgt_fail(WGT_ERR_ARG, "the corpus is empty: the %zu input file(s) hold no text; pass files with text "
@@ -480,7 +459,7 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
                n_brown_src, c.n_docs, text_bytes / 1e6, now_s() - t0);
 
     // 2. Tokenizer.
-    st = mkdir_p(out_dir);
+    st = dir_make(out_dir);
     if (st != WGT_OK) goto done;
     path = join_path(out_dir, PREPARE_META_FILE);
     unlink(path);  // a stale meta.json must not describe the files we are about to replace
@@ -593,7 +572,11 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
     }
     bb_puts(&meta, n_srcs ? "\n  ]\n}\n" : "]\n}\n");
     path = join_path(out_dir, PREPARE_META_FILE);
-    st = data_write_atomic(path, meta.p, meta.n, NULL, 0);
+    atomic_file af;
+    st = atomic_file_open(&af, path);
+    if (st != WGT_OK) goto done;
+    atomic_file_write(&af, meta.p, meta.n);
+    st = atomic_file_commit(&af);
     if (st != WGT_OK) goto done;
     if (verbose)
         printf("prepare: wrote %s: %s, %zu train shard(s), %zu val shard(s), %s\n"

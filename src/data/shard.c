@@ -1,9 +1,8 @@
-// shard.c — llm.c-compatible token shards (see shard.h), and the atomic file write that every
-// file of a data directory goes through.
+// shard.c — llm.c-compatible token shards (see shard.h).
 #include "data/shard.h"
+#include "core/fileutil.h"
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -20,63 +19,6 @@ struct shard {
     size_t n;
 };
 
-static wgt_status write_all(int fd, const void *buf, size_t n, const char *path) {
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return wgt_fail(WGT_ERR_IO, "cannot write %s: %s; check free disk space and permissions",
-                            path, strerror(errno));
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return WGT_OK;
-}
-
-wgt_status data_write_atomic(const char *path, const void *head, size_t n_head,
-                             const void *body, size_t n_body) {
-    size_t plen = strlen(path);
-    char *tmp = wgt_malloc(plen + 16);
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        wgt_status st = wgt_fail(WGT_ERR_IO, "cannot create a temporary file beside %s: %s; "
-                                 "check that the directory exists and is writable", path, strerror(errno));
-        free(tmp);
-        return st;
-    }
-    // mkstemp makes the file 0600; data files are ordinary files, so use the usual mode.
-    mode_t um = umask(0);
-    umask(um);
-    fchmod(fd, 0666 & ~um);
-    wgt_status st = WGT_OK;
-    if (n_head) st = write_all(fd, head, n_head, path);
-    if (st == WGT_OK && n_body) st = write_all(fd, body, n_body, path);
-    if (st == WGT_OK && fsync(fd) != 0)
-        st = wgt_fail(WGT_ERR_IO, "cannot flush %s to disk: %s", path, strerror(errno));
-    if (close(fd) != 0 && st == WGT_OK)
-        st = wgt_fail(WGT_ERR_IO, "cannot close %s: %s", path, strerror(errno));
-    if (st == WGT_OK && rename(tmp, path) != 0)
-        st = wgt_fail(WGT_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    if (st != WGT_OK) {
-        unlink(tmp);
-        free(tmp);
-        return st;
-    }
-    // Make the rename itself durable. Failure here is not worth failing the write for.
-    char *dircopy = wgt_strdup(path);
-    int dfd = open(dirname(dircopy), O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    free(dircopy);
-    free(tmp);
-    return WGT_OK;
-}
-
 wgt_status shard_write(const char *path, const uint16_t *toks, size_t n) {
     if (n > SHARD_MAX_TOKENS)
         return wgt_fail(WGT_ERR_ARG, "cannot write %s: %zu tokens exceed the shard format's limit of %u; "
@@ -85,7 +27,11 @@ wgt_status shard_write(const char *path, const uint16_t *toks, size_t n) {
     header[0] = SHARD_MAGIC;
     header[1] = SHARD_VERSION;
     header[2] = (int32_t)n;
-    return data_write_atomic(path, header, sizeof header, toks, n * sizeof *toks);
+    atomic_file af;
+    WGT_TRY(atomic_file_open(&af, path));
+    atomic_file_write(&af, header, sizeof header);
+    atomic_file_write(&af, toks, n * sizeof *toks);
+    return atomic_file_commit(&af);
 }
 
 // Checks a shard's header against the file's length; `len` is the file size in bytes.

@@ -35,9 +35,4 @@ wgt_status shard_check_vocab(const uint16_t *toks, size_t n, int vocab, const ch
 // Entropy in nats/token of the tokens' unigram distribution (0 for n == 0): the loss a model
 // that ignores context would reach, printed beside the training loss for comparison.
 double shard_unigram_entropy(const uint16_t *toks, size_t n);
-
-// Writes head then body to `path` atomically (as shard_write does). Either part may be empty.
-// Shared by the data files: shards, tokenizer, meta.json.
-wgt_status data_write_atomic(const char *path, const void *head, size_t n_head,
-                             const void *body, size_t n_body);
 #endif

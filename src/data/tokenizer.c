@@ -7,7 +7,7 @@
 // chunks it occurs in, so a merge touches only those chunks, and a lazy max-heap finds the next
 // best pair. That is what makes a 16K vocabulary on megabytes of text take seconds, not hours.
 #include "data/tokenizer.h"
-#include "data/shard.h"
+#include "core/fileutil.h"
 #include <errno.h>
 #include <string.h>
 #include <zlib.h>
@@ -678,7 +678,12 @@ wgt_status tokenizer_save(const tokenizer *tok, const char *path) {
         p[3] = (uint8_t)(tok->merges[2 * i + 1] >> 8);
     }
     put_u32(buf + len - 4, (uint32_t)crc32(0L, buf, (uInt)(len - 4)));
-    wgt_status st = data_write_atomic(path, buf, len, NULL, 0);
+    atomic_file af;
+    wgt_status st = atomic_file_open(&af, path);
+    if (st == WGT_OK) {
+        atomic_file_write(&af, buf, len);
+        st = atomic_file_commit(&af);
+    }
     free(buf);
     return st;
 }

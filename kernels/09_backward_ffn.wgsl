@@ -1,0 +1,67 @@
+// 09_backward_ffn.wgsl — element-wise part of the FFN backward (seed document 000): the
+// gradients through GeLU and through SwiGLU's silu(gate) * up. The GEMMs around them are
+// matmul_t / matmul_at. One thread per element, no shared memory, no barriers. Outputs pass
+// through nan_guard: one stray non-finite activation then gives a zero gradient instead of
+// poisoning every weight gradient through the next GEMM.
+
+struct FfnParams { n : u32, p0 : u32, p1 : u32, p2 : u32 };
+
+// The forward's tanh (06_activation.wgsl) restated here: helpers are file-local. exp only sees
+// a non-positive argument, so a large |z| gives +-1 and never Inf / Inf.
+fn ffn_tanh(z : f32) -> f32 {
+    let e = exp(-2.0 * abs(z));
+    let t = (1.0 - e) / (1.0 + e);
+    return select(-t, t, z >= 0.0);
+}
+
+fn ffn_sigmoid(x : f32) -> f32 {
+    if (x >= 0.0) { return 1.0 / (1.0 + exp(-x)); }
+    let e = exp(x);
+    return e / (1.0 + e);
+}
+
+// d/dx of gelu(x) = 0.5 x (1 + tanh(inner(xc))), xc = clamp(x, -100, 100):
+//   0.5 (1 + t) + 0.5 x sech^2(inner) inner'(xc), with inner' = 0 outside the clamp.
+// Outside the clamp sech^2 is exactly 0 in f32 anyway (|inner| > 3e4), so the second term uses
+// xc: the same value, and an infinite x cannot make Inf * 0. NaN is mapped to the lower bound
+// explicitly (clamp of NaN is not defined in WGSL), as fmaxf / fminf do in the reference.
+fn ffn_gelu_grad(x : f32) -> f32 {
+    let is_nan = (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+    let xc = select(clamp(x, -100.0, 100.0), -100.0, is_nan);
+    let t = ffn_tanh(0.7978845608 * (xc + 0.044715 * xc * xc * xc));
+    let sech2 = 1.0 - t * t;
+    let d_inner = 0.7978845608 * (1.0 + 3.0 * 0.044715 * xc * xc);
+    return 0.5 * (1.0 + t) + 0.5 * xc * sech2 * d_inner;
+}
+
+@group(0) @binding(0) var<storage, read> gb_grad_hidden : array<f32>;
+@group(0) @binding(1) var<storage, read> gb_pre_gelu : array<f32>;
+@group(0) @binding(2) var<storage, read_write> gb_grad_pre : array<f32>;
+@group(0) @binding(3) var<uniform> gb_params : FfnParams;
+
+@compute @workgroup_size(256)
+fn ffn_gelu_backward(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let i = flat_id(gid, nwg);
+    if (i >= gb_params.n) { return; }
+    gb_grad_pre[i] = nan_guard(gb_grad_hidden[i] * ffn_gelu_grad(gb_pre_gelu[i]));
+}
+
+@group(0) @binding(0) var<storage, read> sb_grad_hidden : array<f32>;
+@group(0) @binding(1) var<storage, read> sb_gate : array<f32>;
+@group(0) @binding(2) var<storage, read> sb_up : array<f32>;
+@group(0) @binding(3) var<storage, read_write> sb_grad_gate : array<f32>;
+@group(0) @binding(4) var<storage, read_write> sb_grad_up : array<f32>;
+@group(0) @binding(5) var<uniform> sb_params : FfnParams;
+
+// One sigmoid per element gives silu = x s and silu' = s (1 + x (1 - s)) (seed finding 1).
+@compute @workgroup_size(256)
+fn ffn_swiglu_backward(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let i = flat_id(gid, nwg);
+    if (i >= sb_params.n) { return; }
+    let g = sb_grad_hidden[i];
+    let x = sb_gate[i];
+    let s = ffn_sigmoid(x);
+    let dsilu = s * (1.0 + x * (1.0 - s));
+    sb_grad_gate[i] = nan_guard(g * sb_up[i] * dsilu);
+    sb_grad_up[i] = nan_guard(g * (x * s));
+}

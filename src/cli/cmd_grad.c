@@ -1,0 +1,126 @@
+// cmd_grad.c — `wgtrain grad`: loss and every parameter's gradient of a GPT-2 checkpoint on one
+// batch, on either backend; with --steps N it also runs N AdamW steps on that batch and prints
+// each step's loss (used to compare training against PyTorch).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "core/npy.h"
+#include "model/gpt2.h"
+
+static void usage(void) {
+    printf("usage: wgtrain grad --model M.safetensors --heads NH --tokens T.npy [--backend cpu|webgpu] [--adapter A]\n"
+           "                    [--out G.safetensors] [--alpha A] [--beta B] [--steps N --lr X --weight-decay W\n"
+           "                    --beta1 B1 --beta2 B2 --eps E --clip C] [--logits L.npy]\n"
+           "  tokens: int32 [B, T+1]; inputs are [:, :-1], targets [:, 1:] (a negative target is ignored).\n"
+           "  Prints `loss <value>`: the mean cross-entropy over the targets (plus label smoothing / z-loss\n"
+           "  terms when --alpha / --beta are given; both default to 0 here). --out writes each parameter's\n"
+           "  gradient under its Hugging Face name and shape. --steps N then runs N AdamW steps on the batch\n"
+           "  and prints `step i loss <value>` before each update.\n");
+}
+
+static wgt_status grad_main(int argc, char **argv) {
+    const char *model = NULL, *tokens_path = NULL, *out = NULL, *backend = "cpu", *adapter = NULL, *logits_path = NULL;
+    long heads = 0, steps = 0;
+    double alpha = 0, beta = 0, lr = 1e-4, wd = 0.0, b1 = 0.9, b2 = 0.999, eps = 1e-8, clip = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help")) { usage(); exit(0); }
+        if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--model")) model = v;
+        else if (!strcmp(a, "--tokens")) tokens_path = v;
+        else if (!strcmp(a, "--out")) out = v;
+        else if (!strcmp(a, "--logits")) logits_path = v;
+        else if (!strcmp(a, "--backend") || !strcmp(a, "--device")) backend = v;
+        else if (!strcmp(a, "--adapter")) adapter = v;
+        else if (!strcmp(a, "--heads")) WGT_TRY(cli_parse_long(a, v, 1, 4096, &heads));
+        else if (!strcmp(a, "--steps")) WGT_TRY(cli_parse_long(a, v, 0, 1000000, &steps));
+        else if (!strcmp(a, "--alpha")) WGT_TRY(cli_parse_double(a, v, &alpha));
+        else if (!strcmp(a, "--beta")) WGT_TRY(cli_parse_double(a, v, &beta));
+        else if (!strcmp(a, "--lr")) WGT_TRY(cli_parse_double(a, v, &lr));
+        else if (!strcmp(a, "--weight-decay")) WGT_TRY(cli_parse_double(a, v, &wd));
+        else if (!strcmp(a, "--beta1")) WGT_TRY(cli_parse_double(a, v, &b1));
+        else if (!strcmp(a, "--beta2")) WGT_TRY(cli_parse_double(a, v, &b2));
+        else if (!strcmp(a, "--eps")) WGT_TRY(cli_parse_double(a, v, &eps));
+        else if (!strcmp(a, "--clip")) WGT_TRY(cli_parse_double(a, v, &clip));
+        else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
+    }
+    if (!model || !tokens_path || !heads)
+        return wgt_fail(WGT_ERR_ARG, "--model, --heads and --tokens are required (see --help)");
+    if (alpha < 0 || alpha > 1) return wgt_fail(WGT_ERR_ARG, "--alpha must be in [0, 1], got %g", alpha);
+    if (beta < 0) return wgt_fail(WGT_ERR_ARG, "--beta must be >= 0, got %g", beta);
+    gpt2_config cfg;
+    WGT_TRY(gpt2_config_from_safetensors(&cfg, model, (int)heads));
+    npy_array tk;
+    WGT_TRY(npy_load(&tk, tokens_path));
+    wgt_status st = WGT_OK;
+    if (tk.dtype == NPY_F32 || tk.ndim != 2 || tk.shape[1] < 2 || tk.shape[0] < 1)
+        st = wgt_fail(WGT_ERR_FORMAT, "'%s' must be an int32 array of shape [B, T+1] with T >= 1", tokens_path);
+    size_t B = tk.shape[0], T1 = tk.shape[1], T = T1 - 1;
+    if (st == WGT_OK && T > (size_t)cfg.max_seq)
+        st = wgt_fail(WGT_ERR_FORMAT, "'%s' has sequences of %zu tokens but the model's maximum sequence length is %d",
+                      tokens_path, T, cfg.max_seq);
+    int32_t *inp = wgt_malloc(B * T * 4), *tgt = wgt_malloc(B * T * 4);
+    size_t valid = 0;
+    if (st == WGT_OK) {
+        const int32_t *d = tk.data;
+        for (size_t b = 0; b < B; b++)
+            for (size_t t = 0; t < T; t++) {
+                inp[b * T + t] = d[b * T1 + t];
+                tgt[b * T + t] = d[b * T1 + t + 1];
+                valid += tgt[b * T + t] >= 0 && tgt[b * T + t] < cfg.vocab;
+            }
+        // every input must be a vocabulary id; a negative target (last column or not) is "ignore"
+        for (size_t i = 0; i < B * T1; i++)
+            if (d[i] >= cfg.vocab || (d[i] < 0 && i % T1 < T)) {
+                st = wgt_fail(WGT_ERR_FORMAT, "'%s': token %d at index %zu is outside the vocabulary 0..%d", tokens_path,
+                              d[i], i, cfg.vocab - 1);
+                break;
+            }
+        if (st == WGT_OK && !valid) st = wgt_fail(WGT_ERR_FORMAT, "'%s' has no valid target (all are ignored)", tokens_path);
+    }
+    wgt_backend *be = NULL;
+    gpt2 *m = NULL;
+    if (st == WGT_OK) st = cli_backend_open(&be, backend, adapter, 0);
+    if (st == WGT_OK) st = gpt2_init(&m, be, &cfg, (int)B, (int)T);
+    if (st == WGT_OK) st = gpt2_load_safetensors(m, model);
+    gpt2_loss_opts lo = {(float)alpha, (float)beta};
+    if (st == WGT_OK && logits_path) {
+        npy_array la = {NPY_F32, 3, {B, T, (size_t)cfg.vocab}, B * T * (size_t)cfg.vocab, NULL};
+        la.data = wgt_malloc(la.n * 4);
+        st = gpt2_forward_logits(m, inp, la.data);
+        if (st == WGT_OK) st = npy_save(logits_path, &la);
+        npy_free(&la);
+    }
+    for (long s = 0; s <= steps && st == WGT_OK; s++) {
+        gpt2_zero_grad(m);
+        st = gpt2_forward(m, inp, tgt, lo, 1.0f / (float)valid);
+        if (st != WGT_OK) break;
+        gpt2_backward(m);
+        double sum;
+        st = gpt2_loss_sum(m, &sum);
+        if (st != WGT_OK) break;
+        if (s == 0) {
+            printf("loss %.9g\n", sum / valid);
+            if (out) st = gpt2_save_safetensors(m, out, 1);
+        }
+        if (steps) {
+            printf("step %ld loss %.9g\n", s, sum / valid);
+            if (s < steps) gpt2_update(m, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, (float)clip, (int)s + 1);
+        }
+    }
+    if (st == WGT_OK) st = be->sync(be);
+    gpt2_free(m);
+    if (be) be->free(be);
+    free(inp);
+    free(tgt);
+    npy_free(&tk);
+    return st;
+}
+
+int cmd_grad(int argc, char **argv) {
+    wgt_status st = grad_main(argc, argv);
+    return st == WGT_OK ? 0 : cli_fail("grad", st);
+}

@@ -1,0 +1,32 @@
+// safetensors.h — reading and writing .safetensors files (8-byte header length, JSON header
+// of name -> {dtype, shape, data_offsets}, raw little-endian data). F32 only, as wgtrain's
+// weights and gradients are float32; other dtypes are refused with a clear message.
+#ifndef WGT_SAFETENSORS_H
+#define WGT_SAFETENSORS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "core/error.h"
+
+#define ST_MAX_DIMS 4
+typedef struct {
+    char name[128];
+    int ndim;
+    size_t shape[ST_MAX_DIMS];
+    size_t n;          // elements
+    const float *data; // points into the file's memory
+} st_tensor;
+
+typedef struct st_file st_file;
+wgt_status st_open(st_file **out, const char *path);
+void st_close(st_file *f);
+int st_count(const st_file *f);
+const st_tensor *st_at(const st_file *f, int i);
+const st_tensor *st_find(const st_file *f, const char *name);
+
+// Writer: add tensors (data copied by reference until st_writer_finish), then finish writes the
+// file atomically (temporary file, fsync, rename).
+typedef struct st_writer st_writer;
+st_writer *st_writer_new(void);
+void st_writer_add(st_writer *w, const char *name, int ndim, const size_t *shape, const float *data);
+wgt_status st_writer_finish(st_writer *w, const char *path);  // frees w
+#endif

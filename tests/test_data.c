@@ -1,0 +1,587 @@
+// test_data.c — the data side: BPE tokenizer (round trips on arbitrary bytes, agreement with
+// a naive trainer, file format and its corruption checks), token shards (round trip and every
+// refusal) and corpus preparation (files written, split, errors for bad inputs).
+#include "data/prepare.h"
+#include "data/shard.h"
+#include "data/tokenizer.h"
+#include "testlib.h"
+#include <dirent.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+static uint64_t rng_state = 0x243F6A8885A308D3ull;
+static uint32_t rnd(void) {
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 33);
+}
+
+static char tmpdir[256];
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) { return remove(p); }
+static void rm_rf(const char *p) { nftw(p, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+// A path inside the test's temporary directory, valid until tpath_free_all() at exit.
+static char *tpaths[256];
+static int n_tpaths = 0;
+static char *tpath(const char *name) {
+    if (n_tpaths == 256) { fprintf(stderr, "tpath: raise the limit\n"); exit(2); }
+    char *s = malloc(strlen(tmpdir) + strlen(name) + 2);
+    sprintf(s, "%s/%s", tmpdir, name);
+    return tpaths[n_tpaths++] = s;
+}
+static void tpath_free_all(void) {
+    while (n_tpaths) free(tpaths[--n_tpaths]);
+}
+
+static void write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) { perror(path); exit(2); }
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+static uint8_t *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { *n = 0; return NULL; }
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)len + 1);
+    *n = fread(b, 1, (size_t)len, f);
+    b[*n] = 0;
+    fclose(f);
+    return b;
+}
+
+static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
+
+// English-like text: words from a small Zipf-ish vocabulary, sentences, paragraphs.
+static char *make_text(size_t n_words, size_t *len) {
+    static const char *words[] = {"the", "of", "and", "to", "a", "in", "that", "is", "was", "he", "for", "it",
+                                  "with", "as", "his", "on", "be", "at", "by", "I", "this", "had", "not", "are",
+                                  "but", "from", "or", "have", "an", "they", "which", "one", "you", "were",
+                                  "training", "tokenizer", "model", "gradient", "shader", "buffer", "42", "1964"};
+    size_t nw = sizeof words / sizeof *words, cap = n_words * 12 + 16, k = 0;
+    char *s = malloc(cap);
+    for (size_t i = 0; i < n_words; i++) {
+        uint32_t r = rnd() % 1000;
+        size_t w = (size_t)((r * r / 1000) * nw / 1000);  // skewed towards the first words
+        const char *word = words[w];
+        if (i % 12 == 0 && i) k += (size_t)sprintf(s + k, i % 60 == 0 ? ".\n\n" : ". ");
+        else if (i) s[k++] = ' ';
+        k += (size_t)sprintf(s + k, "%s", word);
+        if (rnd() % 17 == 0) s[k++] = ',';
+    }
+    s[k++] = '.';
+    s[k++] = '\n';
+    s[k] = 0;
+    *len = k;
+    return s;
+}
+
+static int round_trip(const tokenizer *tok, const uint8_t *b, size_t n) {
+    uint16_t *ids;
+    size_t ni;
+    if (tokenizer_encode(tok, b, n, &ids, &ni) != WGT_OK) return 0;
+    int ok = 1;
+    for (size_t i = 0; i < ni; i++) ok &= ids[i] < tokenizer_vocab_size(tok) - 1;  // never the end-of-text id
+    uint8_t *d;
+    size_t nd;
+    if (tokenizer_decode(tok, ids, ni, &d, &nd) != WGT_OK) ok = 0;
+    else ok &= nd == n && (n == 0 || !memcmp(d, b, n));
+    free(ids);
+    if (ok) free(d);
+    return ok;
+}
+
+// ------------------------------------------------------------------ naive reference BPE
+// Recounts every pair after every merge: slow but obviously right. Words are " xyz" chunks of
+// a text made only of " " + lowercase words, where our pre-tokenizer's rules are trivial.
+#define REF_IDS 512
+typedef struct { int sym[64]; int len; long count; } ref_word;
+
+static int ref_train(const char *text, int n_merges, int merges[][2], uint8_t tokbytes[][64], int toklen[]) {
+    ref_word *w = calloc(4096, sizeof *w);
+    int nw = 0;
+    for (const char *p = text; *p;) {
+        const char *e = p + 1;
+        while (*e && *e != ' ') e++;
+        int len = (int)(e - p), f = -1;
+        for (int i = 0; i < nw && f < 0; i++) {
+            if (w[i].len != len) continue;
+            int same = 1;
+            for (int k = 0; k < len; k++) same &= w[i].sym[k] == (uint8_t)p[k];
+            if (same) f = i;
+        }
+        if (f < 0) {
+            f = nw++;
+            w[f].len = len;
+            for (int k = 0; k < len; k++) w[f].sym[k] = (uint8_t)p[k];
+        }
+        w[f].count++;
+        p = e;
+    }
+    for (int i = 0; i < 256; i++) { tokbytes[i][0] = (uint8_t)i; toklen[i] = 1; }
+    static long cnt[REF_IDS * REF_IDS];
+    int m = 0;
+    for (; m < n_merges; m++) {
+        memset(cnt, 0, sizeof cnt);
+        for (int i = 0; i < nw; i++)
+            for (int k = 0; k + 1 < w[i].len; k++) cnt[w[i].sym[k] * REF_IDS + w[i].sym[k + 1]] += w[i].count;
+        long best = 0;
+        int ba = 0, bb = 0;
+        for (int a = 0; a < REF_IDS; a++)  // ascending (a, b): the first maximum is the tie winner
+            for (int b = 0; b < REF_IDS; b++)
+                if (cnt[a * REF_IDS + b] > best) { best = cnt[a * REF_IDS + b]; ba = a; bb = b; }
+        if (best < 2) break;
+        int x = 256 + m;
+        merges[m][0] = ba;
+        merges[m][1] = bb;
+        memcpy(tokbytes[x], tokbytes[ba], (size_t)toklen[ba]);
+        memcpy(tokbytes[x] + toklen[ba], tokbytes[bb], (size_t)toklen[bb]);
+        toklen[x] = toklen[ba] + toklen[bb];
+        for (int i = 0; i < nw; i++) {
+            int o = 0;
+            for (int r = 0; r < w[i].len;) {
+                if (r + 1 < w[i].len && w[i].sym[r] == ba && w[i].sym[r + 1] == bb) { w[i].sym[o++] = x; r += 2; }
+                else w[i].sym[o++] = w[i].sym[r++];
+            }
+            w[i].len = o;
+        }
+    }
+    free(w);
+    return m;
+}
+
+static void test_tokenizer_reference(void) {
+    // Small alphabets: many ties and overlapping pairs ("aaaa"), the hard cases for the
+    // incremental counts. Several seeds and alphabet sizes.
+    enum { MERGES = REF_IDS - 257 };
+    static int merges[MERGES][2];
+    static uint8_t tb[REF_IDS][64];
+    static int tl[REF_IDS];
+    for (int trial = 0; trial < 3; trial++) {
+        char *text = malloc(40000);
+        size_t k = 0;
+        int alpha = 2 + trial;
+        for (int i = 0; i < 3000; i++) {
+            text[k++] = ' ';
+            int len = 1 + (int)(rnd() % 7);
+            for (int j = 0; j < len; j++) text[k++] = (char)('a' + rnd() % alpha);
+        }
+        text[k] = 0;
+        int m = ref_train(text, MERGES, merges, tb, tl);
+        tokenizer *tok;
+        CHECK(tokenizer_train(&tok, (const uint8_t *)text, k, 257 + MERGES) == WGT_OK, "%s", wgt_last_error());
+        CHECK(tokenizer_vocab_size(tok) == 257 + m, "vocab %d, reference reached %d merges", tokenizer_vocab_size(tok), m);
+        int same = 1;
+        for (int i = 0; i < m && i + 257 < tokenizer_vocab_size(tok); i++) {
+            size_t len;
+            const uint8_t *p = tokenizer_token_bytes(tok, 256 + i, &len);
+            if (!p || (int)len != tl[256 + i] || memcmp(p, tb[256 + i], len)) {
+                same = 0;
+                fprintf(stderr, "merge %d differs: ours '%.*s', reference '%.*s'\n", i, (int)len, p, tl[256 + i],
+                        tb[256 + i]);
+                break;
+            }
+        }
+        CHECK(same, "trial %d: %d merges agree with the naive reference trainer", trial, m);
+        CHECK(round_trip(tok, (const uint8_t *)text, k), "round trip of the training text");
+        tokenizer_free(tok);
+        free(text);
+    }
+}
+
+static void test_tokenizer(void) {
+    tokenizer *tok = NULL;
+    // Vocabulary bounds.
+    CHECK(tokenizer_train(&tok, (const uint8_t *)"abc", 3, 100) == WGT_ERR_ARG && !tok, "vocab 100 refused");
+    CHECK(contains(wgt_last_error(), "257"), "message names the minimum: %s", wgt_last_error());
+    CHECK(tokenizer_train(&tok, (const uint8_t *)"abc", 3, 256) == WGT_ERR_ARG, "vocab 256 refused (no room for end-of-text)");
+    CHECK(tokenizer_train(&tok, (const uint8_t *)"abc", 3, 65536) == WGT_ERR_ARG, "vocab 65536 refused");
+
+    // Training on English-like text.
+    size_t n;
+    char *text = make_text(60000, &n);
+    clock_t c0 = clock();
+    CHECK(tokenizer_train(&tok, (const uint8_t *)text, n, 1000) == WGT_OK, "%s", wgt_last_error());
+    double secs = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    CHECK(secs < 5, "training 1000 tokens on %zu bytes took %.2f s", n, secs);
+    int vocab = tokenizer_vocab_size(tok);
+    CHECK(vocab <= 1000 && vocab > 257 + 50, "vocab %d", vocab);
+    CHECK(tokenizer_eot(tok) == vocab - 1, "end-of-text is the last id");
+    size_t len;
+    const uint8_t *eb = tokenizer_token_bytes(tok, vocab - 1, &len);
+    CHECK(eb && len == 13 && !memcmp(eb, "<|endoftext|>", 13), "end-of-text bytes");
+    CHECK(tokenizer_token_bytes(tok, vocab, &len) == NULL && tokenizer_token_bytes(tok, -1, &len) == NULL,
+          "out-of-range ids have no bytes");
+    for (int i = 0; i < 256; i++) {
+        const uint8_t *b = tokenizer_token_bytes(tok, i, &len);
+        if (!(b && len == 1 && b[0] == i)) { CHECK(0, "byte token %d", i); break; }
+    }
+    uint16_t *ids;
+    size_t ni;
+    tokenizer_encode(tok, (const uint8_t *)" the", 4, &ids, &ni);
+    CHECK(ni == 1, "\" the\" is one token (got %zu)", ni);
+    free(ids);
+    tokenizer_encode(tok, (const uint8_t *)text, n, &ids, &ni);
+    CHECK(ni * 3 < n, "compression: %zu bytes -> %zu tokens", n, ni);
+    free(ids);
+    CHECK(round_trip(tok, (const uint8_t *)text, n), "round trip of English-like text");
+    CHECK(round_trip(tok, (const uint8_t *)"", 0), "round trip of empty input");
+
+    // Arbitrary bytes: NULs, invalid UTF-8, long runs that hit the chunk length cap.
+    int all_ok = 1;
+    uint8_t *buf = malloc(5000);
+    for (int trial = 0; trial < 300 && all_ok; trial++) {
+        size_t m = rnd() % 5000;
+        int mode = trial % 4;
+        for (size_t i = 0; i < m; i++) {
+            uint32_t r = rnd();
+            if (mode == 0) buf[i] = (uint8_t)r;                                   // uniform bytes
+            else if (mode == 1) buf[i] = (uint8_t)" ethaon\0\xff\xc3\n'"[r % 13]; // text-ish + NUL + bad UTF-8
+            else if (mode == 2) buf[i] = (uint8_t)(r % 7 ? 'a' : (r & 1 ? ' ' : 0x80)); // long runs
+            else buf[i] = (uint8_t)text[r % n];
+        }
+        all_ok = round_trip(tok, buf, m);
+    }
+    CHECK(all_ok, "round trip of random byte strings");
+    memset(buf, ' ', 1000);
+    CHECK(round_trip(tok, buf, 1000), "1000 spaces");
+    memset(buf, 0, 1000);
+    CHECK(round_trip(tok, buf, 1000), "1000 NULs");
+    const char *utf8 = "na\xc3\xafve caf\xc3\xa9 \xe2\x82\xac 5 \xf0\x9f\x98\x80 \xc3 \xa9\xff\xfe 'll 're it's";
+    CHECK(round_trip(tok, (const uint8_t *)utf8, strlen(utf8)), "UTF-8 and broken UTF-8");
+
+    // Decode: ids beyond the vocabulary are refused, the end-of-text id reads as its text.
+    uint16_t bad[3] = {65, (uint16_t)vocab, 66};
+    uint8_t *out;
+    size_t no;
+    CHECK(tokenizer_decode(tok, bad, 3, &out, &no) == WGT_ERR_ARG, "id >= vocab refused");
+    char want[64];
+    snprintf(want, sizeof want, "token id %d at position 1", vocab);
+    CHECK(contains(wgt_last_error(), want), "message names the id: %s", wgt_last_error());
+    uint16_t eot_ids[3] = {72, (uint16_t)(vocab - 1), 105};
+    CHECK(tokenizer_decode(tok, eot_ids, 3, &out, &no) == WGT_OK && no == 15 && !memcmp(out, "H<|endoftext|>i", 15),
+          "end-of-text decodes to its text");
+    free(out);
+
+    // Save / load.
+    CHECK(tokenizer_save(tok, tpath("tok.bin")) == WGT_OK, "%s", wgt_last_error());
+    tokenizer *t2 = NULL;
+    CHECK(tokenizer_load(&t2, tpath("tok.bin")) == WGT_OK, "%s", wgt_last_error());
+    if (t2) {
+        int same = tokenizer_vocab_size(t2) == vocab;
+        for (int i = 0; i < vocab && same; i++) {
+            size_t l1, l2;
+            const uint8_t *a = tokenizer_token_bytes(tok, i, &l1), *b = tokenizer_token_bytes(t2, i, &l2);
+            same = l1 == l2 && !memcmp(a, b, l1);
+        }
+        CHECK(same, "loaded tokenizer has the same tokens");
+        uint16_t *i1, *i2;
+        size_t n1, n2;
+        tokenizer_encode(tok, (const uint8_t *)text, n, &i1, &n1);
+        tokenizer_encode(t2, (const uint8_t *)text, n, &i2, &n2);
+        CHECK(n1 == n2 && !memcmp(i1, i2, n1 * 2), "loaded tokenizer encodes identically");
+        free(i1);
+        free(i2);
+        tokenizer_free(t2);
+    }
+    size_t fl;
+    uint8_t *file = slurp(tpath("tok.bin"), &fl);
+    CHECK(file && fl == 32 + (size_t)(vocab - 257) * 4 + 4, "file size %zu", fl);
+    struct { const char *what; size_t cut; int flip; const char *msg; } bad_files[] = {
+        {"truncated", fl - 9, -1, "truncated"},
+        {"truncated header", 20, -1, "truncated"},
+        {"empty", 0, -1, "not a wgtrain tokenizer"},
+        {"flipped merge byte", fl, 40, "checksum"},
+        {"flipped checksum", fl, (int)fl - 1, "checksum"},
+        {"bad magic", fl, 0, "not a wgtrain tokenizer"},
+        {"bad version", fl, 8, "version"},
+        {"bad vocab", fl, 12, "inconsistent header"},
+    };
+    for (size_t i = 0; i < sizeof bad_files / sizeof *bad_files; i++) {
+        uint8_t *copy = malloc(fl);
+        memcpy(copy, file, fl);
+        if (bad_files[i].flip >= 0) copy[bad_files[i].flip] ^= 0x5A;
+        write_file(tpath("bad.bin"), copy, bad_files[i].cut);
+        t2 = NULL;
+        wgt_status st = tokenizer_load(&t2, tpath("bad.bin"));
+        CHECK(st == WGT_ERR_FORMAT && !t2 && contains(wgt_last_error(), bad_files[i].msg), "%s: status %d, '%s'",
+              bad_files[i].what, st, wgt_last_error());
+        free(copy);
+    }
+    // A well-formed file (valid checksum) whose merge refers to a token not defined yet.
+    uint8_t *copy = malloc(fl);
+    memcpy(copy, file, fl);
+    copy[32] = 0xFF;  // merge 0's left id -> 0x??FF, with the high byte raised below
+    copy[33] = 0x7F;
+    uint32_t crc = (uint32_t)crc32(0L, copy, (uInt)(fl - 4));
+    for (int b = 0; b < 4; b++) copy[fl - 4 + b] = (uint8_t)(crc >> (8 * b));
+    write_file(tpath("bad.bin"), copy, fl);
+    CHECK(tokenizer_load(&t2, tpath("bad.bin")) == WGT_ERR_FORMAT && contains(wgt_last_error(), "not yet defined"),
+          "merge using a later token refused: %s", wgt_last_error());
+    free(copy);
+    free(file);
+    CHECK(tokenizer_load(&t2, tpath("missing.bin")) == WGT_ERR_IO && contains(wgt_last_error(), "missing.bin"),
+          "missing file: %s", wgt_last_error());
+    free(buf);
+    tokenizer_free(tok);
+
+    // A corpus too small for the vocabulary stops early, and still round-trips.
+    CHECK(tokenizer_train(&tok, (const uint8_t *)"hello hello world", 17, 5000) == WGT_OK, "%s", wgt_last_error());
+    CHECK(tokenizer_vocab_size(tok) > 257 && tokenizer_vocab_size(tok) < 270, "early stop: vocab %d",
+          tokenizer_vocab_size(tok));
+    tokenizer_encode(tok, (const uint8_t *)"hello", 5, &ids, &ni);
+    CHECK(ni == 1, "\"hello\" (seen twice) merged into one token (%zu)", ni);
+    free(ids);
+    CHECK(round_trip(tok, (const uint8_t *)"hello world, hello!", 19), "round trip after early stop");
+    tokenizer_free(tok);
+    free(text);
+}
+
+// ------------------------------------------------------------------ shards
+
+static int count_tmp_files(void) {
+    int k = 0;
+    DIR *d = opendir(tmpdir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) k += strstr(e->d_name, ".tmp.") != NULL;
+    if (d) closedir(d);
+    return k;
+}
+
+static void test_shard(void) {
+    size_t n = 12345;
+    uint16_t *t = malloc(n * 2);
+    for (size_t i = 0; i < n; i++) t[i] = (uint16_t)(rnd() % 4000);
+    const char *p = tpath("s.bin");
+    CHECK(shard_write(p, t, n) == WGT_OK, "%s", wgt_last_error());
+    CHECK(count_tmp_files() == 0, "no temporary file left behind");
+    uint16_t *r = NULL;
+    size_t rn = 0;
+    CHECK(shard_read_all(p, &r, &rn) == WGT_OK && rn == n && !memcmp(r, t, n * 2), "shard round trip");
+    free(r);
+    shard *s = NULL;
+    CHECK(shard_open(&s, p) == WGT_OK && shard_count(s) == n && !memcmp(shard_tokens(s), t, n * 2), "shard_open");
+    shard_close(s);
+    size_t fl;
+    uint8_t *file = slurp(p, &fl);
+    CHECK(fl == 1024 + 2 * n, "file size %zu", fl);
+    int32_t h[3];
+    memcpy(h, file, sizeof h);
+    CHECK(h[0] == 20240520 && h[1] == 1 && h[2] == (int32_t)n, "llm.c header");
+
+    struct { const char *what; size_t len; int at; int32_t val; const char *msg; } bad[] = {
+        {"truncated", fl - 1, -1, 0, "truncated"},
+        {"truncated to half", 1024 + n, -1, 0, "truncated"},
+        {"shorter than the header", 100, -1, 0, "truncated"},
+        {"bad magic", fl, 0, 12345, "magic"},
+        {"version 2", fl, 1, 2, "version 2"},
+        {"version 7", fl, 1, 7, "version 7"},
+        {"negative count", fl, 2, -5, "negative"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        uint8_t *c = malloc(fl);
+        memcpy(c, file, fl);
+        if (bad[i].at >= 0) memcpy(c + 4 * bad[i].at, &bad[i].val, 4);
+        write_file(tpath("bad.bin"), c, bad[i].len);
+        r = NULL;
+        wgt_status st = shard_read_all(tpath("bad.bin"), &r, &rn);
+        CHECK(st == WGT_ERR_FORMAT && !r && contains(wgt_last_error(), bad[i].msg) &&
+              contains(wgt_last_error(), "bad.bin"), "%s: status %d '%s'", bad[i].what, st, wgt_last_error());
+        free(c);
+    }
+    uint8_t *c = malloc(fl + 2);
+    memcpy(c, file, fl);
+    c[fl] = c[fl + 1] = 0;
+    write_file(tpath("bad.bin"), c, fl + 2);
+    CHECK(shard_read_all(tpath("bad.bin"), &r, &rn) == WGT_ERR_FORMAT && contains(wgt_last_error(), "after"),
+          "trailing bytes refused: %s", wgt_last_error());
+    free(c);
+    free(file);
+    CHECK(shard_read_all(tpath("nope.bin"), &r, &rn) == WGT_ERR_IO && contains(wgt_last_error(), "nope.bin"),
+          "missing shard: %s", wgt_last_error());
+
+    // An empty shard is valid.
+    CHECK(shard_write(tpath("e.bin"), NULL, 0) == WGT_OK && shard_read_all(tpath("e.bin"), &r, &rn) == WGT_OK &&
+          rn == 0, "empty shard");
+    free(r);
+
+    // Vocabulary check names the first offending id and position.
+    CHECK(shard_check_vocab(t, n, 4000, p) == WGT_OK, "all tokens < 4000");
+    t[777] = 5000;
+    t[900] = 6000;
+    CHECK(shard_check_vocab(t, n, 4096, p) == WGT_ERR_FORMAT, "token beyond vocab detected");
+    CHECK(contains(wgt_last_error(), "token id 5000 at position 777") && contains(wgt_last_error(), "s.bin"),
+          "message: %s", wgt_last_error());
+
+    // Entropy: uniform over 4 ids is log 4; a constant sequence is 0.
+    uint16_t u[8] = {1, 2, 3, 4, 4, 3, 2, 1};
+    CHECK(fabs(shard_unigram_entropy(u, 8) - log(4.0)) < 1e-12, "entropy %f", shard_unigram_entropy(u, 8));
+    uint16_t z[3] = {9, 9, 9};
+    CHECK(shard_unigram_entropy(z, 3) == 0.0 && shard_unigram_entropy(z, 0) == 0.0, "zero entropy");
+    free(t);
+}
+
+// ------------------------------------------------------------------ prepare
+
+static int read_shard_text(const tokenizer *tok, const char *path, char **text, size_t *n) {
+    uint16_t *t;
+    size_t nt;
+    if (shard_read_all(path, &t, &nt) != WGT_OK) return 0;
+    int ok = shard_check_vocab(t, nt, tokenizer_vocab_size(tok), path) == WGT_OK;
+    ok &= nt > 0 && t[0] == tokenizer_eot(tok);
+    uint8_t *b;
+    ok &= tokenizer_decode(tok, t, nt, &b, n) == WGT_OK;
+    free(t);
+    *text = ok ? (char *)b : NULL;
+    return ok;
+}
+
+static void test_prepare(void) {
+    // A corpus directory: three text files (one in a subdirectory), a Brown-tagged file, a
+    // hidden file that must be skipped, and a file holding two <|endoftext|>-separated documents.
+    char *dir = tpath("corpus");
+    mkdir(dir, 0777);
+    mkdir(tpath("corpus/sub"), 0777);
+    size_t n1, n2, n3;
+    char *a = make_text(3000, &n1), *b = make_text(3000, &n2), *c = make_text(3000, &n3);
+    write_file(tpath("corpus/a.txt"), a, n1);
+    write_file(tpath("corpus/sub/c.txt"), c, n3);
+    write_file(tpath("corpus/b.txt"), b, n2);
+    write_file(tpath("corpus/.hidden"), "SECRET-HIDDEN-TEXT", 18);
+    const char *brown = "\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ./.\n"
+                        "It/pps urged/vbd (/( again/rb )/) ,/, Jr./np ./.\n\n\n"
+                        "Merger/nn-hl proposed/vbn-hl\nHowever/wrb ,/, it/pps was/bedz n't/* over/rb !/.\n";
+    write_file(tpath("corpus/d_brown"), brown, strlen(brown));
+    const char *multi = "first story here.\n<|endoftext|>\n  second story there.\n<|endoftext|>\n\n";
+    write_file(tpath("corpus/e_multi.txt"), multi, strlen(multi));
+
+    const char *out = tpath("out/nested");
+    const char *inputs[] = {dir};
+    wgt_status st = prepare_corpus(inputs, 1, out, 400, 0.25, 0);
+    CHECK(st == WGT_OK, "prepare: %s", wgt_last_error());
+    tokenizer *tok = NULL;
+    CHECK(tokenizer_load(&tok, tpath("out/nested/tokenizer.bin")) == WGT_OK, "%s", wgt_last_error());
+    if (!tok) return;
+    // The corpus has ~40 distinct words, so it runs out of pairs a little before 400.
+    int vocab = tokenizer_vocab_size(tok);
+    CHECK(vocab > 350 && vocab <= 400, "vocab %d", vocab);
+    char *tr = NULL, *va = NULL;
+    size_t ntr = 0, nva = 0;
+    CHECK(read_shard_text(tok, tpath("out/nested/train_000.bin"), &tr, &ntr), "train shard: %s", wgt_last_error());
+    CHECK(read_shard_text(tok, tpath("out/nested/val_000.bin"), &va, &nva), "val shard: %s", wgt_last_error());
+    if (tr && va) {
+        // Documents in sorted path order: a.txt, b.txt, d_brown, e_multi.txt (2 docs), sub/c.txt.
+        // 6 documents, 25% -> the last 2 (e_multi's second story and sub/c.txt) are validation.
+        const char *E = "<|endoftext|>";
+        size_t cap = n1 + n2 + n3 + 1000;
+        char *want_tr = malloc(cap), *want_va = malloc(cap);
+        snprintf(want_tr, cap, "%s%s%s%s%sThe jury said \"no evidence\"."
+                 " It urged (again), Jr.\n\nMerger proposed\n\nHowever, it was n't over!\n%sfirst story here.",
+                 E, a, E, b, E, E);
+        snprintf(want_va, cap, "%ssecond story there.%s%s", E, E, c);
+        CHECK(ntr == strlen(want_tr) && !strcmp(tr, want_tr), "train text (%zu bytes, want %zu)", ntr, strlen(want_tr));
+        if (strcmp(tr, want_tr)) {
+            size_t i = 0;
+            while (tr[i] == want_tr[i]) i++;
+            fprintf(stderr, "differs at %zu: got [%.80s] want [%.80s]\n", i, tr + (i > 20 ? i - 20 : 0),
+                    want_tr + (i > 20 ? i - 20 : 0));
+        }
+        CHECK(nva == strlen(want_va) && !strcmp(va, want_va), "val text (%zu bytes, want %zu)", nva, strlen(want_va));
+        CHECK(!contains(tr, "SECRET") && !contains(va, "SECRET"), "hidden file skipped");
+        free(want_tr);
+        free(want_va);
+    }
+    free(tr);
+    free(va);
+    size_t ml;
+    char *meta = (char *)slurp(tpath("out/nested/meta.json"), &ml);
+    CHECK(meta && contains(meta, "\"requested_vocab_size\": 400") && contains(meta, "\"unigram_entropy_nats\": ") &&
+          contains(meta, "\"documents\": 6") && contains(meta, "\"val_documents\": 2") &&
+          contains(meta, "\"format\": \"brown\"") && contains(meta, "train_000.bin"), "meta.json: %s", meta);
+    free(meta);
+    CHECK(count_tmp_files() == 0, "no temporary files");
+
+    // Determinism: a second run writes identical files.
+    size_t l1, l2;
+    uint8_t *s1 = slurp(tpath("out/nested/train_000.bin"), &l1);
+    const char *inputs2[] = {tpath("corpus/*.txt"), tpath("corpus/sub"), tpath("corpus/d_brown"), tpath("corpus/a.txt")};
+    CHECK(prepare_corpus(inputs2, 4, tpath("out2"), 400, 0.25, 0) == WGT_OK, "globs: %s", wgt_last_error());
+    CHECK(prepare_corpus(inputs, 1, out, 400, 0.25, 0) == WGT_OK, "rerun: %s", wgt_last_error());
+    uint8_t *s2 = slurp(tpath("out/nested/train_000.bin"), &l2);
+    CHECK(s1 && s2 && l1 == l2 && !memcmp(s1, s2, l1), "deterministic output");
+    free(s1);
+    free(s2);
+    meta = (char *)slurp(tpath("out2/meta.json"), &ml);
+    // a.txt b.txt e_multi.txt (glob) + sub/c.txt + d_brown; a.txt again is a duplicate.
+    CHECK(meta && contains(meta, "\"documents\": 6") && !contains(meta, "a.txt\", \"format\": \"text\", \"bytes\": 0"),
+          "glob inputs, duplicate dropped: %s", meta);
+    free(meta);
+    tokenizer_free(tok);
+
+    // A Brown corpus directory: its non-tagged files (README...) are skipped.
+    mkdir(tpath("brown"), 0777);
+    write_file(tpath("brown/ca01"), brown, strlen(brown));
+    write_file(tpath("brown/ca02"), brown, strlen(brown));
+    write_file(tpath("brown/ca03"), brown, strlen(brown));
+    write_file(tpath("brown/README"), "BROWN CORPUS readme text\n", 25);
+    const char *bin[] = {tpath("brown")};
+    CHECK(prepare_corpus(bin, 1, tpath("bout"), 300, 0.1, 0) == WGT_OK, "brown dir: %s", wgt_last_error());
+    meta = (char *)slurp(tpath("bout/meta.json"), &ml);
+    CHECK(meta && contains(meta, "\"documents\": 3") && !contains(meta, "README"), "README skipped: %s", meta);
+    free(meta);
+
+    // One document: val gets the tail of its tokens.
+    const char *one[] = {tpath("corpus/a.txt")};
+    CHECK(prepare_corpus(one, 1, tpath("one"), 500, 0.1, 0) == WGT_OK, "single doc: %s", wgt_last_error());
+    uint16_t *t;
+    size_t nt, nv;
+    CHECK(shard_read_all(tpath("one/val_000.bin"), &t, &nv) == WGT_OK && nv > 1, "val nonempty");
+    free(t);
+    CHECK(shard_read_all(tpath("one/train_000.bin"), &t, &nt) == WGT_OK && nt > 5 * nv, "train %zu val %zu", nt, nv);
+    free(t);
+
+    // Errors.
+    mkdir(tpath("empty"), 0777);
+    write_file(tpath("empty/x.txt"), "", 0);
+    const char *e1[] = {tpath("empty")};
+    CHECK(prepare_corpus(e1, 1, tpath("eout"), 300, 0.1, 0) != WGT_OK && contains(wgt_last_error(), "empty"),
+          "empty corpus: %s", wgt_last_error());
+    mkdir(tpath("nofiles"), 0777);
+    const char *e2[] = {tpath("nofiles")};
+    CHECK(prepare_corpus(e2, 1, tpath("eout"), 300, 0.1, 0) != WGT_OK && contains(wgt_last_error(), "no files"),
+          "directory without files: %s", wgt_last_error());
+    const char *e3[] = {dir, tpath("does_not_exist.txt")};
+    CHECK(prepare_corpus(e3, 2, tpath("eout"), 300, 0.1, 0) == WGT_ERR_IO &&
+          contains(wgt_last_error(), "does_not_exist.txt"), "missing input: %s", wgt_last_error());
+    const char *e4[] = {tpath("corpus/*.nomatch")};
+    CHECK(prepare_corpus(e4, 1, tpath("eout"), 300, 0.1, 0) == WGT_ERR_IO && contains(wgt_last_error(), "matches no"),
+          "glob without match: %s", wgt_last_error());
+    CHECK(prepare_corpus(inputs, 1, tpath("eout"), 200, 0.1, 0) == WGT_ERR_ARG && contains(wgt_last_error(), "257"),
+          "vocab < 257: %s", wgt_last_error());
+    CHECK(prepare_corpus(inputs, 1, tpath("eout"), 70000, 0.1, 0) == WGT_ERR_ARG, "vocab > 65535");
+    CHECK(prepare_corpus(inputs, 1, tpath("eout"), 300, 0.0, 0) == WGT_ERR_ARG, "val fraction 0");
+    write_file(tpath("afile"), "x", 1);
+    CHECK(prepare_corpus(inputs, 1, tpath("afile/sub"), 300, 0.1, 0) == WGT_ERR_IO, "output under a file: %s",
+          wgt_last_error());
+    free(a);
+    free(b);
+    free(c);
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "%s/wgt_test_data_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
+    test_tokenizer();
+    test_tokenizer_reference();
+    test_shard();
+    test_prepare();
+    rm_rf(tmpdir);
+    tpath_free_all();
+    return test_finish();
+}
