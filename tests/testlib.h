@@ -23,7 +23,7 @@ static int t_pass_ = 0, t_fail_ = 0;
 
 // Compares two float arrays with |a-b| <= atol + rtol*|ref|; NaN must match NaN and an
 // infinity must match the same infinity. Reports the worst element on failure.
-static int check_close_(const char *what, const float *got, const float *ref, size_t n,
+__attribute__((unused)) static int check_close_(const char *what, const float *got, const float *ref, size_t n,
                         double atol, double rtol, const char *file, int line) {
     size_t bad = 0, worst = 0;
     double worst_excess = -1;

@@ -6,6 +6,7 @@
 int cmd_info(int argc, char **argv);
 int cmd_op(int argc, char **argv);
 int cmd_grad(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 // Reports a failed status as "wgtrain <cmd>: <message>" on stderr and returns exit code 1.
 int cli_fail(const char *cmd, wgt_status st);

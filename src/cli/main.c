@@ -9,6 +9,7 @@ static const command commands[] = {
     {"info", cmd_info, "show the WebGPU adapter, its features and limits"},
     {"op", cmd_op, "run one kernel on .npy inputs (cpu or webgpu backend)"},
     {"grad", cmd_grad, "loss and gradients of a GPT-2 safetensors checkpoint on one batch"},
+    {"bench", cmd_bench, "training throughput (tokens/s) and a per-kernel GPU time table"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# train_vs_pytorch.sh — one GPT-2 training step timed in PyTorch (strict fp32) and in wgtrain in
+# the same run, and their ratio.
+#   GPU:  bench/train_vs_pytorch.sh gpu   (GPT-2 124M, B=8, T=1024; wgtrain on WebGPU)
+#   CPU:  bench/train_vs_pytorch.sh cpu   (tiny config, 2 threads each, wgtrain's CPU backend)
+# Env: WGTRAIN (default build/wgtrain), PYTHON (default python3), STEPS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-cpu}
+W=${WGTRAIN:-build/wgtrain}
+PY=${PYTHON:-python3}
+STEPS=${STEPS:-10}
+if [[ $mode == gpu ]]; then
+    t=$($PY bench/torch_gpt2.py --preset gpt2-124m --device cuda --steps "$STEPS" | tee /dev/stderr | sed -n 's/.*torch tokens\/s \([0-9.]*\).*/\1/p')
+    w=$($W bench --preset gpt2-124m --device webgpu --adapter gpu --steps "$STEPS" --profile | tee /dev/stderr | sed -n 's/.* \([0-9.]*\) tokens\/s.*/\1/p')
+else
+    threads=${THREADS:-2}
+    t=$(OMP_NUM_THREADS=$threads $PY bench/torch_gpt2.py --preset tiny --device cpu --threads "$threads" --steps "$STEPS" | tee /dev/stderr | sed -n 's/.*torch tokens\/s \([0-9.]*\).*/\1/p')
+    w=$(OMP_NUM_THREADS=$threads $W bench --preset tiny --device cpu --steps "$STEPS" | tee /dev/stderr | sed -n 's/.* \([0-9.]*\) tokens\/s.*/\1/p')
+fi
+awk -v w="$w" -v t="$t" -v m="$mode" 'BEGIN { printf "%s: wgtrain %.0f tokens/s, PyTorch %.0f tokens/s, ratio %.2fx\n", m, w, t, w / t }'

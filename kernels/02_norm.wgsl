@@ -1,0 +1,40 @@
+// 02_norm.wgsl — LayerNorm forward (GPT-2: eps 1e-5, biased variance, weight and bias).
+// One workgroup per row (flat_wg: N may exceed 65535); the 256 threads stride over the C
+// columns. Two passes over the row, first the mean and then the squared deviations, so that
+// rows with a large mean do not lose the variance to cancellation (E[x²] - E[x]² would).
+// mean and rstd are saved for the backward.
+
+struct LNParams { N : u32, C : u32, p0 : u32, p1 : u32 };
+
+@group(0) @binding(0) var<storage, read> lf_inp : array<f32>;
+@group(0) @binding(1) var<storage, read> lf_weight : array<f32>;
+@group(0) @binding(2) var<storage, read> lf_bias : array<f32>;
+@group(0) @binding(3) var<storage, read_write> lf_out : array<f32>;
+@group(0) @binding(4) var<storage, read_write> lf_mean : array<f32>;
+@group(0) @binding(5) var<storage, read_write> lf_rstd : array<f32>;
+@group(0) @binding(6) var<uniform> lf_p : LNParams;
+
+@compute @workgroup_size(256)
+fn layernorm_forward(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
+                     @builtin(num_workgroups) nwg : vec3<u32>) {
+    let row = flat_wg(wid, nwg);
+    if (row >= lf_p.N) { return; }   // uniform across the workgroup
+    let C = lf_p.C;
+    let base = row * C;
+    var s = 0.0;
+    for (var c = lid; c < C; c += 256u) { s += lf_inp[base + c]; }
+    let mean = wg_reduce_sum(s, lid) / f32(C);
+    var q = 0.0;
+    for (var c = lid; c < C; c += 256u) {
+        let d = lf_inp[base + c] - mean;
+        q += d * d;
+    }
+    let rstd = 1.0 / sqrt(wg_reduce_sum(q, lid) / f32(C) + 1e-5);
+    for (var c = lid; c < C; c += 256u) {
+        lf_out[base + c] = (lf_inp[base + c] - mean) * rstd * lf_weight[c] + lf_bias[c];
+    }
+    if (lid == 0u) {
+        lf_mean[row] = mean;
+        lf_rstd[row] = rstd;
+    }
+}

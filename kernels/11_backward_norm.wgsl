@@ -1,0 +1,84 @@
+// 11_backward_norm.wgsl — LayerNorm backward, as two kernels because the parameter gradients
+// are reductions across rows and WGSL has no float atomics:
+//   layernorm_backward: one workgroup per row, dinp += rstd·(dxhat - mean(dxhat) - xhat·mean(dxhat·xhat))
+//     with dxhat = dout·weight (dinp accumulates: the residual stream's gradient is already there);
+//   layernorm_backward_params: column-parallel dweight += Σ_n dout·xhat, dbias += Σ_n dout. A
+//     workgroup owns 8 columns; its 256 threads are 32 row slices × 8 columns (a warp reads 4 rows
+//     × 32 contiguous bytes), and the 32 partials are added in a fixed order: deterministic.
+
+struct LNBParams { N : u32, C : u32, p0 : u32, p1 : u32 };
+
+@group(0) @binding(0) var<storage, read> lb_dout : array<f32>;
+@group(0) @binding(1) var<storage, read> lb_inp : array<f32>;
+@group(0) @binding(2) var<storage, read> lb_weight : array<f32>;
+@group(0) @binding(3) var<storage, read> lb_mean : array<f32>;
+@group(0) @binding(4) var<storage, read> lb_rstd : array<f32>;
+@group(0) @binding(5) var<storage, read_write> lb_dinp : array<f32>;
+@group(0) @binding(6) var<uniform> lb_p : LNBParams;
+
+@compute @workgroup_size(256)
+fn layernorm_backward(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
+                      @builtin(num_workgroups) nwg : vec3<u32>) {
+    let row = flat_wg(wid, nwg);
+    if (row >= lb_p.N) { return; }   // uniform across the workgroup
+    let C = lb_p.C;
+    let base = row * C;
+    let m = lb_mean[row];
+    let rs = lb_rstd[row];
+    var s1 = 0.0;
+    var s2 = 0.0;
+    for (var c = lid; c < C; c += 256u) {
+        let dxh = lb_dout[base + c] * lb_weight[c];
+        s1 += dxh;
+        s2 += dxh * ((lb_inp[base + c] - m) * rs);
+    }
+    let mean_d = wg_reduce_sum(s1, lid) / f32(C);
+    let mean_dx = wg_reduce_sum(s2, lid) / f32(C);
+    for (var c = lid; c < C; c += 256u) {
+        let xh = (lb_inp[base + c] - m) * rs;
+        let dxh = lb_dout[base + c] * lb_weight[c];
+        lb_dinp[base + c] += rs * (dxh - mean_d - xh * mean_dx);
+    }
+}
+
+@group(0) @binding(0) var<storage, read> lp_dout : array<f32>;
+@group(0) @binding(1) var<storage, read> lp_inp : array<f32>;
+@group(0) @binding(2) var<storage, read> lp_mean : array<f32>;
+@group(0) @binding(3) var<storage, read> lp_rstd : array<f32>;
+@group(0) @binding(4) var<storage, read_write> lp_dweight : array<f32>;
+@group(0) @binding(5) var<storage, read_write> lp_dbias : array<f32>;
+@group(0) @binding(6) var<uniform> lp_p : LNBParams;
+
+var<workgroup> lp_w : array<f32, 256>;
+var<workgroup> lp_b : array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn layernorm_backward_params(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
+                             @builtin(num_workgroups) nwg : vec3<u32>) {
+    let col = lid % 8u;
+    let slice = lid / 8u;
+    let c = flat_wg(wid, nwg) * 8u + col;
+    let C = lp_p.C;
+    var sw = 0.0;
+    var sb = 0.0;
+    if (c < C) {
+        for (var n = slice; n < lp_p.N; n += 32u) {
+            let g = lp_dout[n * C + c];
+            sw += g * ((lp_inp[n * C + c] - lp_mean[n]) * lp_rstd[n]);
+            sb += g;
+        }
+    }
+    lp_w[lid] = sw;
+    lp_b[lid] = sb;
+    workgroupBarrier();
+    if (slice == 0u && c < C) {
+        var tw = 0.0;
+        var tb = 0.0;
+        for (var k = 0u; k < 32u; k++) {
+            tw += lp_w[k * 8u + col];
+            tb += lp_b[k * 8u + col];
+        }
+        lp_dweight[c] += tw;
+        lp_dbias[c] += tb;
+    }
+}

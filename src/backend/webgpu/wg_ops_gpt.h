@@ -1,0 +1,23 @@
+// wg_ops_gpt.h — helpers shared by the GPT-2 op wrappers (embedding, norm, matmul, residual,
+// optimizer): binding windows and the binding-size limit with its test-only override.
+#ifndef WGT_WG_OPS_GPT_H
+#define WGT_WG_OPS_GPT_H
+#include "backend/webgpu/wg_ops.h"
+
+// TEST ONLY: when nonzero, the GPT-2 op wrappers treat this many elements as the largest storage
+// binding (if below the device's), so that their splitting paths run on small tensors. Never set
+// it outside tests and benchmarks.
+extern size_t wg_test_binding_limit;
+
+// The binding-size limit in elements that the wrappers split against.
+uint64_t wg_gpt_binding_limit(wgt_backend *be);
+
+// A binding of `count` elements starting `start` elements into view v, bound from the
+// 256-byte-aligned element at or below that start; *rem receives the offset of the wanted first
+// element inside the binding (the kernel adds it). count 0 binds a placeholder.
+wg_bind wg_gpt_window(wgt_view v, uint64_t start, uint64_t count, uint32_t *rem);
+
+// TEST/BENCH ONLY: forces the matmul tile shape (AUTO: chosen per device and shape).
+typedef enum { WG_MM_TILE_AUTO, WG_MM_TILE_BIG, WG_MM_TILE_SMALL } wg_mm_tile_choice;
+extern wg_mm_tile_choice wg_mm_tile_override;
+#endif

@@ -1,0 +1,132 @@
+// cmd_bench.c — `wgtrain bench`: training throughput of a GPT-2 config on random tokens
+// (tokens/s over timed steps after warm-up) and, with --profile on WebGPU, a per-kernel GPU time
+// table from timestamp queries. The model config and batch are those of `train`'s presets.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "backend/webgpu/wg_runtime.h"
+#include "cli/cli.h"
+#include "model/gpt2.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void usage(void) {
+    printf("usage: wgtrain bench [--preset tiny|small|gpt2-124m] [--layers L --heads NH --d-model C --d-ff F --vocab V]\n"
+           "                     [--batch B] [--seq T] [--steps N] [--warmup W] [--device cpu|webgpu|auto] [--adapter A]\n"
+           "                     [--profile]\n"
+           "  Times full training steps (forward, loss, backward, AdamW) on random tokens and prints tokens/s.\n"
+           "  --profile (webgpu) also prints the GPU time of every kernel, from timestamp queries.\n");
+}
+
+typedef struct { const char *name; int L, NH, C, F, V, T, B; } preset;
+static const preset presets[] = {
+    {"tiny", 4, 4, 128, 512, 512, 128, 8},
+    {"small", 6, 6, 384, 1536, 16384, 256, 8},
+    {"gpt2-124m", 12, 12, 768, 3072, 50257, 1024, 8},
+};
+
+static wgt_status bench_main(int argc, char **argv) {
+    const preset *p = &presets[0];
+    long L = -1, NH = -1, C = -1, F = -1, Vv = -1, B = -1, T = -1, steps = 10, warmup = 2;
+    const char *device = "auto", *adapter = NULL;
+    int profile = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help")) { usage(); exit(0); }
+        if (!strcmp(a, "--profile")) { profile = 1; continue; }
+        if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--preset")) {
+            p = NULL;
+            for (size_t k = 0; k < sizeof presets / sizeof presets[0]; k++) if (!strcmp(presets[k].name, v)) p = &presets[k];
+            if (!p) return wgt_fail(WGT_ERR_ARG, "unknown preset '%s'; use tiny, small or gpt2-124m", v);
+        } else if (!strcmp(a, "--device") || !strcmp(a, "--backend")) device = v;
+        else if (!strcmp(a, "--adapter")) adapter = v;
+        else if (!strcmp(a, "--layers")) WGT_TRY(cli_parse_long(a, v, 1, 256, &L));
+        else if (!strcmp(a, "--heads")) WGT_TRY(cli_parse_long(a, v, 1, 1024, &NH));
+        else if (!strcmp(a, "--d-model")) WGT_TRY(cli_parse_long(a, v, 1, 65536, &C));
+        else if (!strcmp(a, "--d-ff")) WGT_TRY(cli_parse_long(a, v, 1, 1 << 20, &F));
+        else if (!strcmp(a, "--vocab")) WGT_TRY(cli_parse_long(a, v, 1, 65536, &Vv));
+        else if (!strcmp(a, "--batch")) WGT_TRY(cli_parse_long(a, v, 1, 1 << 16, &B));
+        else if (!strcmp(a, "--seq")) WGT_TRY(cli_parse_long(a, v, 1, 1 << 16, &T));
+        else if (!strcmp(a, "--steps")) WGT_TRY(cli_parse_long(a, v, 1, 1000000, &steps));
+        else if (!strcmp(a, "--warmup")) WGT_TRY(cli_parse_long(a, v, 0, 1000, &warmup));
+        else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
+    }
+    gpt2_config cfg = {L > 0 ? L : p->L, NH > 0 ? NH : p->NH, C > 0 ? C : p->C, F > 0 ? F : p->F, Vv > 0 ? Vv : p->V,
+                       T > 0 ? T : p->T};
+    int bB = B > 0 ? B : p->B, bT = cfg.max_seq;
+    wgt_backend *be;
+    WGT_TRY(cli_backend_open(&be, device, adapter, 0));
+    gpt2 *m = NULL;
+    wgt_status st = gpt2_init(&m, be, &cfg, bB, bT);
+    if (st == WGT_OK) st = gpt2_init_random(m, 1);
+    size_t BT = (size_t)bB * bT;
+    int32_t *tok = wgt_malloc(BT * 4), *tgt = wgt_malloc(BT * 4);
+    uint64_t s = 42;
+    for (size_t i = 0; i < BT; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        tok[i] = (int32_t)((s >> 33) % (uint64_t)cfg.vocab);
+    }
+    for (size_t i = 0; i < BT; i++) tgt[i] = (i + 1 < BT) ? tok[i + 1] : tok[0];
+    if (st == WGT_OK)
+        printf("bench: %s backend, L=%d NH=%d C=%d F=%d V=%d, B=%d T=%d, %.1fM parameters\n", be->name, cfg.n_layer,
+               cfg.n_head, cfg.d_model, cfg.d_ff, cfg.vocab, bB, bT, gpt2_num_params(m) / 1e6);
+    gpt2_loss_opts lo = {0.0f, 0.0f};
+    double t0 = 0, loss = 0;
+    for (long i = 0; i < warmup + steps && st == WGT_OK; i++) {
+        if (i == warmup) { st = be->sync(be); t0 = now_s(); }
+        gpt2_zero_grad(m);
+        st = gpt2_forward(m, tok, tgt, lo, 1.0f / (float)BT);
+        if (st != WGT_OK) break;
+        gpt2_backward(m);
+        gpt2_update(m, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, (int)i + 1);
+        st = gpt2_loss_sum(m, &loss);  // the one readback a training step makes
+    }
+    double dt = now_s() - t0;
+    if (st == WGT_OK) {
+        printf("loss %.4f after %ld steps\n", loss / BT, warmup + steps);
+        printf("step time %.2f ms, %.0f tokens/s\n", 1e3 * dt / steps, steps * BT / dt);
+    }
+    if (st == WGT_OK && profile) {
+        if (strcmp(be->name, "webgpu")) {
+            printf("(--profile times GPU kernels; it applies to the webgpu device only)\n");
+        } else {
+            // a second backend with timestamp queries, so the timed run above is not perturbed
+            gpt2_free(m);
+            m = NULL;
+            be->free(be);
+            st = backend_webgpu_init_ex(&be, adapter ? adapter : "auto", 1);
+            if (st == WGT_OK) st = gpt2_init(&m, be, &cfg, bB, bT);
+            if (st == WGT_OK) st = gpt2_init_random(m, 1);
+            for (int i = 0; i < 2 && st == WGT_OK; i++) {
+                if (i == 1) wg_profile_reset((wg_ctx *)be->impl);
+                gpt2_zero_grad(m);
+                st = gpt2_forward(m, tok, tgt, lo, 1.0f / (float)BT);
+                if (st != WGT_OK) break;
+                gpt2_backward(m);
+                gpt2_update(m, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, i + 1);
+                st = be->sync(be);
+            }
+            if (st == WGT_OK) {
+                printf("\nper-kernel GPU time of one training step (timestamp queries):\n");
+                wg_profile_report((wg_ctx *)be->impl, stdout);
+            }
+        }
+    }
+    free(tok);
+    free(tgt);
+    gpt2_free(m);
+    be->free(be);
+    return st;
+}
+
+int cmd_bench(int argc, char **argv) {
+    wgt_status st = bench_main(argc, argv);
+    return st == WGT_OK ? 0 : cli_fail("bench", st);
+}
