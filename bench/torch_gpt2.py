@@ -26,7 +26,12 @@ class Block(nn.Module):
         B, T, C = x.shape
         q, k, v = s.c_attn(s.ln_1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, s.NH, C // s.NH).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if hasattr(F, "scaled_dot_product_attention"):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # PyTorch < 2.0 (Debian 12's 1.13)
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            y = att.masked_fill(~mask, float("-inf")).softmax(-1) @ v
         x = x + s.c_proj(y.transpose(1, 2).reshape(B, T, C))
         return x + s.mlp_proj(F.gelu(s.c_fc(s.ln_2(x)), approximate="tanh"))
 
