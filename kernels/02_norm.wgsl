@@ -18,21 +18,26 @@ struct LNParams { N : u32, C : u32, p0 : u32, p1 : u32 };
 fn layernorm_forward(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
                      @builtin(num_workgroups) nwg : vec3<u32>) {
     let row = flat_wg(wid, nwg);
-    if (row >= lf_p.N) { return; }   // uniform across the workgroup
+    if (row >= lf_p.N || lf_p.C == 0u) { return; }   // uniform across the workgroup
     let C = lf_p.C;
     let base = row * C;
+    // Statistics are taken around the row's first element x0: x - x0 is exact for a row with a
+    // large common offset, so neither the mean's rounding to f32 nor cancellation in the
+    // deviations loses the row's spread (the C reference works in double).
+    let x0 = lf_inp[base];
     var s = 0.0;
-    for (var c = lid; c < C; c += 256u) { s += lf_inp[base + c]; }
-    let mean = wg_reduce_sum(s, lid) / f32(C);
+    for (var c = lid; c < C; c += 256u) { s += lf_inp[base + c] - x0; }
+    let mrel = wg_reduce_sum(s, lid) / f32(C);   // mean - x0
     var q = 0.0;
     for (var c = lid; c < C; c += 256u) {
-        let d = lf_inp[base + c] - mean;
+        let d = (lf_inp[base + c] - x0) - mrel;
         q += d * d;
     }
     let rstd = 1.0 / sqrt(wg_reduce_sum(q, lid) / f32(C) + 1e-5);
     for (var c = lid; c < C; c += 256u) {
-        lf_out[base + c] = (lf_inp[base + c] - mean) * rstd * lf_weight[c] + lf_bias[c];
+        lf_out[base + c] = ((lf_inp[base + c] - x0) - mrel) * rstd * lf_weight[c] + lf_bias[c];
     }
+    let mean = x0 + mrel;
     if (lid == 0u) {
         lf_mean[row] = mean;
         lf_rstd[row] = rstd;

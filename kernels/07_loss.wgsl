@@ -11,8 +11,8 @@
 // Non-finite logits follow the C reference (fmaxf / fmax semantics), decided on the bits
 // because WGSL compilers may assume floats are finite:
 //   - NaN is skipped by the max; -Inf is part of it and adds exp(-Inf) = 0 to the sum;
-//   - a row holding NaN or +Inf has an undefined denominator, which the reference turns into
-//     the 1e-30 floor (fmax(NaN, 1e-30) = 1e-30): the kernel does the same;
+//   - a row holding NaN or +Inf has an undefined denominator (NaN in the reference), so its
+//     loss and dlogits are NaN: a diverged model shows a NaN loss rather than a finite one;
 //   - everything after that is the plain formula, so NaN and Inf travel as IEEE says.
 // A workgroup touches only its own row, so a bad row never affects another one.
 
@@ -65,7 +65,7 @@ fn cross_entropy(@builtin(workgroup_id) wid : vec3<u32>, @builtin(num_workgroups
         let l = ce_logits[base + v];
         let bits = bitcast<u32>(l);
         sl = sl + l;
-        if ((bits & 0x7fffffffu) > 0x7f800000u) {
+        if (ce_is_nan(l)) {
             bad = true;                              // NaN: not part of the max
         } else if (bits == 0x7f800000u) {
             bad = true;                              // +Inf: the max, and Inf - Inf in the sum
@@ -87,9 +87,12 @@ fn cross_entropy(@builtin(workgroup_id) wid : vec3<u32>, @builtin(num_workgroups
     var sum_l = 0.0;
     if (ce_params.alpha > 0.0) { sum_l = wg_reduce_sum(sl, lid); }
 
-    // fmax(denom, 1e-30) of the reference, where a non-finite denom means "undefined" (NaN there)
+    // the reference's floor (denom < 1e-30 ? 1e-30 : denom); a row holding NaN or +Inf has an
+    // undefined denominator, NaN there, so the loss of a diverged row is NaN, never a finite lie.
+    // The NaN is built from a uniform value: a constant expression may not produce one.
     let dbits = bitcast<u32>(denom);
-    let d = select(1e-30, denom, (dbits & 0x7f800000u) != 0x7f800000u && denom > 1e-30);
+    let nan_v = bitcast<f32>(0x7fc00000u + ce_params.R * 0u);
+    let d = select(nan_v, select(1e-30, denom, denom > 1e-30), (dbits & 0x7f800000u) != 0x7f800000u);
     let lse = mx + log(d);
     let a = ce_params.alpha;
     let b = ce_params.beta;

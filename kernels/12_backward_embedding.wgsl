@@ -12,12 +12,15 @@
 // dout for the columns it owns (a row is read by 256 threads at once: coalesced).
 // Cost: ~BT²/2 token comparisons over all workgroups (about 34 M for B*T = 8192: far less than
 // a vocab-parallel scan, V*BT = 412 M for GPT-2) plus one pass over dout per distinct token.
-// The host may split dwte into windows of vocabulary rows [v0, v1) (binding size); positions with
-// tokens outside the window, or invalid tokens, leave at once.
+// The host may split dwte into windows of vocabulary rows [v0, v1) and dout into windows of
+// positions [p0, p1) (binding size): each dispatch covers one pair; positions whose token is
+// outside the vocabulary window (or invalid) leave at once, and the owner of a token adds only
+// the dout rows of the position window (the windows run in a fixed order: still deterministic).
 
 struct EBParams {
     BT : u32, C : u32, v0 : u32, v1 : u32,
     tok_off : u32, dout_off : u32, dwte_off : u32, p0 : u32,
+    p1 : u32, pad0 : u32, pad1 : u32, pad2 : u32,
 };
 
 @group(0) @binding(0) var<storage, read> eb_tokens : array<i32>;
@@ -38,8 +41,10 @@ fn embedding_backward(@builtin(local_invocation_index) lid : u32, @builtin(workg
     if (i >= eb_p.BT) { return; }
     let tok = eb_tokens[eb_p.tok_off + i];
     if (tok < 0 || u32(tok) < eb_p.v0 || u32(tok) >= eb_p.v1) { return; }  // uniform: one token per workgroup
+    if (i >= eb_p.p1) { return; }   // a first occurrence at or after p1 has no rows in this window
     let C = eb_p.C;
-    let nchunks = (eb_p.BT + 255u) / 256u;
+    let lo = max(i, eb_p.p0);        // the rows this workgroup adds: [lo, p1)
+    let nchunks = (eb_p.p1 + 255u) / 256u;   // chunks before i (the scan) and up to p1 (the sum)
     for (var cb = 0u; cb < C; cb += 256u * EB_CPT) {
         var acc : array<f32, EB_CPT>;
         for (var q = 0u; q < EB_CPT; q++) { acc[q] = 0.0; }
@@ -52,7 +57,7 @@ fn embedding_backward(@builtin(local_invocation_index) lid : u32, @builtin(workg
             // The cleared buffer was last read two chunks ago, before the previous barrier.
             if (lid < 8u) { atomicStore(&eb_mask[(ch + 1u) % 3u][lid], 0u); }
             let j = base + lid;
-            if (j < eb_p.BT && eb_tokens[eb_p.tok_off + j] == tok) {
+            if (j < eb_p.p1 && eb_tokens[eb_p.tok_off + j] == tok) {
                 atomicOr(&eb_mask[cur][lid / 32u], 1u << (lid % 32u));
             }
             workgroupBarrier();
@@ -69,15 +74,15 @@ fn embedding_backward(@builtin(local_invocation_index) lid : u32, @builtin(workg
                 }
                 if (workgroupUniformLoad(&eb_stop) != 0u) { return; }   // not the first occurrence
             }
-            if (base + 256u > i) {  // uniform: this chunk holds positions from i on
+            if (base + 256u > lo) {  // uniform: this chunk holds positions from lo on
                 for (var w = 0u; w < 8u; w++) {
                     let first = base + w * 32u;
                     var bits = atomicLoad(&eb_mask[cur][w]);
-                    if (first < i) { bits = select(bits & ~((1u << (i - first)) - 1u), 0u, i - first >= 32u); }
+                    if (first < lo) { bits = select(bits & ~((1u << (lo - first)) - 1u), 0u, lo - first >= 32u); }
                     while (bits != 0u) {
                         let b = firstTrailingBit(bits);
                         bits &= bits - 1u;
-                        let row = eb_p.dout_off + (first + b) * C;
+                        let row = eb_p.dout_off + (first + b - eb_p.p0) * C;
                         for (var q = 0u; q < EB_CPT; q++) {
                             let c = cb + lid + q * 256u;
                             if (c < C) { acc[q] += eb_dout[row + c]; }

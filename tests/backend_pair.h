@@ -11,7 +11,7 @@ typedef struct {
 } bpair;
 
 // Opens both backends; exits the test with a clear message when WebGPU is unavailable.
-static bpair bpair_open(void) {
+static inline bpair bpair_open(void) {
     bpair p = {0};
     if (backend_cpu_init(&p.cpu) != WGT_OK) { fprintf(stderr, "cpu backend: %s\n", wgt_last_error()); exit(1); }
     const char *ad = getenv("WGTRAIN_TEST_ADAPTER");  // e.g. "gpu" on a machine with one
@@ -21,12 +21,12 @@ static bpair bpair_open(void) {
     }
     return p;
 }
-static void bpair_close(bpair *p) { p->cpu->free(p->cpu); p->gpu->free(p->gpu); }
+static inline void bpair_close(bpair *p) { p->cpu->free(p->cpu); p->gpu->free(p->gpu); }
 
 // A tensor that lives on both backends.
 typedef struct { wgt_buf *c, *g; size_t n; } btensor;
 
-static btensor bt_new(bpair *p, size_t n, const void *init) {
+static inline btensor bt_new(bpair *p, size_t n, const void *init) {
     btensor t = {0, 0, n};
     if (p->cpu->buf_alloc(p->cpu, &t.c, n, "test") != WGT_OK || p->gpu->buf_alloc(p->gpu, &t.g, n, "test") != WGT_OK) {
         fprintf(stderr, "allocation of %zu elements failed: %s\n", n, wgt_last_error());
@@ -39,12 +39,12 @@ static btensor bt_new(bpair *p, size_t n, const void *init) {
     }
     return t;
 }
-static wgt_view bt_c(btensor t) { wgt_view v = {t.c, 0}; return v; }
-static wgt_view bt_g(btensor t) { wgt_view v = {t.g, 0}; return v; }
-static void bt_free(bpair *p, btensor *t) { p->cpu->buf_free(p->cpu, t->c); p->gpu->buf_free(p->gpu, t->g); }
+static inline wgt_view bt_c(btensor t) { wgt_view v = {t.c, 0}; return v; }
+static inline wgt_view bt_g(btensor t) { wgt_view v = {t.g, 0}; return v; }
+static inline void bt_free(bpair *p, btensor *t) { p->cpu->buf_free(p->cpu, t->c); p->gpu->buf_free(p->gpu, t->g); }
 
 // Downloads a tensor from both backends into fresh arrays (caller frees).
-static void bt_get(bpair *p, btensor t, float **cpu_out, float **gpu_out) {
+static inline void bt_get(bpair *p, btensor t, float **cpu_out, float **gpu_out) {
     *cpu_out = malloc(t.n * 4 + 4);
     *gpu_out = malloc(t.n * 4 + 4);
     if (p->cpu->sync(p->cpu) != WGT_OK || p->gpu->sync(p->gpu) != WGT_OK) {
@@ -59,7 +59,7 @@ static void bt_get(bpair *p, btensor t, float **cpu_out, float **gpu_out) {
 }
 
 // Compares a tensor across the backends (GPU result vs C reference).
-static int bt_check(bpair *p, const char *what, btensor t, double atol, double rtol) {
+static inline int bt_check(bpair *p, const char *what, btensor t, double atol, double rtol) {
     float *c, *g;
     bt_get(p, t, &c, &g);
     int ok = CHECK_CLOSE(what, g, c, t.n, atol, rtol);
@@ -79,7 +79,7 @@ static inline float trng_normal(void) {
     float u = (trng_u32() >> 8) / 16777216.0f + 1e-7f, v = (trng_u32() >> 8) / 16777216.0f;
     return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
 }
-static float *trand_normal(size_t n, float scale) {
+static inline float *trand_normal(size_t n, float scale) {
     float *x = malloc(n * 4 + 4);
     for (size_t i = 0; i < n; i++) x[i] = scale * trng_normal();
     return x;

@@ -27,7 +27,7 @@ void cpu_cross_entropy(float *logits, float *losses, const uint32_t *targets, ui
         double sum_l = 0.0;
         if (alpha > 0.0f)  // skipped when unused, as the kernel's uniform branch does
             for (uint32_t v = 0; v < V; v++) sum_l += row[v];
-        double d = fmax(denom, 1e-30);
+        double d = denom < 1e-30 ? 1e-30 : denom;  // NaN stays NaN: a diverged row's loss is NaN
         double lse = mx + log(d);
         double a = alpha, b = beta;
         losses[r] = (float)(lse - (1.0 - a) * row[t] - a * (sum_l / V) + b * lse * lse);

@@ -52,6 +52,13 @@ static mm_tile tile_pick(wg_ctx *ctx, uint32_t M, uint32_t N) {
     return nbig < MM_MIN_BIG_TILES ? TILE_SMALL : big;
 }
 
+// The module's tile constants (every entry point of 03_matmul.wgsl needs them to compile).
+static const char *tile_defines(mm_tile t, char *buf, size_t cap) {
+    snprintf(buf, cap, "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;", t.bm, t.bn,
+             t.bk, t.tm, t.tn);
+    return buf;
+}
+
 // ------------------------------------------------------------------ the GEMM
 typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
 static const char *const mm_entry[] = {"matmul", "matmul_t", "matmul_at"};
@@ -80,9 +87,7 @@ static void mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt
     const int a_kc = var != MM_TN, b_kc = var == MM_NT;
     mm_tile t = tile_pick(ctx, M, N);
     char defs[128];
-    snprintf(defs, sizeof defs, "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;", t.bm,
-             t.bn, t.bk, t.tm, t.tn);
-    WGPUComputePipeline pipe = wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[var], defs);
+    WGPUComputePipeline pipe = wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[var], tile_defines(t, defs, sizeof defs));
 
     // chunk sizes: every operand's window must fit one binding; grids stay within 65535 a side
     uint64_t lim = wg_gpt_binding_limit(be);
@@ -150,7 +155,9 @@ void wg_matmul_at(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view do
     if (!dbias.buf || N == 0 || OC == 0) return;
     // dbias[OC] += column sums of dout[N,OC], over row chunks that fit one binding
     wg_ctx *ctx = wg_of(be);
-    WGPUComputePipeline pipe = wg_pipeline(ctx, "03_matmul.wgsl", "matmul_at_dbias", NULL);
+    char defs[128];
+    WGPUComputePipeline pipe =
+        wg_pipeline(ctx, "03_matmul.wgsl", "matmul_at_dbias", tile_defines(TILE_SMALL, defs, sizeof defs));
     uint64_t rows = chunk_rows(wg_gpt_binding_limit(be), OC, 1);
     for (uint64_t r0 = 0; r0 < N; r0 += rows) {
         uint32_t rc = (uint32_t)min_u64(rows, N - r0);

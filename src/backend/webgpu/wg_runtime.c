@@ -817,7 +817,10 @@ static void profile_collect(wg_ctx *ctx) {
     wgpuBufferUnmap(ctx->qread);
 }
 
-void wg_profile_reset(wg_ctx *ctx) { ctx->n_prof = 0; }
+void wg_profile_reset(wg_ctx *ctx) {
+    ctx->n_prof = 0;
+    memset(ctx->prof, 0, sizeof ctx->prof);
+}
 
 static int prof_cmp(const void *a, const void *b) {
     double x = ((const prof_row *)a)->ms, y = ((const prof_row *)b)->ms;

@@ -1,0 +1,190 @@
+// bench_kernels.c — bandwidth of the seed kernels (SPEC §2) on one WebGPU device, as a fraction
+// of a device-to-device buffer copy measured in the same run (SPEC §7: report speed against a
+// ceiling measured alongside, not against a datasheet).
+//
+// Each kernel is memory-bound, so its figure of merit is bytes moved (the minimum each must
+// read and write) per second. Timing: a warm-up call and a sync, then --reps calls recorded
+// into one submit, wall-clock around the closing sync. With --profile every dispatch is also
+// timed by GPU timestamp queries (wg_profile_report), which removes submit and wait overheads.
+//
+// Usage: bench_kernels [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile]
+// --small divides every size by 64 so that the software GPU finishes in seconds.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "backend/backend.h"
+#include "backend/webgpu/wg_ops.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "bench_kernels: %s: %s\n", what, wgt_last_error());
+    exit(1);
+}
+
+static wgt_buf *alloc_rand(wgt_backend *be, size_t n, float scale, const char *label) {
+    wgt_buf *b;
+    if (be->buf_alloc(be, &b, n, label) != WGT_OK) die("allocation");
+    float *h = malloc(n * 4 + 4);
+    uint64_t s = 0x9e3779b97f4a7c15ull ^ n;
+    for (size_t i = 0; i < n; i++) {  // xorshift: any smooth spread of values will do
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        h[i] = scale * ((float)(s >> 40) / 16777216.0f * 2.0f - 1.0f);
+    }
+    wgt_view v = {b, 0};
+    if (be->upload(be, v, h, n) != WGT_OK) die("upload");
+    free(h);
+    return b;
+}
+
+static wgt_view V0(wgt_buf *b) { wgt_view v = {b, 0}; return v; }
+
+typedef enum { B_COPY_EW, B_COPY_CE, B_GELU, B_SWIGLU, B_GELU_BWD, B_SWIGLU_BWD, B_CE, B_SUM, B_SUM_BIG } bench_id;
+
+typedef struct {
+    wgt_backend *be;
+    size_t n, R, V, n_sum_big;
+    wgt_buf *a, *b, *c, *d, *e;       // element-wise operands [n]
+    wgt_buf *logits, *copy_dst, *targets, *losses, *out, *big;
+} bench_ctx;
+
+static void run_once(bench_ctx *x, bench_id id) {
+    wgt_backend *be = x->be;
+    size_t n = x->n;
+    switch (id) {
+    case B_COPY_EW: be->copy(be, V0(x->b), V0(x->a), n); break;
+    case B_COPY_CE: be->copy(be, V0(x->copy_dst), V0(x->logits), x->R * x->V); break;
+    case B_GELU: be->gelu_inplace(be, V0(x->a), n); break;
+    case B_SWIGLU: be->swiglu_combine(be, V0(x->c), V0(x->a), V0(x->b), n); break;
+    case B_GELU_BWD: be->ffn_gelu_backward(be, V0(x->c), V0(x->a), V0(x->b), n); break;
+    case B_SWIGLU_BWD: be->ffn_swiglu_backward(be, V0(x->d), V0(x->e), V0(x->a), V0(x->b), V0(x->c), n); break;
+    case B_CE:
+        be->cross_entropy(be, V0(x->logits), V0(x->losses), V0(x->targets), (uint32_t)x->R, (uint32_t)x->V, 0.0f,
+                          1e-4f, 1.0f / (float)x->R);
+        break;
+    case B_SUM: be->sum_losses(be, V0(x->out), V0(x->losses), (uint32_t)x->R); break;
+    case B_SUM_BIG: be->sum_losses(be, V0(x->out), V0(x->big), (uint32_t)x->n_sum_big); break;
+    }
+}
+
+typedef struct { double wall_ms, gpu_ms; } timing;
+
+// GPU time of every profiled dispatch so far. Differences of this total time a block of calls:
+// it does not rely on wg_profile_reset, which (at the time of writing) keeps the old rows' sums.
+static double profile_total_ms(wgt_backend *be) {
+    FILE *sink = fopen("/dev/null", "w");
+    double total = wg_profile_report(wg_of(be), sink ? sink : stderr);
+    if (sink) fclose(sink);
+    return total;
+}
+
+static timing time_it(bench_ctx *x, bench_id id, int reps, int profile) {
+    wgt_backend *be = x->be;
+    run_once(x, id);  // warm-up: pipeline creation, bind groups, first-touch of memory
+    if (be->sync(be) != WGT_OK) die("warm-up");
+    double gpu0 = profile ? profile_total_ms(be) : 0;
+    double t0 = now_s();
+    for (int r = 0; r < reps; r++) run_once(x, id);
+    if (be->sync(be) != WGT_OK) die("timed run");
+    timing t = {(now_s() - t0) * 1e3 / reps, NAN};
+    if (profile && id != B_COPY_EW && id != B_COPY_CE)  // copies carry no timestamps
+        t.gpu_ms = (profile_total_ms(be) - gpu0) / reps;
+    return t;
+}
+
+int main(int argc, char **argv) {
+    const char *adapter = "gpu";
+    int small = 0, reps = 20, profile = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--adapter") && i + 1 < argc) adapter = argv[++i];
+        else if (!strcmp(argv[i], "--small")) small = 1;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--profile")) profile = 1;
+        else {
+            printf("usage: bench_kernels [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile]\n"
+                   "  Bandwidth of the seed kernels as a fraction of a buffer copy on the same device.\n"
+                   "  --adapter  WebGPU adapter (default gpu: a real GPU only; cpu = lavapipe)\n"
+                   "  --small    every size / 64, for a smoke test on the software GPU\n"
+                   "  --reps N   calls per timed submit (default 20)\n"
+                   "  --profile  also time each dispatch with GPU timestamp queries\n");
+            return strcmp(argv[i], "--help") ? 2 : 0;
+        }
+    }
+    if (reps < 1) reps = 1;
+    bench_ctx x;
+    memset(&x, 0, sizeof x);
+    if (backend_webgpu_init_ex(&x.be, adapter, profile) != WGT_OK) die("webgpu backend");
+    wgt_backend *be = x.be;
+    const wg_device_info *info = wg_ctx_info(wg_of(be));
+    int div = small ? 64 : 1;
+    x.n = (size_t)8 * 1024 * 3072 / div;  // B*T x d_ff of GPT-2 small at B=8, T=1024
+    x.R = 8192 / div;
+    x.V = 50257;
+    x.n_sum_big = ((size_t)1 << 24) / div;
+    printf("device: %s (%s, %s)\n", info->name, wg_backend_type_name(info->backend), wg_adapter_type_name(info->type));
+    printf("sizes: element-wise n = %zu, cross_entropy R = %zu V = %zu, %d calls per submit%s\n\n", x.n, x.R, x.V, reps,
+           profile ? ", GPU timestamps on" : "");
+
+    x.a = alloc_rand(be, x.n, 4.0f, "a");
+    x.b = alloc_rand(be, x.n, 4.0f, "b");
+    x.c = alloc_rand(be, x.n, 1.0f, "c");
+    if (be->buf_alloc(be, &x.d, x.n, "d") != WGT_OK || be->buf_alloc(be, &x.e, x.n, "e") != WGT_OK) die("allocation");
+    x.logits = alloc_rand(be, x.R * x.V, 3.0f, "logits");
+    if (be->buf_alloc(be, &x.copy_dst, x.R * x.V, "copy_dst") != WGT_OK) die("allocation");
+    x.big = alloc_rand(be, x.n_sum_big, 1.0f, "big");
+    if (be->buf_alloc(be, &x.losses, x.R, "losses") != WGT_OK || be->buf_alloc(be, &x.out, 1, "out") != WGT_OK ||
+        be->buf_alloc(be, &x.targets, x.R, "targets") != WGT_OK)
+        die("allocation");
+    uint32_t *tg = malloc(x.R * 4);
+    for (size_t r = 0; r < x.R; r++) tg[r] = (uint32_t)((r * 2654435761u) % x.V);
+    if (be->upload(be, V0(x.targets), tg, x.R) != WGT_OK) die("upload");
+    free(tg);
+
+    const double f = 4.0;  // bytes per element
+    struct { const char *name; bench_id id; double bytes; int vs_ce_copy; } rows[] = {
+        {"copy (element-wise size)", B_COPY_EW, 2 * f * x.n, 0},
+        {"copy (logits size)", B_COPY_CE, 2 * f * x.R * x.V, 1},
+        {"gelu_inplace", B_GELU, 2 * f * x.n, 0},
+        {"swiglu_combine", B_SWIGLU, 3 * f * x.n, 0},
+        {"ffn_gelu_backward", B_GELU_BWD, 3 * f * x.n, 0},
+        {"ffn_swiglu_backward", B_SWIGLU_BWD, 5 * f * x.n, 0},
+        // the minimum: logits read once and dlogits written once (the kernel reads them twice)
+        {"cross_entropy", B_CE, 2 * f * x.R * x.V + 2 * f * x.R, 1},
+        {"sum_losses (n = R)", B_SUM, f * x.R + f, 0},
+        {"sum_losses (n = 2^24/div)", B_SUM_BIG, f * x.n_sum_big + f, 0},
+    };
+    int nrows = sizeof rows / sizeof rows[0];
+    double copy_gbs[2] = {0, 0};
+    printf("%-28s %12s %10s %10s %9s", "kernel", "bytes moved", "ms", "GB/s", "of copy");
+    if (profile) printf(" %10s %10s", "gpu ms", "gpu GB/s");
+    printf("\n");
+    for (int i = 0; i < nrows; i++) {
+        timing t = time_it(&x, rows[i].id, reps, profile);
+        double gbs = rows[i].bytes / (t.wall_ms * 1e-3) / 1e9;
+        if (rows[i].id == B_COPY_EW) copy_gbs[0] = gbs;
+        if (rows[i].id == B_COPY_CE) copy_gbs[1] = gbs;
+        double ref = copy_gbs[rows[i].vs_ce_copy];
+        printf("%-28s %12.0f %10.3f %10.1f %8.1f%%", rows[i].name, rows[i].bytes, t.wall_ms, gbs,
+               ref > 0 ? 100 * gbs / ref : 0);
+        if (profile) {
+            if (isnan(t.gpu_ms)) printf(" %10s %10s", "-", "-");
+            else printf(" %10.3f %10.1f", t.gpu_ms, rows[i].bytes / (t.gpu_ms * 1e-3) / 1e9);
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    printf("\nbytes moved = the minimum each kernel must read + write; \"of copy\" compares with the copy row of the\n"
+           "same size class (element-wise kernels and sum_losses: the first copy; cross_entropy: the logits-size copy).\n");
+
+    wgt_buf *all[] = {x.a, x.b, x.c, x.d, x.e, x.logits, x.copy_dst, x.targets, x.losses, x.out, x.big};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) be->buf_free(be, all[i]);
+    be->free(be);
+    return 0;
+}

@@ -1,0 +1,114 @@
+// wg_ops_optim.c — dispatch wrappers for kernels/13_optimizer.wgsl: gradient norm (two-stage
+// reduction), clip factor and AdamW. Nothing here reads back: the norm and the clip factor stay
+// in device buffers that the next kernels read.
+//
+// The norm's first stage needs a scratch buffer of partial sums that the op signature does not
+// provide. Each backend gets one (1024 floats), allocated on first use and released when the
+// backend is freed: the wrapper chains the backend's `free` so the scratch cannot outlive its
+// device (a later backend at the same address must not inherit a dead buffer).
+#include <math.h>
+#include <string.h>
+#include "backend/webgpu/wg_ops_gpt.h"
+
+#define NORM_MAX_WG 1024u   // stage-1 workgroups: enough to fill a large GPU, few to add up
+#define MAX_BACKENDS 16
+
+typedef struct {
+    wgt_backend *be;
+    wgt_buf *scratch;
+    void (*orig_free)(wgt_backend *be);
+} scratch_slot;
+static scratch_slot scratch_tab[MAX_BACKENDS];
+
+static void scratch_release(wgt_backend *be) {
+    for (int i = 0; i < MAX_BACKENDS; i++) {
+        if (scratch_tab[i].be != be) continue;
+        void (*orig)(wgt_backend *) = scratch_tab[i].orig_free;
+        wg_buf_free(wg_of(be), scratch_tab[i].scratch);
+        memset(&scratch_tab[i], 0, sizeof scratch_tab[i]);
+        be->free = orig;
+        orig(be);
+        return;
+    }
+    WGT_ASSERT(0, "optimizer scratch: freeing a backend this file does not know");
+}
+
+static wgt_buf *norm_scratch(wgt_backend *be) {
+    int empty = -1;
+    for (int i = 0; i < MAX_BACKENDS; i++) {
+        if (scratch_tab[i].be == be) return scratch_tab[i].scratch;
+        if (!scratch_tab[i].be && empty < 0) empty = i;
+    }
+    WGT_ASSERT(empty >= 0, "more than 16 live webgpu backends");
+    wgt_buf *b = NULL;
+    wgt_status st = wg_buf_alloc(wg_of(be), &b, NORM_MAX_WG, "grad-norm partials");
+    WGT_ASSERT(st == WGT_OK, "could not allocate the 4 KiB gradient-norm scratch buffer");
+    scratch_tab[empty].be = be;
+    scratch_tab[empty].scratch = b;
+    scratch_tab[empty].orig_free = be->free;
+    be->free = scratch_release;
+    return b;
+}
+
+typedef struct { uint32_t n, nwg, g_off, out_off, accumulate, p0, p1, p2; } norm_params;
+
+static size_t elem_chunk(wgt_backend *be) {
+    uint64_t c = (wg_gpt_binding_limit(be) - WGT_VIEW_ALIGN) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
+    if (c > (uint64_t)UINT32_MAX - 255) c = ((uint64_t)UINT32_MAX - 255) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
+    return (size_t)c;
+}
+
+void wg_grad_norm_sq(wgt_backend *be, wgt_view norm_sq, wgt_view g, size_t n, int accumulate) {
+    wg_ctx *ctx = wg_of(be);
+    wgt_view part = {norm_scratch(be), 0};
+    WGPUComputePipeline p1 = wg_pipeline(ctx, "13_optimizer.wgsl", "grad_norm_partial", NULL);
+    WGPUComputePipeline p2 = wg_pipeline(ctx, "13_optimizer.wgsl", "grad_norm_sq", NULL);
+    size_t ch = elem_chunk(be);
+    size_t o = 0;
+    do {  // one chunk per binding window; chunks after the first add to norm_sq
+        size_t k = n - o < ch ? n - o : ch;
+        // ~4 elements a thread at least, at most NORM_MAX_WG workgroups; 1 for an empty tensor
+        uint64_t nwg = wg_groups(k, 1024);
+        if (nwg > NORM_MAX_WG) nwg = NORM_MAX_WG;
+        if (nwg == 0) nwg = 1;
+        norm_params p = {(uint32_t)k, (uint32_t)nwg, 0, 0, (accumulate || o > 0) ? 1u : 0u, 0, 0, 0};
+        wg_bind b1[] = {wg_gpt_window(g, o, k, &p.g_off), wg_b(part, nwg)};
+        wg_dispatch3(ctx, "grad_norm_partial", p1, b1, 2, &p, sizeof p, (uint32_t)nwg, 1, 1);
+        wg_bind b2[] = {wg_b(part, nwg), wg_gpt_window(norm_sq, 0, 1, &p.out_off)};
+        wg_dispatch3(ctx, "grad_norm_sq", p2, b2, 2, &p, sizeof p, 1, 1, 1);
+        o += k;
+    } while (o < n);
+}
+
+typedef struct { float max_norm; uint32_t scale_off, norm_off, p0; } clip_params;
+
+void wg_grad_clip_scale(wgt_backend *be, wgt_view scale, wgt_view norm_sq, float max_norm) {
+    wg_ctx *ctx = wg_of(be);
+    clip_params p = {max_norm, 0, 0, 0};
+    wg_bind b[] = {wg_gpt_window(norm_sq, 0, 1, &p.norm_off), wg_gpt_window(scale, 0, 2, &p.scale_off)};
+    wg_dispatch3(ctx, "grad_clip_scale", wg_pipeline(ctx, "13_optimizer.wgsl", "grad_clip_scale", NULL), b, 2, &p,
+                 sizeof p, 1, 1, 1);
+}
+
+typedef struct {
+    uint32_t n, p_off, m_off, v_off, g_off, s_off, p0, p1;
+    float lr, beta1, beta2, eps, weight_decay, bc1, bc2, p2;
+} adam_params;
+
+void wg_adamw(wgt_backend *be, wgt_view params, wgt_view m, wgt_view v, wgt_view grads, wgt_view scale, size_t n,
+              wgt_adamw_params hp) {
+    WGT_ASSERT(hp.t >= 1, "AdamW step numbers start at 1");
+    wg_ctx *ctx = wg_of(be);
+    WGPUComputePipeline pipe = wg_pipeline(ctx, "13_optimizer.wgsl", "adamw", NULL);
+    // bias corrections in double, rounded once: exactly what the C reference computes
+    const float bc1 = (float)(1.0 - pow(hp.beta1, hp.t)), bc2 = (float)(1.0 - pow(hp.beta2, hp.t));
+    size_t ch = elem_chunk(be);
+    for (size_t o = 0; o < n; o += ch) {
+        size_t k = n - o < ch ? n - o : ch;
+        adam_params p = {(uint32_t)k, 0, 0, 0, 0, 0, 0, 0, hp.lr, hp.beta1, hp.beta2, hp.eps, hp.weight_decay, bc1, bc2, 0};
+        wg_bind b[] = {wg_gpt_window(params, o, k, &p.p_off), wg_gpt_window(m, o, k, &p.m_off),
+                       wg_gpt_window(v, o, k, &p.v_off), wg_gpt_window(grads, o, k, &p.g_off),
+                       wg_gpt_window(scale, 0, 1, &p.s_off)};
+        wg_dispatch(ctx, "adamw", pipe, b, 5, &p, sizeof p, wg_groups(k, 256));
+    }
+}

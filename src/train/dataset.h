@@ -1,0 +1,41 @@
+// dataset.h — what the trainer reads from a data directory: the train and validation shards,
+// the tokenizer's path and size, the unigram entropy; and the two ways batches are cut from
+// the shards: random training windows whose order depends only on a saved RNG state, and a
+// fixed, sequential set of validation windows so every measurement sees the same tokens.
+#ifndef WGT_TRAIN_DATASET_H
+#define WGT_TRAIN_DATASET_H
+#include <stddef.h>
+#include <stdint.h>
+#include "core/error.h"
+
+typedef struct dataset dataset;
+
+// Opens DATA_DIR: with meta.json (written by `wgtrain prepare`) its shard lists, vocabulary
+// and entropy; without it (llm.c's scripts), every *train*.bin and *val*.bin in the directory.
+wgt_status dataset_open(dataset **out, const char *dir);
+void dataset_free(dataset *ds);
+
+// Replaces the validation shards with the one at path (`wgtrain eval --shard`).
+wgt_status dataset_use_val_shard(dataset *ds, const char *path);
+
+int dataset_vocab(const dataset *ds);               // 0 when the directory has no tokenizer
+const char *dataset_tokenizer_path(const dataset *ds);  // NULL when there is none
+double dataset_unigram_entropy(dataset *ds);        // nats/token of the train tokens
+size_t dataset_train_tokens(const dataset *ds);
+size_t dataset_val_tokens(const dataset *ds);
+
+// Fails, naming the shard, the first token id >= vocab and its position, if any shard holds one.
+wgt_status dataset_check_vocab(const dataset *ds, int vocab);
+// Fails with a clear message if no training shard holds a window of T+1 tokens.
+wgt_status dataset_check_seq(const dataset *ds, int T);
+
+// B windows of T+1 consecutive training tokens at uniformly random positions (over all train
+// shards), drawn with *rng: inputs [B*T] and next-token targets [B*T].
+void dataset_train_batch(const dataset *ds, uint64_t *rng, int B, int T, int32_t *inputs, int32_t *targets);
+
+// Validation windows: the val shards cut in order into windows of T+1 tokens overlapping by
+// one; the last window of a shard is padded (ignored targets). Batch b holds windows
+// b*B .. b*B+B-1 (rows past the end are all ignored). Returns the number of real targets.
+size_t dataset_val_windows(const dataset *ds, int T);
+size_t dataset_val_batch(const dataset *ds, size_t b, int B, int T, int32_t *inputs, int32_t *targets);
+#endif

@@ -1,0 +1,107 @@
+// metrics.c — metrics.jsonl writing, rewinding on resume, and the plot's history.
+#include "train/metrics.h"
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/fileutil.h"
+
+static void grow(double **a, double **b, size_t n, size_t *cap) {
+    if (n < *cap) return;
+    *cap = *cap ? *cap * 2 : 256;
+    *a = realloc(*a, *cap * sizeof **a);
+    *b = realloc(*b, *cap * sizeof **b);
+    WGT_ASSERT(*a && *b, "out of host memory");
+}
+
+void metrics_history_add(metrics_history *h, const metrics_row *r) {
+    if (isfinite(r->loss)) {
+        grow(&h->step, &h->loss, h->n, &h->cap);
+        h->step[h->n] = (double)r->step;
+        h->loss[h->n++] = r->loss;
+    }
+    if (isfinite(r->val_loss)) {
+        grow(&h->vstep, &h->vloss, h->nv, &h->capv);
+        h->vstep[h->nv] = (double)r->step;
+        h->vloss[h->nv++] = r->val_loss;
+    }
+}
+
+void metrics_history_free(metrics_history *h) {
+    free(h->step);
+    free(h->loss);
+    free(h->vstep);
+    free(h->vloss);
+    memset(h, 0, sizeof *h);
+}
+
+wgt_status metrics_log_open(metrics_log *ml, const char *path) {
+    snprintf(ml->path, sizeof ml->path, "%s", path);
+    ml->f = fopen(path, "ab");
+    if (!ml->f) return wgt_fail(WGT_ERR_IO, "cannot open %s for appending: %s", path, strerror(errno));
+    return WGT_OK;
+}
+
+// JSON has no NaN or infinity: a non-finite value is written as null.
+static int put_num(char *p, size_t n, const char *key, double v, const char *fmt) {
+    if (!isfinite(v)) return snprintf(p, n, ", \"%s\": null", key);
+    char num[64];
+    snprintf(num, sizeof num, fmt, v);
+    return snprintf(p, n, ", \"%s\": %s", key, num);
+}
+
+wgt_status metrics_log_write(metrics_log *ml, const metrics_row *r) {
+    char line[512];
+    size_t k = (size_t)snprintf(line, sizeof line, "{\"step\": %ld", r->step);
+    // %.9g keeps a float-derived loss exact, so runs can be compared bit for bit from the log
+    k += (size_t)put_num(line + k, sizeof line - k, "loss", r->loss, "%.9g");
+    if (!isnan(r->val_loss)) k += (size_t)put_num(line + k, sizeof line - k, "val_loss", r->val_loss, "%.9g");
+    k += (size_t)put_num(line + k, sizeof line - k, "lr", r->lr, "%.6g");
+    k += (size_t)put_num(line + k, sizeof line - k, "grad_norm", r->grad_norm, "%.6g");
+    k += (size_t)put_num(line + k, sizeof line - k, "tokens_per_s", r->tokens_per_s, "%.1f");
+    k += (size_t)put_num(line + k, sizeof line - k, "time_s", r->time_s, "%.3f");
+    if (r->skipped) k += (size_t)snprintf(line + k, sizeof line - k, ", \"skipped\": true");
+    snprintf(line + k, sizeof line - k, "}\n");
+    if (fputs(line, ml->f) == EOF || fflush(ml->f) != 0)
+        return wgt_fail(WGT_ERR_IO, "cannot write %s: %s (disk full?)", ml->path, strerror(errno));
+    return WGT_OK;
+}
+
+void metrics_log_close(metrics_log *ml) {
+    if (ml->f) fclose(ml->f);
+    ml->f = NULL;
+}
+
+static double num_or_nan(const cJSON *o, const char *key) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(it) ? it->valuedouble : NAN;
+}
+
+wgt_status metrics_log_rewind(const char *path, long max_step, metrics_history *h) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno == ENOENT ? WGT_OK : wgt_fail(WGT_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    atomic_file af;
+    wgt_status st = atomic_file_open(&af, path);
+    if (st != WGT_OK) {
+        fclose(f);
+        return st;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        if (line[len - 1] != '\n') break;  // a half-written last line
+        cJSON *o = cJSON_Parse(line);
+        const cJSON *s = o ? cJSON_GetObjectItemCaseSensitive(o, "step") : NULL;
+        if (cJSON_IsNumber(s) && s->valuedouble <= (double)max_step) {
+            atomic_file_write(&af, line, (size_t)len);
+            metrics_row r = {(long)s->valuedouble, num_or_nan(o, "loss"), num_or_nan(o, "val_loss"), 0, 0, 0, 0, 0};
+            metrics_history_add(h, &r);
+        }
+        cJSON_Delete(o);
+    }
+    free(line);
+    fclose(f);
+    return atomic_file_commit(&af);
+}

@@ -1,0 +1,41 @@
+// metrics.h — RUN_DIR/metrics.jsonl: one JSON object per update ("step", "loss", "lr",
+// "grad_norm", "tokens_per_s", "time_s", and "val_loss" when it was measured), appended as
+// training goes so any tool can follow a run; plus the in-memory history the loss plot draws.
+#ifndef WGT_METRICS_H
+#define WGT_METRICS_H
+#include <stdio.h>
+#include "core/error.h"
+
+typedef struct {
+    long step;
+    double loss, val_loss;  // val_loss: NAN when not measured at this step
+    double lr, grad_norm, tokens_per_s, time_s;
+    int skipped;            // the update was skipped (non-finite loss or gradient)
+} metrics_row;
+
+// Loss history for the plot: every train loss, and the validation measurements.
+typedef struct {
+    double *step, *loss;
+    size_t n, cap;
+    double *vstep, *vloss;
+    size_t nv, capv;
+} metrics_history;
+
+void metrics_history_add(metrics_history *h, const metrics_row *r);
+void metrics_history_free(metrics_history *h);
+
+typedef struct {
+    FILE *f;
+    char path[4096];
+} metrics_log;
+
+// Opens for appending (creating the file). Rows are flushed line by line.
+wgt_status metrics_log_open(metrics_log *ml, const char *path);
+wgt_status metrics_log_write(metrics_log *ml, const metrics_row *r);
+void metrics_log_close(metrics_log *ml);
+
+// For --resume: keeps the complete rows with step <= max_step (a crash may have left rows of
+// updates the checkpoint does not include, or half a line), rewriting the file atomically,
+// and loads them into h. A missing file is an empty history.
+wgt_status metrics_log_rewind(const char *path, long max_step, metrics_history *h);
+#endif

@@ -1,0 +1,157 @@
+// plot.c — the loss chart as hand-written SVG (see plot.h).
+#include "train/plot.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/fileutil.h"
+
+#define W 820.0
+#define H 480.0
+#define ML 70.0   // margins: room for tick labels on the left and below
+#define MR 24.0
+#define MT 44.0
+#define MB 52.0
+#define MAX_POINTS 1500  // more train points than pixels only bloat the file: average them
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        WGT_ASSERT(k >= 0, "vsnprintf failed");
+        if (b->p && b->n + (size_t)k < b->cap) {
+            b->n += (size_t)k;
+            return;
+        }
+        b->cap = (b->cap + (size_t)k + 1) * 2;
+        b->p = realloc(b->p, b->cap);
+        WGT_ASSERT(b->p, "out of host memory");
+    }
+}
+
+static void xml_text(sbuf *b, const char *s) {
+    for (; *s; s++) {
+        if (*s == '<') sb_printf(b, "&lt;");
+        else if (*s == '>') sb_printf(b, "&gt;");
+        else if (*s == '&') sb_printf(b, "&amp;");
+        else sb_printf(b, "%c", *s);
+    }
+}
+
+// A "nice" tick spacing (1, 2 or 5 times a power of ten) giving about `want` ticks over span.
+static double nice_step(double span, int want) {
+    double raw = span / want, p = pow(10, floor(log10(raw))), f = raw / p;
+    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
+}
+
+typedef struct {
+    double x0, x1, y0, y1;
+} frame;
+
+static double px(const frame *f, double x) { return ML + (x - f->x0) / (f->x1 - f->x0) * (W - ML - MR); }
+static double py(const frame *f, double y) { return H - MB - (y - f->y0) / (f->y1 - f->y0) * (H - MT - MB); }
+
+static void polyline(sbuf *b, const frame *f, const double *x, const double *y, size_t n, const char *style) {
+    if (!n) return;
+    sb_printf(b, "<polyline fill=\"none\" %s points=\"", style);
+    for (size_t i = 0; i < n; i++) sb_printf(b, "%s%.1f,%.1f", i ? " " : "", px(f, x[i]), py(f, y[i]));
+    sb_printf(b, "\"/>\n");
+}
+
+wgt_status plot_loss_svg(const char *path, const metrics_history *h, double entropy, const char *title) {
+    // downsampled raw train loss, and an exponential moving average of it (the trend)
+    size_t n = h->n, group = n > MAX_POINTS ? (n + MAX_POINTS - 1) / MAX_POINTS : 1, m = (n + group - 1) / group;
+    double *sx = wgt_malloc((m + 1) * sizeof *sx), *sy = wgt_malloc((m + 1) * sizeof *sy);
+    double *ey = wgt_malloc((m + 1) * sizeof *ey);
+    double a = 2.0 / (1.0 + fmax(10.0, (double)n / 50.0) / (double)group), ema = 0;
+    for (size_t g = 0; g < m; g++) {
+        double x = 0, y = 0;
+        size_t lo = g * group, hi = lo + group < n ? lo + group : n;
+        for (size_t i = lo; i < hi; i++) x += h->step[i], y += h->loss[i];
+        sx[g] = x / (double)(hi - lo);
+        sy[g] = y / (double)(hi - lo);
+        ema = g ? ema + a * (sy[g] - ema) : sy[g];
+        ey[g] = ema;
+    }
+    frame f = {0, 1, INFINITY, -INFINITY};
+    for (size_t i = 0; i < m; i++) f.x1 = fmax(f.x1, sx[i]), f.y0 = fmin(f.y0, sy[i]), f.y1 = fmax(f.y1, sy[i]);
+    for (size_t i = 0; i < h->nv; i++)
+        f.x1 = fmax(f.x1, h->vstep[i]), f.y0 = fmin(f.y0, h->vloss[i]), f.y1 = fmax(f.y1, h->vloss[i]);
+    if (isfinite(entropy)) f.y0 = fmin(f.y0, entropy), f.y1 = fmax(f.y1, entropy);
+    if (!isfinite(f.y0)) f.y0 = 0, f.y1 = 1;
+    if (f.y1 - f.y0 < 1e-3) f.y0 -= 0.5, f.y1 += 0.5;
+    double xs = nice_step(f.x1 - f.x0, 8), ys = nice_step(f.y1 - f.y0, 6);
+    f.x1 = ceil(f.x1 / xs) * xs;
+    f.y0 = floor(f.y0 / ys) * ys;
+    f.y1 = ceil(f.y1 / ys) * ys;
+
+    sbuf b = {0};
+    sb_printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+                  "font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H);
+    sb_printf(&b, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"%.0f\" y=\"24\" font-size=\"15\" "
+                  "text-anchor=\"middle\">", (ML + W - MR) / 2);
+    xml_text(&b, title);
+    sb_printf(&b, "</text>\n");
+    // grid, ticks and labels
+    for (double x = f.x0; x <= f.x1 + xs / 2; x += xs) {
+        sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#e5e5e5\"/>\n", px(&f, x), MT, px(&f, x), H - MB);
+        sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\"/>\n", px(&f, x), H - MB, px(&f, x), H - MB + 5);
+        sb_printf(&b, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n", px(&f, x), H - MB + 19, x);
+    }
+    for (double y = f.y0; y <= f.y1 + ys / 2; y += ys) {
+        sb_printf(&b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", ML, py(&f, y), W - MR, py(&f, y));
+        sb_printf(&b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML - 5, py(&f, y), ML, py(&f, y));
+        sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", ML - 8, py(&f, y) + 4, fabs(y) < ys / 1e6 ? 0.0 : y);
+    }
+    sb_printf(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n", ML, MT,
+              W - ML - MR, H - MT - MB);
+    sb_printf(&b, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">step (optimizer updates)</text>\n", (ML + W - MR) / 2, H - 12);
+    sb_printf(&b, "<text transform=\"translate(18 %.0f) rotate(-90)\" text-anchor=\"middle\">loss (nats/token)</text>\n",
+              (MT + H - MB) / 2);
+    // curves
+    if (isfinite(entropy)) {
+        sb_printf(&b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#777\" stroke-dasharray=\"6 4\"/>\n", ML,
+                  py(&f, entropy), W - MR, py(&f, entropy));
+        sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" fill=\"#555\" text-anchor=\"end\">unigram entropy %.3f</text>\n",
+                  W - MR - 6, py(&f, entropy) - 5, entropy);
+    }
+    polyline(&b, &f, sx, sy, m, "stroke=\"#9ecae1\" stroke-width=\"1\"");
+    polyline(&b, &f, sx, ey, m, "stroke=\"#1f77b4\" stroke-width=\"2\"");
+    polyline(&b, &f, h->vstep, h->vloss, h->nv, "stroke=\"#ff7f0e\" stroke-width=\"2\"");
+    for (size_t i = 0; i < h->nv; i++)
+        sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#ff7f0e\"/>\n", px(&f, h->vstep[i]), py(&f, h->vloss[i]));
+    // legend
+    double lx = W - MR - 220, ly = MT + 14;
+    sb_printf(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"210\" height=\"%d\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#ccc\"/>\n",
+              lx - 8, ly - 12, h->nv ? 62 : 44);
+    const char *names[] = {"train loss", "train loss (smoothed)", "validation loss"};
+    const char *colors[] = {"#9ecae1", "#1f77b4", "#ff7f0e"};
+    for (int i = 0; i < (h->nv ? 3 : 2); i++) {
+        sb_printf(&b, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/>", lx, ly - 4 + 18 * i,
+                  lx + 24, ly - 4 + 18 * i, colors[i]);
+        sb_printf(&b, "<text x=\"%.0f\" y=\"%.0f\">%s", lx + 32, ly + 18 * i, names[i]);
+        if (i == 0 && n) sb_printf(&b, " (last %.3f)", h->loss[n - 1]);
+        if (i == 2 && h->nv) sb_printf(&b, " (last %.3f)", h->vloss[h->nv - 1]);
+        sb_printf(&b, "</text>\n");
+    }
+    sb_printf(&b, "</svg>\n");
+    free(sx);
+    free(sy);
+    free(ey);
+    atomic_file af;
+    wgt_status st = atomic_file_open(&af, path);
+    if (st == WGT_OK) {
+        atomic_file_write(&af, b.p, b.n);
+        st = atomic_file_commit(&af);
+    }
+    free(b.p);
+    return st;
+}

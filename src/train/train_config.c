@@ -1,0 +1,331 @@
+// train_config.c — presets, the field table behind flags / JSON / resume checks, and the
+// learning-rate schedule. Keeping one table means a new hyper-parameter is one line here and
+// automatically gets a flag, a place in config.json and in checkpoints, and a resume check.
+#include "train/train_config.h"
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JSON_SAFE_INT 9007199254740991.0  // 2^53 - 1: larger integers do not survive a JSON double
+
+typedef enum { FT_INT, FT_LONG, FT_DOUBLE, FT_STR } field_type;
+
+typedef struct {
+    const char *section;  // JSON object holding the key (NULL: top level)
+    const char *key;
+    const char *flag;     // command-line flag, or NULL when the value comes from elsewhere
+    field_type type;
+    size_t off, size;     // size: only for strings
+    double lo, hi;        // accepted range of numbers, inclusive
+    int resume_mutable;   // may differ from the checkpoint on --resume
+    int model;            // part of the model's shape (compared when loading weights)
+    const char *arg, *help;
+} field;
+
+#define OFF(f) offsetof(train_config, f)
+static const field fields[] = {
+    {NULL, "preset", "--preset", FT_STR, OFF(preset), sizeof(((train_config *)0)->preset), 0, 0, 0, 0, "NAME",
+     "starting point for every size and hyper-parameter: tiny, small or gpt2-124m (default tiny)"},
+    {"model", "n_layer", "--layers", FT_INT, OFF(model.n_layer), 0, 1, 256, 0, 1, "L", "transformer blocks"},
+    {"model", "n_head", "--heads", FT_INT, OFF(model.n_head), 0, 1, 4096, 0, 1, "NH", "attention heads"},
+    {"model", "d_model", "--d-model", FT_INT, OFF(model.d_model), 0, 1, 65536, 0, 1, "C", "embedding width"},
+    {"model", "d_ff", "--d-ff", FT_INT, OFF(model.d_ff), 0, 1, 262144, 0, 1, "F", "MLP hidden width"},
+    {"model", "vocab", "--vocab", FT_INT, OFF(model.vocab), 0, 1, 65536, 0, 1, "V",
+     "vocabulary size; only for data without a tokenizer (llm.c shards), otherwise the tokenizer's"},
+    {"model", "max_seq", "--max-seq", FT_INT, OFF(model.max_seq), 0, 1, 1 << 20, 0, 1, "T",
+     "the model's maximum sequence length (rows of wpe; default --seq)"},
+    {"train", "batch", "--batch", FT_INT, OFF(batch), 0, 1, 1 << 20, 0, 0, "B", "sequences per micro-batch"},
+    {"train", "seq", "--seq", FT_INT, OFF(seq), 0, 1, 1 << 20, 0, 0, "T", "tokens per sequence"},
+    {"train", "grad_accum", "--grad-accum", FT_INT, OFF(grad_accum), 0, 1, 1 << 20, 0, 0, "K",
+     "micro-batches per update (gradient accumulation)"},
+    {"train", "steps", "--steps", FT_LONG, OFF(steps), 0, 1, 1e12, 1, 0, "N",
+     "optimizer updates in all (the cosine decay ends there; may be raised on --resume)"},
+    {"train", "warmup", "--warmup", FT_LONG, OFF(warmup), 0, 0, 1e12, 0, 0, "N", "updates of linear LR warmup"},
+    {"train", "lr", "--lr", FT_DOUBLE, OFF(lr), 0, 0, 10, 0, 0, "X", "peak learning rate"},
+    {"train", "min_lr", "--min-lr", FT_DOUBLE, OFF(min_lr), 0, 0, 10, 0, 0, "X",
+     "learning rate at the end of the cosine decay (default lr/10)"},
+    {"train", "weight_decay", "--weight-decay", FT_DOUBLE, OFF(weight_decay), 0, 0, 10, 0, 0, "W",
+     "AdamW decoupled weight decay of matrices and embeddings (default 0.1)"},
+    {"train", "clip", "--clip", FT_DOUBLE, OFF(clip), 0, 0, 1e30, 0, 0, "C",
+     "clip the global gradient norm to C; 0 turns clipping off (default 1.0)"},
+    {"train", "beta1", "--beta1", FT_DOUBLE, OFF(beta1), 0, 0, 0.999999, 0, 0, "B1", "AdamW beta1 (default 0.9)"},
+    {"train", "beta2", "--beta2", FT_DOUBLE, OFF(beta2), 0, 0, 0.999999, 0, 0, "B2", "AdamW beta2 (default 0.95)"},
+    {"train", "eps", "--eps", FT_DOUBLE, OFF(eps), 0, 1e-30, 1, 0, 0, "E", "AdamW epsilon (default 1e-8)"},
+    {"train", "label_smoothing", "--label-smoothing", FT_DOUBLE, OFF(label_smoothing), 0, 0, 1, 0, 0, "A",
+     "label smoothing alpha (default 0)"},
+    {"train", "z_loss", "--z-loss", FT_DOUBLE, OFF(z_loss), 0, 0, 10, 0, 0, "B",
+     "z-loss beta: adds B*lse^2 to keep logits from drifting (default 1e-4)"},
+    {"train", "seed", "--seed", FT_LONG, OFF(seed), 0, 0, JSON_SAFE_INT, 0, 0, "S",
+     "seed of the initialisation and of the data order (default 1)"},
+    {"log", "val_every", "--val-every", FT_LONG, OFF(val_every), 0, 0, 1e12, 1, 0, "N",
+     "measure the validation loss every N updates (0: only at the end)"},
+    {"log", "val_batches", "--val-batches", FT_LONG, OFF(val_batches), 0, 1, 1e9, 1, 0, "M",
+     "validation batches per measurement (always the same ones)"},
+    {"log", "ckpt_every", "--ckpt-every", FT_LONG, OFF(ckpt_every), 0, 0, 1e12, 1, 0, "N",
+     "write a checkpoint every N updates (0: only at the end)"},
+    {"log", "log_every", "--log-every", FT_LONG, OFF(log_every), 0, 1, 1e12, 1, 0, "N",
+     "print a progress line every N updates when stdout is not a terminal"},
+    {NULL, "data", "--data", FT_STR, OFF(data_dir), TRAIN_PATH_MAX, 0, 0, 1, 0, "DATA_DIR",
+     "directory written by `wgtrain prepare` (or llm.c .bin shards)"},
+};
+#define N_FIELDS (int)(sizeof fields / sizeof fields[0])
+_Static_assert(sizeof fields / sizeof fields[0] <= sizeof(((train_flags *)0)->given), "train_flags too small");
+
+const char *const train_preset_names[] = {"tiny", "small", "gpt2-124m", NULL};
+
+wgt_status train_config_preset(train_config *c, const char *name) {
+    memset(c, 0, sizeof *c);
+    // shared defaults (GPT-2 / llm.c practice); SPEC: z-loss beta 1e-4
+    c->grad_accum = 1;
+    c->min_lr = -1;
+    c->weight_decay = 0.1;
+    c->clip = 1.0;
+    c->beta1 = 0.9;
+    c->beta2 = 0.95;
+    c->eps = 1e-8;
+    c->label_smoothing = 0;
+    c->z_loss = 1e-4;
+    c->seed = 1;
+    c->val_batches = 8;
+    c->log_every = 10;
+    gpt2_config *m = &c->model;
+    if (!strcmp(name, "tiny")) {
+        // Sized for a 2-core CPU: about 1.5-2 K tokens/s, so the default 300 updates of 1024
+        // tokens take 3-4 minutes and the validation loss falls well below the unigram entropy.
+        *m = (gpt2_config){4, 4, 128, 512, 0, 128};
+        c->batch = 8, c->seq = 128, c->steps = 300, c->warmup = 20, c->lr = 2e-3;
+        c->val_every = 25, c->ckpt_every = 100;
+    } else if (!strcmp(name, "small")) {
+        // ~10 M parameters besides the embeddings: minutes on a GPU, hours on a CPU.
+        *m = (gpt2_config){6, 6, 384, 1536, 0, 256};
+        c->batch = 16, c->seq = 256, c->steps = 3000, c->warmup = 100, c->lr = 1e-3;
+        c->val_every = 100, c->val_batches = 16, c->ckpt_every = 500;
+    } else if (!strcmp(name, "gpt2-124m")) {
+        *m = (gpt2_config){12, 12, 768, 3072, 0, 1024};
+        c->batch = 8, c->seq = 1024, c->steps = 10000, c->warmup = 700, c->lr = 6e-4;
+        c->val_every = 250, c->val_batches = 16, c->ckpt_every = 1000;
+    } else {
+        return wgt_fail(WGT_ERR_ARG, "unknown preset '%s'; use tiny, small or gpt2-124m", name);
+    }
+    snprintf(c->preset, sizeof c->preset, "%s", name);
+    return WGT_OK;
+}
+
+// ------------------------------------------------------------------ field access
+
+static void *fptr(train_config *c, const field *f) { return (char *)c + f->off; }
+static const void *fcptr(const train_config *c, const field *f) { return (const char *)c + f->off; }
+
+static double field_num(const train_config *c, const field *f) {
+    switch (f->type) {
+    case FT_INT: return *(const int *)fcptr(c, f);
+    case FT_LONG: return (double)*(const long *)fcptr(c, f);
+    case FT_DOUBLE: return *(const double *)fcptr(c, f);
+    case FT_STR: break;
+    }
+    WGT_ASSERT(0, "field_num on a string field");
+    return 0;
+}
+
+static void field_set_num(train_config *c, const field *f, double v) {
+    switch (f->type) {
+    case FT_INT: *(int *)fptr(c, f) = (int)v; return;
+    case FT_LONG: *(long *)fptr(c, f) = (long)v; return;
+    case FT_DOUBLE: *(double *)fptr(c, f) = v; return;
+    case FT_STR: break;
+    }
+    WGT_ASSERT(0, "field_set_num on a string field");
+}
+
+static int field_equal(const train_config *a, const train_config *b, const field *f) {
+    if (f->type == FT_STR) return !strcmp(fcptr(a, f), fcptr(b, f));
+    return field_num(a, f) == field_num(b, f);
+}
+
+static void field_format(const train_config *c, const field *f, char *buf, size_t n) {
+    if (f->type == FT_STR) snprintf(buf, n, "'%s'", (const char *)fcptr(c, f));
+    else if (f->type == FT_DOUBLE) snprintf(buf, n, "%.17g", field_num(c, f));
+    else snprintf(buf, n, "%.0f", field_num(c, f));
+}
+
+// Parses s as the field's value, checking the range; names the flag when it fails.
+static wgt_status field_parse(train_config *c, const field *f, const char *s) {
+    if (f->type == FT_STR) {
+        if (strlen(s) >= f->size) return wgt_fail(WGT_ERR_ARG, "%s value is too long (%zu characters at most)", f->flag, f->size - 1);
+        snprintf(fptr(c, f), f->size, "%s", s);
+        return WGT_OK;
+    }
+    char *end;
+    errno = 0;
+    double v;
+    if (f->type == FT_DOUBLE) {
+        v = strtod(s, &end);
+    } else {
+        long long k = strtoll(s, &end, 10);
+        v = (double)k;
+    }
+    if (end == s || *end || errno == ERANGE || !isfinite(v))
+        return wgt_fail(WGT_ERR_ARG, "%s expects %s, got '%s'", f->flag, f->type == FT_DOUBLE ? "a number" : "an integer", s);
+    if (v < f->lo || v > f->hi)
+        return wgt_fail(WGT_ERR_ARG, "%s must be between %g and %g, got %s", f->flag, f->lo, f->hi, s);
+    field_set_num(c, f, v);
+    return WGT_OK;
+}
+
+int train_config_parse_flag(train_config *c, train_flags *fl, int argc, char **argv, int *i, wgt_status *st) {
+    for (int k = 0; k < N_FIELDS; k++) {
+        const field *f = &fields[k];
+        if (!f->flag || strcmp(argv[*i], f->flag)) continue;
+        if (*i + 1 >= argc) {
+            *st = wgt_fail(WGT_ERR_ARG, "%s needs a value (%s); see --help", f->flag, f->arg);
+            return 1;
+        }
+        *st = field_parse(c, f, argv[++*i]);
+        if (*st == WGT_OK) fl->given[k] = 1;
+        return 1;
+    }
+    return 0;
+}
+
+void train_config_apply_flags(train_config *dst, const train_config *src, const train_flags *fl) {
+    for (int k = 0; k < N_FIELDS; k++) {
+        if (!fl->given[k]) continue;
+        const field *f = &fields[k];
+        if (f->type == FT_STR) snprintf(fptr(dst, f), f->size, "%s", (const char *)fcptr(src, f));
+        else field_set_num(dst, f, field_num(src, f));
+    }
+}
+
+wgt_status train_config_check_resume(const train_config *ck, const train_config *fc, const train_flags *fl) {
+    for (int k = 0; k < N_FIELDS; k++) {
+        const field *f = &fields[k];
+        if (!fl->given[k] || f->resume_mutable || field_equal(ck, fc, f)) continue;
+        if (f->off == OFF(seq) && fc->seq > ck->model.max_seq)
+            return wgt_fail(WGT_ERR_CONFIG, "--seq %d exceeds the model's maximum sequence length %d (fixed when the run "
+                            "started); resume without --seq, or start a new run with --max-seq", fc->seq, ck->model.max_seq);
+        char a[64], b[64];
+        field_format(fc, f, a, sizeof a);
+        field_format(ck, f, b, sizeof b);
+        return wgt_fail(WGT_ERR_CONFIG, "%s %s differs from the checkpoint, which was trained with %s: a resumed run keeps "
+                        "its configuration; drop %s to continue the run, or train into a new --out directory", f->flag, a,
+                        b, f->flag);
+    }
+    return WGT_OK;
+}
+
+wgt_status train_config_check_model(const train_config *want, const train_config *have, const char *what) {
+    for (int k = 0; k < N_FIELDS; k++) {
+        const field *f = &fields[k];
+        if (!f->model || field_equal(want, have, f)) continue;
+        char a[64], b[64];
+        field_format(have, f, a, sizeof a);
+        field_format(want, f, b, sizeof b);
+        return wgt_fail(WGT_ERR_FORMAT, "%s has %s = %s but %s was expected: it belongs to a different model", what,
+                        f->key, a, b);
+    }
+    return WGT_OK;
+}
+
+void train_config_print_flags(FILE *out) {
+    for (int k = 0; k < N_FIELDS; k++) {
+        const field *f = &fields[k];
+        if (!f->flag) continue;
+        char left[48];
+        snprintf(left, sizeof left, "%s %s", f->flag, f->arg);
+        fprintf(out, "  %-24s %s\n", left, f->help);
+    }
+}
+
+// ------------------------------------------------------------------ validation
+
+wgt_status train_config_finish(train_config *c) {
+    if (c->min_lr < 0) c->min_lr = c->lr / 10;
+    if (c->model.vocab < 1)
+        return wgt_fail(WGT_ERR_CONFIG, "the vocabulary size is unknown: the data directory has no tokenizer; pass --vocab");
+    if (c->model.max_seq < 1) c->model.max_seq = c->seq;
+    if (c->model.d_model % c->model.n_head)
+        return wgt_fail(WGT_ERR_CONFIG, "--d-model %d is not a multiple of --heads %d; pick sizes with d_model = heads x "
+                        "head size (e.g. --d-model %d)", c->model.d_model, c->model.n_head,
+                        (c->model.d_model / c->model.n_head + 1) * c->model.n_head);
+    WGT_TRY(gpt2_config_check(&c->model));
+    if (c->seq > c->model.max_seq)
+        return wgt_fail(WGT_ERR_CONFIG, "--seq %d exceeds the model's maximum sequence length %d; use --seq %d or less, "
+                        "or a larger --max-seq", c->seq, c->model.max_seq, c->model.max_seq);
+    if (!(c->lr > 0)) return wgt_fail(WGT_ERR_CONFIG, "--lr must be above 0, got %g", c->lr);
+    if (c->min_lr > c->lr)
+        return wgt_fail(WGT_ERR_CONFIG, "--min-lr %g is above --lr %g; the decay goes from lr down to min-lr", c->min_lr, c->lr);
+    if (!c->data_dir[0]) return wgt_fail(WGT_ERR_ARG, "no data directory; pass --data DATA_DIR (see `wgtrain prepare`)");
+    return WGT_OK;
+}
+
+// ------------------------------------------------------------------ JSON
+
+char *train_config_to_json(const train_config *c) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "wgtrain-run");
+    cJSON_AddNumberToObject(root, "version", 1);
+    for (int k = 0; k < N_FIELDS; k++) {
+        const field *f = &fields[k];
+        cJSON *obj = root;
+        if (f->section) {
+            obj = cJSON_GetObjectItemCaseSensitive(root, f->section);
+            if (!obj) obj = cJSON_AddObjectToObject(root, f->section);
+        }
+        if (f->type == FT_STR) cJSON_AddStringToObject(obj, f->key, fcptr(c, f));
+        else cJSON_AddNumberToObject(obj, f->key, field_num(c, f));
+    }
+    char *s = cJSON_Print(root);
+    cJSON_Delete(root);
+    WGT_ASSERT(s, "cJSON_Print failed (out of memory)");
+    return s;
+}
+
+wgt_status train_config_from_json(train_config *c, const char *json, const char *what) {
+    memset(c, 0, sizeof *c);
+    cJSON *root = cJSON_Parse(json);
+    if (!root) return wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration is not valid JSON", what);
+    wgt_status st = WGT_OK;
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format"), *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "wgtrain-run"))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: not a wgtrain run configuration (\"format\" is not \"wgtrain-run\")", what);
+    else if (!cJSON_IsNumber(ver) || ver->valuedouble != 1)
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: run configuration version %g; this build reads version 1", what,
+                      cJSON_IsNumber(ver) ? ver->valuedouble : -1.0);
+    for (int k = 0; k < N_FIELDS && st == WGT_OK; k++) {
+        const field *f = &fields[k];
+        const cJSON *obj = f->section ? cJSON_GetObjectItemCaseSensitive(root, f->section) : root;
+        const cJSON *it = obj ? cJSON_GetObjectItemCaseSensitive(obj, f->key) : NULL;
+        if (f->type == FT_STR) {
+            if (!cJSON_IsString(it) || strlen(it->valuestring) >= f->size)
+                st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration lacks the string %s%s%s", what,
+                              f->section ? f->section : "", f->section ? "." : "", f->key);
+            else snprintf(fptr(c, f), f->size, "%s", it->valuestring);
+        } else {
+            // min_lr may hold its "unset" value -1 outside the flag's range
+            int ok = cJSON_IsNumber(it) && isfinite(it->valuedouble) &&
+                     ((it->valuedouble >= f->lo && it->valuedouble <= f->hi) || (f->off == OFF(min_lr) && it->valuedouble == -1) ||
+                      (f->model && it->valuedouble == 0));
+            if (ok && f->type != FT_DOUBLE && it->valuedouble != floor(it->valuedouble)) ok = 0;
+            if (!ok)
+                st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration lacks %s.%s or its value is out of range", what,
+                              f->section ? f->section : "", f->key);
+            else field_set_num(c, f, it->valuedouble);
+        }
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
+// ------------------------------------------------------------------ schedule
+
+double train_lr_at(const train_config *c, long step) {
+    if (step < c->warmup) return c->lr * (double)(step + 1) / (double)c->warmup;
+    long span = c->steps - 1 - c->warmup;
+    if (span <= 0) return c->lr;
+    double p = (double)(step - c->warmup) / (double)span;
+    if (p > 1) p = 1;  // steps raised on resume past the old end: keep the floor
+    return c->min_lr + 0.5 * (c->lr - c->min_lr) * (1.0 + cos(M_PI * p));
+}

@@ -1,0 +1,62 @@
+// train_config.h — everything that defines a training run: the model's shape, the optimizer
+// and schedule hyper-parameters, the intervals, the data directory. One table of fields drives
+// the command-line flags, config.json, the copy inside each checkpoint and the check that a
+// resumed run was given no flag contradicting its checkpoint, so these can never disagree.
+#ifndef WGT_TRAIN_CONFIG_H
+#define WGT_TRAIN_CONFIG_H
+#include <stdint.h>
+#include <stdio.h>
+#include "model/gpt2.h"
+
+#define TRAIN_PATH_MAX 4096
+
+typedef struct {
+    char preset[32];
+    gpt2_config model;
+    int batch, seq, grad_accum;
+    long steps, warmup;
+    double lr, min_lr;         // min_lr < 0: lr / 10 (resolved by train_config_finish)
+    double weight_decay, clip, beta1, beta2, eps;
+    double label_smoothing, z_loss;
+    long seed;                 // < 2^53 so that JSON numbers hold it exactly
+    long val_every, val_batches, ckpt_every, log_every;
+    char data_dir[TRAIN_PATH_MAX];
+} train_config;
+
+// Names of the presets, NULL-terminated, for --help and error messages.
+extern const char *const train_preset_names[];
+
+// Fills every field from a preset ("tiny", "small", "gpt2-124m"); vocab stays 0 (the data
+// decides it) and data_dir empty.
+wgt_status train_config_preset(train_config *c, const char *name);
+
+// Per-flag bookkeeping of a command line: which table fields were given.
+typedef struct {
+    unsigned char given[64];
+} train_flags;
+
+// Tries argv[*i] as a config flag ("--layers 6", ...). Returns 1 and advances *i past the
+// value when it is one (a bad value sets *st), 0 when it is not a config flag.
+int train_config_parse_flag(train_config *c, train_flags *f, int argc, char **argv, int *i, wgt_status *st);
+// Copies into dst the fields given on the command line (src holds their parsed values).
+void train_config_apply_flags(train_config *dst, const train_config *src, const train_flags *f);
+// Fails, naming the flag and both values, if a given flag changes a field a resumed run must
+// keep (the model, the batch, the optimizer...). --steps, the intervals and --data may change.
+wgt_status train_config_check_resume(const train_config *ckpt, const train_config *flags, const train_flags *f);
+// Fails, naming the first field that differs, if two configs describe different models.
+wgt_status train_config_check_model(const train_config *want, const train_config *have, const char *what);
+// Prints the flags with their help text (for `wgtrain train --help`).
+void train_config_print_flags(FILE *out);
+
+// Resolves defaults that depend on other fields (min_lr) and validates every field with a
+// message naming the flag to change.
+wgt_status train_config_finish(train_config *c);
+
+// JSON (config.json and the checkpoint's copy). to_json returns a malloc'd string.
+char *train_config_to_json(const train_config *c);
+wgt_status train_config_from_json(train_config *c, const char *json, const char *what);
+
+// Learning rate of the update with 0-based index `step`: linear warmup over `warmup` updates,
+// then cosine decay from lr to min_lr at step == steps - 1.
+double train_lr_at(const train_config *c, long step);
+#endif

@@ -1,0 +1,48 @@
+// trainer.h — the training loop behind `wgtrain train`, and the pieces `eval` and `sample`
+// share with it: the run directory's file names, building a model from a checkpoint, and the
+// validation loss. Split into init (config, data, checkpoint: everything a user can get
+// wrong, checked before any device is opened) and run (the loop on a backend).
+#ifndef WGT_TRAINER_H
+#define WGT_TRAINER_H
+#include "backend/backend.h"
+#include "model/gpt2.h"
+#include "train/checkpoint.h"
+#include "train/dataset.h"
+#include "train/train_config.h"
+
+#define RUN_CKPT_FILE "ckpt.bin"
+#define RUN_CONFIG_FILE "config.json"
+#define RUN_METRICS_FILE "metrics.jsonl"
+#define RUN_PLOT_FILE "loss.svg"
+#define RUN_MODEL_FILE "model.safetensors"
+#define RUN_TOKENIZER_FILE "tokenizer.bin"
+
+// dst = run_dir/name; fails if the result does not fit.
+wgt_status run_path(char *dst, size_t n, const char *run_dir, const char *name);
+
+// Reads RUN_DIR/ckpt.bin, refusing a missing or damaged file with a message saying so.
+wgt_status run_checkpoint_read(checkpoint *ck, const char *run_dir);
+// A model of the checkpoint's config for batches of B x T, holding the checkpoint's state.
+wgt_status run_model_open(gpt2 **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir);
+
+// Mean cross-entropy (no label smoothing, no z-loss: comparable to the entropy) over the
+// first max_batches validation batches (0: all of them). The model must be built for B x T.
+wgt_status train_evaluate(gpt2 *m, const dataset *ds, int B, int T, long max_batches, double *loss, size_t *targets);
+
+typedef struct {
+    const char *run_dir;
+    int resume;
+    long stop_at;    // > 0: stop after this step with a checkpoint, as if interrupted
+} trainer_opts;
+
+typedef struct trainer trainer;
+
+// flags: the values of the flags given on the command line (the others are ignored), given:
+// which ones. Resolves the config (preset + flags, or the checkpoint's + allowed flags),
+// opens and checks the data, prepares RUN_DIR. Prints what the run will do.
+wgt_status trainer_init(trainer **out, const train_config *flags, const train_flags *given, const trainer_opts *o);
+// Trains to the configured number of steps (or until SIGINT/SIGTERM or stop_at), writing
+// metrics, plot and checkpoints. *interrupted is set when stopped early by a signal.
+wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted);
+void trainer_free(trainer *t);
+#endif

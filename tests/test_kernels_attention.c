@@ -1,0 +1,159 @@
+// test_kernels_attention.c — causal multi-head attention in WGSL (05_attention.wgsl forward,
+// 10_backward_attention.wgsl backward, every variant) against the C reference.
+// Shapes: tiny (B=2, T=5, HS=4), T not a multiple of any tile (67, 130), HS = 64 with NH = 2,
+// T = 256, HS = 128, HS not a multiple of 4, T at the split-short limit; inputs scaled so that the
+// scores reach about ±20 in some rows (peaky softmax) and stay near 0 in others; and q, k, v at
+// ±80 (scores in the thousands) for finiteness.
+//
+// The backward gets the same inputs on both backends (out and lse of the C forward), so that
+// its comparison measures the backward alone. WGTRAIN_TEST_VERBOSE=1 prints, for every
+// comparison, the worst error as a fraction of its tolerance.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "backend_pair.h"
+#include "testlib.h"
+
+// test hooks of src/backend/webgpu/wg_ops_attention.c
+int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv,
+                               wgt_view out, wgt_view lse, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
+int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
+
+static int verbose = 0;
+static const char *variant_name[] = {"auto", "streaming", "split-dKdV", "split-short"};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int compare(const char *what, const float *got, const float *ref, size_t n, double atol, double rtol) {
+    if (verbose) {
+        double worst = 0;
+        for (size_t i = 0; i < n; i++)
+            if (isfinite(ref[i]) && isfinite(got[i])) {
+                double r = fabs((double)got[i] - ref[i]) / (atol + rtol * fabs(ref[i]));
+                if (r > worst) worst = r;
+            }
+        fprintf(stderr, "  %-64s worst error %.3g of tolerance\n", what, worst);
+    }
+    return CHECK_CLOSE(what, got, ref, n, atol, rtol);
+}
+
+static float max_abs(const float *x, size_t n) {
+    float m = 0;
+    for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(x[i]));
+    return m;
+}
+
+static int all_finite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+// qkv[B,T,3C]: q rows scaled by 0.3, 1 or 3.5 (row t mod 3), k by 2, so that |q·k|/sqrt(HS)
+// spans near-uniform softmax rows and peaky ones (scores up to about ±20); v standard normal.
+static float *make_qkv(uint32_t B, uint32_t T, uint32_t C, float extreme) {
+    size_t n = (size_t)B * T * 3 * C;
+    float *x = malloc(n * 4);
+    static const float qs[3] = {0.3f, 1.0f, 3.5f};
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (uint32_t c = 0; c < 3 * C; c++) {
+            float v = extreme > 0 ? trng_uniform(-extreme, extreme) : trng_normal();
+            if (extreme <= 0) v *= c < C ? qs[(r % T) % 3] : c < 2 * C ? 2.0f : 1.0f;
+            x[r * 3 * C + c] = v;
+        }
+    return x;
+}
+
+// One shape: forward (out, lse) and every applicable backward variant (dqkv).
+static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, float extreme) {
+    double t0 = now_s();
+    char what[160], tag[96];
+    snprintf(tag, sizeof tag, "B=%u T=%u C=%u NH=%u HS=%u%s", B, T, C, NH, C / NH, extreme > 0 ? " (±80)" : "");
+    size_t bt = (size_t)B * T, n3 = bt * 3 * C, nl = (size_t)B * NH * T;
+    float *qkv = make_qkv(B, T, C, extreme);
+    btensor tq = bt_new(p, n3, qkv), to = bt_new(p, bt * C, NULL), tl = bt_new(p, nl, NULL);
+
+    p->cpu->attention_forward(p->cpu, bt_c(to), bt_c(tl), bt_c(tq), B, T, C, NH);
+    p->gpu->attention_forward(p->gpu, bt_g(to), bt_g(tl), bt_g(tq), B, T, C, NH);
+    float *oc, *og, *lc, *lg;
+    bt_get(p, to, &oc, &og);
+    bt_get(p, tl, &lc, &lg);
+    if (extreme > 0) {
+        // scores in the thousands: one f32 ulp of a score moves P by ~1e-3, so only finiteness and
+        // a loose match (out is a convex combination of v in ±80) are meaningful
+        snprintf(what, sizeof what, "forward out finite, %s", tag);
+        CHECK(all_finite(og, bt * C) && all_finite(lg, nl), "%s", what);
+        snprintf(what, sizeof what, "forward out, %s", tag);
+        compare(what, og, oc, bt * C, 2.0, 0.0);
+        snprintf(what, sizeof what, "forward lse, %s", tag);
+        compare(what, lg, lc, nl, 0.05, 1e-4);
+    } else {
+        // out = Σ P·v with |v| <~ 4: f32 score and exp2 rounding (scores up to ~20 carry ~1e-6
+        // relative error into P) against the reference's double sums
+        snprintf(what, sizeof what, "forward out, %s", tag);
+        compare(what, og, oc, bt * C, 3e-5, 1e-4);
+        // lse = max + log(sum): a few f32 ulps of a score of ~20
+        snprintf(what, sizeof what, "forward lse, %s", tag);
+        compare(what, lg, lc, nl, 3e-5, 3e-6);
+    }
+
+    // backward on identical inputs: the reference's out and lse
+    float *dout = trand_normal(bt * C, 1.0f);
+    btensor tg = bt_new(p, bt * C, dout), td = bt_new(p, n3, NULL);
+    p->gpu->upload(p->gpu, bt_g(to), oc, bt * C);
+    p->gpu->upload(p->gpu, bt_g(tl), lc, nl);
+    p->cpu->attention_backward(p->cpu, bt_c(td), bt_c(tg), bt_c(tq), bt_c(to), bt_c(tl), B, T, C, NH);
+    float *ref = malloc(n3 * 4), *got = malloc(n3 * 4), *poison = malloc(n3 * 4);
+    CHECK(p->cpu->sync(p->cpu) == WGT_OK, "cpu sync");
+    p->cpu->download(p->cpu, ref, bt_c(td), n3);
+    for (size_t i = 0; i < n3; i++) poison[i] = NAN;  // every element must be overwritten
+    float scale = max_abs(ref, n3);
+    int auto_v = wg_attention_backward_auto_variant(p->gpu, B, T, C, NH);
+    for (int v = 1; v <= 3; v++) {
+        p->gpu->upload(p->gpu, bt_g(td), poison, n3);
+        int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), B, T, C, NH);
+        if (ran != v) continue;  // split-short above its T limit: covered by the fallback it names
+        CHECK(p->gpu->sync(p->gpu) == WGT_OK, "device error: %s", wgt_last_error());
+        p->gpu->download(p->gpu, got, bt_g(td), n3);
+        snprintf(what, sizeof what, "backward dqkv %s%s, %s", variant_name[v], v == auto_v ? " (auto)" : "", tag);
+        if (extreme > 0) {
+            CHECK(all_finite(got, n3), "%s: non-finite values", what);
+        } else {
+            // dS = P(dP - D) sums up to T terms of size ~|dP| in f32 (the reference in double),
+            // and P carries the ~1e-6 relative score rounding; bounded relative to the tensor's
+            // largest element, which is where the absolute error scales
+            compare(what, got, ref, n3, 2e-5 * scale + 1e-6, 2e-4);
+        }
+    }
+    if (verbose) fprintf(stderr, "  %s: max |dqkv| %.3g, auto variant %s, %.2f s\n", tag, scale, variant_name[auto_v],
+                         now_s() - t0);
+    free(ref); free(got); free(poison); free(dout); free(qkv);
+    free(oc); free(og); free(lc); free(lg);
+    bt_free(p, &tq); bt_free(p, &to); bt_free(p, &tl); bt_free(p, &tg); bt_free(p, &td);
+}
+
+int main(void) {
+    verbose = getenv("WGTRAIN_TEST_VERBOSE") && atoi(getenv("WGTRAIN_TEST_VERBOSE"));
+    double t0 = now_s();
+    bpair p = bpair_open();
+    run_case(&p, 2, 5, 8, 2, 0);       // tiny: HS = 4, one partial tile
+    run_case(&p, 1, 67, 32, 2, 0);     // T just past a tile multiple, HS = 16
+    run_case(&p, 1, 130, 48, 2, 0);    // HS = 24: vec4 rows not a multiple of 8 (no swizzle)
+    run_case(&p, 2, 100, 128, 2, 0);   // HS = 64 with NH = 2
+    run_case(&p, 1, 256, 128, 2, 0);   // T = 256, HS = 64
+    run_case(&p, 1, 70, 128, 1, 0);    // HS = 128: the small tiles
+    run_case(&p, 2, 40, 12, 2, 0);     // HS = 6: not a multiple of 4
+    run_case(&p, 1, 56, 64, 2, 0);     // T at the split-short limit of 32 KiB devices
+    run_case(&p, 1, 64, 64, 1, 0);     // T = 64: split-short on 48 KiB devices, split-dKdV here
+    run_case(&p, 1, 33, 16, 2, 80.0f); // ±80 inputs
+    bpair_close(&p);
+    fprintf(stderr, "attention tests: %.1f s\n", now_s() - t0);
+    return test_finish();
+}

@@ -1,0 +1,332 @@
+// test_kernels_gpt.c — every WGSL kernel of the GPT-2 ops (except attention) against the C
+// reference: embedding, layernorm, the matmul family, residual, gradient norm, clipping, AdamW.
+// Sizes are deliberately not multiples of the tiles; gradients are accumulated twice to check
+// the += contract; the binding-split paths run on small tensors through the test-only binding
+// limit; large-mean rows check the layernorm's numerics; some dispatches exceed 65535 workgroups.
+#include <math.h>
+#include <stdint.h>
+#include <time.h>
+#include "backend_pair.h"
+#include "backend/webgpu/wg_ops_gpt.h"
+
+static bpair P;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static btensor bt_rand(size_t n, float scale) {
+    float *x = trand_normal(n, scale);
+    btensor t = bt_new(&P, n, x);
+    free(x);
+    return t;
+}
+static btensor bt_zero(size_t n) { return bt_new(&P, n, NULL); }
+static btensor bt_tokens(size_t n, uint32_t V) {
+    int32_t *t = malloc(n * 4 + 4);
+    for (size_t i = 0; i < n; i++) t[i] = (int32_t)(trng_u32() % V);
+    btensor r = bt_new(&P, n, t);
+    free(t);
+    return r;
+}
+static wgt_view nov(void) { wgt_view v = {NULL, 0}; return v; }
+
+// ------------------------------------------------------------------ matmul family
+// f32 GEMM vs BLAS: both round each product-sum, in different orders; for unit-normal inputs
+// the error grows like sqrt(K) ulps of sums of magnitude sqrt(K): atol 2e-6·K covers it.
+static double mm_atol(uint32_t K) { return 2e-6 * (K + 8); }
+
+static void test_matmul_fwd(uint32_t N, uint32_t C, uint32_t OC, int with_bias, const char *what) {
+    btensor inp = bt_rand((size_t)N * C, 1), w = bt_rand((size_t)OC * C, 1), b = bt_rand(OC, 1);
+    btensor out = bt_rand((size_t)N * OC, 1);  // garbage to be overwritten
+    P.cpu->matmul(P.cpu, bt_c(out), bt_c(inp), bt_c(w), with_bias ? bt_c(b) : nov(), N, C, OC);
+    P.gpu->matmul(P.gpu, bt_g(out), bt_g(inp), bt_g(w), with_bias ? bt_g(b) : nov(), N, C, OC);
+    char name[160];
+    snprintf(name, sizeof name, "matmul %s N=%u C=%u OC=%u bias=%d", what, N, C, OC, with_bias);
+    bt_check(&P, name, out, mm_atol(C), 1e-5);
+    bt_free(&P, &inp); bt_free(&P, &w); bt_free(&P, &b); bt_free(&P, &out);
+}
+
+static void test_matmul_t(uint32_t N, uint32_t C, uint32_t OC, const char *what) {
+    btensor dout = bt_rand((size_t)N * OC, 1), w = bt_rand((size_t)OC * C, 1), dinp = bt_rand((size_t)N * C, 1);
+    P.cpu->matmul_t(P.cpu, bt_c(dinp), bt_c(dout), bt_c(w), N, C, OC);
+    P.gpu->matmul_t(P.gpu, bt_g(dinp), bt_g(dout), bt_g(w), N, C, OC);
+    char name[160];
+    snprintf(name, sizeof name, "matmul_t %s N=%u C=%u OC=%u", what, N, C, OC);
+    bt_check(&P, name, dinp, mm_atol(OC), 1e-5);
+    bt_free(&P, &dout); bt_free(&P, &w); bt_free(&P, &dinp);
+}
+
+// run twice: parameter gradients accumulate, so the second result is the first doubled (plus
+// the random initial value)
+static void test_matmul_at(uint32_t N, uint32_t C, uint32_t OC, int with_bias, const char *what) {
+    btensor dout = bt_rand((size_t)N * OC, 1), inp = bt_rand((size_t)N * C, 1);
+    btensor dw = bt_rand((size_t)OC * C, 1), db = bt_rand(OC, 1);
+    for (int rep = 0; rep < 2; rep++) {
+        P.cpu->matmul_at(P.cpu, bt_c(dw), with_bias ? bt_c(db) : nov(), bt_c(dout), bt_c(inp), N, C, OC);
+        P.gpu->matmul_at(P.gpu, bt_g(dw), with_bias ? bt_g(db) : nov(), bt_g(dout), bt_g(inp), N, C, OC);
+    }
+    char name[160];
+    snprintf(name, sizeof name, "matmul_at dweight x2 %s N=%u C=%u OC=%u bias=%d", what, N, C, OC, with_bias);
+    bt_check(&P, name, dw, 2 * mm_atol(N), 1e-5);
+    snprintf(name, sizeof name, "matmul_at dbias x2 %s N=%u C=%u OC=%u bias=%d", what, N, C, OC, with_bias);
+    bt_check(&P, name, db, 2 * mm_atol(N), 1e-5);  // untouched (exactly equal) without bias
+    bt_free(&P, &dout); bt_free(&P, &inp); bt_free(&P, &dw); bt_free(&P, &db);
+}
+
+static void test_matmuls(void) {
+    static const struct { uint32_t N, C, OC; } shapes[] = {
+        {67, 45, 130}, {1, 1, 1}, {5, 3, 7}, {130, 67, 45}, {200, 129, 300}, {64, 64, 64}, {3, 300, 2}};
+    const wg_mm_tile_choice tiles[] = {WG_MM_TILE_BIG, WG_MM_TILE_SMALL};
+    const char *tname[] = {"big tiles", "small tiles"};
+    for (int ti = 0; ti < 2; ti++) {
+        wg_mm_tile_override = tiles[ti];
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            uint32_t N = shapes[s].N, C = shapes[s].C, OC = shapes[s].OC;
+            test_matmul_fwd(N, C, OC, 1, tname[ti]);
+            test_matmul_fwd(N, C, OC, 0, tname[ti]);
+            test_matmul_t(N, C, OC, tname[ti]);
+            test_matmul_at(N, C, OC, 1, tname[ti]);
+            test_matmul_at(N, C, OC, 0, tname[ti]);
+        }
+    }
+    wg_mm_tile_override = WG_MM_TILE_AUTO;
+    test_matmul_fwd(67, 45, 130, 1, "auto tiles");
+    // split paths: a 3000-element binding limit forces windows over M, N and K in all three ops
+    // (out columns written with a row stride wider than the window; K chunks accumulating)
+    wg_test_binding_limit = 3000;
+    for (int ti = 0; ti < 2; ti++) {
+        wg_mm_tile_override = tiles[ti];
+        test_matmul_fwd(67, 45, 130, 1, "split");
+        test_matmul_fwd(150, 70, 300, 0, "split");
+        test_matmul_t(67, 45, 130, "split");
+        test_matmul_t(150, 300, 70, "split");
+        test_matmul_at(67, 45, 130, 1, "split");
+        test_matmul_at(300, 70, 150, 1, "split");
+    }
+    wg_test_binding_limit = 0;
+    wg_mm_tile_override = WG_MM_TILE_AUTO;
+}
+
+// matmul on views at nonzero, 256-byte-aligned offsets inside larger buffers (as the model
+// binds parameters and activations)
+static void test_matmul_offsets(void) {
+    const uint32_t N = 33, C = 70, OC = 90;
+    const size_t oi = 128, ow = 64 * 7, ob = 64, oo = 192;
+    btensor inp = bt_rand(oi + (size_t)N * C, 1), w = bt_rand(ow + (size_t)OC * C + 5, 1), b = bt_rand(ob + OC, 1);
+    btensor out = bt_rand(oo + (size_t)N * OC + 9, 1);
+    wgt_view ci = {inp.c, oi}, gi = {inp.g, oi}, cw = {w.c, ow}, gw = {w.g, ow}, cb = {b.c, ob}, gb = {b.g, ob};
+    wgt_view co = {out.c, oo}, go = {out.g, oo};
+    P.cpu->matmul(P.cpu, co, ci, cw, cb, N, C, OC);
+    P.gpu->matmul(P.gpu, go, gi, gw, gb, N, C, OC);
+    bt_check(&P, "matmul on offset views (and untouched neighbours)", out, mm_atol(C), 1e-5);
+    bt_free(&P, &inp); bt_free(&P, &w); bt_free(&P, &b); bt_free(&P, &out);
+}
+
+// ------------------------------------------------------------------ layernorm
+// f32 sums of C terms against double: a few 1e-7 relative on O(1) outputs.
+static void test_layernorm(uint32_t N, uint32_t C, float offset, float spread, const char *what) {
+    float *x = trand_normal((size_t)N * C, spread);
+    for (size_t i = 0; i < (size_t)N * C; i++) x[i] += offset;
+    btensor inp = bt_new(&P, (size_t)N * C, x);
+    free(x);
+    btensor w = bt_rand(C, 1), b = bt_rand(C, 1);
+    btensor out = bt_zero((size_t)N * C), mean = bt_zero(N), rstd = bt_zero(N);
+    P.cpu->layernorm_forward(P.cpu, bt_c(out), bt_c(mean), bt_c(rstd), bt_c(inp), bt_c(w), bt_c(b), N, C);
+    P.gpu->layernorm_forward(P.gpu, bt_g(out), bt_g(mean), bt_g(rstd), bt_g(inp), bt_g(w), bt_g(b), N, C);
+    char name[160];
+    // outputs are O(|w|·3): 2e-5 absolute is ~100 ulps, a wrong variance is off by O(1)
+    snprintf(name, sizeof name, "layernorm_forward out %s N=%u C=%u", what, N, C);
+    bt_check(&P, name, out, 2e-5, 2e-5);
+    snprintf(name, sizeof name, "layernorm_forward mean %s", what);
+    bt_check(&P, name, mean, 1e-5, 1e-6);
+    snprintf(name, sizeof name, "layernorm_forward rstd %s", what);
+    bt_check(&P, name, rstd, 1e-6, 1e-5);
+
+    // backward from the same saved statistics (the CPU's, uploaded to both: the backward is
+    // tested on its own), twice: everything accumulates
+    float *m = malloc(N * 4), *r = malloc(N * 4);
+    P.cpu->download(P.cpu, m, bt_c(mean), N);
+    P.cpu->download(P.cpu, r, bt_c(rstd), N);
+    P.gpu->upload(P.gpu, bt_g(mean), m, N);
+    P.gpu->upload(P.gpu, bt_g(rstd), r, N);
+    free(m); free(r);
+    btensor dout = bt_rand((size_t)N * C, 1), dinp = bt_rand((size_t)N * C, 1), dw = bt_rand(C, 1), db = bt_rand(C, 1);
+    for (int rep = 0; rep < 2; rep++) {
+        P.cpu->layernorm_backward(P.cpu, bt_c(dinp), bt_c(dw), bt_c(db), bt_c(dout), bt_c(inp), bt_c(w), bt_c(mean),
+                                  bt_c(rstd), N, C);
+        P.gpu->layernorm_backward(P.gpu, bt_g(dinp), bt_g(dw), bt_g(db), bt_g(dout), bt_g(inp), bt_g(w), bt_g(mean),
+                                  bt_g(rstd), N, C);
+    }
+    // dinp ~ rstd·O(1): relative 1e-5 plus an absolute floor scaled by rstd (a wide row has a
+    // large rstd when spread is small)
+    float rs = 1.0f / spread;
+    snprintf(name, sizeof name, "layernorm_backward dinp x2 %s", what);
+    bt_check(&P, name, dinp, 4e-5 * rs, 1e-5);
+    // dweight, dbias: sums over N rows of O(1) terms
+    snprintf(name, sizeof name, "layernorm_backward dweight x2 %s", what);
+    bt_check(&P, name, dw, 4e-6 * (N + 8), 1e-5);
+    snprintf(name, sizeof name, "layernorm_backward dbias x2 %s", what);
+    bt_check(&P, name, db, 4e-6 * (N + 8), 1e-5);
+    bt_free(&P, &inp); bt_free(&P, &w); bt_free(&P, &b); bt_free(&P, &out); bt_free(&P, &mean); bt_free(&P, &rstd);
+    bt_free(&P, &dout); bt_free(&P, &dinp); bt_free(&P, &dw); bt_free(&P, &db);
+}
+
+// ------------------------------------------------------------------ embedding
+static void test_embedding(uint32_t B, uint32_t T, uint32_t C, uint32_t V, const char *what) {
+    size_t BT = (size_t)B * T;
+    btensor tok = bt_tokens(BT, V), wte = bt_rand((size_t)V * C, 1), wpe = bt_rand((size_t)T * C, 1);
+    btensor out = bt_rand(BT * C, 1);
+    P.cpu->embedding_forward(P.cpu, bt_c(out), bt_c(tok), bt_c(wte), bt_c(wpe), B, T, C);
+    P.gpu->embedding_forward(P.gpu, bt_g(out), bt_g(tok), bt_g(wte), bt_g(wpe), B, T, C);
+    char name[160];
+    snprintf(name, sizeof name, "embedding_forward %s B=%u T=%u C=%u V=%u", what, B, T, C, V);
+    bt_check(&P, name, out, 0, 0);  // one addition each: bitwise equal
+    btensor dout = bt_rand(BT * C, 1), dwte = bt_rand((size_t)V * C, 1), dwpe = bt_rand((size_t)T * C, 1);
+    for (int rep = 0; rep < 2; rep++) {
+        P.cpu->embedding_backward(P.cpu, bt_c(dwte), bt_c(dwpe), bt_c(dout), bt_c(tok), B, T, C, V);
+        P.gpu->embedding_backward(P.gpu, bt_g(dwte), bt_g(dwpe), bt_g(dout), bt_g(tok), B, T, C, V);
+    }
+    // sums of up to B*T unit-normal rows in another order
+    snprintf(name, sizeof name, "embedding_backward dwte x2 %s", what);
+    bt_check(&P, name, dwte, 2e-6 * (BT / (V < BT ? V : BT) + 8), 1e-5);
+    snprintf(name, sizeof name, "embedding_backward dwpe x2 %s", what);
+    bt_check(&P, name, dwpe, 2e-6 * (B + 8), 1e-5);
+    bt_free(&P, &tok); bt_free(&P, &wte); bt_free(&P, &wpe); bt_free(&P, &out);
+    bt_free(&P, &dout); bt_free(&P, &dwte); bt_free(&P, &dwpe);
+}
+
+// A token list with heavy repetition (one token at half the positions) and the first occurrence
+// late: exercises the chunked first-occurrence scan across several 256-position chunks.
+static void test_embedding_repeats(void) {
+    const uint32_t B = 3, T = 300, C = 20, V = 7;
+    size_t BT = (size_t)B * T;
+    int32_t *t = malloc(BT * 4);
+    for (size_t i = 0; i < BT; i++) t[i] = (i % 2) ? 3 : (int32_t)(trng_u32() % V);
+    t[0] = 5; t[700] = 6;  // 6 may appear only late
+    btensor tok = bt_new(&P, BT, t);
+    free(t);
+    btensor dout = bt_rand(BT * C, 1), dwte = bt_zero((size_t)V * C), dwpe = bt_zero((size_t)T * C);
+    P.cpu->embedding_backward(P.cpu, bt_c(dwte), bt_c(dwpe), bt_c(dout), bt_c(tok), B, T, C, V);
+    P.gpu->embedding_backward(P.gpu, bt_g(dwte), bt_g(dwpe), bt_g(dout), bt_g(tok), B, T, C, V);
+    bt_check(&P, "embedding_backward dwte, 450 repeats of one token", dwte, 2e-6 * 460, 1e-5);
+    bt_free(&P, &tok); bt_free(&P, &dout); bt_free(&P, &dwte); bt_free(&P, &dwpe);
+}
+
+// ------------------------------------------------------------------ residual
+static void test_residual(size_t n, const char *what) {
+    btensor a = bt_rand(n, 1), b = bt_rand(n, 1), out = bt_rand(n, 1);
+    char name[160];
+    P.cpu->residual_forward(P.cpu, bt_c(out), bt_c(a), bt_c(b), n);
+    P.gpu->residual_forward(P.gpu, bt_g(out), bt_g(a), bt_g(b), n);
+    snprintf(name, sizeof name, "residual_forward %s n=%zu", what, n);
+    bt_check(&P, name, out, 0, 0);  // one IEEE addition: bitwise equal
+    P.cpu->residual_forward(P.cpu, bt_c(a), bt_c(a), bt_c(b), n);  // out aliases a
+    P.gpu->residual_forward(P.gpu, bt_g(a), bt_g(a), bt_g(b), n);
+    snprintf(name, sizeof name, "residual_forward in place %s n=%zu", what, n);
+    bt_check(&P, name, a, 0, 0);
+    P.cpu->add_inplace(P.cpu, bt_c(out), bt_c(b), n);
+    P.gpu->add_inplace(P.gpu, bt_g(out), bt_g(b), n);
+    snprintf(name, sizeof name, "add_inplace %s n=%zu", what, n);
+    bt_check(&P, name, out, 0, 0);
+    bt_free(&P, &a); bt_free(&P, &b); bt_free(&P, &out);
+}
+
+// ------------------------------------------------------------------ optimizer
+static void test_grad_norm(size_t n, const char *what) {
+    btensor g = bt_rand(n, 1), ns = bt_rand(1, 1);
+    char name[160];
+    P.cpu->grad_norm_sq(P.cpu, bt_c(ns), bt_c(g), n, 0);
+    P.gpu->grad_norm_sq(P.gpu, bt_g(ns), bt_g(g), n, 0);
+    // a sum of n squares in f32 (tree) against double: relative 1e-5 is generous
+    snprintf(name, sizeof name, "grad_norm_sq %s n=%zu", what, n);
+    bt_check(&P, name, ns, 1e-6, 1e-5);
+    P.cpu->grad_norm_sq(P.cpu, bt_c(ns), bt_c(g), n / 3, 1);
+    P.gpu->grad_norm_sq(P.gpu, bt_g(ns), bt_g(g), n / 3, 1);
+    snprintf(name, sizeof name, "grad_norm_sq accumulate %s n=%zu", what, n);
+    bt_check(&P, name, ns, 1e-6, 1e-5);
+    bt_free(&P, &g); bt_free(&P, &ns);
+}
+
+static void test_clip(void) {
+    const float norms_sq[] = {0.0f, 0.25f, 4.0f, 1e6f, 1.0f};
+    const float max_norms[] = {1.0f, 0.0f, -1.0f, 1.0f, 1.0f};
+    for (int i = 0; i < 5; i++) {
+        btensor ns = bt_new(&P, 1, &norms_sq[i]), sc = bt_rand(2, 1);
+        P.cpu->grad_clip_scale(P.cpu, bt_c(sc), bt_c(ns), max_norms[i]);
+        P.gpu->grad_clip_scale(P.gpu, bt_g(sc), bt_g(ns), max_norms[i]);
+        char name[96];
+        snprintf(name, sizeof name, "grad_clip_scale norm_sq=%g max_norm=%g", norms_sq[i], max_norms[i]);
+        bt_check(&P, name, sc, 0, 2e-7);  // one sqrt and one division: correctly rounded or 1 ulp
+        bt_free(&P, &ns); bt_free(&P, &sc);
+    }
+}
+
+static void test_adamw(size_t n) {
+    btensor p = bt_rand(n, 1), m = bt_zero(n), v = bt_zero(n), g = bt_rand(n, 0.1f);
+    const float s[2] = {0.7f, 0.0f};
+    btensor sc = bt_new(&P, 2, s);
+    for (int t = 1; t <= 3; t++) {
+        wgt_adamw_params hp = {1e-2f, 0.9f, 0.95f, 1e-8f, t == 2 ? 0.0f : 0.1f, t};
+        P.cpu->adamw(P.cpu, bt_c(p), bt_c(m), bt_c(v), bt_c(g), bt_c(sc), n, hp);
+        P.gpu->adamw(P.gpu, bt_g(p), bt_g(m), bt_g(v), bt_g(g), bt_g(sc), n, hp);
+    }
+    // element-wise f32 with sqrt and divisions (a few ulps each); m/sqrt(v) amplifies nothing
+    bt_check(&P, "adamw params after 3 steps", p, 1e-6, 1e-5);
+    bt_check(&P, "adamw m", m, 1e-9, 1e-5);
+    bt_check(&P, "adamw v", v, 1e-12, 1e-5);
+    bt_free(&P, &p); bt_free(&P, &m); bt_free(&P, &v); bt_free(&P, &g); bt_free(&P, &sc);
+}
+
+// ------------------------------------------------------------------ main
+#define TIMED(what, call)                                                \
+    do {                                                                 \
+        double t0_ = now_s();                                            \
+        call;                                                            \
+        printf("  %-40s %6.2f s\n", what, now_s() - t0_);                \
+        fflush(stdout);                                                  \
+    } while (0)
+
+int main(void) {
+    P = bpair_open();
+    TIMED("matmul family", test_matmuls());
+    TIMED("matmul offsets", test_matmul_offsets());
+    TIMED("layernorm", {
+        test_layernorm(67, 45, 0.0f, 1.0f, "random");
+        test_layernorm(9, 700, 0.0f, 1.0f, "wide rows");
+        test_layernorm(33, 257, 1000.0f, 1.0f, "mean 1000");
+        test_layernorm(17, 768, 3e4f, 0.01f, "mean 3e4 spread 0.01");
+    });
+    TIMED("layernorm 70000 rows (2-D grid)", test_layernorm(70000, 3, 1.0f, 2.0f, "70000 rows"));
+    TIMED("embedding", {
+        test_embedding(3, 37, 45, 50, "random");
+        test_embedding(2, 300, 70, 1000, "several chunks");
+        test_embedding(1, 5, 1100, 3, "C > 1024");
+        test_embedding_repeats();
+        wg_test_binding_limit = 2000;  // vocabulary and position windows (wpe still fits)
+        test_embedding(3, 37, 45, 50, "split");
+        wg_test_binding_limit = 0;
+    });
+    TIMED("embedding 70000 positions (2-D grids)", test_embedding(1, 70000, 256, 50, "70000 positions"));
+    TIMED("residual", {
+        test_residual(1000, "small");
+        test_residual(70000 * 256 + 13, "2-D grid");
+        wg_test_binding_limit = 1000;
+        test_residual(5000, "split");
+        wg_test_binding_limit = 0;
+    });
+    TIMED("optimizer", {
+        test_grad_norm(1, "one");
+        test_grad_norm(1000003, "1M");
+        wg_test_binding_limit = 1000;
+        test_grad_norm(5003, "split");
+        test_adamw(5003);
+        wg_test_binding_limit = 0;
+        test_clip();
+        test_adamw(300001);
+    });
+    bpair_close(&P);
+    return test_finish();
+}
