@@ -27,7 +27,7 @@ const FA_LN2 : f32 = 0.6931471805599453;
 
 struct AttnParams {
     B : u32, T : u32, C : u32, NH : u32,
-    C3 : u32, nblk : u32, p0 : u32, p1 : u32,
+    C3 : u32, nblk : u32, hs4 : u32, p1 : u32,
     scale_log2 : f32, scale : f32, f0 : f32, f1 : f32,
 };
 
@@ -94,9 +94,9 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
         fa_q[i] = v;
     }
 
-    var m : array<f32, RPT>;        // running row max (log2 units), equal in the 8 lanes
-    var l : array<f32, RPT>;        // this lane's part of the row sum
-    var o : array<array<vec4<f32>, CPT>, RPT>;
+    var m = array<f32, RPT>();       // running row max (log2 units), equal in the 8 lanes
+    var l = array<f32, RPT>();       // this lane's part of the row sum
+    var o = array<array<vec4<f32>, CPT>, RPT>();
     for (var r = 0u; r < RPT; r++) { m[r] = FA_NEG; }
 
     let n_tiles = (min(q0 + BR, T) + BC - 1u) / BC;
@@ -107,7 +107,8 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
         fa_stage_kv(tid, b, h, k0, 1u, true);
         workgroupBarrier();
 
-        var s : array<array<f32, KPT>, RPT>;
+        // explicit zeroing: a var inside a loop is not reliably re-zeroed on every driver
+        var s = array<array<f32, KPT>, RPT>();
         for (var d4 = 0u; d4 < HS4; d4++) {
             var qv : array<vec4<f32>, RPT>;
             for (var r = 0u; r < RPT; r++) { qv[r] = fa_q[(row0 + r) * HS4 + d4]; }

@@ -100,7 +100,7 @@ fn cross_entropy(@builtin(workgroup_id) wid : vec3<u32>, @builtin(num_workgroups
     // the thread that owns slot t reads l[t] (before writing it below) and writes the loss
     if (lid == t % WG_SIZE) {
         let lt = ce_logits[base + t];
-        ce_losses[ce_params.obase + row] = lse - (1.0 - a) * lt - a * (sum_l / f32(V)) + b * lse * lse;
+        ce_losses[ce_params.obase + row] = lse - (1.0 - a) * lt - a * (sum_l / f32(V)) + select(0.0, b * lse * lse, b != 0.0);
     }
 
     // pass 2: dlogits over the same slots

@@ -14,7 +14,8 @@
 // attention_backward_dsum runs first for every variant: it stores D_t in dqkv at the first dQ
 // column of (t, h), a slot no other kernel reads after that row's dQ is written.
 //
-// Host constants: HS; BQ, BK (query / key tile rows) for stream, dkdv and dq; SS for short.
+// Host constants: HS; BQ, BK (query / key tile rows) for stream, dkdv and dq; SS for short;
+// UNROLL (see ab_nd4).
 // Tiled kernels: 256 threads as 16 (ty) × 16 (tx). Score phase: thread owns queries ty·RQ + r
 // and keys tx + 16·j. Product phase: rows ty·R + r (keys for dK/dV, queries for dQ) and vec4
 // columns tx + 16·i. K and V tiles are XOR-swizzled like the forward's K (see 05_attention).
@@ -23,7 +24,7 @@ const AB_LOG2E : f32 = 1.4426950408889634;
 
 struct AttnParams {
     B : u32, T : u32, C : u32, NH : u32,
-    C3 : u32, nblk : u32, p0 : u32, p1 : u32,
+    C3 : u32, nblk : u32, hs4 : u32, p1 : u32,
     scale_log2 : f32, scale : f32, f0 : f32, f1 : f32,
 };
 
@@ -87,6 +88,14 @@ fn ab_ld(is_dout : bool, base : u32, c4 : u32) -> vec4<f32> {
 fn ab_st(base : u32, c4 : u32, v : vec4<f32>, add : bool) {
     let c = c4 * 4u;
     var w = v;
+    if (HS % 4u == 0u) {  // the caller keeps c4 < HS4: all four columns exist
+        if (add) { w = w + vec4<f32>(ab_dqkv[base + c], ab_dqkv[base + c + 1u], ab_dqkv[base + c + 2u], ab_dqkv[base + c + 3u]); }
+        ab_dqkv[base + c] = w.x;
+        ab_dqkv[base + c + 1u] = w.y;
+        ab_dqkv[base + c + 2u] = w.z;
+        ab_dqkv[base + c + 3u] = w.w;
+        return;
+    }
     if (add) {
         if (c < HS) { w.x = w.x + ab_dqkv[base + c]; }
         if (c + 1u < HS) { w.y = w.y + ab_dqkv[base + c + 1u]; }
@@ -140,7 +149,7 @@ fn ab_stage_k(tid : u32, b : u32, h : u32, k0 : u32) {
 struct RowStats { lse2 : array<f32, RQ>, dd : array<f32, RQ> };
 
 fn ab_row_stats(b : u32, h : u32, bh : u32, q0 : u32, ty : u32) -> RowStats {
-    var st : RowStats;
+    var st = RowStats();
     for (var r = 0u; r < RQ; r++) {
         let ql = ty * RQ + r;
         let t = q0 + ql;
@@ -152,13 +161,21 @@ fn ab_row_stats(b : u32, h : u32, bh : u32, q0 : u32, ty : u32) -> RowStats {
     return st;
 }
 
+// Trip count of the score loop over head columns: the constant HS4 lets GPU compilers unroll it;
+// on the software rasterizer (UNROLL false, set by the host) the same count comes from the
+// uniform instead, because unrolling it there costs seconds of shader compilation per pipeline.
+fn ab_nd4() -> u32 {
+    if (UNROLL) { return HS4; }
+    return ab_p.hs4;
+}
+
 // Score phase: (P, dS) of the staged query and key tiles into ab_ps. The caller barriers before
 // (tiles staged) and after (before ab_ps is read).
 fn ab_scores(ty : u32, tx : u32, q0 : u32, k0 : u32, st : RowStats) {
-    var s : array<array<f32, RK>, RQ>;
-    var dp : array<array<f32, RK>, RQ>;
+    var s = array<array<f32, RK>, RQ>();
+    var dp = array<array<f32, RK>, RQ>();
     let sw = tx & SWM;  // key tx + 16j has (key & 7) == (tx & 7)
-    for (var d4 = 0u; d4 < HS4; d4++) {
+    for (var d4 = 0u; d4 < ab_nd4(); d4++) {
         var qv : array<vec4<f32>, RQ>;
         var gv : array<vec4<f32>, RQ>;
         for (var r = 0u; r < RQ; r++) {
@@ -189,10 +206,19 @@ fn ab_scores(ty : u32, tx : u32, q0 : u32, k0 : u32, st : RowStats) {
     }
 }
 
+// Per-thread accumulators of the product phase. Module-scope private variables rather than
+// function pointers: passing ptr<function, array> made lavapipe's shader compiler several times
+// slower (seconds per pipeline), and every invocation has its own copy either way.
+var<private> ab_dk_acc : array<array<vec4<f32>, CPT>, RK>;
+var<private> ab_dv_acc : array<array<vec4<f32>, CPT>, RK>;
+var<private> ab_dq_acc : array<array<vec4<f32>, CPT>, RQ>;
+
 // dK, dV of keys ty·RK + r, columns tx + 16·i: add Pᵀ·dout and dSᵀ·Q of the staged tiles.
-fn ab_acc_kv(ty : u32, tx : u32, nq : u32, acc_k : ptr<function, array<array<vec4<f32>, CPT>, RK>>,
-             acc_v : ptr<function, array<array<vec4<f32>, CPT>, RK>>) {
-    for (var q = 0u; q < nq; q++) {
+// Shared-memory indices are clamped (min) even where they cannot overflow: it lets the software
+// rasterizer's compiler prove them in range, which it otherwise guards at a large compile cost.
+fn ab_acc_kv(ty : u32, tx : u32, nq : u32) {
+    for (var qq = 0u; qq < nq; qq++) {
+        let q = min(qq, BQ - 1u);
         var qv : array<vec4<f32>, CPT>;
         var gv : array<vec4<f32>, CPT>;
         for (var i = 0u; i < CPT; i++) {
@@ -203,16 +229,17 @@ fn ab_acc_kv(ty : u32, tx : u32, nq : u32, acc_k : ptr<function, array<array<vec
         for (var r = 0u; r < RK; r++) {
             let ps = ab_ps[q * BK + min(ty * RK + r, BK - 1u)];
             for (var i = 0u; i < CPT; i++) {
-                (*acc_v)[r][i] = (*acc_v)[r][i] + ps.x * gv[i];
-                (*acc_k)[r][i] = (*acc_k)[r][i] + ps.y * qv[i];
+                ab_dv_acc[r][i] = ab_dv_acc[r][i] + ps.x * gv[i];
+                ab_dk_acc[r][i] = ab_dk_acc[r][i] + ps.y * qv[i];
             }
         }
     }
 }
 
 // dQ of queries ty·RQ + r, columns tx + 16·i: add dS·K of the staged tiles.
-fn ab_acc_q(ty : u32, tx : u32, nk : u32, acc_q : ptr<function, array<array<vec4<f32>, CPT>, RQ>>) {
-    for (var k = 0u; k < nk; k++) {
+fn ab_acc_q(ty : u32, tx : u32, nk : u32) {
+    for (var kk = 0u; kk < nk; kk++) {
+        let k = min(kk, BK - 1u);
         var kv : array<vec4<f32>, CPT>;
         for (var i = 0u; i < CPT; i++) {
             let c = min(tx + 16u * i, HS4 - 1u);
@@ -220,15 +247,13 @@ fn ab_acc_q(ty : u32, tx : u32, nk : u32, acc_q : ptr<function, array<array<vec4
         }
         for (var r = 0u; r < RQ; r++) {
             let ds = ab_ps[min(ty * RQ + r, BQ - 1u) * BK + k].y;
-            for (var i = 0u; i < CPT; i++) { (*acc_q)[r][i] = (*acc_q)[r][i] + ds * kv[i]; }
+            for (var i = 0u; i < CPT; i++) { ab_dq_acc[r][i] = ab_dq_acc[r][i] + ds * kv[i]; }
         }
     }
 }
 
 // Writes (or adds) dK, dV of key rows k0 + ty·RK + r.
-fn ab_store_kv(b : u32, h : u32, k0 : u32, ty : u32, tx : u32, add : bool,
-               acc_k : ptr<function, array<array<vec4<f32>, CPT>, RK>>,
-               acc_v : ptr<function, array<array<vec4<f32>, CPT>, RK>>) {
+fn ab_store_kv(b : u32, h : u32, k0 : u32, ty : u32, tx : u32, add : bool) {
     for (var r = 0u; r < RK; r++) {
         let kl = ty * RK + r;
         let t = k0 + kl;
@@ -237,14 +262,14 @@ fn ab_store_kv(b : u32, h : u32, k0 : u32, ty : u32, tx : u32, add : bool,
         for (var i = 0u; i < CPT; i++) {
             let c = tx + 16u * i;
             if (c >= HS4) { continue; }
-            ab_st(base + ab_p.C, c, (*acc_k)[r][i] * ab_p.scale, add);
-            ab_st(base + 2u * ab_p.C, c, (*acc_v)[r][i], add);
+            ab_st(base + ab_p.C, c, ab_dk_acc[r][i] * ab_p.scale, add);
+            ab_st(base + 2u * ab_p.C, c, ab_dv_acc[r][i], add);
         }
     }
 }
 
 // Writes dQ of query rows q0 + ty·RQ + r.
-fn ab_store_q(b : u32, h : u32, q0 : u32, ty : u32, tx : u32, acc_q : ptr<function, array<array<vec4<f32>, CPT>, RQ>>) {
+fn ab_store_q(b : u32, h : u32, q0 : u32, ty : u32, tx : u32) {
     for (var r = 0u; r < RQ; r++) {
         let ql = ty * RQ + r;
         let t = q0 + ql;
@@ -253,7 +278,7 @@ fn ab_store_q(b : u32, h : u32, q0 : u32, ty : u32, tx : u32, acc_q : ptr<functi
         for (var i = 0u; i < CPT; i++) {
             let c = tx + 16u * i;
             if (c >= HS4) { continue; }
-            ab_st(base, c, (*acc_q)[r][i] * ab_p.scale, false);
+            ab_st(base, c, ab_dq_acc[r][i] * ab_p.scale, false);
         }
     }
 }
@@ -274,8 +299,8 @@ fn attention_backward_dkdv(@builtin(local_invocation_id) lid : vec3<u32>, @built
     let ty = lid.x / 16u;
     let tx = lid.x % 16u;
     ab_stage_k(lid.x, b, h, k0);
-    var acc_k : array<array<vec4<f32>, CPT>, RK>;
-    var acc_v : array<array<vec4<f32>, CPT>, RK>;
+    ab_dk_acc = array<array<vec4<f32>, CPT>, RK>();
+    ab_dv_acc = array<array<vec4<f32>, CPT>, RK>();
     let nqb = (T + BQ - 1u) / BQ;
     for (var qb = k0 / BQ; qb < nqb; qb++) {
         let q0 = qb * BQ;
@@ -285,9 +310,9 @@ fn attention_backward_dkdv(@builtin(local_invocation_id) lid : vec3<u32>, @built
         workgroupBarrier();
         ab_scores(ty, tx, q0, k0, st);
         workgroupBarrier();
-        ab_acc_kv(ty, tx, min(BQ, T - q0), &acc_k, &acc_v);
+        ab_acc_kv(ty, tx, min(BQ, T - q0));
     }
-    ab_store_kv(b, h, k0, ty, tx, false, &acc_k, &acc_v);
+    ab_store_kv(b, h, k0, ty, tx, false);
 }
 
 // ------------------------------------------------------------------ split-dKdV: dQ
@@ -307,7 +332,7 @@ fn attention_backward_dq(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
     let tx = lid.x % 16u;
     ab_stage_q(lid.x, b, h, q0);
     let st = ab_row_stats(b, h, bh, q0, ty);
-    var acc_q : array<array<vec4<f32>, CPT>, RQ>;
+    ab_dq_acc = array<array<vec4<f32>, CPT>, RQ>();
     let nkb = (min(q0 + BQ, T) + BK - 1u) / BK;
     for (var kb = 0u; kb < nkb; kb++) {
         let k0 = kb * BK;
@@ -316,10 +341,10 @@ fn attention_backward_dq(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
         workgroupBarrier();
         ab_scores(ty, tx, q0, k0, st);
         workgroupBarrier();
-        ab_acc_q(ty, tx, min(BK, T - k0), &acc_q);
+        ab_acc_q(ty, tx, min(BK, T - k0));
     }
     storageBarrier();  // every thread has read its D (in the dQ slots) before any dQ is written
-    ab_store_q(b, h, q0, ty, tx, &acc_q);
+    ab_store_q(b, h, q0, ty, tx);
 }
 
 // ------------------------------------------------------------------ streaming
@@ -342,7 +367,7 @@ fn attention_backward_stream(@builtin(local_invocation_id) lid : vec3<u32>, @bui
         workgroupBarrier();
         ab_stage_q(lid.x, b, h, q0);
         let st = ab_row_stats(b, h, bh, q0, ty);
-        var acc_q : array<array<vec4<f32>, CPT>, RQ>;
+        ab_dq_acc = array<array<vec4<f32>, CPT>, RQ>();
         let nkb = (min(q0 + BQ, T) + BK - 1u) / BK;
         for (var kb = 0u; kb < nkb; kb++) {
             let k0 = kb * BK;
@@ -351,14 +376,14 @@ fn attention_backward_stream(@builtin(local_invocation_id) lid : vec3<u32>, @bui
             workgroupBarrier();
             ab_scores(ty, tx, q0, k0, st);
             workgroupBarrier();
-            ab_acc_q(ty, tx, min(BK, T - k0), &acc_q);
-            var acc_k : array<array<vec4<f32>, CPT>, RK>;
-            var acc_v : array<array<vec4<f32>, CPT>, RK>;
-            ab_acc_kv(ty, tx, min(BQ, T - q0), &acc_k, &acc_v);
-            ab_store_kv(b, h, k0, ty, tx, qb != k0 / BQ, &acc_k, &acc_v);
+            ab_acc_q(ty, tx, min(BK, T - k0));
+            ab_dk_acc = array<array<vec4<f32>, CPT>, RK>();
+            ab_dv_acc = array<array<vec4<f32>, CPT>, RK>();
+            ab_acc_kv(ty, tx, min(BQ, T - q0));
+            ab_store_kv(b, h, k0, ty, tx, qb != k0 / BQ);
         }
         storageBarrier();  // D of this block (in its dQ slots) has been read by every thread
-        ab_store_q(b, h, q0, ty, tx, &acc_q);
+        ab_store_q(b, h, q0, ty, tx);
     }
 }
 

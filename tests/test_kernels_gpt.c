@@ -78,7 +78,8 @@ static void test_matmul_at(uint32_t N, uint32_t C, uint32_t OC, int with_bias, c
 
 static void test_matmuls(void) {
     static const struct { uint32_t N, C, OC; } shapes[] = {
-        {67, 45, 130}, {1, 1, 1}, {5, 3, 7}, {130, 67, 45}, {200, 129, 300}, {64, 64, 64}, {3, 300, 2}};
+        {67, 45, 130}, {1, 1, 1}, {5, 3, 7}, {130, 67, 45}, {200, 129, 300}, {64, 64, 64}, {3, 300, 2},
+        {4, 0, 9}, {0, 5, 3}};  // empty K: out = bias (or 0); no rows: nothing, dW += 0
     const wg_mm_tile_choice tiles[] = {WG_MM_TILE_BIG, WG_MM_TILE_SMALL};
     const char *tname[] = {"big tiles", "small tiles"};
     for (int ti = 0; ti < 2; ti++) {
@@ -280,6 +281,31 @@ static void test_adamw(size_t n) {
     bt_free(&P, &p); bt_free(&P, &m); bt_free(&P, &v); bt_free(&P, &g); bt_free(&P, &sc);
 }
 
+// The gradient-norm scratch buffer belongs to its backend: free a backend, open another (malloc
+// may hand it the same address) and the norm must still work, on a fresh buffer.
+static void test_norm_scratch_lifetime(void) {
+    const float g[3] = {1.0f, 2.0f, 2.0f};
+    for (int round = 0; round < 3; round++) {
+        wgt_backend *be;
+        if (backend_webgpu_init(&be, getenv("WGTRAIN_TEST_ADAPTER") ? getenv("WGTRAIN_TEST_ADAPTER") : "auto") != WGT_OK) {
+            CHECK(0, "second webgpu backend: %s", wgt_last_error());
+            return;
+        }
+        wgt_buf *gb, *nb;
+        be->buf_alloc(be, &gb, 3, "g");
+        be->buf_alloc(be, &nb, 1, "norm_sq");
+        wgt_view gv = {gb, 0}, nv = {nb, 0};
+        be->upload(be, gv, g, 3);
+        be->grad_norm_sq(be, nv, gv, 3, 0);
+        float r = -1;
+        wgt_status st = be->download(be, &r, nv, 1);
+        CHECK(st == WGT_OK && r == 9.0f, "grad_norm_sq on backend #%d: %g (%s)", round + 2, r, wgt_last_error());
+        be->buf_free(be, gb);
+        be->buf_free(be, nb);
+        be->free(be);
+    }
+}
+
 // ------------------------------------------------------------------ main
 #define TIMED(what, call)                                                \
     do {                                                                 \
@@ -299,7 +325,7 @@ int main(void) {
         test_layernorm(33, 257, 1000.0f, 1.0f, "mean 1000");
         test_layernorm(17, 768, 3e4f, 0.01f, "mean 3e4 spread 0.01");
     });
-    TIMED("layernorm 70000 rows (2-D grid)", test_layernorm(70000, 3, 1.0f, 2.0f, "70000 rows"));
+    TIMED("layernorm 66000 rows (2-D grid)", test_layernorm(66000, 3, 1.0f, 2.0f, "66000 rows"));
     TIMED("embedding", {
         test_embedding(3, 37, 45, 50, "random");
         test_embedding(2, 300, 70, 1000, "several chunks");
@@ -309,7 +335,7 @@ int main(void) {
         test_embedding(3, 37, 45, 50, "split");
         wg_test_binding_limit = 0;
     });
-    TIMED("embedding 70000 positions (2-D grids)", test_embedding(1, 70000, 256, 50, "70000 positions"));
+    TIMED("embedding 66000 positions (2-D grid)", test_embedding(2, 33000, 4, 50, "66000 positions"));
     TIMED("residual", {
         test_residual(1000, "small");
         test_residual(70000 * 256 + 13, "2-D grid");
@@ -326,6 +352,7 @@ int main(void) {
         wg_test_binding_limit = 0;
         test_clip();
         test_adamw(300001);
+        test_norm_scratch_lifetime();
     });
     bpair_close(&P);
     return test_finish();

@@ -104,7 +104,6 @@ static double compute_grads(fdctx *c) {
     gpt2_zero_grad(c->m);
     double L = loss_at(c);
     gpt2_backward(c->m);
-    float *tmp = malloc(sizeof(float) * 65536);
     for (int i = 0; i < c->np; i++) {
         float *gf = malloc(c->n[i] * 4);
         if (gpt2_param_get(c->m, i, gf, 1) != WGT_OK) die("param_get");
@@ -113,7 +112,6 @@ static double compute_grads(fdctx *c) {
         c->gnorm[i] = sqrt(s);
         free(gf);
     }
-    free(tmp);
     return L;
 }
 

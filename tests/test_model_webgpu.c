@@ -9,57 +9,60 @@
 //   odd     L=2 NH=3 C=36 F=100 V=77 T=37 B=2: nothing a multiple of a tile or of 64, head size 12,
 //           label smoothing + z-loss, ignored targets, gradient clipping active.
 //   gpt     L=2 NH=4 C=64 F=256 V=1000 T=64 B=2: the shape of a small real model.
-//   split   the gpt config with the test-only binding limits of the op wrappers set to 64 Ki
-//           elements, so that the lm_head matmuls, the loss, the optimizer and the other split
-//           paths run in pieces as they do for V=50257 on a 128 MiB-binding device.
+//   split   the gpt config with the backend's max_binding_elems lowered to 64 Ki elements, so
+//           that the lm_head matmuls (logits 128 000 elements), the loss and the optimizer run in
+//           pieces as they do for V=50257 on a 128 MiB-binding device; 3 AdamW steps.
 //   big-V   V=50257 T=700 B=1 (L=1 C=64): logits of 134 MiB, above lavapipe's real 128 MiB
-//           binding limit. About a minute of lavapipe time plus ~600 MB of memory, so it runs
-//           only with WGTRAIN_TEST_LARGE=1; the split config covers the same code paths.
+//           binding limit; 1 AdamW step. About 20 s of lavapipe time and ~0.9 GB of memory (it
+//           doubles this test's time), so it runs only with WGTRAIN_TEST_LARGE=1; the split
+//           config covers the same code paths by default.
 //
 // Parameters are drawn larger than GPT-2's initialisation (matrices std 1/sqrt(fan_in),
 // embeddings 0.5) so that the attention is far from uniform and every gradient is well above
 // the rounding level.
 //
 // Tolerances: both sides are float32 with different summation orders (BLAS vs tiled WGSL,
-// double vs float reductions in the loss and norms, WGSL exp/tanh with a few ulps). An op's
-// rounding error is relative to the magnitude of the terms it sums, not to its result, so
-// each tensor is compared with atol = rel · max|ref of that tensor| plus rtol · |ref|:
-//   logits      rel 1e-4, rtol 1e-4: ~1e-6 per op, grown through 2 layers to ~1e-5 (10x margin)
-//   loss        rtol 1e-5 (+1e-6): the loss averages the logits' errors down
-//   gradients   rel 1e-3, rtol 1e-3: the backward adds ~2x the forward's depth and divides by
-//               small norms in layernorm; measured worst ~1e-4 of max|g| on lavapipe
-//   grad norm   rtol 1e-4
-//   step losses rtol 1e-4: the parameters drift apart by ~1e-6 relative over the steps
-//   AdamW m, v  like the gradients (rel 2e-3, rtol 2e-3): linear in the gradients / their squares
-//   params      atol 0.01·lr + rtol 1e-5. AdamW divides m by sqrt(v): where a gradient entry is
-//               at the rounding level, its sign can differ between backends and the step moves
-//               that parameter by up to ±lr in opposite directions. Such entries are rare; up to
-//               0.1 % of a tensor's elements may exceed the tight tolerance but must stay within
-//               2.5·lr·steps (AdamW's largest move, |m̂/√v̂| <= ~1.2 per step, on both sides).
+// double vs float reductions in the loss and norms, online vs two-pass softmax, WGSL exp/tanh
+// within a few ulps). An op's rounding error is relative to the magnitude of the terms it sums,
+// not to its result, so each tensor is compared with atol = rel · max|ref of that tensor| plus
+// rtol · |ref| (rtol = rel). Measured worst errors on lavapipe (as a fraction of max|ref|) and
+// the bounds, which leave a margin of 10-100x for other GPUs and drivers:
+//   logits      measured 4.5e-7 (big-V 3.8e-7)                      rel 3e-5
+//   loss        measured 1.2e-7 relative                            rtol 1e-5 (+1e-6)
+//   gradients   measured 1.4e-6 (big-V 6.8e-6: sums of 50257 terms) rel 1e-4
+//   AdamW m, v  measured 8.4e-7 (big-V v 1.1e-5: v ~ g² doubles it)   rel 1e-4
+//   grad norm, step losses                                          rtol 1e-5
+//   params      atol 0.01·lr + rtol 1e-5 (measured worst 1.7e-6 except as follows). AdamW divides
+//               m by sqrt(v): where a gradient entry is at the rounding level, its sign can
+//               differ between backends and the step moves that parameter by up to ±lr in
+//               opposite directions. Up to 0.1 % of a tensor's elements (we see 0 or 1) may
+//               exceed the tight tolerance, but all must stay within 2.5·lr·steps (AdamW moves a
+//               parameter by at most ~1.2·lr per step on each side). The key bias (the middle
+//               third of each c_attn.bias) has an exactly-zero true gradient (see key_bias_range),
+//               so it is all noise: its gradient is checked to be ~0 and its parameters against
+//               the hard bound only.
 // A kernel bug (a wrong index, a dropped tail, a missing scale) gives errors of the order of the
-// values themselves, 100-1000x above these tolerances.
+// values themselves (the unfinished attention kernel gave 0.1-0.3 of max|ref|), far above these.
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+// backend_pair.h defines helpers (static) that this test does not use
+#pragma GCC diagnostic ignored "-Wunused-function"
 #include "backend_pair.h"
 #include "model/gpt2.h"
 
-// test-only hooks of the op wrappers (weak: this test still links if they are renamed)
-extern size_t wg_test_binding_limit __attribute__((weak));
-extern size_t wg_loss_max_chunk_elems_override __attribute__((weak));
-
-#define LOGIT_REL 1e-4
-#define LOGIT_RTOL 1e-4
+#define LOGIT_REL 3e-5
+#define LOGIT_RTOL 3e-5
 #define LOSS_RTOL 1e-5
-#define GRAD_REL 1e-3
-#define GRAD_RTOL 1e-3
-#define NORM_RTOL 1e-4
-#define STEP_LOSS_RTOL 1e-4
-#define MOM_REL 2e-3
-#define MOM_RTOL 2e-3
+#define GRAD_REL 1e-4
+#define GRAD_RTOL 1e-4
+#define NORM_RTOL 1e-5
+#define STEP_LOSS_RTOL 1e-5
+#define MOM_REL 1e-4
+#define MOM_RTOL 1e-4
 #define PARAM_ATOL_LR 0.01
 #define PARAM_RTOL 1e-5
 #define PARAM_OUTLIER_FRAC 1e-3
@@ -125,21 +128,28 @@ static void set_params(gpt2 *mc, gpt2 *mg, uint64_t seed) {
     }
 }
 
-static void set_limits(size_t lim) {
-    if (&wg_test_binding_limit) wg_test_binding_limit = lim;
-    if (&wg_loss_max_chunk_elems_override) wg_loss_max_chunk_elems_override = lim;
+// The key part [C, 2C) of h.*.attn.c_attn.bias: adding a constant vector to every key adds the
+// same q·b to each score of a row, which softmax ignores, so its true gradient is exactly 0 and
+// the computed one is rounding noise (the attention backward's dK sums to zero over the keys).
+// AdamW normalises that noise to steps of ±lr with backend-dependent signs, so these elements
+// are checked against the hard bound only, and their gradient is checked to be at noise level.
+static int key_bias_range(gpt2 *m, int i, size_t *lo, size_t *hi) {
+    const char *nm = gpt2_param_name(m, i), *suffix = ".attn.c_attn.bias";
+    size_t len = strlen(nm), ls = strlen(suffix);
+    if (len < ls || strcmp(nm + len - ls, suffix) != 0) return 0;
+    *lo = (size_t)gpt2_cfg(m)->d_model;
+    *hi = 2 * *lo;
+    return 1;
 }
 
 static void run_case(bpair *bp, const mcase *mc) {
     double t0 = now_s();
     worst_seen = 0;
-    if (mc->binding_limit) {
-        if (!&wg_test_binding_limit || !&wg_loss_max_chunk_elems_override) {
-            printf("%-6s skipped: the op wrappers' test-only binding limits are not in this build\n", mc->name);
-            return;
-        }
-        set_limits(mc->binding_limit);
-    }
+    // The split config lowers the backend's max_binding_elems (a field of the public backend
+    // interface) before the model is made: gpt2.c chunks the optimizer by it and every op wrapper
+    // that splits (matmul family, loss, embedding, residual, AdamW) splits against it.
+    size_t saved_limit = bp->gpu->max_binding_elems;
+    if (mc->binding_limit) bp->gpu->max_binding_elems = mc->binding_limit;
     const gpt2_config *cfg = &mc->cfg;
     const int B = mc->B, T = mc->T, V = cfg->vocab;
     const size_t BT = (size_t)B * T;
@@ -198,6 +208,13 @@ static void run_case(bpair *bp, const mcase *mc) {
                 if (gpt2_param_get(mcpu, i, gc, 1) != WGT_OK || gpt2_param_get(mgpu, i, gg, 1) != WGT_OK) die("param_get");
                 snprintf(what, sizeof what, "%s: gradient of %s", mc->name, gpt2_param_name(mcpu, i));
                 check_scaled(what, gg, gc, n, GRAD_REL, GRAD_RTOL);
+                size_t klo, khi;
+                if (key_bias_range(mcpu, i, &klo, &khi)) {
+                    // |dK-bias| <= 1e-4·max|dbias|: float noise of a sum over B·T rows that cancels to 0
+                    double mx = max_abs(gc, n), kc = max_abs(gc + klo, khi - klo), kg = max_abs(gg + klo, khi - klo);
+                    CHECK(kc <= 1e-4 * mx && kg <= 1e-4 * mx, "%s: %s: the key-bias gradient should be ~0, got max "
+                          "%.3g (cpu) %.3g (webgpu) against max %.3g", mc->name, gpt2_param_name(mcpu, i), kc, kg, mx);
+                }
                 free(gc);
                 free(gg);
             }
@@ -232,10 +249,12 @@ static void run_case(bpair *bp, const mcase *mc) {
         float *a = malloc(n * 4), *b = malloc(n * 4);
         if (gpt2_param_get(mcpu, i, b, 0) != WGT_OK || gpt2_param_get(mgpu, i, a, 0) != WGT_OK) die("param_get");
         double tight = PARAM_ATOL_LR * lr, hard = 2.5 * lr * mc->steps;
-        size_t outliers = 0, beyond_hard = 0, worst_i = 0;
+        size_t outliers = 0, beyond_hard = 0, worst_i = 0, klo, khi;
         double worst = 0;
+        int kb = key_bias_range(mcpu, i, &klo, &khi);
         for (size_t k = 0; k < n; k++) {
             double e = fabs((double)a[k] - b[k]);
+            if (kb && k >= klo && k < khi) { if (!(e <= hard)) beyond_hard++; continue; }
             if (!(e <= tight + PARAM_RTOL * fabs(b[k]))) outliers++;
             if (!(e <= hard)) beyond_hard++;
             if (!(e <= worst)) { worst = e; worst_i = k; }
@@ -246,7 +265,7 @@ static void run_case(bpair *bp, const mcase *mc) {
               "worst [%zu] webgpu %.9g cpu %.9g",
               mc->name, gpt2_param_name(mcpu, i), mc->steps, outliers, n, tight, PARAM_RTOL, allowed, beyond_hard, hard,
               worst_i, a[worst_i], b[worst_i]);
-        if (getenv("WGT_TEST_VERBOSE") && (outliers || worst > tight / 10))
+        if (getenv("WGT_TEST_VERBOSE"))
             printf("    %s: param %s worst diff %.2e, %zu outliers\n", mc->name, gpt2_param_name(mcpu, i), worst, outliers);
         free(a);
         free(b);
@@ -256,8 +275,8 @@ static void run_case(bpair *bp, const mcase *mc) {
     free(tgt);
     gpt2_free(mcpu);
     gpt2_free(mgpu);
-    if (mc->binding_limit) set_limits(0);
-    printf("%-6s L=%d NH=%d C=%d F=%d V=%d B=%d T=%d: %d steps, worst error %.2f of the tolerance, %.1f s\n", mc->name,
+    bp->gpu->max_binding_elems = saved_limit;
+    printf("%-6s L=%d NH=%d C=%d F=%d V=%d B=%d T=%d: %d steps, worst error %.3f of the tolerance, %.1f s\n", mc->name,
            cfg->n_layer, cfg->n_head, cfg->d_model, cfg->d_ff, V, B, T, mc->steps, worst_seen, now_s() - t0);
 }
 

@@ -6,6 +6,10 @@
 int cmd_info(int argc, char **argv);
 int cmd_op(int argc, char **argv);
 int cmd_grad(int argc, char **argv);
+int cmd_prepare(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
 // Reports a failed status as "wgtrain <cmd>: <message>" on stderr and returns exit code 1.

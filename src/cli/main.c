@@ -9,6 +9,10 @@ static const command commands[] = {
     {"info", cmd_info, "show the WebGPU adapter, its features and limits"},
     {"op", cmd_op, "run one kernel on .npy inputs (cpu or webgpu backend)"},
     {"grad", cmd_grad, "loss and gradients of a GPT-2 safetensors checkpoint on one batch"},
+    {"prepare", cmd_prepare, "text files -> tokenizer + train/val token shards (a data directory)"},
+    {"train", cmd_train, "train a GPT-2 model on a data directory (checkpoints, metrics, loss plot)"},
+    {"sample", cmd_sample, "generate text from a trained run"},
+    {"eval", cmd_eval, "validation loss and perplexity of a trained run"},
     {"bench", cmd_bench, "training throughput (tokens/s) and a per-kernel GPU time table"},
 };
 

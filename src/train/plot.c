@@ -67,19 +67,25 @@ static void polyline(sbuf *b, const frame *f, const double *x, const double *y, 
 }
 
 wgt_status plot_loss_svg(const char *path, const metrics_history *h, double entropy, const char *title) {
-    // downsampled raw train loss, and an exponential moving average of it (the trend)
+    // downsampled raw train loss, and a centred moving average of it (the trend, without the
+    // lag an exponential average would show against the validation points)
     size_t n = h->n, group = n > MAX_POINTS ? (n + MAX_POINTS - 1) / MAX_POINTS : 1, m = (n + group - 1) / group;
     double *sx = wgt_malloc((m + 1) * sizeof *sx), *sy = wgt_malloc((m + 1) * sizeof *sy);
     double *ey = wgt_malloc((m + 1) * sizeof *ey);
-    double a = 2.0 / (1.0 + fmax(10.0, (double)n / 50.0) / (double)group), ema = 0;
     for (size_t g = 0; g < m; g++) {
         double x = 0, y = 0;
         size_t lo = g * group, hi = lo + group < n ? lo + group : n;
         for (size_t i = lo; i < hi; i++) x += h->step[i], y += h->loss[i];
         sx[g] = x / (double)(hi - lo);
         sy[g] = y / (double)(hi - lo);
-        ema = g ? ema + a * (sy[g] - ema) : sy[g];
-        ey[g] = ema;
+    }
+    size_t half = m / 40 > 2 ? m / 40 : 2;
+    for (size_t g = 0; g < m; g++) {
+        size_t lo = g > half ? g - half : 0, hi = g + half + 1 < m ? g + half + 1 : m;
+        size_t w = g - lo < hi - 1 - g ? g - lo : hi - 1 - g;  // symmetric window near the ends
+        double y = 0;
+        for (size_t i = g - w; i <= g + w; i++) y += sy[i];
+        ey[g] = y / (double)(2 * w + 1);
     }
     frame f = {0, 1, INFINITY, -INFINITY};
     for (size_t i = 0; i < m; i++) f.x1 = fmax(f.x1, sx[i]), f.y0 = fmin(f.y0, sy[i]), f.y1 = fmax(f.y1, sy[i]);

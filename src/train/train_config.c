@@ -28,13 +28,13 @@ typedef struct {
 #define OFF(f) offsetof(train_config, f)
 static const field fields[] = {
     {NULL, "preset", "--preset", FT_STR, OFF(preset), sizeof(((train_config *)0)->preset), 0, 0, 0, 0, "NAME",
-     "starting point for every size and hyper-parameter: tiny, small or gpt2-124m (default tiny)"},
+     "tiny (default), small or gpt2-124m: the defaults of everything below"},
     {"model", "n_layer", "--layers", FT_INT, OFF(model.n_layer), 0, 1, 256, 0, 1, "L", "transformer blocks"},
     {"model", "n_head", "--heads", FT_INT, OFF(model.n_head), 0, 1, 4096, 0, 1, "NH", "attention heads"},
     {"model", "d_model", "--d-model", FT_INT, OFF(model.d_model), 0, 1, 65536, 0, 1, "C", "embedding width"},
     {"model", "d_ff", "--d-ff", FT_INT, OFF(model.d_ff), 0, 1, 262144, 0, 1, "F", "MLP hidden width"},
     {"model", "vocab", "--vocab", FT_INT, OFF(model.vocab), 0, 1, 65536, 0, 1, "V",
-     "vocabulary size; only for data without a tokenizer (llm.c shards), otherwise the tokenizer's"},
+     "vocabulary size, only for data without a tokenizer (llm.c shards)"},
     {"model", "max_seq", "--max-seq", FT_INT, OFF(model.max_seq), 0, 1, 1 << 20, 0, 1, "T",
      "the model's maximum sequence length (rows of wpe; default --seq)"},
     {"train", "batch", "--batch", FT_INT, OFF(batch), 0, 1, 1 << 20, 0, 0, "B", "sequences per micro-batch"},
@@ -274,8 +274,19 @@ char *train_config_to_json(const train_config *c) {
             obj = cJSON_GetObjectItemCaseSensitive(root, f->section);
             if (!obj) obj = cJSON_AddObjectToObject(root, f->section);
         }
-        if (f->type == FT_STR) cJSON_AddStringToObject(obj, f->key, fcptr(c, f));
-        else cJSON_AddNumberToObject(obj, f->key, field_num(c, f));
+        if (f->type == FT_STR) {
+            cJSON_AddStringToObject(obj, f->key, fcptr(c, f));
+        } else {
+            // cJSON's own number printing is only approximately reversible; a resumed run
+            // needs its hyper-parameters back bit for bit, so print the shortest exact form
+            char num[40];
+            double v = field_num(c, f);
+            for (int prec = 15; prec <= 17; prec++) {
+                snprintf(num, sizeof num, "%.*g", prec, v);
+                if (strtod(num, NULL) == v) break;
+            }
+            cJSON_AddRawToObject(obj, f->key, num);
+        }
     }
     char *s = cJSON_Print(root);
     cJSON_Delete(root);

@@ -19,7 +19,7 @@
 
 typedef struct {
     uint32_t B, T, C, NH;
-    uint32_t C3, nblk, p0, p1;
+    uint32_t C3, nblk, hs4, p1;
     float scale_log2, scale, f0, f1;
 } attn_params;
 
@@ -71,7 +71,7 @@ static attn_tile bwd_tile(wg_ctx *ctx, uint32_t HS, int for_dq) {
 }
 
 static attn_params make_params(uint32_t B, uint32_t T, uint32_t C, uint32_t NH, uint32_t nblk) {
-    attn_params p = {B, T, C, NH, 3 * C, nblk, 0, 0, 0, 0, 0, 0};
+    attn_params p = {B, T, C, NH, 3 * C, nblk, hs4_of(C / NH), 0, 0, 0, 0, 0};
     p.scale = 1.0f / sqrtf((float)(C / NH));  // as the C reference
     p.scale_log2 = p.scale * 1.4426950408889634f;
     return p;
@@ -111,8 +111,11 @@ int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, 
 }
 
 static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, attn_tile tl, uint32_t ss) {
-    char defs[96];
-    snprintf(defs, sizeof defs, "const HS=%uu;const BQ=%uu;const BK=%uu;const SS=%uu;", HS, tl.rows, tl.keys, ss);
+    char defs[112];
+    // unrolling the score loop costs the software rasterizer seconds of compilation per pipeline
+    int unroll = wg_ctx_info(ctx)->type != WGPUAdapterType_CPU;
+    snprintf(defs, sizeof defs, "const HS=%uu;const BQ=%uu;const BK=%uu;const SS=%uu;const UNROLL=%s;", HS, tl.rows,
+             tl.keys, ss, unroll ? "true" : "false");
     return wg_pipeline(ctx, "10_backward_attention.wgsl", entry, defs);
 }
 

@@ -20,4 +20,8 @@ wg_bind wg_gpt_window(wgt_view v, uint64_t start, uint64_t count, uint32_t *rem)
 // TEST/BENCH ONLY: forces the matmul tile shape (AUTO: chosen per device and shape).
 typedef enum { WG_MM_TILE_AUTO, WG_MM_TILE_BIG, WG_MM_TILE_SMALL } wg_mm_tile_choice;
 extern wg_mm_tile_choice wg_mm_tile_override;
+
+// BENCH ONLY: `groups` workgroups of 256 threads, each thread 64·iters FP32 FLOPs of independent
+// FMAs (the device's FMA ceiling through this compiler stack); writes groups*256 floats to out.
+void wg_matmul_peak(wgt_backend *be, wgt_view out, uint32_t groups, uint32_t iters);
 #endif

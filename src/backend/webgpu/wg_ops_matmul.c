@@ -36,9 +36,12 @@ wg_mm_tile_choice wg_mm_tile_override = WG_MM_TILE_AUTO;
 
 static size_t tile_smem(mm_tile t) { return (size_t)2 * t.bk * ((t.bm / 4 + 1) + (t.bn / 4 + 1)) * 16; }
 
-// Fewer big tiles than this many means that some of a large GPU's cores would idle: take
-// 64x64 tiles instead (4x the workgroups, at lower arithmetic intensity).
-#define MM_MIN_BIG_TILES 128
+// Fewer big tiles than this many means that some of a large GPU's cores would idle (an H200
+// holds two 128x128 workgroups on each of its 132 SMs: 264): take 64x64 tiles instead, 4x the
+// workgroups at lower arithmetic intensity. In GPT-2 124M this picks the small tiles for the
+// dW of every layer GEMM (768 x 768 .. 3072 x 768) and the big ones for everything else.
+// WebGPU does not report the number of cores; bench_matmul --tiles measures both choices.
+#define MM_MIN_BIG_TILES 256
 
 static mm_tile tile_pick(wg_ctx *ctx, uint32_t M, uint32_t N) {
     size_t smem = wg_ctx_info(ctx)->limits.maxComputeWorkgroupStorageSize;
@@ -79,7 +82,8 @@ static uint64_t chunk_rows(uint64_t lim, uint64_t ld, uint64_t tile) {
     return r >= tile ? r / tile * tile : r;
 }
 
-// C[M,N] (=|+=) A[M,K]·B[K,N] (+ bias[N]). a_kc/b_kc follow from the variant.
+// C[M,N] (=|+=) A[M,K]·B[K,N] (+ bias[N]). a_kc/b_kc follow from the variant. The kernel indexes
+// each binding window with u32, which every window (at most one binding) satisfies.
 static void mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias, uint32_t M,
                     uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate) {
     wg_ctx *ctx = wg_of(be);
@@ -130,14 +134,8 @@ static void mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt
     }
 }
 
-static void check_u32(uint64_t n, const char *what) {
-    WGT_ASSERT(n <= UINT32_MAX, "a matrix is too large for 32-bit element indices");
-    (void)what;
-}
-
 void wg_matmul(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N, uint32_t C,
                uint32_t OC) {
-    check_u32((uint64_t)N * OC, "out");
     mm_gemm(be, MM_NT, out, inp, weight, bias, N, OC, C, C, C, OC, 0);
 }
 
@@ -165,4 +163,15 @@ void wg_matmul_at(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view do
         wg_bind bd[2] = {wg_gpt_window(dout, r0 * OC, (uint64_t)rc * OC, &p.x_off), wg_gpt_window(dbias, 0, OC, &p.out_off)};
         wg_dispatch(ctx, "matmul_at_dbias", pipe, bd, 2, &p, sizeof p, wg_groups(OC, 8));
     }
+}
+
+typedef struct { uint32_t iters, n; float x, y; } peak_params;
+
+void wg_matmul_peak(wgt_backend *be, wgt_view out, uint32_t groups, uint32_t iters) {
+    wg_ctx *ctx = wg_of(be);
+    char defs[128];
+    peak_params p = {iters, groups * 256u, 0.999999f, 1e-6f};
+    wg_bind b[] = {wg_b(out, (size_t)groups * 256)};
+    wg_dispatch(ctx, "matmul_peak", wg_pipeline(ctx, "03_matmul.wgsl", "matmul_peak", tile_defines(TILE_SMALL, defs, sizeof defs)),
+                b, 1, &p, sizeof p, groups);
 }

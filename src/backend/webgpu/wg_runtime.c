@@ -19,7 +19,7 @@
 #define MAX_PROFILE 4096
 
 typedef struct {
-    char key[160];
+    char key[384];
     WGPUComputePipeline p;
     WGPUBindGroupLayout bgl;
 } pipe_entry;
@@ -69,6 +69,9 @@ struct wg_ctx {
     prof_row prof[256];
     int n_prof;
 };
+
+static wgt_status submit_wait(wg_ctx *ctx, int wait);
+static wgt_status take_error(wg_ctx *ctx);
 
 static WGPUStringView sv(const char *s) { WGPUStringView v = {s, WGPU_STRLEN}; return v; }
 static void sv_copy(char *dst, size_t cap, WGPUStringView s) {
@@ -426,8 +429,11 @@ wgt_status wg_buf_alloc(wg_ctx *ctx, wgt_buf **out, size_t n_elems, const char *
     b->n_elems = n_elems;
     b->bytes = bytes;
     snprintf(b->label, sizeof b->label, "%s", label);
-    // WebGPU zero-initialises buffers; an allocation failure arrives as an uncaptured OOM error.
-    wgt_status st = wg_flush(ctx, 1);
+    // WebGPU zero-initialises buffers; an allocation failure arrives as an uncaptured OOM error
+    // (an error that was already pending is not this allocation's and stays pending)
+    int had_error = ctx->error[0] != 0;
+    wgt_status st = submit_wait(ctx, 1);
+    if (st == WGT_OK && !had_error && ctx->error[0]) st = take_error(ctx);
     if (st != WGT_OK || !b->b) {
         if (b->b) wgpuBufferRelease(b->b);
         free(b);
@@ -440,7 +446,7 @@ wgt_status wg_buf_alloc(wg_ctx *ctx, wgt_buf **out, size_t n_elems, const char *
 
 void wg_buf_free(wg_ctx *ctx, wgt_buf *buf) {
     if (!buf) return;
-    if (ctx->enc) wg_flush(ctx, 0);
+    if (ctx->enc) submit_wait(ctx, 0);
     bg_cache_clear(ctx);  // cached bind groups may reference this buffer
     wgpuBufferDestroy(buf->b);
     wgpuBufferRelease(buf->b);
@@ -470,7 +476,7 @@ static void ensure_encoder(wg_ctx *ctx) {
 wgt_status wg_upload(wg_ctx *ctx, wgt_view dst, const void *src, size_t n) {
     check_view(dst, n, "upload");
     // queue writes run before any later submit: submit what is recorded first so the order holds
-    if (ctx->enc) WGT_TRY(wg_flush(ctx, 0));
+    if (ctx->enc) WGT_TRY(submit_wait(ctx, 0));
     size_t bytes = n * 4;
     if (bytes & 3) return WGT_OK;
     wgpuQueueWriteBuffer(ctx->queue, dst.buf->b, dst.off * 4, src, bytes);
@@ -494,7 +500,7 @@ wgt_status wg_download(wg_ctx *ctx, void *dst, wgt_view src, size_t n) {
     ensure_encoder(ctx);
     end_pass(ctx);
     wgpuCommandEncoderCopyBufferToBuffer(ctx->enc, src.buf->b, src.off * 4, ctx->readback, 0, bytes);
-    WGT_TRY(wg_flush(ctx, 0));
+    WGT_TRY(submit_wait(ctx, 0));
     WGPUMapAsyncStatus ms = 0;
     WGPUBufferMapCallbackInfo ci;
     memset(&ci, 0, sizeof ci);
@@ -503,9 +509,9 @@ wgt_status wg_download(wg_ctx *ctx, void *dst, wgt_view src, size_t n) {
     ci.userdata1 = &ms;
     WGT_TRY(wait_future(ctx, ctx->instance, wgpuBufferMapAsync(ctx->readback, WGPUMapMode_Read, 0, bytes, ci), "a readback"));
     if (ms != WGPUMapAsyncStatus_Success || ctx->error[0]) {
-        wgt_status st = wgt_fail(WGT_ERR_DEVICE, "%s", ctx->error[0] ? ctx->error : "mapping a readback buffer failed");
-        ctx->error[0] = 0;
-        return st;
+        if (ms == WGPUMapAsyncStatus_Success) wgpuBufferUnmap(ctx->readback);  // keep it usable
+        if (ctx->error[0]) return take_error(ctx);
+        return wgt_fail(WGT_ERR_DEVICE, "mapping a readback buffer failed (status %d)", (int)ms);
     }
     const void *p = wgpuBufferGetConstMappedRange(ctx->readback, 0, bytes);
     WGT_ASSERT(p != NULL, "mapped range of the readback buffer is NULL");
@@ -536,7 +542,10 @@ void wg_copy(wg_ctx *ctx, wgt_view dst, wgt_view src, size_t n) {
 // ------------------------------------------------------------------ submit
 static void profile_collect(wg_ctx *ctx);
 
-wgt_status wg_flush(wg_ctx *ctx, int wait) {
+// Submits what is recorded (and waits when asked) without reporting device errors: those stay
+// pending in ctx->error until a caller that speaks for the user (sync, download) takes them, so
+// the runtime's own submits (on upload, free, a full uniform ring) never swallow an error.
+static wgt_status submit_wait(wg_ctx *ctx, int wait) {
     if (ctx->enc) {
         end_pass(ctx);
         if (ctx->profile && ctx->n_queries) {
@@ -571,12 +580,20 @@ wgt_status wg_flush(wg_ctx *ctx, int wait) {
     } else {
         wgpuInstanceProcessEvents(ctx->instance);
     }
-    if (ctx->error[0]) {
-        wgt_status st = wgt_fail(WGT_ERR_DEVICE, "%s", ctx->error);
-        if (!ctx->lost) ctx->error[0] = 0;
-        return st;
-    }
     return WGT_OK;
+}
+
+// Reports the pending device error once (a lost device keeps reporting).
+static wgt_status take_error(wg_ctx *ctx) {
+    if (!ctx->error[0]) return WGT_OK;
+    wgt_status st = wgt_fail(WGT_ERR_DEVICE, "%s", ctx->error);
+    if (!ctx->lost) ctx->error[0] = 0;
+    return st;
+}
+
+wgt_status wg_flush(wg_ctx *ctx, int wait) {
+    WGT_TRY(submit_wait(ctx, wait));
+    return take_error(ctx);
 }
 
 // ------------------------------------------------------------------ pipelines
@@ -605,10 +622,14 @@ static void on_compiled(WGPUCompilationInfoRequestStatus st, const WGPUCompilati
 }
 
 WGPUComputePipeline wg_pipeline(wg_ctx *ctx, const char *file, const char *entry, const char *defines) {
-    char key[160];
-    snprintf(key, sizeof key, "%s:%s:%s", file, entry, defines ? defines : "");
+    char key[384];
+    int kl = snprintf(key, sizeof key, "%s:%s:%s", file, entry, defines ? defines : "");
+    WGT_ASSERT(kl > 0 && (size_t)kl < sizeof key, "pipeline key (file, entry, defines) too long for the cache");
     for (int i = 0; i < ctx->n_pipes; i++)
         if (!strcmp(ctx->pipes[i].key, key)) return ctx->pipes[i].p;
+    // let errors of work recorded so far surface first, so they are not blamed on this pipeline
+    submit_wait(ctx, 1);
+    int had_error = ctx->error[0] != 0;
     const char *shared = wgsl_find("00_shared.wgsl");
     const char *body = wgsl_find(file);
     WGT_ASSERT(shared && body, "a kernel file is missing from the embedded WGSL table (check kernels/ and the build)");
@@ -648,7 +669,9 @@ WGPUComputePipeline wg_pipeline(wg_ctx *ctx, const char *file, const char *entry
     WGPUComputePipeline p = wgpuDeviceCreateComputePipeline(ctx->device, &pd);
     wgpuShaderModuleRelease(mod);
     free(src);
-    wgt_status st = wg_flush(ctx, 1);
+    // only an error that appeared now is this pipeline's; one already pending stays for sync
+    wgt_status st = submit_wait(ctx, 1);
+    if (st == WGT_OK && !had_error && ctx->error[0]) st = take_error(ctx);
     if (st != WGT_OK || !p) {
         fprintf(stderr, "wgtrain: creating pipeline %s failed: %s\n", key, wgt_last_error());
         WGT_ASSERT(0, "a shipped WGSL kernel could not be turned into a pipeline on this device");
@@ -715,8 +738,8 @@ static void record(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const 
     WGT_ASSERT(nb <= WG_MAX_BINDS, "too many bindings for one dispatch");
     WGT_ASSERT(psize <= UNIFORM_SLOT, "kernel parameters larger than one uniform slot");
     if (gx == 0 || gy == 0 || gz == 0) return;
-    if (ctx->uni_used + UNIFORM_SLOT > UNIFORM_SLOTS * UNIFORM_SLOT) wg_flush(ctx, 0);
-    if (ctx->profile && ctx->n_queries + 2 > MAX_PROFILE) wg_flush(ctx, 0);
+    if (ctx->uni_used + UNIFORM_SLOT > UNIFORM_SLOTS * UNIFORM_SLOT) submit_wait(ctx, 0);
+    if (ctx->profile && ctx->n_queries + 2 > MAX_PROFILE) submit_wait(ctx, 0);
     WGPUBuffer bufs[WG_MAX_BINDS + 1];
     uint64_t offs[WG_MAX_BINDS + 1], sizes[WG_MAX_BINDS + 1];
     uint64_t align = ctx->info.limits.minStorageBufferOffsetAlignment;

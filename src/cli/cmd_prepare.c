@@ -1,0 +1,61 @@
+// cmd_prepare.c — `wgtrain prepare`: text files in, a data directory out (BPE tokenizer,
+// train/val token shards, meta.json). The work is prepare_corpus's; this file is the flags.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "data/prepare.h"
+
+static void usage(void) {
+    printf("usage: wgtrain prepare --input PATH... --out DATA_DIR [--vocab N] [--val-fraction F]\n"
+           "  --input PATH...    text files, directories (walked recursively) or quoted glob patterns;\n"
+           "                     several may follow one --input, and --input may be repeated\n"
+           "  --out DATA_DIR     where tokenizer.bin, train_*.bin, val_*.bin and meta.json go\n"
+           "  --vocab N          vocabulary size incl. 256 byte tokens and end-of-text, 257..65535\n"
+           "                     (default 16384)\n"
+           "  --val-fraction F   share of the documents kept for validation (default 0.1)\n"
+           "Prints a summary of the corpus, including the unigram entropy of its tokens: the loss of a\n"
+           "model that ignores context, to compare the training loss with.\n");
+}
+
+static wgt_status prepare_main(int argc, char **argv) {
+    const char **inputs = wgt_calloc((size_t)argc, sizeof *inputs);
+    int n_inputs = 0;
+    const char *out = NULL;
+    long vocab = 16384;
+    double val_fraction = 0.1;
+    wgt_status st = WGT_OK;
+    for (int i = 1; i < argc && st == WGT_OK; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage();
+            free(inputs);
+            exit(0);
+        }
+        if (!strcmp(a, "--input")) {
+            int k = 0;
+            while (i + 1 < argc && strncmp(argv[i + 1], "--", 2)) inputs[n_inputs++] = argv[++i], k++;
+            if (!k) st = wgt_fail(WGT_ERR_ARG, "--input needs at least one path (a file, a directory or a glob pattern)");
+            continue;
+        }
+        if (i + 1 >= argc) {
+            st = wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", a);
+            break;
+        }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--out")) out = v;
+        else if (!strcmp(a, "--vocab")) st = cli_parse_long(a, v, -1000000000L, 1000000000L, &vocab);
+        else if (!strcmp(a, "--val-fraction")) st = cli_parse_double(a, v, &val_fraction);
+        else st = wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
+    }
+    if (st == WGT_OK && !n_inputs) st = wgt_fail(WGT_ERR_ARG, "no input given; pass --input with text files, directories or glob patterns (see --help)");
+    if (st == WGT_OK && !out) st = wgt_fail(WGT_ERR_ARG, "no output directory given; pass --out DATA_DIR");
+    if (st == WGT_OK) st = prepare_corpus(inputs, n_inputs, out, (int)vocab, val_fraction, 1);
+    free(inputs);
+    return st;
+}
+
+int cmd_prepare(int argc, char **argv) {
+    wgt_status st = prepare_main(argc, argv);
+    return st == WGT_OK ? 0 : cli_fail("prepare", st);
+}

@@ -1,0 +1,127 @@
+// cmd_sample.c — `wgtrain sample`: text from a run's checkpoint, streamed token by token.
+// The model is built for one sequence of max_seq tokens and the whole window is recomputed
+// for every new token: no key/value cache, which is simple and fast enough for small models.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "data/tokenizer.h"
+#include "train/sampler.h"
+#include "train/trainer.h"
+
+static void usage(void) {
+    printf("usage: wgtrain sample --run RUN_DIR [--prompt TEXT] [--tokens N] [--temperature X] [--top-k K]\n"
+           "                      [--top-p P] [--seed S] [--device auto|cpu|webgpu] [--adapter A]\n"
+           "  --prompt TEXT       text to continue (default: empty, i.e. the start of a document)\n"
+           "  --tokens N          tokens to generate (default 200)\n"
+           "  --temperature X     0 picks the likeliest token every time; higher is more random (default 0.8)\n"
+           "  --top-k K           sample among the K likeliest tokens only; 0 = no limit (default 0)\n"
+           "  --top-p P           sample among the likeliest tokens holding mass P (nucleus; default 0.95)\n"
+           "  --seed S            random seed; the same seed gives the same text (default 1)\n"
+           "The prompt is printed, then the continuation as it is generated.\n");
+}
+
+static wgt_status sample_main(int argc, char **argv) {
+    const char *run = NULL, *prompt = "", *device = "auto", *adapter = NULL;
+    long n_tokens = 200, top_k = 0, seed = 1;
+    double temperature = 0.8, top_p = 0.95;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage();
+            exit(0);
+        }
+        if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--run")) run = v;
+        else if (!strcmp(a, "--prompt")) prompt = v;
+        else if (!strcmp(a, "--device")) device = v;
+        else if (!strcmp(a, "--adapter")) adapter = v;
+        else if (!strcmp(a, "--tokens")) WGT_TRY(cli_parse_long(a, v, 0, 100000000L, &n_tokens));
+        else if (!strcmp(a, "--top-k")) WGT_TRY(cli_parse_long(a, v, 0, 65536, &top_k));
+        else if (!strcmp(a, "--seed")) WGT_TRY(cli_parse_long(a, v, 0, 9007199254740991L, &seed));
+        else if (!strcmp(a, "--temperature")) WGT_TRY(cli_parse_double(a, v, &temperature));
+        else if (!strcmp(a, "--top-p")) WGT_TRY(cli_parse_double(a, v, &top_p));
+        else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
+    }
+    if (!run) return wgt_fail(WGT_ERR_ARG, "no run directory; pass --run RUN_DIR (see --help)");
+    if (temperature < 0) return wgt_fail(WGT_ERR_ARG, "--temperature must be >= 0 (0: greedy), got %g", temperature);
+    if (!(top_p > 0 && top_p <= 1)) return wgt_fail(WGT_ERR_ARG, "--top-p must be in (0, 1], got %g", top_p);
+    if (strcmp(device, "auto") && strcmp(device, "cpu") && strcmp(device, "webgpu"))
+        return wgt_fail(WGT_ERR_ARG, "unknown device '%s'; use --device auto, cpu or webgpu", device);
+
+    checkpoint ck;
+    WGT_TRY(run_checkpoint_read(&ck, run));
+    const gpt2_config *mc = &ck.cfg.model;
+    const int T = mc->max_seq, V = mc->vocab;
+    // the run's copy of the tokenizer; older runs or moved files: the data directory's
+    char tp[TRAIN_PATH_MAX];
+    tokenizer *tok = NULL;
+    wgt_status st = run_path(tp, sizeof tp, run, RUN_TOKENIZER_FILE);
+    if (st == WGT_OK) {
+        FILE *f = fopen(tp, "rb");
+        if (f) fclose(f);
+        else st = run_path(tp, sizeof tp, ck.cfg.data_dir, RUN_TOKENIZER_FILE);
+        if (st == WGT_OK) st = tokenizer_load(&tok, tp);
+        if (st != WGT_OK)
+            st = wgt_fail(st, "%s; sampling needs the run's tokenizer (RUN_DIR/%s or the data directory's)",
+                          wgt_last_error(), RUN_TOKENIZER_FILE);
+    }
+    if (st == WGT_OK && tokenizer_vocab_size(tok) != V)
+        st = wgt_fail(WGT_ERR_FORMAT, "the tokenizer %s has %d tokens but the model has %d: it is not this run's tokenizer", tp,
+                      tokenizer_vocab_size(tok), V);
+    uint16_t *ids = NULL;
+    size_t n_ids = 0;
+    if (st == WGT_OK) st = tokenizer_encode(tok, (const uint8_t *)prompt, strlen(prompt), &ids, &n_ids);
+    wgt_backend *be = NULL;
+    gpt2 *m = NULL;
+    if (st == WGT_OK) st = cli_backend_open(&be, device, adapter, 0);
+    if (st == WGT_OK) st = run_model_open(&m, be, &ck, 1, T, run);
+    checkpoint_free(&ck);
+    if (st != WGT_OK) {
+        gpt2_free(m);
+        if (be) be->free(be);
+        tokenizer_free(tok);
+        free(ids);
+        return st;
+    }
+    // the context: end-of-text (documents start with it in the training data), then the prompt
+    size_t cap = 1 + n_ids + (size_t)n_tokens, len = 0;
+    int32_t *ctx = wgt_malloc(cap * sizeof *ctx), *window = wgt_malloc((size_t)T * sizeof *window);
+    ctx[len++] = tokenizer_eot(tok);
+    for (size_t i = 0; i < n_ids; i++) ctx[len++] = ids[i];
+    float *logits = wgt_malloc((size_t)T * V * sizeof *logits);
+    sampler sp;
+    sampler_init(&sp, V, temperature, (int)top_k, top_p, (uint64_t)seed);
+    fwrite(prompt, 1, strlen(prompt), stdout);
+    fflush(stdout);
+    for (long k = 0; k < n_tokens && st == WGT_OK; k++) {
+        // the last T tokens; positions after them are padding that causal attention never sees
+        size_t w = len < (size_t)T ? len : (size_t)T;
+        for (int i = 0; i < T; i++) window[i] = (size_t)i < w ? ctx[len - w + (size_t)i] : 0;
+        st = gpt2_forward_logits(m, window, logits);
+        if (st != WGT_OK) break;
+        int next = sampler_pick(&sp, logits + (w - 1) * (size_t)V);
+        ctx[len++] = next;
+        size_t nb;
+        const uint8_t *bytes = tokenizer_token_bytes(tok, next, &nb);
+        if (next == tokenizer_eot(tok)) fputs("\n" TOKENIZER_EOT_TEXT "\n", stdout);
+        else fwrite(bytes, 1, nb, stdout);
+        fflush(stdout);
+    }
+    if (st == WGT_OK) putchar('\n');
+    sampler_free(&sp);
+    free(logits);
+    free(window);
+    free(ctx);
+    free(ids);
+    gpt2_free(m);
+    be->free(be);
+    tokenizer_free(tok);
+    return st;
+}
+
+int cmd_sample(int argc, char **argv) {
+    wgt_status st = sample_main(argc, argv);
+    return st == WGT_OK ? 0 : cli_fail("sample", st);
+}

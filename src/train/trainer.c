@@ -1,0 +1,434 @@
+// trainer.c — `wgtrain train`'s loop: data windows -> forward/backward over K micro-batches
+// -> AdamW with clipping -> metrics, validation, plot, checkpoints. Every random choice
+// depends only on state stored in the checkpoint (the data RNG; the initialisation only at
+// step 0), which is what makes a resumed run repeat the uninterrupted one bit for bit on the
+// deterministic CPU backend.
+#include "train/trainer.h"
+#include <errno.h>
+#include <glob.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "core/fileutil.h"
+#include "data/tokenizer.h"
+#include "train/metrics.h"
+#include "train/plot.h"
+#include "train/rng.h"
+
+// Updates skipped one after the other (non-finite loss) before training gives up.
+#define MAX_SKIPS_IN_A_ROW 20
+
+// Independent random streams drawn from the one --seed.
+enum { STREAM_INIT = 1, STREAM_DATA = 2 };
+
+struct trainer {
+    train_config cfg;
+    trainer_opts o;
+    dataset *ds;
+    checkpoint ck;       // the resumed checkpoint (state freed once uploaded)
+    int resumed;
+    ckpt_progress pr;
+    metrics_history hist;
+    double entropy;
+    long last_ckpt_step;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+wgt_status run_path(char *dst, size_t n, const char *run_dir, const char *name) {
+    if ((size_t)snprintf(dst, n, "%s/%s", run_dir, name) >= n)
+        return wgt_fail(WGT_ERR_ARG, "path too long: %s/%s", run_dir, name);
+    return WGT_OK;
+}
+
+static int path_exists(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+wgt_status run_checkpoint_read(checkpoint *ck, const char *run_dir) {
+    char p[TRAIN_PATH_MAX];
+    WGT_TRY(run_path(p, sizeof p, run_dir, RUN_CKPT_FILE));
+    if (!path_exists(p)) {
+        if (!path_exists(run_dir))
+            return wgt_fail(WGT_ERR_IO, "run directory %s not found; train one with `wgtrain train --data DATA_DIR --out %s`",
+                            run_dir, run_dir);
+        return wgt_fail(WGT_ERR_IO, "%s has no checkpoint (%s): the run has not reached its first checkpoint yet, or this "
+                        "is not a run directory", run_dir, RUN_CKPT_FILE);
+    }
+    return checkpoint_read(ck, p);
+}
+
+wgt_status run_model_open(gpt2 **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir) {
+    *out = NULL;
+    gpt2 *m;
+    WGT_TRY(gpt2_init(&m, be, &ck->cfg.model, B, T));
+    char p[TRAIN_PATH_MAX];
+    wgt_status st = run_path(p, sizeof p, run_dir, RUN_CKPT_FILE);
+    if (st == WGT_OK) st = checkpoint_check_model(ck, &ck->cfg, gpt2_state_elems(m), p);
+    if (st == WGT_OK) st = gpt2_state_upload(m, ck->params, ck->m, ck->v);
+    if (st != WGT_OK) {
+        gpt2_free(m);
+        return st;
+    }
+    *out = m;
+    return WGT_OK;
+}
+
+wgt_status train_evaluate(gpt2 *m, const dataset *ds, int B, int T, long max_batches, double *loss, size_t *targets) {
+    size_t windows = dataset_val_windows(ds, T), batches = (windows + (size_t)B - 1) / (size_t)B;
+    if (max_batches > 0 && (size_t)max_batches < batches) batches = (size_t)max_batches;
+    int32_t *inp = wgt_malloc((size_t)B * T * 4), *tgt = wgt_malloc((size_t)B * T * 4);
+    double sum = 0;
+    size_t count = 0;
+    wgt_status st = WGT_OK;
+    gpt2_loss_opts plain = {0.0f, 0.0f};
+    for (size_t b = 0; b < batches && st == WGT_OK; b++) {
+        size_t valid = dataset_val_batch(ds, b, B, T, inp, tgt);
+        if (!valid) continue;
+        st = gpt2_forward(m, inp, tgt, plain, 1.0f);
+        double s = 0;
+        if (st == WGT_OK) st = gpt2_loss_sum(m, &s);
+        sum += s;
+        count += valid;
+    }
+    free(inp);
+    free(tgt);
+    WGT_TRY(st);
+    if (!count) return wgt_fail(WGT_ERR_CONFIG, "the validation data has no target to score; prepare more text");
+    *loss = sum / (double)count;
+    if (targets) *targets = count;
+    return WGT_OK;
+}
+
+// ------------------------------------------------------------------ init
+
+static wgt_status write_text(const char *path, const char *text) {
+    atomic_file af;
+    WGT_TRY(atomic_file_open(&af, path));
+    atomic_file_write(&af, text, strlen(text));
+    return atomic_file_commit(&af);
+}
+
+// Removes temporary files that a killed run left behind (atomic writes not yet renamed).
+static void remove_stale_temps(const char *run_dir) {
+    const char *names[] = {RUN_CKPT_FILE, RUN_CONFIG_FILE, RUN_METRICS_FILE, RUN_PLOT_FILE, RUN_MODEL_FILE, RUN_TOKENIZER_FILE};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char pat[TRAIN_PATH_MAX + 64];
+        snprintf(pat, sizeof pat, "%s/%s.tmp.*", run_dir, names[i]);
+        glob_t g;
+        if (glob(pat, 0, NULL, &g) != 0) continue;
+        for (size_t k = 0; k < g.gl_pathc; k++) unlink(g.gl_pathv[k]);
+        globfree(&g);
+    }
+}
+
+static wgt_status init_new(trainer *t, const train_config *flags, const train_flags *given) {
+    train_config *c = &t->cfg;
+    // the preset first (flags->preset is empty unless --preset was given), then every flag on top
+    WGT_TRY(train_config_preset(c, flags->preset[0] ? flags->preset : "tiny"));
+    c->model.max_seq = 0, c->model.vocab = 0;
+    train_config_apply_flags(c, flags, given);
+    if (!c->model.max_seq) c->model.max_seq = c->seq;  // max_seq = --seq unless --max-seq
+    if (!c->data_dir[0]) return wgt_fail(WGT_ERR_ARG, "no data directory; pass --data DATA_DIR (see `wgtrain prepare`)");
+    char ckp[TRAIN_PATH_MAX];
+    WGT_TRY(run_path(ckp, sizeof ckp, t->o.run_dir, RUN_CKPT_FILE));
+    if (path_exists(ckp))
+        return wgt_fail(WGT_ERR_ARG, "%s already holds a run (%s); pass --resume to continue it, or choose another --out",
+                        t->o.run_dir, RUN_CKPT_FILE);
+    WGT_TRY(dataset_open(&t->ds, c->data_dir));
+    int dv = dataset_vocab(t->ds);
+    if (dv && c->model.vocab && c->model.vocab != dv)
+        return wgt_fail(WGT_ERR_CONFIG, "--vocab %d differs from the data's tokenizer (%d tokens); drop --vocab, which is only "
+                        "for data without a tokenizer", c->model.vocab, dv);
+    if (dv) c->model.vocab = dv;
+    if (!c->model.vocab)
+        return wgt_fail(WGT_ERR_CONFIG, "%s has no tokenizer, so the vocabulary size is unknown; pass --vocab N (50257 for "
+                        "GPT-2 tokens)", c->data_dir);
+    return train_config_finish(c);
+}
+
+static wgt_status init_resume(trainer *t, const train_config *flags, const train_flags *given) {
+    WGT_TRY(run_checkpoint_read(&t->ck, t->o.run_dir));
+    t->resumed = 1;
+    WGT_TRY(train_config_check_resume(&t->ck.cfg, flags, given));
+    t->cfg = t->ck.cfg;
+    train_config_apply_flags(&t->cfg, flags, given);  // only fields a resumed run may change
+    WGT_TRY(train_config_finish(&t->cfg));
+    WGT_TRY(dataset_open(&t->ds, t->cfg.data_dir));
+    int dv = dataset_vocab(t->ds);
+    if (dv && dv != t->cfg.model.vocab)
+        return wgt_fail(WGT_ERR_CONFIG, "the data in %s has a %d-token vocabulary but the run's model has %d: it is not the "
+                        "data this run was trained on; pass the right --data", t->cfg.data_dir, dv, t->cfg.model.vocab);
+    t->pr = t->ck.pr;
+    if ((long)t->pr.step >= t->cfg.steps)
+        printf("train: the checkpoint is at step %llu and the run has %ld steps: nothing to do (raise --steps to train "
+               "further)\n", (unsigned long long)t->pr.step, t->cfg.steps);
+    return WGT_OK;
+}
+
+wgt_status trainer_init(trainer **out, const train_config *flags, const train_flags *given, const trainer_opts *o) {
+    *out = NULL;
+    trainer *t = wgt_calloc(1, sizeof *t);
+    t->o = *o;
+    wgt_status st = o->resume ? init_resume(t, flags, given) : init_new(t, flags, given);
+    train_config *c = &t->cfg;
+    // store the data directory absolute, so eval/sample/--resume work from any directory
+    char real[TRAIN_PATH_MAX];
+    if (st == WGT_OK && realpath(c->data_dir, real) && strlen(real) < sizeof c->data_dir)
+        snprintf(c->data_dir, sizeof c->data_dir, "%s", real);
+    if (st == WGT_OK) st = dataset_check_vocab(t->ds, c->model.vocab);
+    if (st == WGT_OK) st = dataset_check_seq(t->ds, c->seq);
+    if (st == WGT_OK) st = dir_make(o->run_dir);
+    char p[TRAIN_PATH_MAX];
+    if (st == WGT_OK) {
+        remove_stale_temps(o->run_dir);
+        char *json = train_config_to_json(c);
+        st = run_path(p, sizeof p, o->run_dir, RUN_CONFIG_FILE);
+        if (st == WGT_OK) st = write_text(p, json);
+        free(json);
+    }
+    // the run keeps its own tokenizer, so sample works even if the data directory moves
+    if (st == WGT_OK && dataset_tokenizer_path(t->ds) && run_path(p, sizeof p, o->run_dir, RUN_TOKENIZER_FILE) == WGT_OK &&
+        (!t->resumed || !path_exists(p))) {
+        tokenizer *tok;
+        st = tokenizer_load(&tok, dataset_tokenizer_path(t->ds));
+        if (st == WGT_OK) {
+            st = tokenizer_save(tok, p);
+            tokenizer_free(tok);
+        }
+    }
+    if (st == WGT_OK) st = run_path(p, sizeof p, o->run_dir, RUN_METRICS_FILE);
+    if (st == WGT_OK) {
+        if (t->resumed) st = metrics_log_rewind(p, (long)t->pr.step, &t->hist);
+        else if (unlink(p) != 0 && errno != ENOENT)
+            st = wgt_fail(WGT_ERR_IO, "cannot remove the old %s: %s", p, strerror(errno));
+    }
+    if (st != WGT_OK) {
+        trainer_free(t);
+        return st;
+    }
+    t->entropy = dataset_unigram_entropy(t->ds);
+    t->last_ckpt_step = t->resumed ? (long)t->pr.step : -1;
+    if (!t->resumed) t->pr.data_rng = rng_seed_stream((uint64_t)c->seed, STREAM_DATA);
+    const gpt2_config *mc = &c->model;
+    printf("train: data %s: %zu train tokens, %zu val tokens, vocabulary %d\n", c->data_dir,
+           dataset_train_tokens(t->ds), dataset_val_tokens(t->ds), mc->vocab);
+    printf("train: unigram entropy of the train tokens: %.4f nats/token (a model that ignores context reaches this "
+           "loss; learning shows as loss below it)\n", t->entropy);
+    printf("train: model (preset %s): %d layers, %d heads, d_model %d, d_ff %d, vocabulary %d, max_seq %d\n", c->preset,
+           mc->n_layer, mc->n_head, mc->d_model, mc->d_ff, mc->vocab, mc->max_seq);
+    printf("train: %d x %d tokens x %d micro-batch%s = %d tokens per update, %ld updates; lr %g (warmup %ld, cosine to "
+           "%g), weight decay %g, clip %g, label smoothing %g, z-loss %g, seed %ld\n", c->batch, c->seq, c->grad_accum,
+           c->grad_accum > 1 ? "es" : "", c->batch * c->seq * c->grad_accum, c->steps, c->lr, c->warmup, c->min_lr,
+           c->weight_decay, c->clip, c->label_smoothing, c->z_loss, c->seed);
+    if (t->resumed) printf("train: resuming %s at step %llu\n", o->run_dir, (unsigned long long)t->pr.step);
+    *out = t;
+    return WGT_OK;
+}
+
+void trainer_free(trainer *t) {
+    if (!t) return;
+    dataset_free(t->ds);
+    checkpoint_free(&t->ck);
+    metrics_history_free(&t->hist);
+    free(t);
+}
+
+// ------------------------------------------------------------------ run
+
+static volatile sig_atomic_t g_stop = 0;
+
+static void on_signal(int sig) {
+    g_stop = sig;
+    signal(sig, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+static void fmt_duration(char *buf, size_t n, double s) {
+    if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
+    else if (s < 60) snprintf(buf, n, "%.0fs", s);
+    else if (s < 3600) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
+typedef struct {
+    float *params, *m, *v;  // host copies of the state, allocated once
+} state_buf;
+
+static wgt_status save_all(trainer *t, gpt2 *m, state_buf *sb, int tty) {
+    double t0 = now_s();
+    char p[TRAIN_PATH_MAX];
+    WGT_TRY(gpt2_state_download(m, sb->params, sb->m, sb->v));
+    WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_CKPT_FILE));
+    WGT_TRY(checkpoint_write(p, &t->cfg, &t->pr, sb->params, sb->m, sb->v, gpt2_state_elems(m)));
+    // model.safetensors is a by-product for other tools; ckpt.bin (written first) is the truth
+    WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_MODEL_FILE));
+    WGT_TRY(gpt2_save_safetensors(m, p, 0));
+    t->last_ckpt_step = (long)t->pr.step;
+    printf("%scheckpoint: step %llu written to %s/%s (%.1f s)\n", tty ? "\r\033[K" : "", (unsigned long long)t->pr.step,
+           t->o.run_dir, RUN_CKPT_FILE, now_s() - t0);
+    return WGT_OK;
+}
+
+static wgt_status write_plot(trainer *t) {
+    char p[TRAIN_PATH_MAX], title[256];
+    WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_PLOT_FILE));
+    const gpt2_config *mc = &t->cfg.model;
+    snprintf(title, sizeof title, "wgtrain: L=%d C=%d NH=%d V=%d, %d x %d tokens/update", mc->n_layer, mc->d_model,
+             mc->n_head, mc->vocab, t->cfg.batch * t->cfg.grad_accum, t->cfg.seq);
+    return plot_loss_svg(p, &t->hist, t->entropy, title);
+}
+
+wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
+    *interrupted = 0;
+    const train_config *c = &t->cfg;
+    const int B = c->batch, T = c->seq, K = c->grad_accum;
+    const size_t BT = (size_t)B * T;
+    gpt2 *m = NULL;
+    wgt_status st;
+    printf("train: device %s\n", be->name);
+    if (t->resumed) {
+        st = run_model_open(&m, be, &t->ck, B, T, t->o.run_dir);
+        checkpoint_free(&t->ck);  // uploaded: the host copy is no longer needed
+    } else {
+        st = gpt2_init(&m, be, &c->model, B, T);
+        if (st == WGT_OK) st = gpt2_init_random(m, rng_seed_stream((uint64_t)c->seed, STREAM_INIT));
+    }
+    if (st != WGT_OK) {
+        gpt2_free(m);
+        return st;
+    }
+    printf("train: %.2f M parameters\n", gpt2_num_params(m) / 1e6);
+    size_t n = gpt2_state_elems(m);
+    state_buf sb = {wgt_malloc(n * 4), wgt_malloc(n * 4), wgt_malloc(n * 4)};
+    int32_t *inp = wgt_malloc(BT * 4), *tgt = wgt_malloc(BT * 4);
+    metrics_log ml = {0};
+    char p[TRAIN_PATH_MAX];
+    st = run_path(p, sizeof p, t->o.run_dir, RUN_METRICS_FILE);
+    if (st == WGT_OK) st = metrics_log_open(&ml, p);
+
+    int tty = isatty(STDOUT_FILENO);
+    g_stop = 0;
+    void (*old_int)(int) = signal(SIGINT, on_signal), (*old_term)(int) = signal(SIGTERM, on_signal);
+    const gpt2_loss_opts lo = {(float)c->label_smoothing, (float)c->z_loss};
+    const float inv_norm = (float)(1.0 / ((double)BT * K));  // every target of our windows is valid
+    const double t_session = now_s(), elapsed0 = t->pr.elapsed_s;
+    const long step0 = (long)t->pr.step;
+    int skipped_in_a_row = 0;
+    double win_t = 0;  // train time and tokens since the tok/s shown last
+    size_t win_tokens = 0;
+
+    while (st == WGT_OK && (long)t->pr.step < c->steps && !(t->o.stop_at > 0 && (long)t->pr.step >= t->o.stop_at)) {
+        if (g_stop) break;
+        long step = (long)t->pr.step;  // 0-based index of this update
+        double t0 = now_s(), lr = train_lr_at(c, step), loss_sum = 0;
+        gpt2_zero_grad(m);
+        for (int k = 0; k < K && st == WGT_OK; k++) {
+            dataset_train_batch(t->ds, &t->pr.data_rng, B, T, inp, tgt);
+            st = gpt2_forward(m, inp, tgt, lo, inv_norm);
+            if (st != WGT_OK) break;
+            gpt2_backward(m);
+            double s;
+            st = gpt2_loss_sum(m, &s);
+            loss_sum += s;
+        }
+        if (st != WGT_OK) break;
+        double loss = loss_sum / ((double)BT * K);
+        float gnorm = NAN;
+        int skipped = !isfinite(loss);
+        if (skipped) {
+            printf("%sstep %ld: the loss is %g, so the update is skipped (the gradients would poison the weights); if "
+                   "this repeats, lower --lr or --clip\n", tty ? "\r\033[K" : "", step + 1, loss);
+            // a few bad batches can be skipped; a long run of them means the weights are already broken
+            if (++skipped_in_a_row >= MAX_SKIPS_IN_A_ROW) {
+                st = wgt_fail(WGT_ERR_CONFIG, "the loss has not been finite for %d updates in a row (up to step %ld): the "
+                              "weights are no longer usable; resume from an earlier checkpoint with a lower --lr, or start "
+                              "again", skipped_in_a_row, step + 1);
+                break;
+            }
+        } else {
+            skipped_in_a_row = 0;
+            gpt2_update(m, (float)lr, (float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
+                        (float)c->clip, (int)t->pr.updates + 1);
+            st = gpt2_grad_norm(m, &gnorm);
+            if (st != WGT_OK) break;
+            if (!isfinite(gnorm)) {
+                // the update API applies the step before the norm can be read: the weights are lost
+                st = wgt_fail(WGT_ERR_CONFIG, "step %ld: the gradient norm is %g while the loss is finite (%g); the update "
+                              "has made the weights unusable, so training stops; resume from the last checkpoint (step %ld) "
+                              "with a lower --lr or --clip", step + 1, gnorm, loss, t->last_ckpt_step);
+                break;
+            }
+            t->pr.updates++;
+        }
+        t->pr.step++;
+        t->pr.tokens += BT * K;
+        double dt = now_s() - t0;
+        t->pr.elapsed_s = elapsed0 + (now_s() - t_session);
+        win_t += dt, win_tokens += BT * K;
+
+        long s1 = (long)t->pr.step;
+        int last = s1 == c->steps || (t->o.stop_at > 0 && s1 >= t->o.stop_at);
+        metrics_row row = {s1, loss, NAN, lr, gnorm, (double)(BT * K) / dt, t->pr.elapsed_s, skipped};
+        int do_val = (c->val_every > 0 && s1 % c->val_every == 0) || s1 == c->steps;
+        if (do_val) {
+            st = train_evaluate(m, t->ds, B, T, c->val_batches, &row.val_loss, NULL);
+            if (st != WGT_OK) break;
+        }
+        st = metrics_log_write(&ml, &row);
+        if (st != WGT_OK) break;
+        metrics_history_add(&t->hist, &row);
+
+        // progress: refreshed in place on a terminal, plain lines every --log-every otherwise
+        if (tty || s1 % c->log_every == 0 || last || do_val) {
+            double sess_t = now_s() - t_session, eta = (double)(c->steps - s1) * sess_t / (double)(s1 - step0);
+            char eta_s[32];
+            fmt_duration(eta_s, sizeof eta_s, eta);
+            printf("%sstep %*ld/%ld | loss %.4f | lr %.3e | grad norm %.3f | %.0f tok/s | ETA %s%s", tty ? "\r\033[K" : "",
+                   (int)snprintf(NULL, 0, "%ld", c->steps), s1, c->steps, loss, lr, gnorm,
+                   (double)win_tokens / win_t, eta_s, tty ? "" : "\n");
+            if (!tty || win_t > 2.0) win_t = 0, win_tokens = 0;  // a terminal shows a ~2 s average
+            fflush(stdout);
+        }
+        if (do_val) {
+            printf("%sstep %ld: val loss %.4f (perplexity %.4g; unigram entropy %.4f)\n", tty ? "\r\033[K" : "", s1,
+                   row.val_loss, exp(row.val_loss), t->entropy);
+            st = write_plot(t);
+            if (st != WGT_OK) break;
+        }
+        if ((c->ckpt_every > 0 && s1 % c->ckpt_every == 0) || last) {
+            st = save_all(t, m, &sb, tty);
+            if (st == WGT_OK && !do_val) st = write_plot(t);
+        }
+        if (t->o.stop_at > 0 && s1 >= t->o.stop_at) break;
+    }
+    if (st == WGT_OK && g_stop) {
+        *interrupted = 1;
+        if (t->last_ckpt_step != (long)t->pr.step) st = save_all(t, m, &sb, tty);
+        if (st == WGT_OK)
+            printf("%sinterrupted at step %llu; continue with: wgtrain train --out %s --resume\n", tty ? "\r\033[K" : "",
+                   (unsigned long long)t->pr.step, t->o.run_dir);
+    }
+    if (st == WGT_OK && !*interrupted && (long)t->pr.step >= c->steps && step0 < c->steps)
+        printf("train: done: %ld steps, %.1f M tokens, %.1f s of training; run directory %s\n", c->steps,
+               t->pr.tokens / 1e6, t->pr.elapsed_s, t->o.run_dir);
+    signal(SIGINT, old_int);
+    signal(SIGTERM, old_term);
+    metrics_log_close(&ml);
+    free(sb.params);
+    free(sb.m);
+    free(sb.v);
+    free(inp);
+    free(tgt);
+    gpt2_free(m);
+    return st;
+}

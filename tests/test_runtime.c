@@ -1,0 +1,344 @@
+// test_runtime.c — behaviours of the WebGPU runtime (src/backend/webgpu/wg_runtime.c) that no
+// kernel test sees:
+//   - the 2-D dispatch split: gelu_inplace on n = 65535·256 + 1000 elements needs 65539
+//     workgroups, more than one grid dimension holds, so the runtime dispatches x·y and the
+//     kernel recovers the index with flat_id. Every element must match the C reference (no
+//     element skipped, none done twice: gelu∘gelu differs from gelu), and a sentinel region
+//     after n, in the same buffer, must stay untouched. n = 65535·256 (the largest 1-D grid)
+//     and 65535·256 + 1 (the smallest 2-D one) are checked too.
+//   - errors are reported, not ignored: a buffer above maxBufferSize gives WGT_ERR_CONFIG with
+//     a message; a real WebGPU validation error (a command on a destroyed buffer) comes back from
+//     wg_flush / wg_download as WGT_ERR_DEVICE with Dawn's message, and the context keeps
+//     working afterwards; a download past a buffer's end aborts with a message (in a child);
+//     an error is not lost when the runtime submits on its own (a buffer free, a full uniform
+//     ring) before the next sync, and a kernel compiled for the first time while an invalid
+//     command is pending does not turn that command's error into a pipeline abort.
+//   - the adapter choice: "cpu" gives the CPU (software) adapter, "auto" never the Null
+//     backend, a name that matches nothing fails with a message listing the adapters found, and
+//     with no Vulkan driver at all (a child with VK_DRIVER_FILES pointing nowhere) wg_ctx_init
+//     fails with a clear message instead of computing nothing on Dawn's Null adapter.
+// Tolerance for gelu: the WGSL tanh against C's tanhf, a few float ulps: atol 1e-6 + rtol 1e-5
+// (test_kernels_seed.c covers gelu's numerics; this test is about which elements are written).
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "testlib.h"
+#include "backend/backend.h"
+#include "backend/webgpu/wg_runtime.h"
+
+#define GELU_ATOL 1e-6
+#define GELU_RTOL 1e-5
+#define SENTINEL 64  // elements after n that the kernel must not touch
+
+#include "backend/cpu/ops.h"  // cpu_gelu_inplace, the C reference
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static const char *adapter_env(void) {
+    const char *a = getenv("WGTRAIN_TEST_ADAPTER");
+    return a ? a : "auto";
+}
+
+// ---------------------------------------------------------------- child modes
+// Run in a fresh process (see run_child): a download past the buffer's end must abort.
+static int child_overrun(void) {
+    wg_ctx *ctx;
+    if (wg_ctx_init(&ctx, adapter_env(), 0) != WGT_OK) { fprintf(stderr, "init: %s\n", wgt_last_error()); return 3; }
+    wgt_buf *b;
+    if (wg_buf_alloc(ctx, &b, 100, "small") != WGT_OK) return 3;
+    float dst[200];
+    wgt_view v = {b, 0};
+    wg_download(ctx, dst, v, 101);  // one element too many: must not return
+    fprintf(stderr, "download past the end returned\n");
+    return 4;
+}
+// A kernel compiled for the first time while an invalid command is pending: the error belongs to
+// that command and must come back from the next sync, not abort as a pipeline failure.
+static int child_pipeline_after_error(void) {
+    wgt_backend *be;
+    if (backend_webgpu_init(&be, adapter_env()) != WGT_OK) { fprintf(stderr, "init: %s\n", wgt_last_error()); return 3; }
+    wg_ctx *ctx = (wg_ctx *)be->impl;
+    wgt_buf *victim, *x;
+    if (wg_buf_alloc(ctx, &victim, 1024, "victim") != WGT_OK || wg_buf_alloc(ctx, &x, 256, "x") != WGT_OK) return 3;
+    wgpuBufferDestroy(victim->b);
+    wgt_view vv = {victim, 0}, xv = {x, 0};
+    wg_fill_zero(ctx, vv, 1024);
+    be->gelu_inplace(be, xv, 256);  // first use: the pipeline is compiled now
+    wgt_status st = be->sync(be);
+    printf("SYNC STATUS %d MESSAGE %s\n", (int)st, st == WGT_OK ? "" : wgt_last_error());
+    return 0;
+}
+
+// With no Vulkan driver, initialisation must fail with a message (never pick the Null adapter).
+static int child_no_driver(void) {
+    wg_ctx *ctx;
+    wgt_status st = wg_ctx_init(&ctx, "auto", 0);
+    if (st == WGT_OK) {
+        const wg_device_info *inf = wg_ctx_info(ctx);
+        printf("GOT ADAPTER '%s' backend %s\n", inf->name, wg_backend_type_name(inf->backend));
+        return 5;
+    }
+    printf("STATUS %d MESSAGE %s\n", (int)st, wgt_last_error());
+    return 0;
+}
+
+// Runs this test binary with `mode` (and extra environment) and returns its wait status;
+// stdout+stderr of the child go to *out (caller frees).
+static int run_child(const char *mode, const char *env_name, const char *env_value, char **out) {
+    int fd[2];
+    if (pipe(fd)) { perror("pipe"); exit(1); }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) { perror("fork"); exit(1); }
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        dup2(fd[1], 2);
+        close(fd[0]);
+        close(fd[1]);
+        if (env_name) setenv(env_name, env_value, 1);
+        execl("/proc/self/exe", "test_runtime", mode, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap + 1);
+    ssize_t r;
+    while ((r = read(fd[0], buf + len, cap - len)) > 0 || (r < 0 && errno == EINTR)) if (r > 0) len += (size_t)r;
+    buf[len] = 0;
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    *out = buf;
+    return status;
+}
+
+// ---------------------------------------------------------------- 2-D dispatch
+static void check_gelu_split(wgt_backend *be, size_t n, const char *what) {
+    double t0 = now_s();
+    size_t total = n + SENTINEL;
+    float *x = malloc(total * 4), *ref = malloc(total * 4), *got = malloc(total * 4);
+    uint64_t s = 0x9E3779B97F4A7C15ull ^ n;
+    for (size_t i = 0; i < total; i++) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        // values in [-4, 4): gelu(gelu(x)) != gelu(x) there, so a doubly processed element shows
+        x[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 8.0 - 4.0);
+    }
+    x[n] = 1234.5f;  // the first sentinel, easy to spot
+    memcpy(ref, x, total * 4);
+    cpu_gelu_inplace(ref, n);
+    wgt_buf *b;
+    if (be->buf_alloc(be, &b, total, "gelu-split") != WGT_OK) {
+        CHECK(0, "%s: allocation of %zu elements failed: %s", what, total, wgt_last_error());
+        free(x); free(ref); free(got);
+        return;
+    }
+    wgt_view v = {b, 0};
+    wgt_status st = be->upload(be, v, x, total);
+    be->gelu_inplace(be, v, n);
+    if (st == WGT_OK) st = be->sync(be);
+    if (st == WGT_OK) st = be->download(be, got, v, total);
+    CHECK(st == WGT_OK, "%s: device error: %s", what, wgt_last_error());
+    if (st == WGT_OK) {
+        char lab[160];
+        snprintf(lab, sizeof lab, "%s: gelu over all %zu elements", what, n);
+        CHECK_CLOSE(lab, got, ref, n, GELU_ATOL, GELU_RTOL);
+        // the tail: the last 256 + 1000 elements are in the second row of the 2-D grid
+        size_t tail = n > 4096 ? 4096 : n;
+        snprintf(lab, sizeof lab, "%s: gelu of the last %zu elements", what, tail);
+        CHECK_CLOSE(lab, got + n - tail, ref + n - tail, tail, GELU_ATOL, GELU_RTOL);
+        CHECK(memcmp(got + n, x + n, SENTINEL * 4) == 0, "%s: the kernel wrote past n (sentinel[0] = %g, was %g)", what,
+              got[n], x[n]);
+    }
+    be->buf_free(be, b);
+    free(x); free(ref); free(got);
+    printf("%-40s n = %zu (%zu workgroups): %.2f s\n", what, n, (n + 255) / 256, now_s() - t0);
+}
+
+// ---------------------------------------------------------------- errors
+static void check_errors(wgt_backend *be) {
+    wg_ctx *ctx = (wg_ctx *)be->impl;
+    const wg_device_info *inf = wg_ctx_info(ctx);
+    // (1) above maxBufferSize: refused up front, with the label and the limit in the message
+    uint64_t maxb = inf->limits.maxBufferSize;
+    size_t n_big = (size_t)(maxb / 4 + 1024);
+    wgt_buf *b = NULL;
+    wgt_status st = wg_buf_alloc(ctx, &b, n_big, "huge-tensor");
+    const char *msg = wgt_last_error();
+    CHECK(st == WGT_ERR_CONFIG && b == NULL, "allocating %zu elements (maxBufferSize %llu bytes) gave status %d", n_big,
+          (unsigned long long)maxb, (int)st);
+    CHECK(strstr(msg, "huge-tensor") && strstr(msg, "MiB"), "the message does not name the buffer and sizes: '%s'", msg);
+    printf("over maxBufferSize: %s\n", msg);
+
+    // (2) a real validation error: use a buffer whose WGPUBuffer was destroyed behind the
+    // runtime's back. The submit is invalid; wg_flush must report Dawn's message.
+    wgt_buf *victim, *ok;
+    if (wg_buf_alloc(ctx, &victim, 1024, "victim") != WGT_OK || wg_buf_alloc(ctx, &ok, 1024, "bystander") != WGT_OK) {
+        CHECK(0, "small allocations failed: %s", wgt_last_error());
+        return;
+    }
+    wgpuBufferDestroy(victim->b);
+    wgt_view vv = {victim, 0}, ov = {ok, 0};
+    wg_fill_zero(ctx, vv, 1024);
+    st = wg_flush(ctx, 1);
+    msg = wgt_last_error();
+    CHECK(st == WGT_ERR_DEVICE, "a submit using a destroyed buffer gave status %d (expected WGT_ERR_DEVICE)", (int)st);
+    CHECK(strcasestr(msg, "validation") && strcasestr(msg, "destroyed"),
+          "the error message should carry Dawn's validation message: '%s'", msg);
+    printf("validation error via wg_flush: %.160s\n", msg);
+    // the same through a download (the path every readback takes)
+    float tmp[1024];
+    st = wg_download(ctx, tmp, vv, 1024);
+    msg = wgt_last_error();
+    CHECK(st == WGT_ERR_DEVICE && strcasestr(msg, "validation"),
+          "a download from a destroyed buffer gave status %d, message '%s'", (int)st, msg);
+    // the error is reported once; the context keeps working
+    float src[1024], back[1024];
+    for (int i = 0; i < 1024; i++) src[i] = (float)i * 0.5f;
+    st = wg_upload(ctx, ov, src, 1024);
+    if (st == WGT_OK) st = wg_flush(ctx, 1);
+    if (st == WGT_OK) st = wg_download(ctx, back, ov, 1024);
+    CHECK(st == WGT_OK && !memcmp(src, back, sizeof src), "the context does not work after a reported error: %s",
+          st == WGT_OK ? "data differ" : wgt_last_error());
+    wg_buf_free(ctx, ok);
+    wg_buf_free(ctx, victim);  // destroying twice is allowed by WebGPU
+    CHECK(wg_flush(ctx, 1) == WGT_OK, "a flush after freeing reported: %s", wgt_last_error());
+
+    // (3) a download past the buffer's end is a caller bug: abort with a message (child process)
+    char *out;
+    int ws = run_child("--child-overrun", NULL, NULL, &out);
+    CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGABRT, "download past the end: the child %s %d (expected SIGABRT)",
+          WIFSIGNALED(ws) ? "died of signal" : "exited with", WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws));
+    CHECK(strstr(out, "overruns") && strstr(out, "small"), "the abort message does not say what overran: '%.300s'", out);
+    free(out);
+
+    // (4) an error must survive the runtime's internal submits until a sync reports it
+    // (backend.h: sync "reports any device error since last sync"). The runtime submits on its
+    // own when a buffer is freed and when the uniform ring fills (4096 dispatches).
+    wgt_buf *v2, *other, *x;
+    if (wg_buf_alloc(ctx, &v2, 1024, "victim2") != WGT_OK || wg_buf_alloc(ctx, &other, 1024, "other") != WGT_OK ||
+        wg_buf_alloc(ctx, &x, 256, "x") != WGT_OK) {
+        CHECK(0, "small allocations failed: %s", wgt_last_error());
+        return;
+    }
+    wgt_view v2v = {v2, 0}, xv = {x, 0};
+    be->gelu_inplace(be, xv, 256);  // compile the pipeline before the error is pending
+    CHECK(be->sync(be) == WGT_OK, "gelu on a small buffer: %s", wgt_last_error());
+    wgpuBufferDestroy(v2->b);
+    wg_fill_zero(ctx, v2v, 1024);
+    wg_buf_free(ctx, other);  // submits what is recorded
+    st = be->sync(be);
+    CHECK(st == WGT_ERR_DEVICE, "a validation error followed by a buffer free was not reported by sync (status %d)",
+          (int)st);
+    wg_fill_zero(ctx, v2v, 1024);
+    for (int i = 0; i < 4200; i++) be->gelu_inplace(be, xv, 256);  // fills the uniform ring: automatic submit
+    st = be->sync(be);
+    CHECK(st == WGT_ERR_DEVICE, "a validation error followed by 4200 dispatches was not reported by sync (status %d)",
+          (int)st);
+    be->sync(be);
+    wg_buf_free(ctx, x);
+    wg_buf_free(ctx, v2);
+    be->sync(be);
+
+    // (5) the first use of a kernel while an invalid command is pending (child process: today
+    // this aborts, blaming the pipeline)
+    ws = run_child("--child-pipeline-after-error", NULL, NULL, &out);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && strstr(out, "SYNC STATUS 5") && strcasestr(out, "destroyed"),
+          "a kernel compiled while an invalid command was pending: child %s %d, output: %.400s",
+          WIFSIGNALED(ws) ? "died of signal" : "exited with", WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws), out);
+    free(out);
+}
+
+// ---------------------------------------------------------------- adapter choice
+static void check_adapters(void) {
+    wg_ctx *ctx;
+    char cpu_name[256] = "";
+    // "cpu": the software adapter (lavapipe)
+    wgt_status st = wg_ctx_init(&ctx, "cpu", 0);
+    CHECK(st == WGT_OK, "--adapter cpu failed: %s", wgt_last_error());
+    if (st == WGT_OK) {
+        const wg_device_info *inf = wg_ctx_info(ctx);
+        CHECK(inf->type == WGPUAdapterType_CPU, "--adapter cpu gave '%s' of type %s", inf->name,
+              wg_adapter_type_name(inf->type));
+        CHECK(inf->backend != WGPUBackendType_Null, "--adapter cpu gave the Null backend");
+        snprintf(cpu_name, sizeof cpu_name, "%s", inf->name);
+        printf("cpu adapter: '%s' (%s, %s)\n", inf->name, wg_adapter_type_name(inf->type),
+               wg_backend_type_name(inf->backend));
+        wg_ctx_free(ctx);
+    }
+    // "auto": whatever it picks is not the Null backend
+    st = wg_ctx_init(&ctx, "auto", 0);
+    CHECK(st == WGT_OK, "--adapter auto failed: %s", wgt_last_error());
+    if (st == WGT_OK) {
+        const wg_device_info *inf = wg_ctx_info(ctx);
+        CHECK(inf->backend != WGPUBackendType_Null && inf->name[0], "auto chose '%s' on backend %s", inf->name,
+              wg_backend_type_name(inf->backend));
+        printf("auto adapter: '%s' (%s)\n", inf->name, wg_adapter_type_name(inf->type));
+        wg_ctx_free(ctx);
+    }
+    // "gpu": a real GPU or a clear refusal that lists what was found
+    st = wg_ctx_init(&ctx, "gpu", 0);
+    if (st == WGT_OK) {
+        const wg_device_info *inf = wg_ctx_info(ctx);
+        CHECK(inf->type != WGPUAdapterType_CPU && inf->backend != WGPUBackendType_Null, "--adapter gpu gave '%s' (%s)",
+              inf->name, wg_adapter_type_name(inf->type));
+        wg_ctx_free(ctx);
+    } else {
+        const char *m = wgt_last_error();
+        CHECK(st == WGT_ERR_DEVICE && strstr(m, "'gpu'") && (!cpu_name[0] || strstr(m, cpu_name)),
+              "--adapter gpu on a machine without one: status %d, message '%s'", (int)st, m);
+        printf("gpu adapter: refused: %s\n", m);
+    }
+    // a name that matches nothing
+    st = wg_ctx_init(&ctx, "no-such-gpu", 0);
+    const char *m = wgt_last_error();
+    CHECK(st == WGT_ERR_DEVICE, "--adapter no-such-gpu gave status %d", (int)st);
+    if (st == WGT_OK) wg_ctx_free(ctx);
+    CHECK(strstr(m, "no-such-gpu") && (!cpu_name[0] || strstr(m, cpu_name)),
+          "the message should name the request and list the adapters found: '%s'", m);
+    printf("no-such-gpu: %s\n", m);
+
+    // no Vulkan driver at all: in a child, with the loader pointed at a driver list that does not exist
+    char *out;
+    int ws = run_child("--child-no-driver", "VK_DRIVER_FILES", "/nonexistent/wgtrain-test-icd.json", &out);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && strstr(out, "STATUS 5") && strstr(out, "no usable WebGPU adapter"),
+          "without a Vulkan driver, wg_ctx_init should fail with 'no usable WebGPU adapter'; child exit %d: %.400s",
+          WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, out);
+    char *line = strstr(out, "MESSAGE ");
+    if (line) printf("no driver: %.300s", line + 8);
+    free(out);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--child-overrun")) return child_overrun();
+    if (argc > 1 && !strcmp(argv[1], "--child-no-driver")) return child_no_driver();
+    if (argc > 1 && !strcmp(argv[1], "--child-pipeline-after-error")) return child_pipeline_after_error();
+    double t0 = now_s();
+
+    check_adapters();
+
+    wgt_backend *be;
+    if (backend_webgpu_init(&be, adapter_env()) != WGT_OK) {
+        fprintf(stderr, "webgpu backend unavailable: %s\n", wgt_last_error());
+        return 1;
+    }
+    uint32_t maxd = wg_ctx_info((wg_ctx *)be->impl)->limits.maxComputeWorkgroupsPerDimension;
+    check_errors(be);
+    check_gelu_split(be, (size_t)maxd * 256 + 1000, "2-D split (x*y grid)");
+    check_gelu_split(be, (size_t)maxd * 256, "largest 1-D grid");
+    check_gelu_split(be, (size_t)maxd * 256 + 1, "smallest 2-D grid");
+    be->free(be);
+    printf("total %.1f s\n", now_s() - t0);
+    return test_finish();
+}

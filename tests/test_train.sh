@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# test_train.sh — the trainer end to end on the CPU backend, with a generated corpus and tiny
+# models so it runs in about a minute: prepare, train (metrics, plot, checkpoints), resume
+# equality bit for bit, SIGTERM and SIGKILL at arbitrary moments (the last checkpoint must
+# stay loadable and the finished run must equal one never interrupted), sample, eval, and the
+# messages for bad inputs. Prints "N passed, N failed"; the exit code is the verdict.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+W=$PWD/build/wgtrain
+PY=${PYTHON:-python3}
+if [[ ! -x $W ]]; then echo "build/wgtrain is missing: run make first"; echo "0 passed, 1 failed"; exit 1; fi
+T=$(mktemp -d /tmp/wgt_train_XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0; fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
+# expect_fail WHAT SUBSTRING CMD...: the command must fail and say SUBSTRING
+expect_fail() {
+    local what=$1 want=$2; shift 2
+    local out rc
+    out=$("$@" 2>&1); rc=$?
+    if [[ $rc -ne 0 && $out == *"$want"* ]]; then ok; else bad "$what: exit $rc, expected a message with '$want', got: $out"; fi
+}
+# the step/loss/val_loss part of metrics.jsonl (timings differ between runs)
+losses() { sed -E 's/, "lr".*//' "$1"; }
+section() { echo "== $*"; }
+
+# ---------------------------------------------------------------- a corpus with structure to learn
+$PY - "$T/corpus.txt" <<'EOF'
+import random, sys
+r = random.Random(7)
+subj = ["the cat", "a dog", "the old man", "my sister", "the teacher", "a small bird", "the farmer", "our neighbour"]
+verb = ["sees", "likes", "follows", "finds", "watches", "carries", "paints", "remembers"]
+obj = ["the red ball", "a green apple", "the long road", "a quiet river", "the blue house", "an open door"]
+place = ["in the garden", "near the station", "at the market", "by the sea", "under the bridge", "after dinner"]
+docs = []
+for d in range(240):
+    s = []
+    for k in range(r.randint(3, 8)):
+        s.append(f"{r.choice(subj).capitalize()} {r.choice(verb)} {r.choice(obj)} {r.choice(place)}.")
+    docs.append(" ".join(s))
+open(sys.argv[1], "w").write("\n<|endoftext|>\n".join(docs) + "\n")
+EOF
+
+section prepare
+out=$($W prepare --input "$T/corpus.txt" --out "$T/data" --vocab 512 2>&1); rc=$?
+check "prepare exits 0 ($out)" test $rc -eq 0
+check "prepare prints the unigram entropy" grep -q "unigram entropy" <<<"$out"
+for f in meta.json tokenizer.bin train_000.bin val_000.bin; do check "prepare wrote $f" test -s "$T/data/$f"; done
+check "prepare --help" bash -c "'$W' prepare --help >/dev/null"
+
+# small sizes: a step takes milliseconds
+M=(--data "$T/data" --device cpu --layers 2 --heads 2 --d-model 32 --d-ff 64 --seq 32 --batch 4 --lr 3e-3 --warmup 4)
+section train
+out=$($W train "${M[@]}" --out "$T/A" --steps 24 --val-every 6 --val-batches 2 --ckpt-every 8 --log-every 4 2>&1); rc=$?
+check "train exits 0 ($out)" test $rc -eq 0
+check "train prints the unigram entropy at start" grep -q "unigram entropy of the train tokens" <<<"$out"
+check "progress lines have loss, lr, grad norm, tok/s, ETA" grep -qE "step +24/24 \| loss [0-9.]+ \| lr [0-9.e+-]+ \| grad norm [0-9.]+ \| [0-9]+ tok/s \| ETA" <<<"$out"
+for f in config.json ckpt.bin model.safetensors metrics.jsonl loss.svg tokenizer.bin; do check "train wrote $f" test -s "$T/A/$f"; done
+check "metrics.jsonl has 24 rows" test "$(wc -l <"$T/A/metrics.jsonl")" -eq 24
+check "metrics rows carry the fields" grep -qE '^\{"step": 6, "loss": [0-9.]+, "val_loss": [0-9.]+, "lr": [0-9.e-]+, "grad_norm": [0-9.e-]+, "tokens_per_s": [0-9.]+, "time_s": [0-9.]+\}$' "$T/A/metrics.jsonl"
+check "four validation measurements" test "$(grep -c val_loss "$T/A/metrics.jsonl")" -eq 4
+check "loss.svg is an SVG with the entropy line" grep -q "unigram entropy" "$T/A/loss.svg"
+check "loss.svg is well-formed XML" $PY -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$T/A/loss.svg"
+check "the validation loss falls" $PY - "$T/A/metrics.jsonl" <<'EOF'
+import json, sys
+v = [json.loads(l)["val_loss"] for l in open(sys.argv[1]) if "val_loss" in l]
+sys.exit(0 if v[-1] < v[0] - 0.3 else 1)
+EOF
+check "config.json has model, train and data" $PY -c "
+import json, sys; c = json.load(open(sys.argv[1])); v = json.load(open(sys.argv[2]))['vocab_size']
+sys.exit(0 if c['model']['n_layer'] == 2 and c['model']['vocab'] == v and c['train']['batch'] == 4 and c['data'].startswith('/') else 1)" "$T/A/config.json" "$T/data/meta.json"
+check "train --help" bash -c "'$W' train --help >/dev/null"
+
+section "resume equals the uninterrupted run"
+$W train "${M[@]}" --out "$T/B" --steps 24 --val-every 6 --val-batches 2 --ckpt-every 8 --stop-at 10 >/dev/null 2>&1
+check "--stop-at 10 leaves 10 rows" test "$(wc -l <"$T/B/metrics.jsonl")" -eq 10
+out=$($W train --out "$T/B" --resume --device cpu 2>&1); rc=$?
+check "resume exits 0 ($out)" test $rc -eq 0
+check "resume says where it continues" grep -q "resuming .* at step 10" <<<"$out"
+check "resumed losses equal the straight run's bit for bit" diff <(losses "$T/A/metrics.jsonl") <(losses "$T/B/metrics.jsonl")
+check "resumed weights equal the straight run's" cmp -s "$T/A/model.safetensors" "$T/B/model.safetensors"
+out=$($W train --out "$T/B" --resume --device cpu 2>&1)
+check "resuming a finished run says so" grep -q "nothing to do" <<<"$out"
+out=$($W train --out "$T/B" --resume --device cpu --steps 30 2>&1); rc=$?
+check "--steps may be raised on resume" test $rc -eq 0 -a "$(wc -l <"$T/B/metrics.jsonl")" -eq 30
+
+section "gradient accumulation"
+# 2 micro-batches of 4 draw the same windows as one batch of 8: same losses up to rounding
+$W train "${M[@]}" --out "$T/G1" --steps 6 --batch 8 --val-every 0 >/dev/null 2>&1
+$W train "${M[@]}" --out "$T/G2" --steps 6 --batch 4 --grad-accum 2 --val-every 0 >/dev/null 2>&1
+check "--grad-accum 2 x batch 4 matches batch 8" $PY - "$T/G1/metrics.jsonl" "$T/G2/metrics.jsonl" <<'EOF'
+import json, sys
+a, b = ([json.loads(l)["loss"] for l in open(p)] for p in sys.argv[1:3])
+sys.exit(0 if len(a) == len(b) == 6 and all(abs(x - y) < 1e-5 * abs(x) for x, y in zip(a, b)) else 1)
+EOF
+
+section "SIGTERM and SIGKILL"
+# a larger model so each step writes a ~20 MB checkpoint: kills land inside writes too
+K=(--data "$T/data" --device cpu --layers 2 --heads 4 --d-model 256 --d-ff 1024 --seq 32 --batch 4 --steps 40
+   --val-every 10 --val-batches 2 --lr 1e-3)
+t0=$SECONDS
+$W train "${K[@]}" --out "$T/R" --ckpt-every 40 >/dev/null 2>&1
+check "reference run for the crash test" test -s "$T/R/ckpt.bin"
+echo "reference run: $((SECONDS - t0)) s for 40 steps"
+$W train "${K[@]}" --out "$T/S" --ckpt-every 5 >"$T/S.log" 2>&1 &
+pid=$!
+sleep 1.5
+kill -TERM $pid
+wait $pid; rc=$?
+if grep -q "train: done" "$T/S.log"; then
+    echo "note: the run finished before SIGTERM; the SIGTERM check is vacuous on this machine"
+else
+    check "SIGTERM exits with 130 (got $rc)" test $rc -eq 130
+    check "SIGTERM writes a checkpoint and says how to resume" grep -q "interrupted at step .*--resume" "$T/S.log"
+fi
+check "resume after SIGTERM" $W train --out "$T/S" --resume --device cpu >/dev/null 2>&1
+check "after SIGTERM, losses equal the reference" diff <(losses "$T/R/metrics.jsonl") <(losses "$T/S/metrics.jsonl")
+
+kills=0; torn=0; loads=0
+for delay in 0.3 0.55 0.8 1.05 0.45 0.7 0.95 0.35 0.6 0.85; do
+    resume=(); [[ -f $T/X/ckpt.bin ]] && resume=(--resume)
+    $W train "${K[@]}" --out "$T/X" --ckpt-every 1 "${resume[@]}" >/dev/null 2>&1 &
+    pid=$!
+    sleep $delay
+    kill -KILL $pid 2>/dev/null && kills=$((kills + 1))
+    wait $pid 2>/dev/null
+    ls "$T"/X/*.tmp.* >/dev/null 2>&1 && torn=$((torn + 1))
+    if [[ -f $T/X/ckpt.bin ]]; then
+        if out=$($W eval --run "$T/X" --batches 1 --device cpu 2>&1); then loads=$((loads + 1))
+        else bad "after kill -9 at ${delay}s the checkpoint does not load: $out"; fi
+    fi
+done
+echo "kill -9: $kills kills, $torn left a half-written temporary file, the checkpoint loaded after $loads"
+check "kill -9 hit a running trainer several times" test $kills -ge 5
+check "the checkpoint survived every kill" test $loads -ge $((kills - 2))
+out=$($W train --out "$T/X" --resume --device cpu 2>&1); rc=$?
+check "resume after the kills ($out)" test $rc -eq 0
+check "no temporary file is left after a resume" bash -c "! ls '$T'/X/*.tmp.* >/dev/null 2>&1"
+check "after 10 kills, losses equal the uninterrupted run's" diff <(losses "$T/R/metrics.jsonl") <(losses "$T/X/metrics.jsonl")
+
+section sample
+s1=$($W sample --run "$T/A" --device cpu --tokens 20 --seed 3 2>&1); rc=$?
+check "sample exits 0 ($s1)" test $rc -eq 0
+check "sample produces text" test ${#s1} -ge 20
+s2=$($W sample --run "$T/A" --device cpu --tokens 20 --seed 3 2>&1)
+check "the same seed gives the same text" test "$s1" == "$s2"
+s3=$($W sample --run "$T/A" --device cpu --tokens 10 --prompt "The cat" --temperature 0.5 --top-k 20 --top-p 0.9 2>&1); rc=$?
+check "sample with a prompt starts with it ($s3)" test $rc -eq 0 -a "${s3:0:7}" == "The cat"
+check "greedy sampling" bash -c "'$W' sample --run '$T/A' --device cpu --tokens 5 --temperature 0 >/dev/null"
+check "sample --help" bash -c "'$W' sample --help >/dev/null"
+
+section eval
+out=$($W eval --run "$T/A" --device cpu 2>&1); rc=$?
+check "eval exits 0 ($out)" test $rc -eq 0
+check "eval prints loss and perplexity = exp(loss)" $PY - "$out" <<'EOF'
+import math, re, sys
+t = sys.argv[1]
+l = float(re.search(r"^loss ([0-9.]+)$", t, re.M).group(1)); p = float(re.search(r"^perplexity ([0-9.e+]+)$", t, re.M).group(1))
+sys.exit(0 if abs(math.exp(l) - p) < 1e-3 * p else 1)
+EOF
+check "eval --shard" bash -c "'$W' eval --run '$T/A' --device cpu --shard '$T/data/val_000.bin' --batches 1 >/dev/null"
+check "eval --help" bash -c "'$W' eval --help >/dev/null"
+
+section "bad inputs"
+: >"$T/empty.txt"
+expect_fail "empty corpus" "empty" $W prepare --input "$T/empty.txt" --out "$T/d1"
+expect_fail "missing input file" "not found" $W prepare --input "$T/no-such-file.txt" --out "$T/d2"
+expect_fail "--vocab 100" "--vocab 100" $W prepare --input "$T/corpus.txt" --out "$T/d3" --vocab 100
+expect_fail "--seq beyond max_seq on resume" "maximum sequence length" $W train --out "$T/A" --resume --seq 64 --device cpu
+expect_fail "--seq beyond --max-seq" "exceeds the model's maximum sequence length" $W train "${M[@]}" --out "$T/E1" --seq 64 --max-seq 32
+expect_fail "--seq longer than the data" "too short" $W train "${M[@]}" --out "$T/E2" --seq 100000
+expect_fail "--device nonsense" "unknown device" $W train "${M[@]}" --out "$T/E3" --device nonsense
+expect_fail "existing run without --resume" "--resume" $W train "${M[@]}" --out "$T/A"
+expect_fail "resume with another model size" "--layers 3 differs" $W train --out "$T/A" --resume --layers 3
+expect_fail "resume without a checkpoint" "not found" $W train --out "$T/none" --resume
+expect_fail "missing data directory" "not found" $W train "${M[@]}" --data "$T/no-data" --out "$T/E4"
+expect_fail "bad flag value" "--batch" $W train "${M[@]}" --out "$T/E5" --batch 0
+expect_fail "unknown preset" "unknown preset" $W train "${M[@]}" --out "$T/E6" --preset huge
+expect_fail "unknown option" "unknown option" $W train "${M[@]}" --out "$T/E7" --bogus 1
+expect_fail "sample --top-p 0" "--top-p" $W sample --run "$T/A" --top-p 0
+# a shard with a token id beyond the vocabulary (written by hand in llm.c's format)
+cp -r "$T/data" "$T/baddata"
+$PY - "$T/baddata/train_000.bin" <<'EOF'
+import struct, sys
+toks = [i % 200 for i in range(5000)]; toks[1234] = 600
+h = [20240520, 1, len(toks)] + [0] * 253
+open(sys.argv[1], "wb").write(struct.pack("<256i", *h) + struct.pack("<%dH" % len(toks), *toks))
+EOF
+expect_fail "token beyond the vocabulary" "token id 600 at position 1234" $W train "${M[@]}" --data "$T/baddata" --out "$T/E8"
+# NaN weights (a checkpoint rewritten with valid checksums): updates are skipped, then training stops
+mkdir -p "$T/P" && cp "$T/A/ckpt.bin" "$T/A/config.json" "$T/P/"
+$PY - "$T/P/ckpt.bin" <<'EOF'
+import struct, sys, zlib
+p = sys.argv[1]; b = bytearray(open(p, "rb").read())
+j = struct.unpack_from("<I", b, 64)[0]; off = 64 + 4 + j + 40
+n = struct.unpack_from("<Q", b, off)[0]; off += 8
+b[off:off + 4 * n] = struct.pack("<f", float("nan")) * n
+struct.pack_into("<I", b, 24, zlib.crc32(bytes(b[64:])))
+struct.pack_into("<I", b, 60, zlib.crc32(bytes(b[:60])))
+open(p, "wb").write(b)
+EOF
+out=$($W train --out "$T/P" --resume --device cpu --steps 60 2>&1); rc=$?
+check "NaN loss: the update is skipped and said so" grep -q "update is skipped" <<<"$out"
+check "NaN loss: metrics mark skipped updates" grep -q '"loss": null.*"skipped": true' "$T/P/metrics.jsonl"
+check "NaN loss: training stops after 20 in a row (exit $rc)" test $rc -ne 0 -a -n "$(grep 'not been finite for 20 updates' <<<"$out")"
+# damaged checkpoints are refused by eval and resume
+mkdir -p "$T/C1" "$T/C2"
+cp "$T/A/ckpt.bin" "$T/C1/"
+$PY -c "import sys; p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[len(b) // 2] ^= 4; open(p, 'wb').write(b)" "$T/C1/ckpt.bin"
+expect_fail "flipped byte" "checksum" $W eval --run "$T/C1" --device cpu
+head -c 5000 "$T/A/ckpt.bin" >"$T/C2/ckpt.bin"
+expect_fail "truncated checkpoint" "truncated" $W train --out "$T/C2" --resume --device cpu
+
+echo
+echo "$pass passed, $fail failed"
+[[ $fail -eq 0 ]]
