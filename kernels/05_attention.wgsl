@@ -6,7 +6,7 @@
 // log of the sum of exp of the scaled scores q·k/sqrt(HS) over keys s <= t).
 //
 // Host constants (prepended as defines): HS (head size), RPT (query rows per thread), BC (keys
-// per tile). One workgroup handles BR = 32·RPT query rows of one (b, h); its 256 threads form
+// per tile), UNROLL (false on the software rasterizer, see nd4). One workgroup handles BR = 32·RPT query rows of one (b, h); its 256 threads form
 // 32 row groups × 8 key lanes. Per key tile:
 //   1. K tile -> workgroup memory; each thread scores its RPT rows against keys kl + 8·j;
 //   2. per-row max over the 8 lanes through workgroup memory (no subgroup assumptions);
@@ -101,6 +101,10 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
 
     let n_tiles = (min(q0 + BR, T) + BC - 1u) / BC;
     let sw = kl & SWM;  // key kl + 8j has (key & 7) == kl
+    // the constant trip count lets GPU compilers unroll the score loop; the software rasterizer
+    // (UNROLL false) takes it from the uniform, since unrolling costs it seconds of compilation
+    var nd4 = HS4;
+    if (!UNROLL) { nd4 = fa_p.hs4; }
     for (var kt = 0u; kt < n_tiles; kt++) {
         let k0 = kt * BC;
         workgroupBarrier();  // the previous tile's P·V reads are done
@@ -109,7 +113,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
 
         // explicit zeroing: a var inside a loop is not reliably re-zeroed on every driver
         var s = array<array<f32, KPT>, RPT>();
-        for (var d4 = 0u; d4 < HS4; d4++) {
+        for (var d4 = 0u; d4 < nd4; d4++) {
             var qv : array<vec4<f32>, RPT>;
             for (var r = 0u; r < RPT; r++) { qv[r] = fa_q[(row0 + r) * HS4 + d4]; }
             for (var j = 0u; j < KPT; j++) {

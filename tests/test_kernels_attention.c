@@ -91,9 +91,9 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, 
         snprintf(what, sizeof what, "forward out finite, %s", tag);
         CHECK(all_finite(og, bt * C) && all_finite(lg, nl), "%s", what);
         snprintf(what, sizeof what, "forward out, %s", tag);
-        compare(what, og, oc, bt * C, 2.0, 0.0);
+        compare(what, og, oc, bt * C, 0.1, 0.0);
         snprintf(what, sizeof what, "forward lse, %s", tag);
-        compare(what, lg, lc, nl, 0.05, 1e-4);
+        compare(what, lg, lc, nl, 5e-3, 1e-4);
     } else {
         // out = Σ P·v with |v| <~ 4: f32 score and exp2 rounding (scores up to ~20 carry ~1e-6
         // relative error into P) against the reference's double sums
@@ -143,16 +143,17 @@ int main(void) {
     verbose = getenv("WGTRAIN_TEST_VERBOSE") && atoi(getenv("WGTRAIN_TEST_VERBOSE"));
     double t0 = now_s();
     bpair p = bpair_open();
+    // five head sizes only: every new head size compiles its own pipelines, which costs the
+    // software rasterizer seconds each
     run_case(&p, 2, 5, 8, 2, 0);       // tiny: HS = 4, one partial tile
-    run_case(&p, 1, 67, 32, 2, 0);     // T just past a tile multiple, HS = 16
-    run_case(&p, 1, 130, 48, 2, 0);    // HS = 24: vec4 rows not a multiple of 8 (no swizzle)
+    run_case(&p, 1, 67, 48, 2, 0);     // T just past a tile multiple; HS = 24: vec4 rows not a
+    run_case(&p, 1, 130, 48, 2, 0);    //   multiple of 8 (no swizzle)
     run_case(&p, 2, 100, 128, 2, 0);   // HS = 64 with NH = 2
-    run_case(&p, 1, 256, 128, 2, 0);   // T = 256, HS = 64
+    run_case(&p, 1, 256, 128, 2, 0);   // T = 256
+    run_case(&p, 1, 56, 128, 2, 0);    // T at the split-short limit of 32 KiB devices
     run_case(&p, 1, 70, 128, 1, 0);    // HS = 128: the small tiles
     run_case(&p, 2, 40, 12, 2, 0);     // HS = 6: not a multiple of 4
-    run_case(&p, 1, 56, 64, 2, 0);     // T at the split-short limit of 32 KiB devices
-    run_case(&p, 1, 64, 64, 1, 0);     // T = 64: split-short on 48 KiB devices, split-dKdV here
-    run_case(&p, 1, 33, 16, 2, 80.0f); // ±80 inputs
+    run_case(&p, 1, 33, 8, 2, 80.0f);  // ±80 inputs
     bpair_close(&p);
     fprintf(stderr, "attention tests: %.1f s\n", now_s() - t0);
     return test_finish();

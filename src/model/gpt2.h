@@ -57,8 +57,8 @@ void gpt2_backward(gpt2 *m);
 void gpt2_zero_grad(gpt2 *m);
 // Reads back the sum of the per-row losses of the last forward.
 wgt_status gpt2_loss_sum(gpt2 *m, double *sum);
-// Forward-only logits of the last forward's batch (before the loss); `logits` is B*T*V floats.
-// Must be called between gpt2_forward_logits and any loss.
+// Forward pass only (no loss, no backward possible afterwards): uploads `tokens` (B*T) and
+// copies the logits, B*T*V floats, to the host.
 wgt_status gpt2_forward_logits(gpt2 *m, const int32_t *tokens, float *logits);
 
 // Global-norm clipping (max_norm <= 0: off) and AdamW, all on the device. Returns nothing read

@@ -29,6 +29,11 @@ static uint32_t smem_limit(wg_ctx *ctx) { return wg_ctx_info(ctx)->limits.maxCom
 
 static uint32_t hs4_of(uint32_t HS) { return (HS + 3) / 4; }
 
+// Whether the score loops over head columns get a constant trip count (unrolled by the shader
+// compiler). Not on the software rasterizer: there unrolling costs seconds of shader compilation
+// per pipeline and gains nothing that matters.
+static int unroll_ok(wg_ctx *ctx) { return wg_ctx_info(ctx)->type != WGPUAdapterType_CPU; }
+
 // Workgroup memory of attention_forward: Q block, one K/V tile, the P tile (as declared there).
 static uint32_t fwd_bytes(uint32_t HS, uint32_t rpt, uint32_t bc) {
     uint32_t br = 32 * rpt, hs4 = hs4_of(HS);
@@ -93,7 +98,8 @@ void wg_attention_forward(wgt_backend *be, wgt_view out, wgt_view lse, wgt_view 
     uint32_t HS = C / NH;
     attn_tile tl = fwd_tile(ctx, HS);
     char defs[96];
-    snprintf(defs, sizeof defs, "const HS=%uu;const RPT=%uu;const BC=%uu;", HS, tl.rows, tl.keys);
+    snprintf(defs, sizeof defs, "const HS=%uu;const RPT=%uu;const BC=%uu;const UNROLL=%s;", HS, tl.rows, tl.keys,
+             unroll_ok(ctx) ? "true" : "false");
     uint32_t br = 32 * tl.rows, nblk = (T + br - 1) / br;
     attn_params p = make_params(B, T, C, NH, nblk);
     size_t bt = (size_t)B * T;
@@ -112,10 +118,8 @@ int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, 
 
 static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, attn_tile tl, uint32_t ss) {
     char defs[112];
-    // unrolling the score loop costs the software rasterizer seconds of compilation per pipeline
-    int unroll = wg_ctx_info(ctx)->type != WGPUAdapterType_CPU;
     snprintf(defs, sizeof defs, "const HS=%uu;const BQ=%uu;const BK=%uu;const SS=%uu;const UNROLL=%s;", HS, tl.rows,
-             tl.keys, ss, unroll ? "true" : "false");
+             tl.keys, ss, unroll_ok(ctx) ? "true" : "false");
     return wg_pipeline(ctx, "10_backward_attention.wgsl", entry, defs);
 }
 

@@ -235,9 +235,10 @@ static wgt_status choose_adapter(wg_ctx *ctx, const char *want) {
         wg_device_info inf;
         memset(&inf, 0, sizeof inf);
         adapter_describe(a, &inf);
-        if (strlen(seen) + strlen(inf.name) + 40 < sizeof seen)
-            snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s'%s' (%s, %s)", seen[0] ? ", " : "",
-                     inf.name, wg_adapter_type_name(inf.type), wg_backend_type_name(inf.backend));
+        char entry[400];
+        snprintf(entry, sizeof entry, "'%s' (%s, %s)", inf.name, wg_adapter_type_name(inf.type), wg_backend_type_name(inf.backend));
+        if (!strstr(seen, entry) && strlen(seen) + strlen(entry) + 4 < sizeof seen)  // each adapter once
+            snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s%s", seen[0] ? ", " : "", entry);
         // Dawn's Null backend computes nothing: never use it
         int rank = -1;
         if (inf.backend != WGPUBackendType_Null) {
@@ -416,9 +417,9 @@ wgt_status wg_buf_alloc(wg_ctx *ctx, wgt_buf **out, size_t n_elems, const char *
     *out = NULL;
     uint64_t bytes = ((uint64_t)(n_elems ? n_elems : 1) * 4 + 255) & ~255ull;
     if (bytes > ctx->info.limits.maxBufferSize)
-        return wgt_fail(WGT_ERR_CONFIG, "buffer '%s' needs %.1f MiB but the device's largest buffer is %.1f MiB; "
-                        "use a smaller model, batch or sequence length", label, bytes / 1048576.0,
-                        ctx->info.limits.maxBufferSize / 1048576.0);
+        return wgt_fail(WGT_ERR_CONFIG, "buffer '%s' needs %llu bytes but the device's largest buffer is %llu bytes; "
+                        "use a smaller model, batch or sequence length", label, (unsigned long long)bytes,
+                        (unsigned long long)ctx->info.limits.maxBufferSize);
     wgt_buf *b = wgt_calloc(1, sizeof *b);
     WGPUBufferDescriptor bd;
     memset(&bd, 0, sizeof bd);
