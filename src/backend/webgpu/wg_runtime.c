@@ -417,9 +417,9 @@ wgt_status wg_buf_alloc(wg_ctx *ctx, wgt_buf **out, size_t n_elems, const char *
     *out = NULL;
     uint64_t bytes = ((uint64_t)(n_elems ? n_elems : 1) * 4 + 255) & ~255ull;
     if (bytes > ctx->info.limits.maxBufferSize)
-        return wgt_fail(WGT_ERR_CONFIG, "buffer '%s' needs %llu bytes but the device's largest buffer is %llu bytes; "
-                        "use a smaller model, batch or sequence length", label, (unsigned long long)bytes,
-                        (unsigned long long)ctx->info.limits.maxBufferSize);
+        return wgt_fail(WGT_ERR_CONFIG, "buffer '%s' needs %llu bytes (%.1f MiB) but the device's largest buffer is %llu "
+                        "bytes; use a smaller model, batch or sequence length", label, (unsigned long long)bytes,
+                        bytes / 1048576.0, (unsigned long long)ctx->info.limits.maxBufferSize);
     wgt_buf *b = wgt_calloc(1, sizeof *b);
     WGPUBufferDescriptor bd;
     memset(&bd, 0, sizeof bd);
