@@ -21,6 +21,7 @@
 int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv,
                                wgt_view out, wgt_view lse, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
 int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
+extern int wg_attention_unroll_override;
 
 static int verbose = 0;
 static const char *variant_name[] = {"auto", "streaming", "split-dKdV", "split-short"};
@@ -148,6 +149,9 @@ int main(void) {
     run_case(&p, 2, 5, 8, 2, 0);       // tiny: HS = 4, one partial tile
     run_case(&p, 1, 67, 48, 2, 0);     // T just past a tile multiple; HS = 24: vec4 rows not a
     run_case(&p, 1, 130, 48, 2, 0);    //   multiple of 8 (no swizzle)
+    wg_attention_unroll_override = 1;  // the unrolled score loops of real GPUs (cheap at HS = 4)
+    run_case(&p, 2, 70, 8, 2, 0);
+    wg_attention_unroll_override = -1;
     run_case(&p, 2, 100, 128, 2, 0);   // HS = 64 with NH = 2
     run_case(&p, 1, 256, 128, 2, 0);   // T = 256
     run_case(&p, 1, 56, 128, 2, 0);    // T at the split-short limit of 32 KiB devices

@@ -52,8 +52,9 @@ wgt_status gpt2_config_check(const gpt2_config *c) {
     if (c->n_head < 1) return wgt_fail(WGT_ERR_CONFIG, "n_head must be at least 1, got %d", c->n_head);
     if (c->d_model < 1 || c->d_model % c->n_head)
         return wgt_fail(WGT_ERR_CONFIG, "d_model (%d) must be a positive multiple of n_head (%d)", c->d_model, c->n_head);
-    if (c->d_model / c->n_head > 256)
-        return wgt_fail(WGT_ERR_CONFIG, "head size d_model/n_head = %d is above the supported 256", c->d_model / c->n_head);
+    if (c->d_model / c->n_head > 128)
+        return wgt_fail(WGT_ERR_CONFIG, "head size d_model/n_head = %d is above the supported 128; use more heads",
+                        c->d_model / c->n_head);
     if (c->d_ff < 1) return wgt_fail(WGT_ERR_CONFIG, "d_ff must be at least 1, got %d", c->d_ff);
     if (c->vocab < 1 || c->vocab > 65536)
         return wgt_fail(WGT_ERR_CONFIG, "vocab must be 1..65536 (tokens are stored as uint16), got %d", c->vocab);

@@ -4,7 +4,7 @@
 //
 // Backward variant rule (wg_attention_backward, variant 0 = auto):
 //   1. split-short   when T <= the largest T whose T×T P and dS fit in workgroup memory
-//                    (56 with 32 KiB, 64 with 48 KiB): one dispatch per (b, h), nothing recomputed;
+//                    (56 with 32 KiB, 64 with 48 KiB): one workgroup per (b, h), nothing recomputed;
 //   2. streaming     when B·NH >= WG_ATTN_STREAM_MIN_HEADS: one workgroup per (b, h) already
 //                    fills the device, and streaming computes P and dS once instead of twice;
 //   3. split-dKdV    otherwise (e.g. GPT-2 124M, B·NH = 96, T = 1024): B·NH·T/BK workgroups for
@@ -16,6 +16,10 @@
 #include "backend/webgpu/wg_ops.h"
 
 #define WG_ATTN_STREAM_MIN_HEADS 1024u
+
+// TEST ONLY: -1 (default) unrolls the score loops on real GPUs only; 0 or 1 forces the choice, so
+// that the software-GPU tests also run the unrolled form the real GPUs use.
+int wg_attention_unroll_override = -1;
 
 typedef struct {
     uint32_t B, T, C, NH;
@@ -32,7 +36,10 @@ static uint32_t hs4_of(uint32_t HS) { return (HS + 3) / 4; }
 // Whether the score loops over head columns get a constant trip count (unrolled by the shader
 // compiler). Not on the software rasterizer: there unrolling costs seconds of shader compilation
 // per pipeline and gains nothing that matters.
-static int unroll_ok(wg_ctx *ctx) { return wg_ctx_info(ctx)->type != WGPUAdapterType_CPU; }
+static int unroll_ok(wg_ctx *ctx) {
+    if (wg_attention_unroll_override >= 0) return wg_attention_unroll_override;
+    return wg_ctx_info(ctx)->type != WGPUAdapterType_CPU;
+}
 
 // Workgroup memory of attention_forward: Q block, one K/V tile, the P tile (as declared there).
 static uint32_t fwd_bytes(uint32_t HS, uint32_t rpt, uint32_t bc) {
