@@ -1,15 +1,23 @@
-// bench_matmul.c — GFLOP/s of the three GEMMs (matmul, matmul_t, matmul_at) at the shapes of a
+// bench_matmul.c — TFLOP/s of the three GEMMs (matmul, matmul_t, matmul_at) at the shapes of a
 // GPT-2 124M training step (B*T = 8192 rows), the tied lm_head (V = 50257) and 4096³, against
 // the FP32 FMA ceiling measured in the same run by a register-only kernel (SPEC §7: a ceiling
 // from the same device, driver and moment). The matmuls are most of a training step's FLOPs.
 //
-// Timing: one warm-up call and a sync (pipeline creation, first touch), then --reps calls in one
-// submit, wall-clock around the closing sync; with --profile also GPU timestamps per dispatch.
-// A spot check recomputes 64 random output elements in double on the host from the same inputs
-// (the timed calls of matmul_at accumulate, so its expected value is scaled by the call count).
+// The GEMM wrapper has choices that only a measurement can settle (split-K, vec4 global loads,
+// the raster order of the tiles, the tile shape); --sweep times every shape under a list of
+// settings in one run and prints a table of TFLOP/s with the best setting of each GEMM and the
+// step time each setting would give, so that one run on the target GPU picks the defaults.
 //
-// Usage: bench_matmul [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile]
-//                     [--tiles auto|big|small] [--only NAME]
+// Timing: one warm-up call and a sync (pipeline creation, scratch growth, first touch), then
+// --reps calls in one submit, wall-clock around the closing sync; with --profile the GPU
+// timestamps of the same dispatches (split-K's reduce included) are the primary figure. A spot
+// check recomputes random output elements (and dbias elements) in double on the host from the
+// same inputs (the timed calls of matmul_at accumulate, so its expected value is scaled by the
+// call count).
+//
+// Usage: bench_matmul [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile] [--sweep]
+//                     [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1] [--group G]
+//                     [--only NAME]
 // --small shrinks every shape (÷16 rows, ÷8 columns) so that the software GPU finishes quickly.
 #include <math.h>
 #include <stdint.h>
@@ -65,12 +73,45 @@ static const char *const op_name[] = {"matmul", "matmul_t", "matmul_at"};
 
 typedef struct { const char *name; uint32_t N, C, OC; int bias, per_step; } shape;  // per_step: calls in a GPT-2 step
 
+// One setting of the GEMM wrapper's choices. skip_tiles > 0: forced settings that make no sense
+// for large outputs (split-K of 25000 tiles) skip GEMMs with at least that many 128² tiles.
+typedef struct {
+    const char *name;
+    wg_mm_tile_choice tiles;
+    int splitk, vec4, group;
+    uint64_t skip_tiles;
+} config;
+
+static const config SWEEP[] = {
+    {"old", WG_MM_TILE_AUTO, 0, 0, 1, 0},          // the wrapper before split-K / vec4 / groups
+    {"vec4", WG_MM_TILE_AUTO, 0, 1, 1, 0},
+    {"vec4+g8", WG_MM_TILE_AUTO, 0, 1, 8, 0},
+    {"big,nosk", WG_MM_TILE_BIG, 0, 1, 8, 0},      // 128² tiles for small outputs, no split
+    {"sk", WG_MM_TILE_AUTO, WG_MM_AUTO, 0, 1, 0},
+    {"sk+vec4", WG_MM_TILE_AUTO, WG_MM_AUTO, 1, 1, 0},
+    {"default", WG_MM_TILE_AUTO, WG_MM_AUTO, WG_MM_AUTO, WG_MM_AUTO, 0},
+    {"S=2", WG_MM_TILE_AUTO, 2, 1, 8, 1024},
+    {"S=4", WG_MM_TILE_AUTO, 4, 1, 8, 1024},
+    {"S=7", WG_MM_TILE_AUTO, 7, 1, 8, 1024},
+    {"S=12", WG_MM_TILE_AUTO, 12, 1, 8, 1024},
+    {"S=16", WG_MM_TILE_AUTO, 16, 1, 8, 1024},
+    {"small,S=4", WG_MM_TILE_SMALL, 4, 1, 8, 1024},
+};
+#define N_SWEEP (sizeof SWEEP / sizeof SWEEP[0])
+#define DEFAULT_CFG 6
+
+static void config_apply(const config *c) {
+    wg_mm_tile_override = c->tiles;
+    wg_mm_splitk_override = c->splitk;
+    wg_mm_vec4_override = c->vec4;
+    wg_mm_group_override = c->group;
+}
+
 typedef struct {
     wgt_backend *be;
-    int reps, profile;
+    int reps, profile, checks;
     uint64_t rng;
-    double peak;     // GFLOP/s of the FMA ceiling
-    double step_ms;  // matmul time of one GPT-2 training step (wall-clock figures)
+    double peak;  // GFLOP/s of the FMA ceiling
 } bench;
 
 // host value of one output element of op for the given inputs, in double
@@ -88,69 +129,90 @@ static double ref_elem(op_kind op, const shape *s, const float *x, const float *
     return acc;
 }
 
-static void run_shape(bench *B, const shape *s, int only) {
+// the inputs and outputs of one shape, on the host (for the spot check) and on the device
+typedef struct {
+    const shape *s;
+    float *hx, *hw, *hb, *hd;
+    wgt_buf *x, *w, *b, *d, *out, *dx, *dw, *db;
+} shape_data;
+
+static void data_open(bench *B, shape_data *D, const shape *s) {
     wgt_backend *be = B->be;
     const size_t N = s->N, C = s->C, OC = s->OC;
-    float *hx = host_rand(N * C, 1), *hw = host_rand(OC * C, 2), *hb = host_rand(OC, 3), *hd = host_rand(N * OC, 4);
-    wgt_buf *x = dev_from(be, hx, N * C, "inp"), *w = dev_from(be, hw, OC * C, "weight");
-    wgt_buf *b = dev_from(be, hb, OC, "bias"), *d = dev_from(be, hd, N * OC, "dout");
-    wgt_buf *out = dev_from(be, NULL, N * OC, "out"), *dx = dev_from(be, NULL, N * C, "dinp");
-    wgt_buf *dw = dev_from(be, NULL, OC * C, "dweight"), *db = dev_from(be, NULL, OC, "dbias");
+    D->s = s;
+    D->hx = host_rand(N * C, 1), D->hw = host_rand(OC * C, 2), D->hb = host_rand(OC, 3), D->hd = host_rand(N * OC, 4);
+    D->x = dev_from(be, D->hx, N * C, "inp"), D->w = dev_from(be, D->hw, OC * C, "weight");
+    D->b = dev_from(be, D->hb, OC, "bias"), D->d = dev_from(be, D->hd, N * OC, "dout");
+    D->out = dev_from(be, NULL, N * OC, "out"), D->dx = dev_from(be, NULL, N * C, "dinp");
+    D->dw = dev_from(be, NULL, OC * C, "dweight"), D->db = dev_from(be, NULL, OC, "dbias");
+}
+
+static void data_close(bench *B, shape_data *D) {
+    wgt_backend *be = B->be;
+    wgt_buf *all[] = {D->x, D->w, D->b, D->d, D->out, D->dx, D->dw, D->db};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) be->buf_free(be, all[i]);
+    free(D->hx); free(D->hw); free(D->hb); free(D->hd);
+}
+
+typedef struct { double ms, gpu_ms, err; int ok; } result;
+
+static result run_op(bench *B, shape_data *D, op_kind op) {
+    wgt_backend *be = B->be;
+    const shape *s = D->s;
+    const size_t N = s->N, C = s->C, OC = s->OC;
     wgt_view nob = {NULL, 0};
-    const double flop = 2.0 * N * C * OC;
-    for (int op = 0; op < 3; op++) {
-        if (only >= 0 && op != only) continue;
-        wgt_view bias = s->bias ? V0(b) : nob, dbias = s->bias ? V0(db) : nob;
-        // zero the accumulators so that the spot check knows the call count
-        be->fill_zero(be, V0(dw), OC * C);
-        be->fill_zero(be, V0(db), OC);
-        int calls = 0;
+    wgt_view bias = s->bias ? V0(D->b) : nob, dbias = s->bias ? V0(D->db) : nob;
+    // zero the accumulators so that the spot check knows the call count
+    be->fill_zero(be, V0(D->dw), OC * C);
+    be->fill_zero(be, V0(D->db), OC);
+    int calls = 0;
 #define CALL()                                                                                   \
     do {                                                                                         \
-        if (op == OP_MM) be->matmul(be, V0(out), V0(x), V0(w), bias, N, C, OC);                  \
-        else if (op == OP_MM_T) be->matmul_t(be, V0(dx), V0(d), V0(w), N, C, OC);                \
-        else be->matmul_at(be, V0(dw), dbias, V0(d), V0(x), N, C, OC);                           \
+        if (op == OP_MM) be->matmul(be, V0(D->out), V0(D->x), V0(D->w), bias, N, C, OC);         \
+        else if (op == OP_MM_T) be->matmul_t(be, V0(D->dx), V0(D->d), V0(D->w), N, C, OC);       \
+        else be->matmul_at(be, V0(D->dw), dbias, V0(D->d), V0(D->x), N, C, OC);                  \
         calls++;                                                                                 \
     } while (0)
-        CALL();
-        if (be->sync(be) != WGT_OK) die("warm-up");
-        double g0 = B->profile ? gpu_total_ms(be) : 0;
-        double t0 = now_s();
-        for (int r = 0; r < B->reps; r++) CALL();
-        if (be->sync(be) != WGT_OK) die("timed calls");
-        double ms = (now_s() - t0) * 1e3 / B->reps;
-        double gms = B->profile ? (gpu_total_ms(be) - g0) / B->reps : 0;
+    CALL();
+    if (be->sync(be) != WGT_OK) die("warm-up");
+    double g0 = B->profile ? gpu_total_ms(be) : 0;
+    double t0 = now_s();
+    for (int r = 0; r < B->reps; r++) CALL();
+    if (be->sync(be) != WGT_OK) die("timed calls");
+    result res = {(now_s() - t0) * 1e3 / B->reps, NAN, 0, 1};
+    if (B->profile) res.gpu_ms = (gpu_total_ms(be) - g0) / B->reps;
 #undef CALL
-        // spot check: 64 random elements in double
-        wgt_buf *res = op == OP_MM ? out : op == OP_MM_T ? dx : dw;
-        size_t rows = op == OP_MM_AT ? OC : N, cols = op == OP_MM ? OC : C;
-        float *got = malloc(rows * cols * 4 + 4);
-        if (!got) { fprintf(stderr, "bench_matmul: out of host memory\n"); exit(1); }
-        if (be->download(be, got, V0(res), rows * cols) != WGT_OK) die("download");
-        double worst = 0;
-        for (int k = 0; k < 64; k++) {
-            B->rng ^= B->rng << 13; B->rng ^= B->rng >> 7; B->rng ^= B->rng << 17;
-            size_t r = (size_t)(B->rng % rows), c = (size_t)((B->rng >> 32) % cols);
-            double ref = ref_elem((op_kind)op, s, hx, hw, s->bias ? hb : NULL, hd, r, c);
-            if (op == OP_MM_AT) ref *= calls;
-            size_t K = op == OP_MM ? C : op == OP_MM_T ? OC : N;
-            double err = fabs(got[r * cols + c] - ref) / (sqrt((double)K) * (op == OP_MM_AT ? calls : 1));
-            if (err > worst) worst = err;
-        }
-        free(got);
-        // inputs are uniform in [-1, 1): an element is a sum of K terms of spread ~1/3, so its f32
-        // rounding error is ~1e-7·sqrt(K)·(a few); 1e-4 relative to sqrt(K) flags a wrong result
-        const char *verdict = worst < 1e-4 ? "ok" : "WRONG";
-        B->step_ms += s->per_step * ms;
-        printf("%-10s %-10s %6u %6u %6u  %9.3f ms %9.1f GFLOP/s %4.0f%%", s->name, op_name[op], s->N, s->C, s->OC, ms,
-               flop / (ms * 1e6), 100.0 * flop / (ms * 1e6) / B->peak);
-        if (B->profile) printf("  gpu %9.3f ms %9.1f GFLOP/s", gms, flop / (gms * 1e6));
-        printf("  check %s (%.1e)\n", verdict, worst);
-        fflush(stdout);
+    // spot check: random elements in double, each downloaded alone (no whole lm_head readback)
+    wgt_buf *out = op == OP_MM ? D->out : op == OP_MM_T ? D->dx : D->dw;
+    size_t rows = op == OP_MM_AT ? OC : N, cols = op == OP_MM ? OC : C;
+    size_t K = op == OP_MM ? C : op == OP_MM_T ? OC : N;
+    for (int k = 0; k < B->checks; k++) {
+        B->rng ^= B->rng << 13; B->rng ^= B->rng >> 7; B->rng ^= B->rng << 17;
+        size_t r = (size_t)(B->rng % rows), c = (size_t)((B->rng >> 32) % cols);
+        float got = NAN;
+        wgt_view at = {out, r * cols + c};
+        if (be->download(be, &got, at, 1) != WGT_OK) die("download");
+        double ref = ref_elem(op, s, D->hx, D->hw, s->bias ? D->hb : NULL, D->hd, r, c);
+        if (op == OP_MM_AT) ref *= calls;
+        double err = fabs(got - ref) / (sqrt((double)K) * (op == OP_MM_AT ? calls : 1));
+        if (!(err <= res.err)) res.err = isnan(err) ? INFINITY : err;
     }
-    be->buf_free(be, x); be->buf_free(be, w); be->buf_free(be, b); be->buf_free(be, d);
-    be->buf_free(be, out); be->buf_free(be, dx); be->buf_free(be, dw); be->buf_free(be, db);
-    free(hx); free(hw); free(hb); free(hd);
+    // matmul_at's dbias (fused into split-K): dbias[m] = calls·Σ_n dout[n, m]
+    for (int k = 0; op == OP_MM_AT && s->bias && k < (B->checks + 7) / 8; k++) {
+        B->rng ^= B->rng << 13; B->rng ^= B->rng >> 7; B->rng ^= B->rng << 17;
+        size_t m = (size_t)(B->rng % OC);
+        float got = NAN;
+        wgt_view at = {D->db, m};
+        if (be->download(be, &got, at, 1) != WGT_OK) die("download");
+        double ref = 0;
+        for (size_t n = 0; n < N; n++) ref += D->hd[n * OC + m];
+        double err = fabs(got - ref * calls) / (sqrt((double)N) * calls);
+        if (!(err <= res.err)) res.err = isnan(err) ? INFINITY : err;
+    }
+    // inputs are uniform in [-1, 1): an element is a sum of K terms of spread ~1/3, so its f32
+    // rounding error is ~1e-7·sqrt(K)·(a few); 1e-4 relative to sqrt(K) flags a wrong result
+    res.ok = res.err < 1e-4;
+    return res;
 }
 
 // FP32 FMA ceiling: GFLOP/s of a register-only FMA kernel
@@ -160,46 +222,65 @@ static double measure_peak(bench *B, int small) {
     wgt_buf *o = dev_from(be, NULL, (size_t)groups * 256, "peak");
     wg_matmul_peak(be, V0(o), groups, 16);
     if (be->sync(be) != WGT_OK) die("peak warm-up");
+    double g0 = B->profile ? gpu_total_ms(be) : 0;
     double t0 = now_s();
     for (int r = 0; r < B->reps; r++) wg_matmul_peak(be, V0(o), groups, iters);
     if (be->sync(be) != WGT_OK) die("peak");
     double ms = (now_s() - t0) * 1e3 / B->reps;
+    if (B->profile) ms = (gpu_total_ms(be) - g0) / B->reps;
     double gflops = 64.0 * iters * groups * 256.0 / (ms * 1e6);
-    printf("%-32s %9.3f ms %9.1f GFLOP/s (FP32 FMA ceiling, same run)\n", "fma peak", ms, gflops);
+    printf("%-32s %9.3f ms %9.1f GFLOP/s (FP32 FMA ceiling, same run, %s)\n", "fma peak", ms, gflops,
+           B->profile ? "GPU timestamps" : "wall-clock");
     be->buf_free(be, o);
     return gflops;
 }
 
+static uint64_t big_tiles(const shape *s, op_kind op) {
+    uint64_t M = op == OP_MM_AT ? s->OC : s->N, N = op == OP_MM ? s->OC : s->C;
+    return ((M + 127) / 128) * ((N + 127) / 128);
+}
+
 int main(int argc, char **argv) {
-    const char *adapter = "gpu", *tiles = "auto";
-    int small = 0, reps = -1, profile = 0, only = -1;
+    const char *adapter = "gpu", *tiles = "auto", *splitk = NULL;
+    int small = 0, reps = -1, profile = 0, only = -1, sweep = 0, vec4 = WG_MM_AUTO, group = WG_MM_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--small")) small = 1;
         else if (!strcmp(a, "--profile")) profile = 1;
+        else if (!strcmp(a, "--sweep")) sweep = 1;
         else if (!strcmp(a, "--adapter") && i + 1 < argc) adapter = argv[++i];
         else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(a, "--tiles") && i + 1 < argc) tiles = argv[++i];
+        else if (!strcmp(a, "--splitk") && i + 1 < argc) splitk = argv[++i];
+        else if (!strcmp(a, "--vec4") && i + 1 < argc) vec4 = atoi(argv[++i]) != 0;
+        else if (!strcmp(a, "--group") && i + 1 < argc) group = atoi(argv[++i]);
         else if (!strcmp(a, "--only") && i + 1 < argc) {
             const char *o = argv[++i];
             for (int k = 0; k < 3; k++) if (!strcmp(o, op_name[k])) only = k;
             if (only < 0) { fprintf(stderr, "bench_matmul: --only takes matmul, matmul_t or matmul_at\n"); return 2; }
         } else {
-            printf("usage: bench_matmul [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile]\n"
-                   "                    [--tiles auto|big|small] [--only matmul|matmul_t|matmul_at]\n");
+            printf("usage: bench_matmul [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
+                   "                    [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1] [--group G]\n"
+                   "                    [--only matmul|matmul_t|matmul_at]\n"
+                   "  --sweep   time every shape under a list of GEMM settings (ignores the four setting flags)\n"
+                   "  --profile GPU timestamps (the primary figure when given)\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
     }
-    if (!strcmp(tiles, "big")) wg_mm_tile_override = WG_MM_TILE_BIG;
-    else if (!strcmp(tiles, "small")) wg_mm_tile_override = WG_MM_TILE_SMALL;
+    config one = {"this run", WG_MM_TILE_AUTO, WG_MM_AUTO, vec4, group, 0};
+    if (!strcmp(tiles, "big")) one.tiles = WG_MM_TILE_BIG;
+    else if (!strcmp(tiles, "small")) one.tiles = WG_MM_TILE_SMALL;
     else if (strcmp(tiles, "auto")) { fprintf(stderr, "bench_matmul: --tiles takes auto, big or small\n"); return 2; }
+    if (splitk && !strcmp(splitk, "off")) one.splitk = 0;
+    else if (splitk && strcmp(splitk, "auto")) one.splitk = atoi(splitk);
     if (reps < 1) reps = small ? 2 : 10;
 
     wgt_backend *be;
     if (backend_webgpu_init_ex(&be, adapter, profile) != WGT_OK) die("opening the WebGPU backend");
     const wg_device_info *info = wg_ctx_info(wg_of(be));
-    printf("device: %s (%s), workgroup memory %u bytes, tiles %s, %d reps\n", info->name,
-           wg_adapter_type_name(info->type), info->limits.maxComputeWorkgroupStorageSize, tiles, reps);
+    printf("device: %s (%s), workgroup memory %u bytes, %d reps, %s\n", info->name, wg_adapter_type_name(info->type),
+           info->limits.maxComputeWorkgroupStorageSize, reps, profile ? "GPU timestamps" : "wall-clock");
+    fflush(stdout);
 
     // GPT-2 124M, B*T = 8192: c_attn, attn c_proj, mlp c_fc, mlp c_proj, tied lm_head; and 4096³
     shape shapes[] = {
@@ -215,16 +296,97 @@ int main(int argc, char **argv) {
             if (!strcmp(shapes[i].name, "square")) shapes[i].N = shapes[i].C = shapes[i].OC = 259;
         }
 
-    bench B = {be, reps, profile, 0x243F6A8885A308D3ull, 0, 0};
+    const config *cfgs = sweep ? SWEEP : &one;
+    const size_t nc = sweep ? N_SWEEP : 1;
+    bench B = {be, reps, profile, sweep ? 8 : 64, 0x243F6A8885A308D3ull, 0};
     B.peak = measure_peak(&B, small);
-    printf("%-10s %-10s %6s %6s %6s  %12s %17s %5s\n", "shape", "op", "N", "C", "OC", "time", "rate", "peak");
-    for (size_t i = 0; i < ns; i++) run_shape(&B, &shapes[i], only);
-    if (only < 0) {
-        // one training step = every layer GEMM 12 times (forward + two backward) plus the lm_head
-        double tokens = shapes[0].N;
-        printf("GPT-2 step (B*T = %.0f): matmuls %.1f ms -> at most %.0f tokens/s if they were all of the step\n", tokens,
-               B.step_ms, tokens / (B.step_ms * 1e-3));
+
+    // per (shape, op): the primary time of each config (NAN: skipped or not run)
+    static double tms[6][3][N_SWEEP];
+    static int bad[6][3][N_SWEEP];
+    for (size_t i = 0; i < ns; i++)
+        for (int op = 0; op < 3; op++)
+            for (size_t c = 0; c < N_SWEEP; c++) tms[i][op][c] = NAN;
+
+    if (!sweep) {
+        config_apply(&one);
+        printf("%-10s %-10s %6s %6s %6s  %12s %17s %5s\n", "shape", "op", "N", "C", "OC", "time", "rate", "peak");
     }
+    for (size_t i = 0; i < ns; i++) {
+        shape_data D;
+        data_open(&B, &D, &shapes[i]);
+        const double flop = 2.0 * shapes[i].N * shapes[i].C * shapes[i].OC;
+        for (int op = 0; op < 3; op++) {
+            if (only >= 0 && op != only) continue;
+            for (size_t c = 0; c < nc; c++) {
+                if (cfgs[c].skip_tiles && big_tiles(&shapes[i], (op_kind)op) >= cfgs[c].skip_tiles) continue;
+                config_apply(&cfgs[c]);
+                result r = run_op(&B, &D, (op_kind)op);
+                double ms = profile ? r.gpu_ms : r.ms;
+                tms[i][op][c] = ms;
+                bad[i][op][c] = !r.ok;
+                if (sweep) continue;
+                char how[96];
+                printf("%-10s %-10s %6u %6u %6u  %9.3f ms %9.1f GFLOP/s %4.0f%%", shapes[i].name, op_name[op],
+                       shapes[i].N, shapes[i].C, shapes[i].OC, ms, flop / (ms * 1e6), 100.0 * flop / (ms * 1e6) / B.peak);
+                if (profile) printf("  wall %9.3f ms", r.ms);
+                printf("  check %s (%.1e)  [%s]\n", r.ok ? "ok" : "WRONG", r.err,
+                       wg_mm_describe(be, op, shapes[i].N, shapes[i].C, shapes[i].OC, how, sizeof how));
+                fflush(stdout);
+            }
+        }
+        data_close(&B, &D);
+        if (sweep) fprintf(stderr, "  %s done\n", shapes[i].name);
+    }
+
+    double tokens = shapes[0].N;
+    if (!sweep) {
+        double step = 0;
+        for (size_t i = 0; i < ns; i++)
+            for (int op = 0; op < 3; op++)
+                if (!isnan(tms[i][op][0])) step += shapes[i].per_step * tms[i][op][0];
+        if (only < 0)
+            printf("GPT-2 step (B*T = %.0f): matmuls %.1f ms -> at most %.0f tokens/s if they were all of the step\n",
+                   tokens, step, tokens / (step * 1e-3));
+        be->free(be);
+        return 0;
+    }
+
+    // the sweep's table: TFLOP/s of each GEMM under each config ('!' after a failed spot check);
+    // GFLOP/s on a device below 1 TFLOP/s (the software GPU)
+    const double unit = B.peak >= 1000 ? 1e12 : 1e9;
+    const char *uname = B.peak >= 1000 ? "TFLOP/s" : "GFLOP/s";
+    printf("\n%s (%s; FMA ceiling %.1f %s)\n%-8s %-9s", uname, profile ? "GPU timestamps" : "wall-clock",
+           B.peak * 1e9 / unit, uname, "shape", "op");
+    for (size_t c = 0; c < nc; c++) printf(" %9s", cfgs[c].name);
+    printf("  best\n");
+    double step[N_SWEEP] = {0}, step_best = 0;
+    for (size_t i = 0; i < ns; i++) {
+        const double flop = 2.0 * shapes[i].N * shapes[i].C * shapes[i].OC;
+        for (int op = 0; op < 3; op++) {
+            if (only >= 0 && op != only) continue;
+            printf("%-8s %-9s", shapes[i].name, op_name[op]);
+            size_t best = DEFAULT_CFG;
+            for (size_t c = 0; c < nc; c++) {
+                double ms = tms[i][op][c];
+                if (isnan(ms)) { printf(" %9s", "-"); continue; }
+                printf(" %8.1f%s", flop / (ms * 1e-3) / unit, bad[i][op][c] ? "!" : " ");
+                if (!bad[i][op][c] && (isnan(tms[i][op][best]) || ms < tms[i][op][best])) best = c;
+            }
+            char how[96];
+            config_apply(&cfgs[DEFAULT_CFG]);
+            printf("  %s (%.0f%% of ceiling)  [default: %s]\n", cfgs[best].name,
+                   100.0 * flop / (tms[i][op][best] * 1e6) / B.peak,
+                   wg_mm_describe(be, op, shapes[i].N, shapes[i].C, shapes[i].OC, how, sizeof how));
+            for (size_t c = 0; c < nc; c++)  // a skipped GEMM counts with the default's time
+                step[c] += shapes[i].per_step * (isnan(tms[i][op][c]) ? tms[i][op][DEFAULT_CFG] : tms[i][op][c]);
+            step_best += shapes[i].per_step * tms[i][op][best];
+        }
+    }
+    printf("%-18s", "step matmuls, ms");
+    for (size_t c = 0; c < nc; c++) printf(" %9.1f", step[c]);
+    printf("  best of each: %.1f\n", step_best);
+    printf("(a GPT-2 step: each layer GEMM 12x, the lm_head once; '-' = skipped, counted with the default's time)\n");
     be->free(be);
     return 0;
 }

@@ -1,6 +1,7 @@
 // 03_matmul.wgsl — the GEMMs of the model: forward `matmul` (out = inp·Wᵀ + b), and the two
-// backward ones, `matmul_t` (dinp = dout·W) and `matmul_at` (dW += doutᵀ·inp), plus the column
-// sum that gives dbias. They are nearly all of a training step's FLOPs.
+// backward ones, `matmul_t` (dinp = dout·W) and `matmul_at` (dW += doutᵀ·inp), plus the split-K
+// reduction, the column sum that gives dbias, and the FMA ceiling of the benchmark. The GEMMs are
+// nearly all of a training step's FLOPs.
 //
 // One register-blocked kernel serves the three: C[M,N] (=|+=) A[M,K]·B[K,N] (+ bias[N]). The
 // variants differ only in which operand is stored transposed, and that is absorbed when a tile
@@ -18,21 +19,40 @@
 //   k-slice is prefetched into registers while the current one is multiplied: one barrier per
 //   k-slice. Edges (M, N, K not multiples of the tile) are zero-filled on load and masked on store.
 //
+// Global loads (per operand, chosen by the host when the operand's leading dimension and offset
+// are multiples of 4 and its binding can be rounded up to whole vec4): the operand is bound as
+// array<vec4<f32>> and every load is one 16-byte vec4, edges masked by select. An operand that is
+// contiguous along m (or n) lands in workgroup memory as that same vec4; one contiguous along k
+// (4 k of one row) is scattered as 4 scalars into 4 k-rows. Otherwise the operand is bound as
+// array<f32> and each vec4 of the tile is 4 scalar loads.
+//
+// Grid: x = column blocks, y = row blocks, z = k-slices. With z > 1 (split-K, for outputs of too
+// few tiles to fill the GPU and a long K) slice z covers k in [z·ks, (z+1)·ks) and writes its
+// partial tile to C + z·zs, a scratch buffer, without bias or accumulation;
+// `matmul_splitk_reduce` then sums the slices in a fixed order into the real output: the result
+// is deterministic. Blocks are visited in groups of `group` row blocks, row-fastest inside a
+// group, so that neighbouring workgroups share a B tile and a few A tiles stay in L2 (group 1 is
+// plain row-major order).
+//
 // Every operand carries an element offset and a leading dimension in the params, so the host can
 // bind a 256-byte-aligned window of a larger matrix (splitting bindings larger than the device
 // limit, e.g. the lm_head logits) and write a column block of `out` with a row stride > N.
 //
 // Host defines: const MM_BM, MM_BN, MM_BK, MM_TM, MM_TN : u32 with TM, TN in {4, 8},
-// (BM/TM)*(BN/TN) = 256 and BM*BK, BN*BK at most 2048 (a tile is loaded in one or two passes).
+// (BM/TM)*(BN/TN) = 256 and BM*BK, BN*BK at most 2048 (a tile is loaded in one or two passes);
+// alias MM_A_T, MM_B_T = f32 or vec4<f32> with const MM_A_V4, MM_B_V4 : bool to match; const
+// MM_RS : bool, true only in the pipeline that writes row sums (so the others carry no extra
+// registers for them).
 
 struct MMParams {
-    M : u32, N : u32, K : u32, flags : u32,   // flags: 1 = add bias, 2 = accumulate into C
+    M : u32, N : u32, K : u32, flags : u32,   // flags: 1 add bias, 2 accumulate into C, 4 row sums of A
     a_off : u32, b_off : u32, c_off : u32, bias_off : u32,
-    lda : u32, ldb : u32, ldc : u32, pad0 : u32,
+    lda : u32, ldb : u32, ldc : u32, ks : u32,  // ks: k-range of one grid layer (a multiple of MM_BK)
+    zs : u32, rs_off : u32, group : u32, pad0 : u32,  // zs: C offset a layer; rs_off: row sums' place in C
 };
 
-@group(0) @binding(0) var<storage, read> mm_a : array<f32>;
-@group(0) @binding(1) var<storage, read> mm_b : array<f32>;
+@group(0) @binding(0) var<storage, read> mm_a : array<MM_A_T>;
+@group(0) @binding(1) var<storage, read> mm_b : array<MM_B_T>;
 @group(0) @binding(2) var<storage, read> mm_bias : array<f32>;
 @group(0) @binding(3) var<storage, read_write> mm_c : array<f32>;
 @group(0) @binding(4) var<uniform> mm_p : MMParams;
@@ -48,25 +68,33 @@ const MM_A_SLOTS : u32 = MM_BM * MM_BK / 4u;   // vec4 per A tile
 const MM_B_SLOTS : u32 = MM_BN * MM_BK / 4u;
 const MM_A_PASSES : u32 = (MM_A_SLOTS + 255u) / 256u;
 const MM_B_PASSES : u32 = (MM_B_SLOTS + 255u) / 256u;
+const MM_IOTA : vec4<u32> = vec4<u32>(0u, 1u, 2u, 3u);
 const_assert MM_TX * MM_TY == 256u;
 const_assert (MM_TM == 4u || MM_TM == 8u) && (MM_TN == 4u || MM_TN == 8u);
 const_assert MM_A_PASSES <= 2u && MM_B_PASSES <= 2u;
+const_assert MM_BM % 16u == 0u && MM_BN % 16u == 0u && MM_BK % 8u == 0u;  // the k-contiguous vec4 slots
+const_assert 2u * MM_BK * MM_AS_V >= 256u;  // the row-sum reduction reuses the A tiles
 
 var<workgroup> mm_as : array<vec4<f32>, 2u * MM_BK * MM_AS_V>;
 var<workgroup> mm_bs : array<vec4<f32>, 2u * MM_BK * MM_BS_V>;
 
-// Element (m, k) of A, 0 outside the matrix. a_kc: A is stored with k contiguous.
-fn mm_load_a(m : u32, k : u32, a_kc : bool) -> f32 {
-    if (m >= mm_p.M || k >= mm_p.K) { return 0.0; }
-    if (a_kc) { return mm_a[mm_p.a_off + m * mm_p.lda + k]; }
-    return mm_a[mm_p.a_off + k * mm_p.lda + m];
+// Vector i of a vec4-bound operand, or element i (splat) of a scalar-bound one: the same code
+// compiles for both bindings, and the host's constants decide which use is live.
+fn mm_a_at(i : u32) -> vec4<f32> { return vec4<f32>(mm_a[i]); }
+fn mm_b_at(i : u32) -> vec4<f32> { return vec4<f32>(mm_b[i]); }
+
+// Element (m, k) of A (scalar binding), 0 outside [0, M) x [0, ke). a_kc: stored k-contiguous.
+fn mm_load_a(m : u32, k : u32, ke : u32, a_kc : bool) -> f32 {
+    if (m >= mm_p.M || k >= ke) { return 0.0; }
+    if (a_kc) { return mm_a_at(mm_p.a_off + m * mm_p.lda + k).x; }
+    return mm_a_at(mm_p.a_off + k * mm_p.lda + m).x;
 }
 
-// Element (k, n) of B, 0 outside the matrix. b_kc: B is stored with k contiguous (W[n,k]).
-fn mm_load_b(k : u32, n : u32, b_kc : bool) -> f32 {
-    if (n >= mm_p.N || k >= mm_p.K) { return 0.0; }
-    if (b_kc) { return mm_b[mm_p.b_off + n * mm_p.ldb + k]; }
-    return mm_b[mm_p.b_off + k * mm_p.ldb + n];
+// Element (k, n) of B (scalar binding), 0 outside. b_kc: B is stored k-contiguous (W[n,k]).
+fn mm_load_b(k : u32, n : u32, ke : u32, b_kc : bool) -> f32 {
+    if (n >= mm_p.N || k >= ke) { return 0.0; }
+    if (b_kc) { return mm_b_at(mm_p.b_off + n * mm_p.ldb + k).x; }
+    return mm_b_at(mm_p.b_off + k * mm_p.ldb + n).x;
 }
 
 // Slot s of a tile = 4 adjacent m (or n) at one k. The slot -> (k, m4) order follows the
@@ -79,40 +107,99 @@ fn mm_slot_b(s : u32, b_kc : bool) -> vec2<u32> {  // (kk, nn4)
     if (b_kc) { return vec2<u32>(s % MM_BK, s / MM_BK); }
     return vec2<u32>(s / (MM_BN / 4u), s % (MM_BN / 4u));
 }
+// Slot s of a k-contiguous operand read as vec4 = 4 adjacent k of one row: 16 rows, then the
+// k-quads, then the next 16 rows. A warp reads one full 32-byte sector from each of 16 rows, and
+// the scattered scalar stores of a warp hit 32 distinct banks (16 rows × 2 k-rows 16 banks apart).
+fn mm_slot_kc4(s : u32) -> vec2<u32> {  // (kk, row)
+    let kq = MM_BK / 4u;
+    return vec2<u32>(((s / 16u) % kq) * 4u, (s / (16u * kq)) * 16u + s % 16u);
+}
 
-fn mm_fetch_a(s : u32, m0 : u32, k0 : u32, a_kc : bool) -> vec4<f32> {
+fn mm_fetch_a(s : u32, m0 : u32, k0 : u32, ke : u32, a_kc : bool) -> vec4<f32> {
     if (s >= MM_A_SLOTS) { return vec4<f32>(0.0); }
+    if (MM_A_V4) {
+        if (a_kc) {
+            let q = mm_slot_kc4(s);
+            let m = m0 + q.y;
+            let k = k0 + q.x;
+            if (m >= mm_p.M || k >= ke) { return vec4<f32>(0.0); }
+            let v = mm_a_at((mm_p.a_off + m * mm_p.lda + k) / 4u);
+            return select(vec4<f32>(0.0), v, vec4<u32>(k) + MM_IOTA < vec4<u32>(ke));
+        }
+        let q = mm_slot_a(s, false);
+        let m = m0 + q.y * 4u;
+        let k = k0 + q.x;
+        if (m >= mm_p.M || k >= ke) { return vec4<f32>(0.0); }
+        let v = mm_a_at((mm_p.a_off + k * mm_p.lda + m) / 4u);
+        return select(vec4<f32>(0.0), v, vec4<u32>(m) + MM_IOTA < vec4<u32>(mm_p.M));
+    }
     let q = mm_slot_a(s, a_kc);
     let m = m0 + q.y * 4u;
     let k = k0 + q.x;
-    return vec4<f32>(mm_load_a(m, k, a_kc), mm_load_a(m + 1u, k, a_kc), mm_load_a(m + 2u, k, a_kc),
-                     mm_load_a(m + 3u, k, a_kc));
+    return vec4<f32>(mm_load_a(m, k, ke, a_kc), mm_load_a(m + 1u, k, ke, a_kc), mm_load_a(m + 2u, k, ke, a_kc),
+                     mm_load_a(m + 3u, k, ke, a_kc));
 }
-fn mm_fetch_b(s : u32, n0 : u32, k0 : u32, b_kc : bool) -> vec4<f32> {
+fn mm_fetch_b(s : u32, n0 : u32, k0 : u32, ke : u32, b_kc : bool) -> vec4<f32> {
     if (s >= MM_B_SLOTS) { return vec4<f32>(0.0); }
+    if (MM_B_V4) {
+        if (b_kc) {
+            let q = mm_slot_kc4(s);
+            let n = n0 + q.y;
+            let k = k0 + q.x;
+            if (n >= mm_p.N || k >= ke) { return vec4<f32>(0.0); }
+            let v = mm_b_at((mm_p.b_off + n * mm_p.ldb + k) / 4u);
+            return select(vec4<f32>(0.0), v, vec4<u32>(k) + MM_IOTA < vec4<u32>(ke));
+        }
+        let q = mm_slot_b(s, false);
+        let n = n0 + q.y * 4u;
+        let k = k0 + q.x;
+        if (n >= mm_p.N || k >= ke) { return vec4<f32>(0.0); }
+        let v = mm_b_at((mm_p.b_off + k * mm_p.ldb + n) / 4u);
+        return select(vec4<f32>(0.0), v, vec4<u32>(n) + MM_IOTA < vec4<u32>(mm_p.N));
+    }
     let q = mm_slot_b(s, b_kc);
     let n = n0 + q.y * 4u;
     let k = k0 + q.x;
-    return vec4<f32>(mm_load_b(k, n, b_kc), mm_load_b(k, n + 1u, b_kc), mm_load_b(k, n + 2u, b_kc),
-                     mm_load_b(k, n + 3u, b_kc));
+    return vec4<f32>(mm_load_b(k, n, ke, b_kc), mm_load_b(k, n + 1u, ke, b_kc), mm_load_b(k, n + 2u, ke, b_kc),
+                     mm_load_b(k, n + 3u, ke, b_kc));
 }
 fn mm_store_a(buf : u32, s : u32, v : vec4<f32>, a_kc : bool) {
     if (s >= MM_A_SLOTS) { return; }
+    if (MM_A_V4 && a_kc) {  // 4 k of one row: one component in each of 4 k-rows
+        let q = mm_slot_kc4(s);
+        let i = (buf * MM_BK + q.x) * MM_AS_V + q.y / 4u;
+        let c = q.y % 4u;
+        mm_as[i][c] = v.x;
+        mm_as[i + MM_AS_V][c] = v.y;
+        mm_as[i + 2u * MM_AS_V][c] = v.z;
+        mm_as[i + 3u * MM_AS_V][c] = v.w;
+        return;
+    }
     let q = mm_slot_a(s, a_kc);
     mm_as[(buf * MM_BK + q.x) * MM_AS_V + q.y] = v;
 }
 fn mm_store_b(buf : u32, s : u32, v : vec4<f32>, b_kc : bool) {
     if (s >= MM_B_SLOTS) { return; }
+    if (MM_B_V4 && b_kc) {
+        let q = mm_slot_kc4(s);
+        let i = (buf * MM_BK + q.x) * MM_BS_V + q.y / 4u;
+        let c = q.y % 4u;
+        mm_bs[i][c] = v.x;
+        mm_bs[i + MM_BS_V][c] = v.y;
+        mm_bs[i + 2u * MM_BS_V][c] = v.z;
+        mm_bs[i + 3u * MM_BS_V][c] = v.w;
+        return;
+    }
     let q = mm_slot_b(s, b_kc);
     mm_bs[(buf * MM_BK + q.x) * MM_BS_V + q.y] = v;
 }
 
 // One output row of a thread: up to 8 columns in two vec4 (v1 only when MM_TN4 == 2), with the
-// bias and the accumulation of the params.
-fn mm_store_row(m0 : u32, n0 : u32, g : u32, j : u32, tx : u32, ty : u32, v0 : vec4<f32>, v1 : vec4<f32>) {
+// bias and the accumulation of the params. cz: the element offset of this grid layer's C.
+fn mm_store_row(cz : u32, m0 : u32, n0 : u32, g : u32, j : u32, tx : u32, ty : u32, v0 : vec4<f32>, v1 : vec4<f32>) {
     let m = m0 + (g * MM_TY + ty) * 4u + j;
     if (m >= mm_p.M) { return; }
-    let row = mm_p.c_off + m * mm_p.ldc;
+    let row = cz + m * mm_p.ldc;
     let has_bias = (mm_p.flags & 1u) != 0u;
     let accumulate = (mm_p.flags & 2u) != 0u;
     for (var h = 0u; h < MM_TN4; h++) {
@@ -129,37 +216,74 @@ fn mm_store_row(m0 : u32, n0 : u32, g : u32, j : u32, tx : u32, ty : u32, v0 : v
     }
 }
 
+// (column block, row block) of this workgroup: `group` row blocks at a time, rows fastest.
+fn mm_tile_of(wid : vec3<u32>, nwg : vec3<u32>) -> vec2<u32> {
+    let g = mm_p.group;
+    if (g <= 1u) { return wid.xy; }
+    let t = wid.y * nwg.x + wid.x;
+    let per = g * nwg.x;             // workgroups in one group of row blocks
+    let first = (t / per) * g;       // its first row block
+    let gs = min(g, nwg.y - first);  // the last group may be shorter
+    let r = t - (t / per) * per;
+    return vec2<u32>(r / gs, first + r % gs);
+}
+
+// Row sums of this workgroup's A rows over its k-range (dbias of matmul_at = Σ_n dout[n, m]),
+// written to C[rs_off + z·M + m]. Each thread summed the A values it loaded: with A m-contiguous
+// a thread's slots always hold the same 4 rows (MM_BM/4 divides 256), so the 256/(MM_BM/4)
+// threads of one row quad add up through workgroup memory in a fixed order.
+fn mm_rowsum_store(lid : u32, m0 : u32, z : u32, rs : vec4<f32>) {
+    mm_as[lid] = rs;  // free: every thread has passed the k-loop's last barrier
+    workgroupBarrier();
+    let quads = MM_BM / 4u;
+    if (lid < quads) {
+        var t = vec4<f32>(0.0);
+        for (var j = 0u; j < 256u / quads; j++) { t += mm_as[j * quads + lid]; }
+        let m = m0 + lid * 4u;
+        let base = mm_p.rs_off + z * mm_p.M;
+        for (var i = 0u; i < 4u; i++) {
+            if (m + i < mm_p.M) { mm_c[base + m + i] = t[i]; }
+        }
+    }
+}
+
 // The accumulators are 16 named vec4 (row r, column half h: c<r><h>) rather than an array, and
 // the 8x8 update is written out: every register index is a literal, so no compiler needs to
 // unroll loops to keep them in registers. Rows 4-7 exist when MM_TM4 == 2, halves 1 when
 // MM_TN4 == 2: constant conditions, folded away for the 4-wide shapes.
-fn mm_main(lid : u32, wid : vec3<u32>, a_kc : bool, b_kc : bool) {
+fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool) {
     let tx = lid % MM_TX;
     let ty = lid / MM_TX;
-    let n0 = wid.x * MM_BN;
-    let m0 = wid.y * MM_BM;
-    let ntiles = (mm_p.K + MM_BK - 1u) / MM_BK;
+    let tile = mm_tile_of(wid, nwg);
+    let n0 = tile.x * MM_BN;
+    let m0 = tile.y * MM_BM;
+    let kb = wid.z * mm_p.ks;                // this layer's k-range [kb, ke)
+    let ke = min(mm_p.K, kb + mm_p.ks);
+    let ntiles = select(0u, (ke - kb + MM_BK - 1u) / MM_BK, ke > kb);
     let z = vec4<f32>(0.0);
     var c00 = z; var c01 = z; var c10 = z; var c11 = z; var c20 = z; var c21 = z; var c30 = z; var c31 = z;
     var c40 = z; var c41 = z; var c50 = z; var c51 = z; var c60 = z; var c61 = z; var c70 = z; var c71 = z;
     var ra0 = z; var ra1 = z; var rb0 = z; var rb1 = z;   // prefetch (at most 2 passes a tile)
+    var rs = z;                                           // row sums of A (MM_RS, m-contiguous A)
 
     // first k-slice straight into buffer 0
-    mm_store_a(0u, lid, mm_fetch_a(lid, m0, 0u, a_kc), a_kc);
-    if (MM_A_PASSES > 1u) { mm_store_a(0u, lid + 256u, mm_fetch_a(lid + 256u, m0, 0u, a_kc), a_kc); }
-    mm_store_b(0u, lid, mm_fetch_b(lid, n0, 0u, b_kc), b_kc);
-    if (MM_B_PASSES > 1u) { mm_store_b(0u, lid + 256u, mm_fetch_b(lid + 256u, n0, 0u, b_kc), b_kc); }
+    ra0 = mm_fetch_a(lid, m0, kb, ke, a_kc);
+    mm_store_a(0u, lid, ra0, a_kc);
+    if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + 256u, m0, kb, ke, a_kc); mm_store_a(0u, lid + 256u, ra1, a_kc); }
+    if (MM_RS && !a_kc) { rs += ra0 + ra1; }
+    mm_store_b(0u, lid, mm_fetch_b(lid, n0, kb, ke, b_kc), b_kc);
+    if (MM_B_PASSES > 1u) { mm_store_b(0u, lid + 256u, mm_fetch_b(lid + 256u, n0, kb, ke, b_kc), b_kc); }
     workgroupBarrier();
 
     for (var t = 0u; t < ntiles; t++) {
         let buf = t & 1u;
         let more = t + 1u < ntiles;
         if (more) {  // prefetch the next slice; its latency hides behind the FMAs below
-            let k1 = (t + 1u) * MM_BK;
-            ra0 = mm_fetch_a(lid, m0, k1, a_kc);
-            if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + 256u, m0, k1, a_kc); }
-            rb0 = mm_fetch_b(lid, n0, k1, b_kc);
-            if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + 256u, n0, k1, b_kc); }
+            let k1 = kb + (t + 1u) * MM_BK;
+            ra0 = mm_fetch_a(lid, m0, k1, ke, a_kc);
+            if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + 256u, m0, k1, ke, a_kc); }
+            rb0 = mm_fetch_b(lid, n0, k1, ke, b_kc);
+            if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + 256u, n0, k1, ke, b_kc); }
         }
         var ai = buf * MM_BK * MM_AS_V + ty;
         var bi = buf * MM_BK * MM_BS_V + tx;
@@ -201,42 +325,90 @@ fn mm_main(lid : u32, wid : vec3<u32>, a_kc : bool, b_kc : bool) {
             // the other buffer was last read in iteration t-1, which every thread has left
             mm_store_a(buf ^ 1u, lid, ra0, a_kc);
             if (MM_A_PASSES > 1u) { mm_store_a(buf ^ 1u, lid + 256u, ra1, a_kc); }
+            if (MM_RS && !a_kc) { rs += ra0 + ra1; }
             mm_store_b(buf ^ 1u, lid, rb0, b_kc);
             if (MM_B_PASSES > 1u) { mm_store_b(buf ^ 1u, lid + 256u, rb1, b_kc); }
         }
         workgroupBarrier();
     }
 
-    mm_store_row(m0, n0, 0u, 0u, tx, ty, c00, c01);
-    mm_store_row(m0, n0, 0u, 1u, tx, ty, c10, c11);
-    mm_store_row(m0, n0, 0u, 2u, tx, ty, c20, c21);
-    mm_store_row(m0, n0, 0u, 3u, tx, ty, c30, c31);
+    // dbias partials: only matmul_at asks (flag 4), from the workgroups of the first column block
+    if (MM_RS && !a_kc && (mm_p.flags & 4u) != 0u && tile.x == 0u) { mm_rowsum_store(lid, m0, wid.z, rs); }
+
+    let cz = mm_p.c_off + wid.z * mm_p.zs;
+    mm_store_row(cz, m0, n0, 0u, 0u, tx, ty, c00, c01);
+    mm_store_row(cz, m0, n0, 0u, 1u, tx, ty, c10, c11);
+    mm_store_row(cz, m0, n0, 0u, 2u, tx, ty, c20, c21);
+    mm_store_row(cz, m0, n0, 0u, 3u, tx, ty, c30, c31);
     if (MM_TM4 == 2u) {
-        mm_store_row(m0, n0, 1u, 0u, tx, ty, c40, c41);
-        mm_store_row(m0, n0, 1u, 1u, tx, ty, c50, c51);
-        mm_store_row(m0, n0, 1u, 2u, tx, ty, c60, c61);
-        mm_store_row(m0, n0, 1u, 3u, tx, ty, c70, c71);
+        mm_store_row(cz, m0, n0, 1u, 0u, tx, ty, c40, c41);
+        mm_store_row(cz, m0, n0, 1u, 1u, tx, ty, c50, c51);
+        mm_store_row(cz, m0, n0, 1u, 2u, tx, ty, c60, c61);
+        mm_store_row(cz, m0, n0, 1u, 3u, tx, ty, c70, c71);
     }
 }
 
 @compute @workgroup_size(256)
-fn matmul(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>) {
-    mm_main(lid, wid, true, true);
+fn matmul(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
+          @builtin(num_workgroups) nwg : vec3<u32>) {
+    mm_main(lid, wid, nwg, true, true);
 }
 
 @compute @workgroup_size(256)
-fn matmul_t(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>) {
-    mm_main(lid, wid, true, false);
+fn matmul_t(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
+            @builtin(num_workgroups) nwg : vec3<u32>) {
+    mm_main(lid, wid, nwg, true, false);
 }
 
 @compute @workgroup_size(256)
-fn matmul_at(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>) {
-    mm_main(lid, wid, false, false);
+fn matmul_at(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
+             @builtin(num_workgroups) nwg : vec3<u32>) {
+    mm_main(lid, wid, nwg, false, false);
 }
 
-// dbias[n] += Σ_r x[r, n] for a column block: the workgroup owns 8 columns, its 256 threads are
-// 32 row slices × 8 columns (a warp reads 4 rows × 32 contiguous bytes), and the 32 slice
-// partials are summed in a fixed order: deterministic, no atomics.
+// Split-K, second stage: C[m, n] (=|+=) Σ_z part[z·zs + m·N + n] (+ bias[n]), the slices added in
+// order z = 0, 1, ... (deterministic); one thread an element, a 2-D grid above 65535 workgroups.
+// With flag 4 the M threads after the M·N elements add the dbias partials of matmul_at:
+// dbias[m] += Σ_z part[rs_off + z·M + m]. Flags as in MMParams. dbias and C may be disjoint
+// ranges of one buffer (the model's gradients); without dbias the host binds a small stand-in.
+struct SKParams {
+    M : u32, N : u32, S : u32, flags : u32,
+    ldc : u32, c_off : u32, bias_off : u32, zs : u32,
+    rs_off : u32, db_off : u32, p0 : u32, p1 : u32,
+};
+
+@group(0) @binding(0) var<storage, read> sk_part : array<f32>;
+@group(0) @binding(1) var<storage, read> sk_bias : array<f32>;
+@group(0) @binding(2) var<storage, read_write> sk_c : array<f32>;
+@group(0) @binding(3) var<storage, read_write> sk_db : array<f32>;
+@group(0) @binding(4) var<uniform> sk_p : SKParams;
+
+@compute @workgroup_size(256)
+fn matmul_splitk_reduce(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let i = flat_id(gid, nwg);
+    let mn = sk_p.M * sk_p.N;
+    if (i < mn) {
+        var s = 0.0;
+        for (var z = 0u; z < sk_p.S; z++) { s += sk_part[z * sk_p.zs + i]; }
+        let m = i / sk_p.N;
+        let n = i - m * sk_p.N;
+        if ((sk_p.flags & 1u) != 0u) { s += sk_bias[sk_p.bias_off + n]; }
+        let ci = sk_p.c_off + m * sk_p.ldc + n;
+        if ((sk_p.flags & 2u) != 0u) { s += sk_c[ci]; }
+        sk_c[ci] = s;
+        return;
+    }
+    let m = i - mn;
+    if ((sk_p.flags & 4u) != 0u && m < sk_p.M) {
+        var s = 0.0;
+        for (var z = 0u; z < sk_p.S; z++) { s += sk_part[sk_p.rs_off + z * sk_p.M + m]; }
+        sk_db[sk_p.db_off + m] += s;
+    }
+}
+
+// dbias[n] += Σ_r x[r, n] for a column block (matmul_at without split-K): the workgroup owns 8
+// columns, its 256 threads are 32 row slices × 8 columns (a warp reads 4 rows × 32 contiguous
+// bytes), and the 32 slice partials are summed in a fixed order: deterministic, no atomics.
 struct ColSumParams { R : u32, N : u32, ld : u32, x_off : u32, out_off : u32, p0 : u32, p1 : u32, p2 : u32 };
 
 @group(0) @binding(0) var<storage, read> cs_x : array<f32>;

@@ -2,7 +2,9 @@
 // reference: embedding, layernorm, the matmul family, residual, gradient norm, clipping, AdamW.
 // Sizes are deliberately not multiples of the tiles; gradients are accumulated twice to check
 // the += contract; the binding-split paths run on small tensors through the test-only binding
-// limit; large-mean rows check the layernorm's numerics; some dispatches exceed 65535 workgroups.
+// limit; the GEMM's choices (split-K, vec4 loads, raster groups, tiles) are forced through its
+// test-only overrides; large-mean rows check the layernorm's numerics; some dispatches exceed
+// 65535 workgroups.
 #include <math.h>
 #include <stdint.h>
 #include <time.h>
@@ -76,7 +78,10 @@ static void test_matmul_at(uint32_t N, uint32_t C, uint32_t OC, int with_bias, c
     bt_free(&P, &dout); bt_free(&P, &inp); bt_free(&P, &dw); bt_free(&P, &db);
 }
 
+// Scalar global loads here (vec4 loads have their own section below): every distinct pipeline
+// costs seconds of shader compilation on the software GPU, so the variants are spread thinly.
 static void test_matmuls(void) {
+    wg_mm_vec4_override = 0;
     static const struct { uint32_t N, C, OC; } shapes[] = {
         {67, 45, 130}, {1, 1, 1}, {5, 3, 7}, {130, 67, 45}, {200, 129, 300}, {64, 64, 64}, {3, 300, 2},
         {4, 0, 9}, {0, 5, 3}};  // empty K: out = bias (or 0); no rows: nothing, dW += 0
@@ -109,21 +114,183 @@ static void test_matmuls(void) {
     }
     wg_test_binding_limit = 0;
     wg_mm_tile_override = WG_MM_TILE_AUTO;
+    wg_mm_vec4_override = WG_MM_AUTO;
+}
+
+// Split-K, forced to S = 1, 2, 3, 7 slices (1: the scratch + reduce path with one slice), with
+// scalar and vec4 global loads. Every K is 209..224: 14 k-tiles of 16, or 27-28 of 8 in the big
+// tile where workgroup memory is 32 KiB (here), so S = 2, 3, 7 give exactly that many slices, the
+// last one partial; the first shape's odd sizes take scalar loads, the second's multiples of 4
+// vec4 loads when they are on (edge tiles in M and N in both). Each distinct pipeline costs
+// seconds of shader compilation on the software GPU, so the variants are spread thinly: scalar
+// loads with the big tile (the production split-K path), vec4 loads with the small tile (whose
+// 16-deep k-slices are those of the big tile on a 48 KiB GPU).
+static void test_matmul_splitk_pass(const char *tiles, size_t first_shape) {
+    static const struct { uint32_t N, C, OC; } shapes[] = {{211, 209, 213}, {212, 216, 220}};
+    static const int splits[] = {1, 2, 3, 7};
+    char what[96];
+    for (size_t si = 0; si < sizeof splits / sizeof splits[0]; si++) {
+        wg_mm_splitk_override = splits[si];
+        snprintf(what, sizeof what, "split-K %d %s vec4 %d", splits[si], tiles, wg_mm_vec4_override);
+        for (size_t s = first_shape; s < sizeof shapes / sizeof shapes[0]; s++) {
+            uint32_t N = shapes[s].N, C = shapes[s].C, OC = shapes[s].OC;
+            test_matmul_fwd(N, C, OC, 1, what);
+            test_matmul_t(N, C, OC, what);
+            test_matmul_at(N, C, OC, 1, what);
+            test_matmul_at(N, C, OC, 0, what);
+        }
+    }
+}
+
+static void test_matmul_splitk(void) {
+    wg_mm_vec4_override = 0;
+    test_matmul_splitk_pass("big tiles", 0);  // forced split-K takes the big tile
+    wg_mm_vec4_override = 1;
+    wg_mm_tile_override = WG_MM_TILE_SMALL;
+    test_matmul_splitk_pass("small tiles", 1);
+    // raster groups: 1 (row-major), 3 (a short last group over the 4 row blocks of 64), the
+    // default; with and without split-K
+    char what[96];
+    wg_mm_vec4_override = 0;
+    wg_mm_splitk_override = 3;
+    static const int groups[] = {1, 3, WG_MM_AUTO};
+    for (int gi = 0; gi < 3; gi++) {
+        wg_mm_group_override = groups[gi];
+        snprintf(what, sizeof what, "small tiles split-K 3 group %d", groups[gi]);
+        test_matmul_fwd(211, 209, 213, 1, what);
+        test_matmul_t(212, 216, 220, what);
+        test_matmul_at(212, 216, 220, 0, what);
+    }
+    wg_mm_splitk_override = 0;
+    wg_mm_group_override = 3;
+    test_matmul_fwd(211, 209, 213, 1, "small tiles no split group 3");
+    test_matmul_at(212, 216, 220, 1, "small tiles no split group 3");
+    wg_mm_tile_override = WG_MM_TILE_AUTO;
+    wg_mm_group_override = WG_MM_AUTO;
+    // the automatic choice: one tile, K = 600 -> 2 slices (dbias fused); K = 300 -> none
+    wg_mm_splitk_override = WG_MM_AUTO;
+    test_matmul_at(600, 71, 53, 1, "auto split-K");
+    test_matmul_fwd(50, 601, 70, 1, "auto split-K");
+    test_matmul_t(50, 70, 601, "auto split-K");
+    test_matmul_at(300, 71, 53, 1, "auto, no split");
+    // split-K under the binding-split paths: a 3000-element limit also caps the scratch, so the
+    // slices shrink to what fits (down to 1); multiples of 4 so that the vec4 loads see k-chunks
+    // that start or end inside a vec4 (scalar fallback of that operand, masked edges)
+    wg_test_binding_limit = 3000;
+    wg_mm_tile_override = WG_MM_TILE_SMALL;
+    wg_mm_vec4_override = 1;
+    wg_mm_splitk_override = 7;
+    test_matmul_fwd(68, 44, 132, 1, "split binding + split-K 7");
+    test_matmul_t(152, 300, 72, "split binding + split-K 7");
+    test_matmul_at(300, 72, 152, 1, "split binding + split-K 7");
+    wg_mm_splitk_override = 0;
+    test_matmul_t(152, 300, 72, "split binding, vec4");
+    test_matmul_at(300, 72, 152, 1, "split binding, vec4");
+    wg_test_binding_limit = 0;
+    wg_mm_tile_override = WG_MM_TILE_AUTO;
+    wg_mm_splitk_override = WG_MM_AUTO;
+    wg_mm_vec4_override = WG_MM_AUTO;
+}
+
+// dW and dbias as views into one gradient buffer (as the model lays parameters out): the split
+// path's reduce binds both read-write in one dispatch. Also checks that split-K is deterministic:
+// the same call on the same input gives the same bits.
+static void test_matmul_at_shared_grads(void) {
+    const uint32_t N = 300, C = 68, OC = 52;
+    const size_t odb = (size_t)OC * C + 64 - ((size_t)OC * C) % 64;  // dbias at the next aligned offset
+    btensor dout = bt_rand((size_t)N * OC, 1), inp = bt_rand((size_t)N * C, 1);
+    btensor grads = bt_rand(odb + OC, 1);
+    wgt_view cw = {grads.c, 0}, gw = {grads.g, 0}, cb = {grads.c, odb}, gb = {grads.g, odb};
+    wg_mm_splitk_override = 7;
+    wg_mm_vec4_override = 0;  // the big-tile pipelines of the split-K section
+    for (int rep = 0; rep < 2; rep++) {
+        P.cpu->matmul_at(P.cpu, cw, cb, bt_c(dout), bt_c(inp), N, C, OC);
+        P.gpu->matmul_at(P.gpu, gw, gb, bt_g(dout), bt_g(inp), N, C, OC);
+    }
+    bt_check(&P, "matmul_at split-K 7: dW and dbias in one buffer, x2", grads, 2 * mm_atol(N), 1e-5);
+    // determinism: zero, run, read; zero, run, read; bitwise equal
+    float *r[2];
+    for (int k = 0; k < 2; k++) {
+        P.gpu->fill_zero(P.gpu, gw, grads.n);
+        P.gpu->matmul_at(P.gpu, gw, gb, bt_g(dout), bt_g(inp), N, C, OC);
+        r[k] = malloc(grads.n * 4);
+        P.gpu->download(P.gpu, r[k], gw, grads.n);
+    }
+    CHECK(!memcmp(r[0], r[1], grads.n * 4), "matmul_at split-K 7 gives the same bits twice");
+    free(r[0]);
+    free(r[1]);
+    wg_mm_splitk_override = WG_MM_AUTO;
+    wg_mm_vec4_override = WG_MM_AUTO;
+    bt_free(&P, &dout); bt_free(&P, &inp); bt_free(&P, &grads);
+}
+
+// The split-K scratch belongs to its backend (like the gradient-norm scratch below): free a
+// backend, open another (malloc may hand it the same address) and split-K must still work.
+static void test_matmul_scratch_lifetime(void) {
+    enum { N = 5, C = 40, OC = 6 };
+    float x[N * C], w[OC * C], out[N * OC];
+    for (int i = 0; i < N * C; i++) x[i] = (float)(i % 7) - 3.0f;
+    for (int i = 0; i < OC * C; i++) w[i] = (float)(i % 5) - 2.0f;
+    wg_mm_splitk_override = 2;
+    wg_mm_tile_override = WG_MM_TILE_SMALL;
+    wg_mm_vec4_override = 0;
+    for (int round = 0; round < 2; round++) {
+        wgt_backend *be;
+        if (backend_webgpu_init(&be, getenv("WGTRAIN_TEST_ADAPTER") ? getenv("WGTRAIN_TEST_ADAPTER") : "auto") != WGT_OK) {
+            CHECK(0, "another webgpu backend: %s", wgt_last_error());
+            break;
+        }
+        wgt_buf *xb, *wb, *ob;
+        be->buf_alloc(be, &xb, N * C, "x");
+        be->buf_alloc(be, &wb, OC * C, "w");
+        be->buf_alloc(be, &ob, N * OC, "out");
+        wgt_view xv = {xb, 0}, wv = {wb, 0}, ov = {ob, 0};
+        be->upload(be, xv, x, N * C);
+        be->upload(be, wv, w, OC * C);
+        be->matmul(be, ov, xv, wv, nov(), N, C, OC);
+        wgt_status st = be->download(be, out, ov, N * OC);
+        double worst = 0;
+        for (int r = 0; r < N; r++)
+            for (int c = 0; c < OC; c++) {
+                double ref = 0;  // small integers: exact in f32 whatever the order
+                for (int k = 0; k < C; k++) ref += (double)x[r * C + k] * w[c * C + k];
+                worst = fmax(worst, fabs(out[r * OC + c] - ref));
+            }
+        CHECK(st == WGT_OK && worst == 0, "split-K matmul on backend #%d: worst error %g (%s)", round + 2, worst,
+              wgt_last_error());
+        be->buf_free(be, xb);
+        be->buf_free(be, wb);
+        be->buf_free(be, ob);
+        be->free(be);
+    }
+    wg_mm_splitk_override = WG_MM_AUTO;
+    wg_mm_tile_override = WG_MM_TILE_AUTO;
+    wg_mm_vec4_override = WG_MM_AUTO;
 }
 
 // matmul on views at nonzero, 256-byte-aligned offsets inside larger buffers (as the model
 // binds parameters and activations)
-static void test_matmul_offsets(void) {
-    const uint32_t N = 33, C = 70, OC = 90;
-    const size_t oi = 128, ow = 64 * 7, ob = 64, oo = 192;
+static void test_matmul_offsets_at(uint32_t N, uint32_t C, uint32_t OC, size_t ow, const char *what) {
+    const size_t oi = 128, ob = 64, oo = 192;
     btensor inp = bt_rand(oi + (size_t)N * C, 1), w = bt_rand(ow + (size_t)OC * C + 5, 1), b = bt_rand(ob + OC, 1);
     btensor out = bt_rand(oo + (size_t)N * OC + 9, 1);
     wgt_view ci = {inp.c, oi}, gi = {inp.g, oi}, cw = {w.c, ow}, gw = {w.g, ow}, cb = {b.c, ob}, gb = {b.g, ob};
     wgt_view co = {out.c, oo}, go = {out.g, oo};
     P.cpu->matmul(P.cpu, co, ci, cw, cb, N, C, OC);
     P.gpu->matmul(P.gpu, go, gi, gw, gb, N, C, OC);
-    bt_check(&P, "matmul on offset views (and untouched neighbours)", out, mm_atol(C), 1e-5);
+    char name[160];
+    snprintf(name, sizeof name, "matmul on offset views (and untouched neighbours) %s", what);
+    bt_check(&P, name, out, mm_atol(C), 1e-5);
     bt_free(&P, &inp); bt_free(&P, &w); bt_free(&P, &b); bt_free(&P, &out);
+}
+
+static void test_matmul_offsets(void) {
+    test_matmul_offsets_at(33, 70, 90, 64 * 7, "odd sizes");
+    wg_mm_tile_override = WG_MM_TILE_SMALL;  // the vec4 pipelines of the split-K section
+    test_matmul_offsets_at(36, 72, 92, 64 * 7, "multiples of 4 (vec4)");
+    // (an offset that is not a multiple of 4 makes that operand scalar: the binding-split
+    // section above covers that fallback through k-chunks that start inside a vec4)
+    wg_mm_tile_override = WG_MM_TILE_AUTO;
 }
 
 // ------------------------------------------------------------------ layernorm
@@ -318,7 +485,10 @@ static void test_norm_scratch_lifetime(void) {
 int main(void) {
     P = bpair_open();
     TIMED("matmul family", test_matmuls());
+    TIMED("matmul split-K, vec4 loads, raster groups", test_matmul_splitk());
+    TIMED("matmul_at shared gradient buffer", test_matmul_at_shared_grads());
     TIMED("matmul offsets", test_matmul_offsets());
+    TIMED("matmul split-K scratch lifetime", test_matmul_scratch_lifetime());
     TIMED("layernorm", {
         test_layernorm(67, 45, 0.0f, 1.0f, "random");
         test_layernorm(9, 700, 0.0f, 1.0f, "wide rows");

@@ -1,9 +1,18 @@
 // wg_ops_matmul.c — dispatch wrappers for kernels/03_matmul.wgsl (matmul, matmul_t, matmul_at).
-// One GEMM routine serves the three ops. It picks the tile shape (a pipeline variant through
-// `defines`) from the device's workgroup memory and the output's size, and splits any operand
-// larger than one storage binding (the lm_head's logits and wte) into windows: rows of the
-// operand's slow dimension, bound at a 256-byte-aligned start with the remainder passed to the
-// kernel as an element offset. A split of the reduction dimension accumulates into the output.
+// One GEMM routine serves the three ops. Per call it picks
+//   - the tile shape (a pipeline variant through `defines`) from the device's workgroup memory
+//     and the output's size;
+//   - split-K: an output of too few tiles to fill a large GPU (the dW of every GPT-2 layer:
+//     768x768 is 36 tiles of 128x128 for 132 SMs) with a long K is computed as S k-slices,
+//     each into its own layer of a scratch buffer, then summed in a fixed order by a second
+//     kernel that also adds the bias / accumulates (+=) into the real output, and for matmul_at
+//     the fused dbias: deterministic, no atomics;
+//   - vec4 global loads for each operand whose leading dimension and offset are multiples of 4;
+//   - the raster order of the tiles (groups of row blocks, so neighbours share L2 tiles).
+// It also splits any operand larger than one storage binding (the lm_head's logits and wte) into
+// windows: rows of the operand's slow dimension, bound at a 256-byte-aligned start with the
+// remainder passed to the kernel as an element offset. A split of the reduction dimension
+// accumulates into the output.
 #include <stdlib.h>
 #include <string.h>
 #include "backend/webgpu/wg_ops.h"
@@ -25,41 +34,198 @@ wg_bind wg_gpt_window(wgt_view v, uint64_t start, uint64_t count, uint32_t *rem)
     return wg_b(w, count ? (size_t)(count + *rem) : 0);
 }
 
-// ------------------------------------------------------------------ tile shapes
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// ------------------------------------------------------------------ settings
+wg_mm_tile_choice wg_mm_tile_override = WG_MM_TILE_AUTO;
+int wg_mm_splitk_override = WG_MM_AUTO;
+int wg_mm_vec4_override = WG_MM_AUTO;
+int wg_mm_group_override = WG_MM_AUTO;
+
+// An integer setting from the environment, read once: unset, empty or "auto" -> WG_MM_AUTO,
+// "off" -> 0, a number >= 0 -> that number; anything else is reported once and ignored.
+static int env_setting(const char *name, int *cache, int *read) {
+    if (*read) return *cache;
+    *read = 1;
+    *cache = WG_MM_AUTO;
+    const char *s = getenv(name);
+    if (!s || !*s || !strcmp(s, "auto")) return *cache;
+    if (!strcmp(s, "off")) return *cache = 0;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < 0 || v > 1024) {
+        fprintf(stderr, "wgtrain: ignoring %s=%s (expected auto, off or a number)\n", name, s);
+        return *cache;
+    }
+    return *cache = (int)v;
+}
+
+static int setting(int override, const char *env, int *cache, int *read) {
+    return override != WG_MM_AUTO ? override : env_setting(env, cache, read);
+}
+
+// WGTRAIN_MM_SPLITK: auto | off (0) | S (every GEMM through the split path with S slices)
+static int splitk_setting(void) {
+    static int cache, read;
+    return setting(wg_mm_splitk_override, "WGTRAIN_MM_SPLITK", &cache, &read);
+}
+// WGTRAIN_MM_VEC4: 0 | 1 (default 1)
+static int vec4_on(void) {
+    static int cache, read;
+    int v = setting(wg_mm_vec4_override, "WGTRAIN_MM_VEC4", &cache, &read);
+    return v == WG_MM_AUTO ? 1 : v != 0;
+}
+// WGTRAIN_MM_GROUP: row blocks per raster group (1 = plain row-major order; default MM_GROUP)
+#define MM_GROUP 8
+static uint32_t group_setting(void) {
+    static int cache, read;
+    int v = setting(wg_mm_group_override, "WGTRAIN_MM_GROUP", &cache, &read);
+    return v == WG_MM_AUTO ? MM_GROUP : v < 1 ? 1u : (uint32_t)v;
+}
+
+// ------------------------------------------------------------------ tile shapes and split-K
 typedef struct { uint32_t bm, bn, bk, tm, tn; } mm_tile;
 
 static const mm_tile TILE_BIG = {128, 128, 16, 8, 8};   // 64 outputs a thread: the FLOP workhorse
 static const mm_tile TILE_BIG_K8 = {128, 128, 8, 8, 8}; // same, for 32 KiB of workgroup memory
 static const mm_tile TILE_SMALL = {64, 64, 16, 4, 4};   // more workgroups for small outputs
 
-wg_mm_tile_choice wg_mm_tile_override = WG_MM_TILE_AUTO;
-
 static size_t tile_smem(mm_tile t) { return (size_t)2 * t.bk * ((t.bm / 4 + 1) + (t.bn / 4 + 1)) * 16; }
+static uint64_t tile_count(mm_tile t, uint64_t M, uint64_t N) { return cdiv(M, t.bm) * cdiv(N, t.bn); }
 
 // Fewer big tiles than this many means that some of a large GPU's cores would idle (an H200
-// holds two 128x128 workgroups on each of its 132 SMs: 264): take 64x64 tiles instead, 4x the
-// workgroups at lower arithmetic intensity. In GPT-2 124M this picks the small tiles for the
-// dW of every layer GEMM (768 x 768 .. 3072 x 768) and the big ones for everything else.
-// WebGPU does not report the number of cores; bench_matmul --tiles measures both choices.
+// holds two 128x128 workgroups on each of its 132 SMs: 264). Such an output is split along K
+// when K is long enough; otherwise it takes 64x64 tiles, 4x the workgroups at lower arithmetic
+// intensity. WebGPU does not report the number of cores: the constants below are the H200's, and
+// bench_matmul --sweep measures the choices.
 #define MM_MIN_BIG_TILES 256
+// Split-K: slices of at least MM_SPLITK_MIN_K (shorter ones would spend more on the partials'
+// round trip through memory than they gain), at most MM_SPLITK_MAX. The count minimises a cost
+// model in units of the ideal GEMM time: 1/efficiency of the last wave, as the workgroups of a
+// split all do the same work (tiles·S against MM_GPU_SLOTS, the H200's 132 SMs x 2 workgroups:
+// a multiple of its slot count at 1 a SM too), plus the partials' traffic: S layers of M·N
+// floats written and read back (8 bytes each) against 2·M·N·K FLOPs, i.e. 4·S·F/(B·K) with F/B
+// = MM_FLOP_PER_BYTE (FP32 FLOP/s of this kernel over memory bytes/s: ~30 T / ~3.5 T on the
+// H200). In GPT-2 124M (B*T = 8192) this splits the dW of the four layer GEMMs (S = 7 for
+// 768x768, 11 for 3072x768, 12 for 2304x768) and nothing else. WGTRAIN_MM_SPLITK=S forces S.
+#define MM_SPLITK_MIN_K 256
+#define MM_SPLITK_MAX 16
+#define MM_GPU_SLOTS 264
+#define MM_FLOP_PER_BYTE 10.0
+// The scratch of the partial tiles is capped (besides one binding): an output that would need
+// more is computed without split.
+#define MM_SCRATCH_MAX ((uint64_t)1 << 26)
 
-static mm_tile tile_pick(wg_ctx *ctx, uint32_t M, uint32_t N) {
-    size_t smem = wg_ctx_info(ctx)->limits.maxComputeWorkgroupStorageSize;
-    mm_tile big = tile_smem(TILE_BIG) <= smem ? TILE_BIG : TILE_BIG_K8;
-    switch (wg_mm_tile_override) {
-    case WG_MM_TILE_BIG: return big;
-    case WG_MM_TILE_SMALL: return TILE_SMALL;
-    default: break;
+static uint32_t splitk_auto(uint64_t tiles, uint32_t K) {
+    if (tiles >= MM_MIN_BIG_TILES || K < 2 * MM_SPLITK_MIN_K) return 0;
+    uint32_t smax = (uint32_t)min_u64(MM_SPLITK_MAX, K / MM_SPLITK_MIN_K), best = 0;
+    double best_cost = 0;
+    for (uint32_t S = 2; S <= smax; S++) {
+        uint64_t wgs = tiles * S;
+        double waves = (double)cdiv(wgs, MM_GPU_SLOTS) * MM_GPU_SLOTS / (double)wgs;
+        double cost = waves + 4.0 * S * MM_FLOP_PER_BYTE / K;
+        if (!best || cost < best_cost) { best = S; best_cost = cost; }
     }
-    uint64_t nbig = (uint64_t)((M + 127) / 128) * ((N + 127) / 128);
-    return nbig < MM_MIN_BIG_TILES ? TILE_SMALL : big;
+    return best;
 }
 
-// The module's tile constants (every entry point of 03_matmul.wgsl needs them to compile).
-static const char *tile_defines(mm_tile t, char *buf, size_t cap) {
-    snprintf(buf, cap, "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;", t.bm, t.bn,
-             t.bk, t.tm, t.tn);
+typedef struct {
+    mm_tile t;
+    uint32_t splits;  // 0: direct; S >= 1: through the scratch in (up to) S slices
+} mm_plan;
+
+static mm_plan plan_pick(wg_ctx *ctx, uint32_t M, uint32_t N, uint32_t K) {
+    size_t smem = wg_ctx_info(ctx)->limits.maxComputeWorkgroupStorageSize;
+    mm_tile big = tile_smem(TILE_BIG) <= smem ? TILE_BIG : TILE_BIG_K8;
+    mm_plan p = {wg_mm_tile_override == WG_MM_TILE_SMALL ? TILE_SMALL : big, 0};
+    uint64_t tiles = tile_count(p.t, M, N);
+    int s = splitk_setting();
+    if (K > 0 && s > 0) p.splits = (uint32_t)s;
+    else if (K > 0 && s == WG_MM_AUTO) p.splits = splitk_auto(tiles, K);
+    if (wg_mm_tile_override == WG_MM_TILE_AUTO && !p.splits && tiles < MM_MIN_BIG_TILES) p.t = TILE_SMALL;
+    return p;
+}
+
+// The module's constants (every entry point of 03_matmul.wgsl needs them to compile): the tile,
+// how each operand is bound (f32 or vec4<f32>) and whether the kernel writes row sums (dbias).
+static const char *mm_defines(mm_tile t, int v4a, int v4b, int rs, char *buf, size_t cap) {
+    snprintf(buf, cap,
+             "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;"
+             "alias MM_A_T=%s;const MM_A_V4=%s;alias MM_B_T=%s;const MM_B_V4=%s;const MM_RS=%s;",
+             t.bm, t.bn, t.bk, t.tm, t.tn, v4a ? "vec4<f32>" : "f32", v4a ? "true" : "false",
+             v4b ? "vec4<f32>" : "f32", v4b ? "true" : "false", rs ? "true" : "false");
     return buf;
+}
+
+static WGPUComputePipeline aux_pipeline(wg_ctx *ctx, const char *entry) {
+    char defs[320];
+    return wg_pipeline(ctx, "03_matmul.wgsl", entry, mm_defines(TILE_SMALL, 0, 0, 0, defs, sizeof defs));
+}
+
+// ------------------------------------------------------------------ split-K scratch
+// One scratch buffer per backend for the partial tiles, allocated on first use, grown (to a
+// multiple of 1 Mi elements, so that the similar sizes of one model settle at once) and released
+// with the backend: the wrapper chains the backend's `free`, as the optimizer's scratch does.
+// Beside it a 64-element buffer stands in for the reduce kernel's dbias binding when there is
+// none: that binding is writable, and WebGPU rejects two writable bindings with overlapping
+// ranges of one buffer in a dispatch (so C cannot be bound twice).
+#define MAX_BACKENDS 16
+#define SCRATCH_GRAIN ((size_t)1 << 20)
+
+typedef struct {
+    wgt_backend *be;
+    wgt_buf *buf, *dummy;
+    void (*orig_free)(wgt_backend *be);
+} mm_scratch_slot;
+static mm_scratch_slot mm_scratch_tab[MAX_BACKENDS];
+
+static void mm_scratch_release(wgt_backend *be) {
+    for (int i = 0; i < MAX_BACKENDS; i++) {
+        if (mm_scratch_tab[i].be != be) continue;
+        void (*orig)(wgt_backend *) = mm_scratch_tab[i].orig_free;
+        wg_buf_free(wg_of(be), mm_scratch_tab[i].buf);
+        wg_buf_free(wg_of(be), mm_scratch_tab[i].dummy);
+        memset(&mm_scratch_tab[i], 0, sizeof mm_scratch_tab[i]);
+        be->free = orig;
+        orig(be);
+        return;
+    }
+    WGT_ASSERT(0, "matmul scratch: freeing a backend this file does not know");
+}
+
+static uint64_t scratch_limit(wgt_backend *be) { return min_u64(wg_gpt_binding_limit(be), MM_SCRATCH_MAX); }
+
+// This backend's slot, created on first use.
+static mm_scratch_slot *mm_scratch_slot_of(wgt_backend *be) {
+    int slot = -1, empty = -1;
+    for (int i = 0; i < MAX_BACKENDS; i++) {
+        if (mm_scratch_tab[i].be == be) { slot = i; break; }
+        if (!mm_scratch_tab[i].be && empty < 0) empty = i;
+    }
+    if (slot < 0) {
+        WGT_ASSERT(empty >= 0, "more than 16 live webgpu backends");
+        slot = empty;
+        mm_scratch_tab[slot].be = be;
+        mm_scratch_tab[slot].orig_free = be->free;
+        be->free = mm_scratch_release;
+        wgt_status st = wg_buf_alloc(wg_of(be), &mm_scratch_tab[slot].dummy, WGT_VIEW_ALIGN, "split-K placeholder");
+        WGT_ASSERT(st == WGT_OK, "could not allocate the 256-byte split-K placeholder buffer");
+    }
+    return &mm_scratch_tab[slot];
+}
+
+// A scratch buffer of at least n elements (n <= scratch_limit).
+static wgt_buf *mm_scratch(wgt_backend *be, size_t n) {
+    mm_scratch_slot *s = mm_scratch_slot_of(be);
+    if (s->buf && s->buf->n_elems >= n) return s->buf;
+    size_t want = (size_t)min_u64(cdiv(n, SCRATCH_GRAIN) * SCRATCH_GRAIN, scratch_limit(be));
+    if (want < n) want = n;
+    if (s->buf) wg_buf_free(wg_of(be), s->buf);  // submits what is recorded first: safe mid-step
+    s->buf = NULL;
+    wgt_status st = wg_buf_alloc(wg_of(be), &s->buf, want, "split-K partial tiles");
+    WGT_ASSERT(st == WGT_OK, "could not allocate the split-K scratch buffer (set WGTRAIN_MM_SPLITK=off)");
+    return s->buf;
 }
 
 // ------------------------------------------------------------------ the GEMM
@@ -69,10 +235,17 @@ static const char *const mm_entry[] = {"matmul", "matmul_t", "matmul_at"};
 typedef struct {
     uint32_t M, N, K, flags;
     uint32_t a_off, b_off, c_off, bias_off;
-    uint32_t lda, ldb, ldc, pad0;
+    uint32_t lda, ldb, ldc, ks;
+    uint32_t zs, rs_off, group, pad0;
 } mm_params;
 
-static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+typedef struct {
+    uint32_t M, N, S, flags;
+    uint32_t ldc, c_off, bias_off, zs;
+    uint32_t rs_off, db_off, p0, p1;
+} sk_params;
+
+enum { MMF_BIAS = 1, MMF_ACC = 2, MMF_ROWSUM = 4 };
 
 // Largest chunk of a dimension whose rows of length ld fit one binding (leaving room for the
 // alignment remainder), rounded down to whole tiles when that leaves at least one.
@@ -82,16 +255,107 @@ static uint64_t chunk_rows(uint64_t lim, uint64_t ld, uint64_t tile) {
     return r >= tile ? r / tile * tile : r;
 }
 
-// C[M,N] (=|+=) A[M,K]·B[K,N] (+ bias[N]). a_kc/b_kc follow from the variant. The kernel indexes
-// each binding window with u32, which every window (at most one binding) satisfies.
-static void mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias, uint32_t M,
-                    uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate) {
+// The window of rows [r0, r0+rows) x columns [c0, c0+cols) of a matrix with leading dimension ld.
+// *v4 asks for a vec4 binding and says whether it was granted: the element offset and ld must be
+// multiples of 4 and the binding is rounded up to whole vec4 (still inside the buffer), so the
+// kernel's masked edge loads stay inside it.
+static wg_bind mm_window(wgt_view v, uint64_t r0, uint64_t rows, uint64_t c0, uint64_t cols, uint64_t ld,
+                         uint32_t *off, int *v4) {
+    uint64_t start = r0 * ld + c0, count = rows && cols ? (rows - 1) * ld + cols : 0;
+    if (*v4) {
+        uint64_t abs = v.off + start, c4 = (count + 3) & ~(uint64_t)3;
+        if (count == 0 || ld % 4 || abs % 4 || abs + c4 > v.buf->n_elems) *v4 = 0;
+        else count = c4;
+    }
+    return wg_gpt_window(v, start, count, off);
+}
+
+typedef struct {
+    wgt_backend *be;
+    mm_variant var;
+    mm_plan plan;
+    wgt_view a, b, c, bias, dbias;  // dbias: matmul_at's, fused into the split path
+    uint32_t lda, ldb, ldc;
+    int accumulate, fuse_db, want_v4;
+    uint32_t group;
+} mm_call;
+
+// One chunk: C[m0:+mc, n0:+nc] (+)= A[m0:+mc, k0:+kc]·B[k0:+kc, n0:+nc]
+static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t nc, uint64_t k0, uint32_t kc) {
+    wg_ctx *ctx = wg_of(g->be);
+    const mm_tile t = g->plan.t;
+    const int a_kc = g->var != MM_TN, b_kc = g->var == MM_NT, first_k = k0 == 0;
+    const int bias_here = first_k && g->bias.buf != NULL;
+    const int acc_here = g->accumulate || !first_k;
+    const int db_here = g->fuse_db && n0 == 0;  // dbias rows come from the first column block
+    mm_params p = {mc, nc, kc, 0, 0, 0, 0, 0, g->lda, g->ldb, g->ldc, kc, 0, 0, g->group, 0};
+    wg_bind bd[4];
+    int v4a = g->want_v4, v4b = g->want_v4;
+    if (a_kc) bd[0] = mm_window(g->a, m0, mc, k0, kc, g->lda, &p.a_off, &v4a);
+    else bd[0] = mm_window(g->a, k0, kc, m0, mc, g->lda, &p.a_off, &v4a);
+    if (b_kc) bd[1] = mm_window(g->b, n0, nc, k0, kc, g->ldb, &p.b_off, &v4b);
+    else bd[1] = mm_window(g->b, k0, kc, n0, nc, g->ldb, &p.b_off, &v4b);
+    bd[2] = wg_b(bd[0].v, 0);  // an unread placeholder; read-only like A, so no usage conflict
+    char defs[320];
+    WGPUComputePipeline pipe =
+        wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[g->var], mm_defines(t, v4a, v4b, db_here, defs, sizeof defs));
+    const uint32_t gx = (nc + t.bn - 1) / t.bn, gy = (mc + t.bm - 1) / t.bm;
+    int no_v4 = 0;
+
+    if (!g->plan.splits) {  // direct: the kernel writes C
+        if (bias_here) { p.flags |= MMF_BIAS; bd[2] = wg_gpt_window(g->bias, n0, nc, &p.bias_off); }
+        if (acc_here) p.flags |= MMF_ACC;
+        bd[3] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &p.c_off, &no_v4);
+        wg_dispatch3(ctx, mm_entry[g->var], pipe, bd, 4, &p, sizeof p, gx, gy, 1);
+        return;
+    }
+
+    // split-K: S layers of partial tiles [S, mc, nc] (then S row sums [S, mc]) in the scratch
+    const uint64_t per = (uint64_t)mc * nc + (g->fuse_db ? mc : 0);
+    uint64_t ktiles = cdiv(kc, t.bk), S = min_u64(g->plan.splits, ktiles);
+    S = min_u64(S, scratch_limit(g->be) / per);  // >= 1: checked for the largest chunk
+    const uint64_t ks = cdiv(ktiles, S) * t.bk;
+    S = cdiv(kc, ks);  // no empty slices
+    wgt_view scr = {mm_scratch(g->be, (size_t)(S * per)), 0};
+    p.ks = (uint32_t)ks;
+    p.ldc = nc;
+    p.zs = mc * nc;
+    p.rs_off = (uint32_t)(S * mc * nc);
+    if (db_here) p.flags |= MMF_ROWSUM;
+    bd[3] = wg_b(scr, (size_t)(S * per));
+    wg_dispatch3(ctx, mm_entry[g->var], pipe, bd, 4, &p, sizeof p, gx, gy, (uint32_t)S);
+
+    sk_params q = {mc, nc, (uint32_t)S, 0, g->ldc, 0, 0, p.zs, p.rs_off, 0, 0, 0};
+    wg_bind rb[4];
+    rb[0] = wg_b(scr, (size_t)(S * per));
+    rb[1] = wg_b(scr, 0);  // placeholder, read-only like rb[0]
+    if (bias_here) { q.flags |= MMF_BIAS; rb[1] = wg_gpt_window(g->bias, n0, nc, &q.bias_off); }
+    if (acc_here) q.flags |= MMF_ACC;
+    rb[2] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &q.c_off, &no_v4);
+    wgt_view dummy = {mm_scratch_slot_of(g->be)->dummy, 0};
+    rb[3] = wg_b(dummy, 1);  // placeholder (unread)
+    uint64_t threads = (uint64_t)mc * nc;
+    if (db_here) {
+        q.flags |= MMF_ROWSUM;
+        rb[3] = wg_gpt_window(g->dbias, m0, mc, &q.db_off);
+        threads += mc;
+    }
+    wg_dispatch(ctx, "matmul_splitk_reduce", aux_pipeline(ctx, "matmul_splitk_reduce"), rb, 4, &q, sizeof q,
+                wg_groups(threads, 256));
+}
+
+// C[M,N] (=|+=) A[M,K]·B[K,N] (+ bias[N]); for matmul_at also dbias[M] += row sums of A when the
+// split path runs (returns 1 then; 0: the caller adds dbias itself). a_kc/b_kc follow from the
+// variant. The kernel indexes each binding window with u32, which every window (at most one
+// binding) satisfies.
+static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias, wgt_view dbias,
+                   uint32_t M, uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate) {
     wg_ctx *ctx = wg_of(be);
-    if (M == 0 || N == 0) return;
+    if (M == 0 || N == 0) return 0;
     const int a_kc = var != MM_TN, b_kc = var == MM_NT;
-    mm_tile t = tile_pick(ctx, M, N);
-    char defs[128];
-    WGPUComputePipeline pipe = wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[var], tile_defines(t, defs, sizeof defs));
+    mm_call g = {be, var, plan_pick(ctx, M, N, K), a, b, c, bias, dbias, lda, ldb, ldc, accumulate, 0, vec4_on(),
+                 group_setting()};
+    const mm_tile t = g.plan.t;
 
     // chunk sizes: every operand's window must fit one binding; grids stay within 65535 a side
     uint64_t lim = wg_gpt_binding_limit(be);
@@ -103,6 +367,10 @@ static void mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt
     if (b_kc) cN = min_u64(cN, chunk_rows(lim, ldb, t.bn));
     else cK = min_u64(cK, chunk_rows(lim, ldb, t.bk));
 
+    // the split path needs room for one layer of the largest chunk (and its row sums)
+    if (g.plan.splits && cM * cN + (dbias.buf ? cM : 0) > scratch_limit(be)) g.plan.splits = 0;
+    g.fuse_db = g.plan.splits && dbias.buf;
+
     for (uint64_t m0 = 0; m0 < M; m0 += cM) {
         uint32_t mc = (uint32_t)min_u64(cM, M - m0);
         for (uint64_t n0 = 0; n0 < N; n0 += cN) {
@@ -110,52 +378,35 @@ static void mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt
             uint64_t k0 = 0;
             do {
                 uint32_t kc = (uint32_t)min_u64(cK, K - k0);
-                mm_params p = {mc, nc, kc, 0, 0, 0, 0, 0, lda, ldb, ldc, 0};
-                int first_k = k0 == 0;
-                if (first_k && bias.buf) p.flags |= 1;
-                if (accumulate || !first_k) p.flags |= 2;
-                wg_bind bd[4];
-                // a window of rows [r0, r0+rows) x cols [c0, c0+cols) of a matrix with leading dim ld
-#define WINDOW(v, r0, rows, c0, cols, ld, off) \
-    wg_gpt_window(v, (uint64_t)(r0) * (ld) + (c0), (rows) && (cols) ? (uint64_t)((rows) - 1) * (ld) + (cols) : 0, off)
-                if (a_kc) bd[0] = WINDOW(a, m0, mc, k0, kc, lda, &p.a_off);
-                else bd[0] = WINDOW(a, k0, kc, m0, mc, lda, &p.a_off);
-                if (b_kc) bd[1] = WINDOW(b, n0, nc, k0, kc, ldb, &p.b_off);
-                else bd[1] = WINDOW(b, k0, kc, n0, nc, ldb, &p.b_off);
-                if (p.flags & 1) bd[2] = wg_gpt_window(bias, n0, nc, &p.bias_off);
-                else bd[2] = wg_b(bd[0].v, 0);  // an unread placeholder; read-only like A, so no usage conflict
-                bd[3] = WINDOW(c, m0, mc, n0, nc, ldc, &p.c_off);
-#undef WINDOW
-                wg_dispatch3(ctx, mm_entry[var], pipe, bd, 4, &p, sizeof p, (nc + t.bn - 1) / t.bn,
-                             (mc + t.bm - 1) / t.bm, 1);
+                mm_chunk(&g, m0, mc, n0, nc, k0, kc);
                 k0 += kc;
             } while (k0 < K);
         }
     }
+    return g.fuse_db;
 }
 
 void wg_matmul(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N, uint32_t C,
                uint32_t OC) {
-    mm_gemm(be, MM_NT, out, inp, weight, bias, N, OC, C, C, C, OC, 0);
+    wgt_view none = {NULL, 0};
+    mm_gemm(be, MM_NT, out, inp, weight, bias, none, N, OC, C, C, C, OC, 0);
 }
 
 void wg_matmul_t(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t N, uint32_t C, uint32_t OC) {
-    wgt_view nobias = {NULL, 0};
-    mm_gemm(be, MM_NN, dinp, dout, weight, nobias, N, C, OC, OC, C, C, 0);
+    wgt_view none = {NULL, 0};
+    mm_gemm(be, MM_NN, dinp, dout, weight, none, none, N, C, OC, OC, C, C, 0);
 }
 
 typedef struct { uint32_t R, N, ld, x_off, out_off, p0, p1, p2; } colsum_params;
 
 void wg_matmul_at(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view dout, wgt_view inp, uint32_t N,
                   uint32_t C, uint32_t OC) {
-    wgt_view nobias = {NULL, 0};
-    mm_gemm(be, MM_TN, dweight, dout, inp, nobias, OC, C, N, OC, C, C, 1);
+    wgt_view none = {NULL, 0};
+    if (mm_gemm(be, MM_TN, dweight, dout, inp, none, dbias, OC, C, N, OC, C, C, 1)) return;  // dbias fused
     if (!dbias.buf || N == 0 || OC == 0) return;
     // dbias[OC] += column sums of dout[N,OC], over row chunks that fit one binding
     wg_ctx *ctx = wg_of(be);
-    char defs[128];
-    WGPUComputePipeline pipe =
-        wg_pipeline(ctx, "03_matmul.wgsl", "matmul_at_dbias", tile_defines(TILE_SMALL, defs, sizeof defs));
+    WGPUComputePipeline pipe = aux_pipeline(ctx, "matmul_at_dbias");
     uint64_t rows = chunk_rows(wg_gpt_binding_limit(be), OC, 1);
     for (uint64_t r0 = 0; r0 < N; r0 += rows) {
         uint32_t rc = (uint32_t)min_u64(rows, N - r0);
@@ -169,9 +420,19 @@ typedef struct { uint32_t iters, n; float x, y; } peak_params;
 
 void wg_matmul_peak(wgt_backend *be, wgt_view out, uint32_t groups, uint32_t iters) {
     wg_ctx *ctx = wg_of(be);
-    char defs[128];
     peak_params p = {iters, groups * 256u, 0.999999f, 1e-6f};
     wg_bind b[] = {wg_b(out, (size_t)groups * 256)};
-    wg_dispatch(ctx, "matmul_peak", wg_pipeline(ctx, "03_matmul.wgsl", "matmul_peak", tile_defines(TILE_SMALL, defs, sizeof defs)),
-                b, 1, &p, sizeof p, groups);
+    wg_dispatch(ctx, "matmul_peak", aux_pipeline(ctx, "matmul_peak"), b, 1, &p, sizeof p, groups);
+}
+
+// ------------------------------------------------------------------ bench/test introspection
+const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint32_t OC, char *buf, size_t cap) {
+    uint32_t M = op == 2 ? OC : N, Nn = op == 0 ? OC : C, K = op == 0 ? C : op == 1 ? OC : N;
+    mm_plan p = plan_pick(wg_of(be), M, Nn, K);
+    uint64_t tiles = tile_count(p.t, M, Nn);
+    uint64_t S = p.splits ? min_u64(p.splits, cdiv(K, p.t.bk)) : 0;
+    if (S) S = cdiv(K, cdiv(cdiv(K, p.t.bk), S) * p.t.bk);
+    snprintf(buf, cap, "%ux%u tiles %llu split %llu vec4 %d group %u", p.t.bm, p.t.bn, (unsigned long long)tiles,
+             (unsigned long long)S, vec4_on(), group_setting());
+    return buf;
 }

@@ -1,0 +1,18 @@
+// 15_copy.wgsl — copy_vec4: dst = src, one vec4 (16 bytes) a thread. The benchmarks' ceiling for
+// memory-bound kernels: a device-to-device copy through the same compiler and dispatch path as
+// every kernel (the API's buffer-to-buffer copy runs through another engine and measured well
+// below what kernels reach on the H200, so it is no ceiling for them). Sizes are in vec4; the host
+// binds 256-byte-aligned windows, adds the remainders as offsets and splits more than 65535
+// workgroups into a 2-D grid (flat_id).
+
+struct CopyParams { n4 : u32, src_off4 : u32, dst_off4 : u32, p0 : u32 };
+
+@group(0) @binding(0) var<storage, read> cp_src : array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> cp_dst : array<vec4<f32>>;
+@group(0) @binding(2) var<uniform> cp_p : CopyParams;
+
+@compute @workgroup_size(256)
+fn copy_vec4(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let i = flat_id(gid, nwg);
+    if (i < cp_p.n4) { cp_dst[cp_p.dst_off4 + i] = cp_src[cp_p.src_off4 + i]; }
+}
