@@ -70,11 +70,12 @@ static int splitk_setting(void) {
     static int cache, read;
     return setting(wg_mm_splitk_override, "WGTRAIN_MM_SPLITK", &cache, &read);
 }
-// WGTRAIN_MM_VEC4: 0 | 1 (default 1)
+// WGTRAIN_MM_VEC4: 0 | 1 (default 0: on the H200 through Dawn/Vulkan the vec4 operand loads ran
+// at 17-19 TFLOP/s against 28-32 for scalar loads in the same sweep, bench_matmul --sweep)
 static int vec4_on(void) {
     static int cache, read;
     int v = setting(wg_mm_vec4_override, "WGTRAIN_MM_VEC4", &cache, &read);
-    return v == WG_MM_AUTO ? 1 : v != 0;
+    return v == WG_MM_AUTO ? 0 : v != 0;
 }
 // WGTRAIN_MM_GROUP: row blocks per raster group (1 = plain row-major order; default MM_GROUP)
 #define MM_GROUP 8
