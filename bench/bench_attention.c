@@ -1,18 +1,26 @@
 // bench_attention.c — speed of causal multi-head attention on one WebGPU device: the forward
 // (05_attention.wgsl) and each backward variant (10_backward_attention.wgsl: streaming,
-// split-dKdV, split-short where T allows it, and the automatic choice) at the GPT-2 124M
-// training shape B = 8, T = 1024, NH = 12, HS = 64. Also checks, at that full size, the GPU
-// results of two heads against a double-precision host computation, so that the tile sizes and
-// unrolled loops of a real GPU (which the software-GPU tests cannot reach) are verified too.
+// split-dKdV, fused, split-short where T allows it, and the automatic choice) at the GPT-2 124M
+// training shape B = 8, T = 1024, NH = 12, HS = 64. Every run also checks, at that full size,
+// the GPU results of two heads against a double-precision host computation, so that the tile
+// sizes and unrolled loops of a real GPU (which the software-GPU tests cannot reach) are
+// verified too.
 //
-// Timing: a warm-up call and a sync (pipeline creation, first touch), then --reps calls in one
-// submit, wall-clock around the closing sync (ms per call); with --profile also GPU timestamps.
-// FLOPs: causal pairs P = T(T+1)/2 per (b, h); forward 4·HS·P (QKᵀ, PV), backward 10·HS·P (the
-// usual 2.5× of the forward: S recomputed, dP, dV, dK, dQ) for every variant, so that the rates
-// compare time; split-dKdV really does 14·HS·P (S and dP twice).
+// --sweep times every sensible setting of the tunables (wg_ops_attention.c: forward nl, tr, bc,
+// sg; backward tiles of the dK/dV, dQ and fused kernels, their score micro-tiles and ncp), each
+// checked like the rest, and prints a table, the best settings and the line to put first in
+// attn_defaults (or the environment variables that try it without a rebuild).
 //
-// Usage: bench_attention [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile]
-//                        [--B N] [--T N] [--NH N] [--HS N]
+// Timing: a warm-up call and a sync (pipeline creation, scratch growth, first touch), then
+// --reps calls in one submit, wall-clock around the closing sync (ms per call); with --profile
+// the GPU timestamps of the same dispatches. FLOPs: causal pairs P = T(T+1)/2 per (b, h);
+// forward 4·HS·P (QKᵀ, PV), backward 10·HS·P (S recomputed, dP, dV, dK, dQ) for every variant,
+// so that the rates compare time; split-dKdV really does 14·HS·P (S and dP twice).
+//
+// Usage: bench_attention [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile] [--sweep]
+//                        [--budget SECONDS] [--B N] [--T N] [--NH N] [--HS N]
+// --budget: the sweep skips the settings it has not reached after this many seconds (default 60;
+// the most promising ones come first).
 // --small: B = 1, T = 256, NH = 2 (HS 64), for a smoke test on the software GPU.
 #include <math.h>
 #include <stdint.h>
@@ -24,11 +32,12 @@
 #include "backend/webgpu/wg_ops.h"
 
 // from src/backend/webgpu/wg_ops_attention.c
-int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv,
-                               wgt_view out, wgt_view lse, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
-int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
+extern const char *wg_attention_fwd_cfg_override, *wg_attention_bwd_cfg_override;
+int wg_attention_fwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
+int wg_attention_bwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
+const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_t cap);
 
-static const char *const variant_name[] = {"auto", "streaming", "split-dKdV", "split-short"};
+static const char *const variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused"};
 
 static double now_s(void) {
     struct timespec ts;
@@ -68,15 +77,25 @@ static double gpu_total_ms(wgt_backend *be) {
     return ms;
 }
 
-typedef struct {
-    uint32_t B, T, C, NH, HS;
-    float *qkv, *dout;
-} problem;
-
 // Reference of one head (b, h) in double: out and lse rows, dq, dk, dv rows (each [T, HS]).
 typedef struct { double *out, *lse, *dq, *dk, *dv; } head_ref;
 
-static head_ref head_reference(const problem *pr, uint32_t b, uint32_t h) {
+typedef struct {
+    uint32_t B, T, C, NH, HS;
+    float *qkv, *dout;
+    wgt_backend *be;
+    wgt_buf *d_qkv, *d_dout, *d_out, *d_lse, *d_dqkv;
+    float *host, *host_l;
+    uint32_t chk_b[2], chk_h[2];
+    head_ref refs[2];
+    int reps, profile;
+    double fl_fwd, fl_bwd;
+    double budget, end;  // sweep: seconds in all, and when they run out
+    double deadline;     // settings after this time are skipped (the current section's share)
+    int skipped;
+} bench;
+
+static head_ref head_reference(const bench *pr, uint32_t b, uint32_t h) {
     uint32_t T = pr->T, HS = pr->HS, C = pr->C;
     size_t C3 = 3 * (size_t)C;
     head_ref r;
@@ -139,20 +158,255 @@ static double head_err(const float *got, size_t stride, size_t col0, const doubl
     for (uint32_t t = 0; t < T; t++)
         for (uint32_t d = 0; d < HS; d++) {
             double r = ref[(size_t)t * HS + d], g = got[(row0 + t) * stride + col0 + d];
-            e = fmax(e, fabs(g - r));
+            e = fmax(e, isfinite(g) ? fabs(g - r) : INFINITY);
             m = fmax(m, fabs(r));
         }
     return e / m;
 }
 
+// One forward (v < 0) or backward of variant v; returns the variant that ran.
+static int run_once(bench *bn, int v) {
+    wgt_backend *be = bn->be;
+    if (v < 0) {
+        be->attention_forward(be, V0(bn->d_out), V0(bn->d_lse), V0(bn->d_qkv), bn->B, bn->T, bn->C, bn->NH);
+        return v;
+    }
+    return wg_attention_backward_with(be, v, V0(bn->d_dqkv), V0(bn->d_dout), V0(bn->d_qkv), V0(bn->d_out),
+                                      V0(bn->d_lse), bn->B, bn->T, bn->C, bn->NH);
+}
+
+// The largest error of the two checked heads relative to their largest value. Only the rows of
+// the two checked batch elements are downloaded (a quarter of dqkv at the GPT-2 shape).
+static double check(bench *bn, int v) {
+    wgt_backend *be = bn->be;
+    uint32_t T = bn->T, HS = bn->HS, C = bn->C, NH = bn->NH;
+    double err = 0;
+    for (int k = 0; k < 2; k++) {
+        size_t b = bn->chk_b[k], c0 = bn->chk_h[k] * HS;
+        if (v < 0) {
+            wgt_view vo = {bn->d_out, b * T * C}, vl = {bn->d_lse, b * NH * T};
+            if (be->download(be, bn->host, vo, (size_t)T * C) != WGT_OK ||
+                be->download(be, bn->host_l, vl, (size_t)NH * T) != WGT_OK)
+                die("download");
+            err = fmax(err, head_err(bn->host, C, c0, bn->refs[k].out, T, HS, 0));
+            for (uint32_t t = 0; t < T; t++) {
+                double g = bn->host_l[(size_t)bn->chk_h[k] * T + t], r = bn->refs[k].lse[t];
+                err = fmax(err, isfinite(g) ? fabs(g - r) / fmax(1, fabs(r)) : INFINITY);
+            }
+        } else {
+            size_t s = 3 * (size_t)C;
+            wgt_view vd = {bn->d_dqkv, b * T * s};
+            if (be->download(be, bn->host, vd, T * s) != WGT_OK) die("download");
+            err = fmax(err, head_err(bn->host, s, c0, bn->refs[k].dq, T, HS, 0));
+            err = fmax(err, head_err(bn->host, s, C + c0, bn->refs[k].dk, T, HS, 0));
+            err = fmax(err, head_err(bn->host, s, 2 * (size_t)C + c0, bn->refs[k].dv, T, HS, 0));
+        }
+    }
+    return err;
+}
+
+// Times forward (v < 0) or backward variant v under the current settings: ms per call (GPU time
+// with --profile), *err the check; *ran the variant that ran. The warm-up call also fills out and
+// lse (the forward) so that the backward reads consistent inputs.
+static double timed(bench *bn, int v, double *err, int *ran) {
+    wgt_backend *be = bn->be;
+    int r = run_once(bn, v);
+    if (be->sync(be) != WGT_OK) die("device");
+    if (ran) *ran = r;
+    double g0 = bn->profile ? gpu_total_ms(be) : 0;
+    double t0 = now_s();
+    for (int i = 0; i < bn->reps; i++) run_once(bn, v);
+    if (be->sync(be) != WGT_OK) die("device");
+    double ms = (now_s() - t0) * 1e3 / bn->reps;
+    if (bn->profile) ms = (gpu_total_ms(be) - g0) / bn->reps;
+    *err = check(bn, v);
+    return ms;
+}
+
+// f32 sums of up to T terms against double: anything near 1e-5 is rounding, 1e-2 a bug
+static const char *verdict(double err) { return err < 1e-3 ? "ok" : "MISMATCH"; }
+
+// ------------------------------------------------------------------ sweep
+typedef struct { char cfg[256]; double ms, err; } result;
+
+static void row(const char *kind, const char *cfg, double ms, double fl, double err) {
+    printf("%-8s %-44s %9.3f %9.1f  %.2e %s\n", kind, cfg, ms, fl / ms / 1e6, err, verdict(err));
+    fflush(stdout);
+}
+
+// Times the forward (kind "fwd") or one backward variant under setting cfg; keeps the best ok one.
+static void try_cfg(bench *bn, const char *kind, int v, const char *cfg, result *best) {
+    int ok = v < 0 ? wg_attention_fwd_cfg_ok(bn->be, bn->HS, cfg) : wg_attention_bwd_cfg_ok(bn->be, bn->HS, cfg);
+    if (!ok) return;
+    if (now_s() > bn->deadline) { bn->skipped++; return; }
+    if (v < 0) wg_attention_fwd_cfg_override = cfg;
+    else wg_attention_bwd_cfg_override = cfg;
+    double err;
+    int ran;
+    double ms = timed(bn, v, &err, &ran);
+    if (v >= 0 && ran != v) { wg_attention_bwd_cfg_override = NULL; return; }  // fused fell back
+    row(kind, cfg, ms, v < 0 ? bn->fl_fwd : bn->fl_bwd, err);
+    if (err < 1e-3 && (best->ms <= 0 || ms < best->ms)) {
+        snprintf(best->cfg, sizeof best->cfg, "%s", cfg);
+        best->ms = ms;
+        best->err = err;
+    }
+    if (v < 0) wg_attention_fwd_cfg_override = NULL;
+    else wg_attention_bwd_cfg_override = NULL;
+}
+
+// Starts a sweep section that may use `share` of the time left.
+static void section(bench *bn, double share) {
+    double t = now_s();
+    bn->deadline = t + share * (bn->end > t ? bn->end - t : 0);
+}
+
+// Score micro-tiles worth trying for a BQ×BK tile: every RQSxRKS with RQS, RKS <= 4 and at least
+// 4 scores a thread (fewer: 2 or more loads an FMA pair, never competitive) that gives a
+// 128-thread grid. The wrapper rejects the rest; tiles with none are skipped.
+static int micro_list(uint32_t bq, uint32_t bk, char out[][16]) {
+    int n = 0;
+    for (uint32_t rks = 1; rks <= 4; rks *= 2) {
+        if (bk % rks) continue;
+        uint32_t nxs = bk / rks;
+        if (!nxs || 128 % nxs) continue;
+        uint32_t nys = 128 / nxs;
+        if (bq % nys || bq / nys > 4 || (bq / nys) * rks < 4) continue;
+        snprintf(out[n++], 16, "/%ux%u", bq / nys, rks);
+    }
+    return n;
+}
+
+static void sweep(bench *bn) {
+    static const uint32_t sizes[] = {8, 16, 32, 64, 128};
+    double t_start = now_s();
+    char cfg[288], desc[256];
+    bn->end = t_start + bn->budget;
+    printf("\ndefaults: %s\n", wg_attention_describe(bn->be, bn->HS, desc, sizeof desc));
+    printf("%-8s %-44s %9s %9s  %s\n", "kernel", "setting", "ms/call", "GFLOP/s", "max error / max |ref|");
+
+    // forward: every (nl, tr, bc, sg) the wrapper accepts, likely winners first; sg=1 only where
+    // subgroups are usable. Each section may use a share of the time left (the rest: later ones).
+    static const uint32_t nls[] = {8, 16, 4}, trs[] = {2, 4, 1, 8}, bcs[] = {64, 32, 128, 16};
+    result bf = {"", 0, 0};
+    section(bn, 0.4);
+    for (int a = 0; a < 3; a++)
+        for (int c = 0; c < 4; c++)
+            for (int d = 0; d < 4; d++)
+                for (int sg = 1; sg >= 0; sg--) {
+                    snprintf(cfg, sizeof cfg, "nl=%u,tr=%u,bc=%u,sg=%d", nls[a], trs[c], bcs[d], sg);
+                    if (!wg_attention_fwd_cfg_ok(bn->be, bn->HS, cfg)) continue;
+                    if (sg) {  // skip when the wrapper would run it without subgroups (a repeat)
+                        wg_attention_fwd_cfg_override = cfg;
+                        int eff = strstr(wg_attention_describe(bn->be, bn->HS, desc, sizeof desc), ",sg=1 ") != NULL;
+                        wg_attention_fwd_cfg_override = NULL;
+                        if (!eff) continue;
+                    }
+                    try_cfg(bn, "fwd", -1, cfg, &bf);
+                }
+    // out and lse of a correct forward for the backward runs
+    wg_attention_fwd_cfg_override = NULL;
+    run_once(bn, -1);
+    double t_fwd = now_s() - t_start;
+
+    // backward tiles BQ×BK with every score micro-tile, the largest tiles first (the likely
+    // winners, timed before the budget runs out): fused (the default variant), then split-dKdV's
+    // dK/dV tile with dQ at its default, then its dQ tile with the best dK/dV tile
+    static char tiles[64][32];
+    int nt = 0;
+    for (uint32_t area = 128 * 128; area >= 64; area /= 2)
+        for (int si = 0; si < 5; si++)
+            for (int sj = 0; sj < 5; sj++) {
+                if (sizes[si] * sizes[sj] != area) continue;
+                char micro[8][16];
+                int nm = micro_list(sizes[si], sizes[sj], micro);
+                for (int m = 0; m < nm && nt < 64; m++)
+                    snprintf(tiles[nt++], sizeof tiles[0], "%ux%u%s", sizes[si], sizes[sj], micro[m]);
+            }
+    result bk_split = {"", 0, 0}, bq_split = {"", 0, 0}, b_fused = {"", 0, 0}, b_stream = {"", 0, 0};
+    section(bn, 0.35);
+    for (int i = 0; i < nt; i++) {
+        snprintf(cfg, sizeof cfg, "v=fused,kv=%.31s", tiles[i]);
+        try_cfg(bn, "fused", 4, cfg, &b_fused);
+    }
+    section(bn, 0.5);
+    for (int i = 0; i < nt; i++) {
+        snprintf(cfg, sizeof cfg, "v=split,kv=%.31s", tiles[i]);
+        try_cfg(bn, "split", 2, cfg, &bk_split);
+    }
+    const char *kvbest = bk_split.cfg[0] ? strstr(bk_split.cfg, "kv=") : NULL;
+    section(bn, 0.7);
+    for (int i = 0; i < nt; i++) {
+        snprintf(cfg, sizeof cfg, "v=split,%.64s%sq=%.31s", kvbest ? kvbest : "", kvbest ? "," : "", tiles[i]);
+        try_cfg(bn, "split", 2, cfg, &bq_split);
+    }
+    if (!bq_split.cfg[0]) bq_split = bk_split;
+    section(bn, 1.0);
+    // the column groups of the products, for the two best (the default's number is in their rows)
+    result *bests[2] = {&bq_split, &b_fused};
+    unsigned ncp0 = 0;
+    const char *nd = strstr(wg_attention_describe(bn->be, bn->HS, desc, sizeof desc), "ncp=");
+    if (nd) sscanf(nd, "ncp=%u", &ncp0);
+    for (int k = 0; k < 2; k++) {
+        if (!bests[k]->cfg[0]) continue;
+        char base[224];
+        snprintf(base, sizeof base, "%.200s", bests[k]->cfg);
+        for (uint32_t ncp = 4; ncp <= 32; ncp *= 2) {
+            if (ncp == ncp0) continue;
+            snprintf(cfg, sizeof cfg, "%s,ncp=%u", base, ncp);
+            try_cfg(bn, k ? "fused" : "split", k ? 4 : 2, cfg, bests[k]);
+        }
+    }
+    // streaming (one workgroup per head: only for many heads; a few tiles for reference)
+    static const char *const st_tiles[] = {"v=stream,st=16x16", "v=stream,st=32x32", "v=stream,st=16x64"};
+    for (int i = 0; i < 3; i++) try_cfg(bn, "stream", 1, st_tiles[i], &b_stream);
+
+    // summary
+    printf("\nsweep took %.1f s (forward part %.1f s)\n", now_s() - t_start, t_fwd);
+    if (bn->skipped)
+        printf("%d settings skipped: the time budget ran out (raise it with --budget S)\n", bn->skipped);
+    printf("best forward:          %-44s %9.3f ms\n", bf.cfg, bf.ms);
+    printf("best split-dKdV:       %-44s %9.3f ms\n", bq_split.cfg, bq_split.ms);
+    printf("best fused:            %-44s %9.3f ms\n", b_fused.cfg, b_fused.ms);
+    printf("best streaming:        %-44s %9.3f ms\n", b_stream.cfg, b_stream.ms);
+    if (!bf.cfg[0] || (!bq_split.cfg[0] && !b_fused.cfg[0])) {
+        printf("no correct setting found: keep the defaults and look at the MISMATCH rows\n");
+        return;
+    }
+    // the backward line: the faster of fused and split; the other kernels' tiles from the split sweep
+    int fused_wins = b_fused.cfg[0] && (!bq_split.cfg[0] || b_fused.ms < bq_split.ms);
+    const result *bb = fused_wins ? &b_fused : &bq_split;
+    char line[256];
+    const char *kv = fused_wins ? strstr(b_fused.cfg, "kv=") : strstr(bq_split.cfg, "kv=");
+    const char *q = bq_split.cfg[0] ? strstr(bq_split.cfg, "q=") : NULL;
+    const char *ncp = strstr(bb->cfg, "ncp=");
+    char kvs[32] = "", qs[32] = "", ncps[16] = "";
+    if (kv) sscanf(kv, "kv=%31[^,]", kvs);
+    if (q) sscanf(q, "q=%31[^,]", qs);
+    if (ncp) sscanf(ncp, "ncp=%15[^,]", ncps);
+    char sts[32] = "";  // streaming's tile: the current default's (not swept at this shape)
+    const char *st = strstr(wg_attention_describe(bn->be, bn->HS, desc, sizeof desc), "st=");
+    if (st) sscanf(st, "st=%31[^,]", sts);
+    snprintf(line, sizeof line, "v=%s%s%s%s%s%s%s%s%s", fused_wins ? "fused" : "split", kvs[0] ? ",kv=" : "", kvs,
+             qs[0] ? ",q=" : "", qs, sts[0] ? ",st=" : "", sts, ncps[0] ? ",ncp=" : "", ncps);
+    printf("\nper GPT-2 124M step (12 layers, forward + backward), best settings: %.2f ms%s\n", 12 * (bf.ms + bb->ms),
+           bn->profile ? " of GPU time" : " wall-clock");
+    printf("to try them:   WGTRAIN_ATTN_FWD_CFG=%s WGTRAIN_ATTN_BWD_CFG=%s\n", bf.cfg, line);
+    printf("to adopt them: put this row first in attn_defaults (src/backend/webgpu/wg_ops_attention.c):\n"
+           "    {\"%s\", \"%s\"},\n", bf.cfg, line);
+}
+
 int main(int argc, char **argv) {
     const char *adapter = "gpu";
-    int small = 0, reps = -1, profile = 0;
+    int small = 0, reps = -1, profile = 0, do_sweep = 0;
+    double budget = 60;
     long over[4] = {-1, -1, -1, -1};  // B, T, NH, HS
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--small")) small = 1;
         else if (!strcmp(a, "--profile")) profile = 1;
+        else if (!strcmp(a, "--sweep")) do_sweep = 1;
+        else if (!strcmp(a, "--budget") && i + 1 < argc) budget = atof(argv[++i]);
         else if (!strcmp(a, "--adapter") && i + 1 < argc) adapter = argv[++i];
         else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(a, "--B") && i + 1 < argc) over[0] = atol(argv[++i]);
@@ -160,110 +414,88 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--NH") && i + 1 < argc) over[2] = atol(argv[++i]);
         else if (!strcmp(a, "--HS") && i + 1 < argc) over[3] = atol(argv[++i]);
         else {
-            printf("usage: bench_attention [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile]\n"
-                   "                       [--B N] [--T N] [--NH N] [--HS N]\n");
+            printf("usage: bench_attention [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
+                   "                       [--budget SECONDS] [--B N] [--T N] [--NH N] [--HS N]\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
     }
-    problem pr = {8, 1024, 0, 12, 64, NULL, NULL};
-    if (small) { pr.B = 1; pr.T = 256; pr.NH = 2; }
-    if (over[0] > 0) pr.B = (uint32_t)over[0];
-    if (over[1] > 0) pr.T = (uint32_t)over[1];
-    if (over[2] > 0) pr.NH = (uint32_t)over[2];
-    if (over[3] > 0) pr.HS = (uint32_t)over[3];
-    if (pr.HS > 128) { fprintf(stderr, "bench_attention: HS above 128 is not supported by the kernels\n"); return 2; }
-    pr.C = pr.NH * pr.HS;
-    if (reps < 1) reps = small ? 2 : 10;
+    bench bn;
+    memset(&bn, 0, sizeof bn);
+    bn.B = 8; bn.T = 1024; bn.NH = 12; bn.HS = 64;
+    if (small) { bn.B = 1; bn.T = 256; bn.NH = 2; }
+    if (over[0] > 0) bn.B = (uint32_t)over[0];
+    if (over[1] > 0) bn.T = (uint32_t)over[1];
+    if (over[2] > 0) bn.NH = (uint32_t)over[2];
+    if (over[3] > 0) bn.HS = (uint32_t)over[3];
+    if (bn.HS > 128) { fprintf(stderr, "bench_attention: HS above 128 is not supported by the kernels\n"); return 2; }
+    bn.C = bn.NH * bn.HS;
+    if (reps < 1) reps = small ? 2 : do_sweep ? 5 : 10;
+    bn.reps = reps;
+    bn.profile = profile;
+    bn.budget = budget;
 
-    wgt_backend *be;
-    if (backend_webgpu_init_ex(&be, adapter, profile) != WGT_OK) die("webgpu backend");
+    if (backend_webgpu_init_ex(&bn.be, adapter, profile) != WGT_OK) die("webgpu backend");
+    wgt_backend *be = bn.be;
     const wg_device_info *info = wg_ctx_info(wg_of(be));
-    uint32_t B = pr.B, T = pr.T, C = pr.C, NH = pr.NH, HS = pr.HS;
+    uint32_t B = bn.B, T = bn.T, C = bn.C, NH = bn.NH, HS = bn.HS;
     size_t bt = (size_t)B * T, n3 = bt * 3 * C, nl = (size_t)B * NH * T;
-    printf("attention on %s: B=%u T=%u NH=%u HS=%u (C=%u), %d calls per timing, workgroup memory %u bytes\n", info->name,
-           B, T, NH, HS, C, reps, info->limits.maxComputeWorkgroupStorageSize);
+    printf("attention on %s: B=%u T=%u NH=%u HS=%u (C=%u), %d calls per timing, workgroup memory %u bytes, "
+           "subgroups %s (%u..%u)\n",
+           info->name, B, T, NH, HS, C, reps, info->limits.maxComputeWorkgroupStorageSize,
+           info->has_subgroups ? "yes" : "no", info->subgroup_min, info->subgroup_max);
 
     // q and k in ±1.5 give scores of a few units (a realistic, not uniform, softmax)
-    pr.qkv = host_rand(n3, 1, 1.5f);
-    pr.dout = host_rand(bt * C, 2, 1.0f);
-    wgt_buf *qkv = dev_from(be, pr.qkv, n3, "qkv"), *dout = dev_from(be, pr.dout, bt * C, "dout");
-    wgt_buf *out = dev_from(be, NULL, bt * C, "out"), *lse = dev_from(be, NULL, nl, "lse");
-    wgt_buf *dqkv = dev_from(be, NULL, n3, "dqkv");
-
+    bn.qkv = host_rand(n3, 1, 1.5f);
+    bn.dout = host_rand(bt * C, 2, 1.0f);
+    bn.d_qkv = dev_from(be, bn.qkv, n3, "qkv");
+    bn.d_dout = dev_from(be, bn.dout, bt * C, "dout");
+    bn.d_out = dev_from(be, NULL, bt * C, "out");
+    bn.d_lse = dev_from(be, NULL, nl, "lse");
+    bn.d_dqkv = dev_from(be, NULL, n3, "dqkv");
     double pairs = (double)B * NH * ((double)T * (T + 1) / 2);
-    double fl_fwd = 4.0 * HS * pairs, fl_bwd = 10.0 * HS * pairs;
+    bn.fl_fwd = 4.0 * HS * pairs;
+    bn.fl_bwd = 10.0 * HS * pairs;
 
     // two heads checked at full size: the first and the last (b, h)
-    uint32_t chk_b[2] = {0, B - 1}, chk_h[2] = {0, NH - 1};
-    head_ref refs[2];
+    bn.chk_b[0] = 0; bn.chk_b[1] = B - 1; bn.chk_h[0] = 0; bn.chk_h[1] = NH - 1;
     double t_ref = now_s();
-    for (int k = 0; k < 2; k++) refs[k] = head_reference(&pr, chk_b[k], chk_h[k]);
+    for (int k = 0; k < 2; k++) bn.refs[k] = head_reference(&bn, bn.chk_b[k], bn.chk_h[k]);
     t_ref = now_s() - t_ref;
-    float *host = malloc(n3 * 4 + 4), *host_l = malloc(nl * 4 + 4);
+    bn.host = malloc(n3 * 4 + 4);
+    bn.host_l = malloc(nl * 4 + 4);
 
-    printf("%-28s %10s %9s %10s %9s  %s\n", "op", "ms/call", "GFLOP/s", "gpu ms", "GFLOP/s", "max error / max |ref|");
+    char desc[256];
+    printf("settings: %s\n", wg_attention_describe(be, HS, desc, sizeof desc));
+    printf("%-28s %10s %9s  %s\n", "op", profile ? "gpu ms" : "ms/call", "GFLOP/s", "max error / max |ref|");
     double ms_fwd = 0, ms_auto = 0;
-    for (int which = -1; which <= 3; which++) {  // -1 forward, then variants 1, 2, 3 and 0 (auto) last
-        int v = which < 0 ? -1 : (which + 1) % 4;
+    for (int which = -1; which <= 4; which++) {  // -1 forward, then variants 1..4 and 0 (auto) last
+        int v = which < 0 ? -1 : (which + 1) % 5;
         char label[64];
         if (v < 0) snprintf(label, sizeof label, "forward");
         else if (v == 0)
             snprintf(label, sizeof label, "backward auto (%s)",
                      variant_name[wg_attention_backward_auto_variant(be, B, T, C, NH)]);
         else snprintf(label, sizeof label, "backward %s", variant_name[v]);
-        int ran = v;  // warm-up call: pipeline creation, bind groups, first touch
-        if (v < 0) be->attention_forward(be, V0(out), V0(lse), V0(qkv), B, T, C, NH);
-        else ran = wg_attention_backward_with(be, v, V0(dqkv), V0(dout), V0(qkv), V0(out), V0(lse), B, T, C, NH);
-        if (be->sync(be) != WGT_OK) die("device");
+        double err;
+        int ran;
+        double ms = timed(&bn, v, &err, &ran);
         if (v > 0 && ran != v) {
-            printf("%-28s %10s  (T = %u is above its limit on this device)\n", label, "n/a", T);
+            printf("%-28s %10s  (does not fit this device at T = %u; split-dKdV ran)\n", label, "n/a", T);
             continue;
         }
-        double g0 = profile ? gpu_total_ms(be) : 0;
-        double t0 = now_s();
-        for (int r = 0; r < reps; r++) {
-            if (v < 0) be->attention_forward(be, V0(out), V0(lse), V0(qkv), B, T, C, NH);
-            else wg_attention_backward_with(be, v, V0(dqkv), V0(dout), V0(qkv), V0(out), V0(lse), B, T, C, NH);
-        }
-        if (be->sync(be) != WGT_OK) die("device");
-        double ms = (now_s() - t0) * 1e3 / reps;
-        double gms = profile ? (gpu_total_ms(be) - g0) / reps : 0;
-        double fl = v < 0 ? fl_fwd : fl_bwd;
-        if (v < 0) ms_fwd = profile ? gms : ms;
-        if (v == 0) ms_auto = profile ? gms : ms;
-
-        // check two heads against the host reference
-        double err = 0;
-        if (v < 0) {
-            if (be->download(be, host, V0(out), bt * C) != WGT_OK || be->download(be, host_l, V0(lse), nl) != WGT_OK)
-                die("download");
-            for (int k = 0; k < 2; k++) {
-                err = fmax(err, head_err(host, C, chk_h[k] * HS, refs[k].out, T, HS, (size_t)chk_b[k] * T));
-                size_t l0 = ((size_t)chk_b[k] * NH + chk_h[k]) * T;
-                for (uint32_t t = 0; t < T; t++) err = fmax(err, fabs(host_l[l0 + t] - refs[k].lse[t]) / fmax(1, fabs(refs[k].lse[t])));
-            }
-        } else {
-            if (be->download(be, host, V0(dqkv), n3) != WGT_OK) die("download");
-            for (int k = 0; k < 2; k++) {
-                size_t row0 = (size_t)chk_b[k] * T, c0 = chk_h[k] * HS;
-                err = fmax(err, head_err(host, 3 * (size_t)C, c0, refs[k].dq, T, HS, row0));
-                err = fmax(err, head_err(host, 3 * (size_t)C, C + c0, refs[k].dk, T, HS, row0));
-                err = fmax(err, head_err(host, 3 * (size_t)C, 2 * (size_t)C + c0, refs[k].dv, T, HS, row0));
-            }
-        }
-        // f32 sums of up to T terms against double: anything near 1e-5 is rounding, 1e-2 a bug
-        const char *verdict = err < 1e-3 ? "ok" : "MISMATCH";
-        if (profile)
-            printf("%-28s %10.3f %9.1f %10.3f %9.1f  %.2e %s\n", label, ms, fl / ms / 1e6, gms, fl / gms / 1e6, err, verdict);
-        else
-            printf("%-28s %10.3f %9.1f %10s %9s  %.2e %s\n", label, ms, fl / ms / 1e6, "-", "-", err, verdict);
+        if (v < 0) ms_fwd = ms;
+        if (v == 0) ms_auto = ms;
+        printf("%-28s %10.3f %9.1f  %.2e %s\n", label, ms, (v < 0 ? bn.fl_fwd : bn.fl_bwd) / ms / 1e6, err,
+               verdict(err));
     }
     printf("per GPT-2 step (12 layers, forward + automatic backward): %.2f ms%s\n", 12 * (ms_fwd + ms_auto),
            profile ? " of GPU time" : " wall-clock");
     printf("(host reference of the two checked heads took %.1f s)\n", t_ref);
-    for (int k = 0; k < 2; k++) head_ref_free(&refs[k]);
-    free(host); free(host_l); free(pr.qkv); free(pr.dout);
-    be->buf_free(be, qkv); be->buf_free(be, dout); be->buf_free(be, out); be->buf_free(be, lse); be->buf_free(be, dqkv);
+    if (do_sweep) sweep(&bn);
+    for (int k = 0; k < 2; k++) head_ref_free(&bn.refs[k]);
+    free(bn.host); free(bn.host_l); free(bn.qkv); free(bn.dout);
+    be->buf_free(be, bn.d_qkv); be->buf_free(be, bn.d_dout); be->buf_free(be, bn.d_out); be->buf_free(be, bn.d_lse);
+    be->buf_free(be, bn.d_dqkv);
     be->free(be);
     return 0;
 }

@@ -5,67 +5,118 @@
 // Layout: qkv[B,T,3C] (q | k | v; head h in columns h·HS..), out[B,T,C], lse[B,NH,T] (natural
 // log of the sum of exp of the scaled scores q·k/sqrt(HS) over keys s <= t).
 //
-// Host constants (prepended as defines): HS (head size), RPT (query rows per thread), BC (keys
-// per tile), UNROLL (false on the software rasterizer, see nd4). One workgroup handles BR = 32·RPT query rows of one (b, h); its 256 threads form
-// 32 row groups × 8 key lanes. Per key tile:
-//   1. K tile -> workgroup memory; each thread scores its RPT rows against keys kl + 8·j;
-//   2. per-row max over the 8 lanes through workgroup memory (no subgroup assumptions);
-//   3. P = exp2(s - m) -> workgroup memory (transposed, so a thread's rows are adjacent), and the
-//      V tile replaces K; each thread adds P·V for its RPT rows and vec4 columns kl + 8·i.
-// Q is scaled by scale·log2(e) once when it is staged, so the softmax runs on exp2.
-// K rows are stored XOR-swizzled (vec4 slot d ^ (row & 7)) so that the 8 lanes of a row group,
-// which read 8 different keys at the same d, hit 8 different bank groups.
+// Host constants (prepended as defines, chosen per device in wg_ops_attention.c):
+//   HS    head size;
+//   NL    key lanes per query row group (4, 8 or 16): 256 threads = NG = 256/NL row groups × NL;
+//   TR    query rows per thread: one workgroup handles BR = NG·TR rows of one (b, h);
+//   BC    keys per tile (a power of 2, 16..128, a multiple of NL);
+//   SG    row max / sum across the NL lanes by subgroup shuffles (fa_sg, defined by the host
+//         with subgroupShuffleXor only when the device has subgroups of at least NL lanes, which
+//         then hold whole row groups: invocations fill subgroups in local index order); false:
+//         through workgroup memory (the tail of fa_kp), and fa_sg is a placeholder;
+//   UNROLL constant trip counts for the head-column and key loops (false on the software
+//         rasterizer, where unrolling costs seconds of shader compilation per pipeline);
+//   QT, QV4 the element type qkv is bound as: vec4<f32> (one 16-byte load per 4 columns) when
+//         HS is a multiple of 4, else f32.
+//
+// Per key tile (4 barriers):
+//   1. K (XOR-swizzled by key) and V tiles -> workgroup memory, from registers loaded during the
+//      previous tile (the loads of tile kt+1 are issued right after tile kt is stored);
+//   2. S: thread (row group rg, lane kl) scores rows rg·TR + r against keys kl + NL·j, Q read
+//      from workgroup memory (staged once, prescaled by scale·log2(e) so the softmax runs on
+//      exp2); register blocking TR × BC/NL: per vec4 of head columns TR + BC/NL loads feed
+//      4·TR·BC/NL FMAs;
+//   3. row max over the NL lanes; rescale the running sums; P = exp2(s - m) written over the K
+//      tile (all K reads are done) as [row][key], key index XOR-swizzled by row group so that the
+//      32 stores of a warp hit 32 different banks;
+//   4. O += P·V: thread owns rows rg·TR + r × vec4 columns kl + NL·i; per 4 keys it reads TR vec4
+//      of P and 4 vec4 of V per column.
+// Warps see NL distinct keys / columns and 32/NL distinct rows per load; Q rows are swizzled by
+// row group and K rows by key so that those land in different banks. Workgroup memory:
+// 16·(BR + BC)·HS4 + 16·max(BC·HS4, BR·BC/4) bytes, plus 4·BR·NL without SG (48 KiB for NL = 8,
+// TR = 2, BC = 64 at HS = 64). Register blocking is what matters on an FP32-only GPU: an SM
+// reads workgroup memory at about 128 bytes a clock and does 128 FMAs a clock.
+//
+// Numerics: FA_NEG is a finite "minus infinity" (WGSL lets compilers assume finite floats); a
+// query row always has key 0 in its first tile, so its max is finite from then on and masked
+// entries are exactly 0.
 
-const BR : u32 = 32u * RPT;
-const KPT : u32 = BC / 8u;                 // keys per thread in a tile
+const NG : u32 = 256u / NL;
+const BR : u32 = NG * TR;
+const KPT : u32 = BC / NL;                 // keys per thread in a tile
+const BC4 : u32 = BC / 4u;
 const HS4 : u32 = (HS + 3u) / 4u;          // vec4 per head row (zero padded)
-const CPT : u32 = (HS4 + 7u) / 8u;         // output vec4 columns per thread
+const CPT : u32 = (HS4 + NL - 1u) / NL;    // output vec4 columns per thread
+const NKV : u32 = (BC * HS4 + 255u) / 256u; // K (and V) vec4 a thread stages per tile
 const SWM : u32 = select(0u, 7u, HS4 % 8u == 0u);
-const FA_NEG : f32 = -1.0e30;              // finite "minus infinity": WGSL may assume finite floats
-const FA_LOG2E : f32 = 1.4426950408889634;
+const KP_MAIN : u32 = max(BC * HS4, BR * BC4);       // K tile, then P tile (vec4s)
+const KP_N : u32 = KP_MAIN + select(BR * NL / 4u, 0u, SG);  // + lane maxima / sums without SG
+const FA_NEG : f32 = -1.0e30;
 const FA_LN2 : f32 = 0.6931471805599453;
 
 struct AttnParams {
     B : u32, T : u32, C : u32, NH : u32,
-    C3 : u32, nblk : u32, hs4 : u32, p1 : u32,
+    C3 : u32, nblk : u32, hs4 : u32, bc4 : u32,
+    p0 : u32, p1 : u32, p2 : u32, p3 : u32,
     scale_log2 : f32, scale : f32, f0 : f32, f1 : f32,
 };
 
-@group(0) @binding(0) var<storage, read> fa_qkv : array<f32>;
+@group(0) @binding(0) var<storage, read> fa_qkv : array<QT>;
 @group(0) @binding(1) var<storage, read_write> fa_out : array<f32>;
 @group(0) @binding(2) var<storage, read_write> fa_lse : array<f32>;
 @group(0) @binding(3) var<uniform> fa_p : AttnParams;
 
-var<workgroup> fa_q : array<vec4<f32>, BR * HS4>;
-var<workgroup> fa_kv : array<vec4<f32>, BC * HS4>;
-var<workgroup> fa_pt : array<f32, BC * BR>;   // P transposed [key][row]; also the row reductions
+var<workgroup> fa_q : array<vec4<f32>, BR * HS4>;   // [row][d4 ^ (row group & SWM)], prescaled
+// K [key][d4 ^ (key & SWM)], then P [row][key4]; without SG, from KP_MAIN on, the lane maxima or
+// sums [row][lane] (an array of its own would cost 4 bytes with SG, which a 48 KiB tile lacks)
+var<workgroup> fa_kp : array<vec4<f32>, KP_N>;
+var<workgroup> fa_v : array<vec4<f32>, BC * HS4>;   // V [key][d4]
 
-// 4 consecutive head columns starting at 4·c4 of the row whose head column 0 is at `base`.
+// 4 consecutive head columns starting at 4·c4 of the row whose head column 0 is element `base`
+// (zero past HS).
 fn fa_load4(base : u32, c4 : u32) -> vec4<f32> {
     let c = c4 * 4u;
-    if (HS % 4u == 0u) {
-        return vec4<f32>(fa_qkv[base + c], fa_qkv[base + c + 1u], fa_qkv[base + c + 2u], fa_qkv[base + c + 3u]);
-    }
+    if (QV4) { return vec4<f32>(fa_qkv[(base + c) / 4u]); }
     var v = vec4<f32>(0.0);
-    if (c < HS) { v.x = fa_qkv[base + c]; }
-    if (c + 1u < HS) { v.y = fa_qkv[base + c + 1u]; }
-    if (c + 2u < HS) { v.z = fa_qkv[base + c + 2u]; }
-    if (c + 3u < HS) { v.w = fa_qkv[base + c + 3u]; }
+    if (c < HS) { v.x = vec4<f32>(fa_qkv[base + c]).x; }
+    if (c + 1u < HS) { v.y = vec4<f32>(fa_qkv[base + c + 1u]).x; }
+    if (c + 2u < HS) { v.z = vec4<f32>(fa_qkv[base + c + 2u]).x; }
+    if (c + 3u < HS) { v.w = vec4<f32>(fa_qkv[base + c + 3u]).x; }
     return v;
 }
 
-// Stages rows k0.. of K (part 1) or V (part 2) into fa_kv; rows past T are zero.
-fn fa_stage_kv(tid : u32, b : u32, h : u32, k0 : u32, part : u32, swizzle : bool) {
-    for (var i = tid; i < BC * HS4; i = i + 256u) {
-        let r = i / HS4;
-        let c4 = i % HS4;
-        let t = k0 + r;
-        var v = vec4<f32>(0.0);
-        if (t < fa_p.T) { v = fa_load4((b * fa_p.T + t) * fa_p.C3 + part * fa_p.C + h * HS, c4); }
-        var slot = c4;
-        if (swizzle) { slot = c4 ^ (r & SWM); }
-        fa_kv[r * HS4 + slot] = v;
+// This thread's share of the K and V rows k0.. (element i = tid + 256·n of the tile, zero past T).
+fn fa_fetch_kv(tid : u32, b : u32, h : u32, k0 : u32, kr : ptr<function, array<vec4<f32>, NKV>>,
+               vr : ptr<function, array<vec4<f32>, NKV>>) {
+    for (var n = 0u; n < NKV; n++) {
+        let i = tid + 256u * n;
+        let t = k0 + i / HS4;
+        var kv = vec4<f32>(0.0);
+        var vv = vec4<f32>(0.0);
+        if (i < BC * HS4 && t < fa_p.T) {
+            let base = (b * fa_p.T + t) * fa_p.C3 + h * HS;
+            kv = fa_load4(base + fa_p.C, i % HS4);
+            vv = fa_load4(base + 2u * fa_p.C, i % HS4);
+        }
+        (*kr)[n] = kv;
+        (*vr)[n] = vv;
     }
+}
+
+// s + a·b as one FMA chain (s + dot(a, b) would cost a separate add)
+fn fa_dot_acc(s : f32, a : vec4<f32>, b : vec4<f32>) -> f32 {
+    return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, s))));
+}
+
+// lane partials (without SG) at row·NL + lane of the reduction area
+fn fa_red_put(i : u32, x : f32) { fa_kp[KP_MAIN + i / 4u][i % 4u] = x; }
+fn fa_red_get(i : u32) -> f32 { return fa_kp[KP_MAIN + i / 4u][i % 4u]; }
+
+// Index of P[row][4·k4 .. 4·k4+3] in fa_kp: the key's vec4 index XOR the row group's place in
+// its warp (a multiple of NL keys, so groups of 4 keys stay whole).
+fn fa_pidx(row : u32, k4 : u32) -> u32 {
+    let sw = (((row / TR) % (32u / NL)) * NL / 4u) & (BC4 - 1u);
+    return row * BC4 + (k4 ^ sw);
 }
 
 @compute @workgroup_size(256)
@@ -82,107 +133,131 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
     let h = bh % fa_p.NH;
     let q0 = qb * BR;
     let tid = lid.x;
-    let rg = tid / 8u;
-    let kl = tid % 8u;
-    let row0 = rg * RPT;  // first local row of this thread
+    let rg = tid / NL;
+    let kl = tid % NL;
+    let row0 = rg * TR;  // first local row of this thread
+    let qsw = rg & SWM;
 
     for (var i = tid; i < BR * HS4; i = i + 256u) {
         let r = i / HS4;
         let t = q0 + r;
         var v = vec4<f32>(0.0);
         if (t < T) { v = fa_load4((b * T + t) * fa_p.C3 + h * HS, i % HS4) * fa_p.scale_log2; }
-        fa_q[i] = v;
+        fa_q[r * HS4 + ((i % HS4) ^ ((r / TR) & SWM))] = v;
     }
 
-    var m = array<f32, RPT>();       // running row max (log2 units), equal in the 8 lanes
-    var l = array<f32, RPT>();       // this lane's part of the row sum
-    var o = array<array<vec4<f32>, CPT>, RPT>();
-    for (var r = 0u; r < RPT; r++) { m[r] = FA_NEG; }
+    var m = array<f32, TR>();       // running row max (log2 units), equal in the NL lanes
+    var l = array<f32, TR>();       // this lane's part of the row sum
+    var o = array<array<vec4<f32>, CPT>, TR>();
+    for (var r = 0u; r < TR; r++) { m[r] = FA_NEG; }
 
     let n_tiles = (min(q0 + BR, T) + BC - 1u) / BC;
-    let sw = kl & SWM;  // key kl + 8j has (key & 7) == kl
-    // the constant trip count lets GPU compilers unroll the score loop; the software rasterizer
-    // (UNROLL false) takes it from the uniform, since unrolling costs it seconds of compilation
     var nd4 = HS4;
-    if (!UNROLL) { nd4 = fa_p.hs4; }
+    var nk4 = BC4;
+    if (!UNROLL) { nd4 = fa_p.hs4; nk4 = fa_p.bc4; }
+    // the next tile's K and V wait in registers while the current one is computed (the loads'
+    // latency is hidden behind a tile of FMAs instead of stalling every tile)
+    var kr = array<vec4<f32>, NKV>();
+    var vr = array<vec4<f32>, NKV>();
+    fa_fetch_kv(tid, b, h, 0u, &kr, &vr);
     for (var kt = 0u; kt < n_tiles; kt++) {
         let k0 = kt * BC;
         workgroupBarrier();  // the previous tile's P·V reads are done
-        fa_stage_kv(tid, b, h, k0, 1u, true);
-        workgroupBarrier();
-
-        // explicit zeroing: a var inside a loop is not reliably re-zeroed on every driver
-        var s = array<array<f32, KPT>, RPT>();
-        for (var d4 = 0u; d4 < nd4; d4++) {
-            var qv : array<vec4<f32>, RPT>;
-            for (var r = 0u; r < RPT; r++) { qv[r] = fa_q[(row0 + r) * HS4 + d4]; }
-            for (var j = 0u; j < KPT; j++) {
-                let kv = fa_kv[(kl + 8u * j) * HS4 + (d4 ^ sw)];
-                for (var r = 0u; r < RPT; r++) { s[r][j] = s[r][j] + dot(qv[r], kv); }
+        for (var n = 0u; n < NKV; n++) {
+            let i = tid + 256u * n;
+            if (i < BC * HS4) {
+                let r = i / HS4;
+                fa_kp[r * HS4 + ((i % HS4) ^ (r & SWM))] = kr[n];
+                fa_v[i] = vr[n];
             }
         }
-        // causal mask and this lane's max
-        for (var r = 0u; r < RPT; r++) {
+        workgroupBarrier();
+        if (kt + 1u < n_tiles) { fa_fetch_kv(tid, b, h, k0 + BC, &kr, &vr); }
+
+        // scores (explicitly zeroed: a var in a loop is not reliably re-zeroed on every driver)
+        var s = array<array<f32, KPT>, TR>();
+        for (var d4 = 0u; d4 < nd4; d4++) {
+            var qv = array<vec4<f32>, TR>();
+            for (var r = 0u; r < TR; r++) { qv[r] = fa_q[(row0 + r) * HS4 + (d4 ^ qsw)]; }
+            for (var j = 0u; j < KPT; j++) {
+                let key = kl + NL * j;
+                let kv = fa_kp[key * HS4 + (d4 ^ (key & SWM))];
+                for (var r = 0u; r < TR; r++) { s[r][j] = fa_dot_acc(s[r][j], qv[r], kv); }
+            }
+        }
+        // causal mask and the row maxima
+        var mt = array<f32, TR>();
+        for (var r = 0u; r < TR; r++) {
             let t = q0 + row0 + r;
             var lm = FA_NEG;
             for (var j = 0u; j < KPT; j++) {
-                let key = k0 + kl + 8u * j;
+                let key = k0 + kl + NL * j;
                 if (key <= t && key < T) { lm = max(lm, s[r][j]); }
             }
-            fa_pt[(row0 + r) * 8u + kl] = lm;
+            if (SG) { mt[r] = fa_sg(lm, true); } else { fa_red_put((row0 + r) * NL + kl, lm); }
         }
-        workgroupBarrier();
-        var mt : array<f32, RPT>;
-        for (var r = 0u; r < RPT; r++) {
-            var x = FA_NEG;
-            for (var e = 0u; e < 8u; e++) { x = max(x, fa_pt[(row0 + r) * 8u + e]); }
-            mt[r] = x;
+        workgroupBarrier();  // K reads are done (P overwrites it); the lane maxima are visible
+        if (!SG) {
+            for (var r = 0u; r < TR; r++) {
+                var x = FA_NEG;
+                for (var e = 0u; e < NL; e++) { x = max(x, fa_red_get((row0 + r) * NL + e)); }
+                mt[r] = x;
+            }
         }
-        workgroupBarrier();  // the maxima are read and K is no longer needed
-        for (var r = 0u; r < RPT; r++) {
-            let t = q0 + row0 + r;
+        for (var r = 0u; r < TR; r++) {
+            let row = row0 + r;
+            let t = q0 + row;
             let m_new = max(m[r], mt[r]);
             let alpha = exp2(m[r] - m_new);
             m[r] = m_new;
             l[r] = l[r] * alpha;
             for (var i = 0u; i < CPT; i++) { o[r][i] = o[r][i] * alpha; }
             for (var j = 0u; j < KPT; j++) {
-                let key = k0 + kl + 8u * j;
+                let kk = kl + NL * j;
+                let key = k0 + kk;
                 var p = 0.0;
                 if (key <= t && key < T) { p = exp2(s[r][j] - m_new); }
                 l[r] = l[r] + p;
-                fa_pt[(kl + 8u * j) * BR + row0 + r] = p;
+                fa_kp[fa_pidx(row, kk / 4u)][kk % 4u] = p;
             }
         }
-        fa_stage_kv(tid, b, h, k0, 2u, false);
-        workgroupBarrier();
-        let kn = min(BC, T - k0);
-        for (var j = 0u; j < kn; j++) {
-            var pr : array<f32, RPT>;
-            for (var r = 0u; r < RPT; r++) { pr[r] = fa_pt[j * BR + row0 + r]; }
+        workgroupBarrier();  // P is complete
+        for (var k4 = 0u; k4 < nk4; k4++) {
+            var pv = array<vec4<f32>, TR>();
+            for (var r = 0u; r < TR; r++) { pv[r] = fa_kp[fa_pidx(row0 + r, k4)]; }
             for (var i = 0u; i < CPT; i++) {
-                let c = kl + 8u * i;
-                if (c < HS4) {
-                    let vv = fa_kv[j * HS4 + c];
-                    for (var r = 0u; r < RPT; r++) { o[r][i] = o[r][i] + pr[r] * vv; }
+                let c = min(kl + NL * i, HS4 - 1u);  // columns past HS4 compute a copy, never stored
+                let v0 = fa_v[(4u * k4) * HS4 + c];
+                let v1 = fa_v[(4u * k4 + 1u) * HS4 + c];
+                let v2 = fa_v[(4u * k4 + 2u) * HS4 + c];
+                let v3 = fa_v[(4u * k4 + 3u) * HS4 + c];
+                for (var r = 0u; r < TR; r++) {
+                    o[r][i] = fma(vec4<f32>(pv[r].w), v3, fma(vec4<f32>(pv[r].z), v2, fma(vec4<f32>(pv[r].y), v1,
+                                 fma(vec4<f32>(pv[r].x), v0, o[r][i]))));
                 }
             }
         }
     }
 
-    // row sums: add the 8 lanes' parts
+    // row sums: add the NL lanes' parts (the last tile's reads of the lane maxima finished before its
+    // P barrier)
+    var lt = array<f32, TR>();
+    for (var r = 0u; r < TR; r++) {
+        if (SG) { lt[r] = fa_sg(l[r], false); } else { fa_red_put((row0 + r) * NL + kl, l[r]); }
+    }
     workgroupBarrier();
-    for (var r = 0u; r < RPT; r++) { fa_pt[(row0 + r) * 8u + kl] = l[r]; }
-    workgroupBarrier();
-    for (var r = 0u; r < RPT; r++) {
+    for (var r = 0u; r < TR; r++) {
         let t = q0 + row0 + r;
+        if (!SG) {
+            var x = 0.0;
+            for (var e = 0u; e < NL; e++) { x = x + fa_red_get((row0 + r) * NL + e); }
+            lt[r] = x;
+        }
         if (t >= T) { continue; }
-        var lt = 0.0;
-        for (var e = 0u; e < 8u; e++) { lt = lt + fa_pt[(row0 + r) * 8u + e]; }
-        let inv = 1.0 / lt;  // lt >= 1: the row's max term contributes exp2(0)
+        let inv = 1.0 / lt[r];  // >= 1: the row's max term contributes exp2(0)
         let ob = (b * T + t) * fa_p.C + h * HS;
         for (var i = 0u; i < CPT; i++) {
-            let c = kl + 8u * i;
+            let c = kl + NL * i;
             if (c >= HS4) { continue; }
             let v = o[r][i] * inv;
             let col = c * 4u;
@@ -191,6 +266,6 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
             if (col + 2u < HS) { fa_out[ob + col + 2u] = v.z; }
             if (col + 3u < HS) { fa_out[ob + col + 3u] = v.w; }
         }
-        if (kl == 0u) { fa_lse[bh * T + t] = (m[r] + log2(lt)) * FA_LN2; }
+        if (kl == 0u) { fa_lse[bh * T + t] = (m[r] + log2(lt[r])) * FA_LN2; }
     }
 }

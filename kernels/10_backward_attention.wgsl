@@ -2,84 +2,122 @@
 // From dout, qkv and the forward's lse, with P recomputed as exp(S·scale - lse) (flash style):
 //   D_t = dout_t · out_t,  dS = P ∘ (dout·Vᵀ - D),  dQ = dS·K·scale,  dK = dSᵀ·Q·scale,  dV = Pᵀ·dout
 // into dqkv[B,T,3C] (overwritten). WGSL has no float atomics, so no two workgroups ever add to
-// the same element; the three variants (SPEC §3) differ in how they avoid that:
+// the same element; the variants (SPEC §3) differ in how they avoid that:
+//   attention_backward_dkdv + attention_backward_dq (split-dKdV): one workgroup per key block
+//     accumulates dK, dV over the query blocks at or after it; one per query block accumulates dQ
+//     over the key blocks at or before it; both compute P and dS (the scores twice in all);
+//   attention_backward_fused + attention_backward_dq_reduce (fused): the dK/dV pass also forms,
+//     per query tile, the dQ contribution of its key block, dS·K, and writes it to a scratch
+//     buffer (one slot per (key block, query row)); the reduction adds the slots of each row in
+//     a fixed order: deterministic, and the scores are computed once;
 //   attention_backward_stream: one workgroup per (b, h) walks the query blocks in order; dQ of
 //     the block stays in registers, and dK, dV are read-modify-written in dqkv by the thread that
 //     owns them (the same thread every time, so no other invocation ever touches them);
-//   attention_backward_dkdv + attention_backward_dq (split-dKdV): one workgroup per key block
-//     accumulates dK, dV over the query blocks at or after it; one per query block accumulates dQ
-//     over the key blocks at or before it; both recompute P and dS;
 //   attention_backward_short (split-short, T <= SS): one workgroup per (b, h) keeps the whole
 //     T×T P and dS in workgroup memory, then forms dQ, dK, dV from them.
 // attention_backward_dsum runs first for every variant: it stores D_t in dqkv at the first dQ
 // column of (t, h), a slot no other kernel reads after that row's dQ is written.
 //
-// Host constants: HS; BQ, BK (query / key tile rows) for stream, dkdv and dq; SS for short;
-// UNROLL (see ab_nd4).
-// Tiled kernels: 256 threads as 16 (ty) × 16 (tx). Score phase: thread owns queries ty·RQ + r
-// and keys tx + 16·j. Product phase: rows ty·R + r (keys for dK/dV, queries for dQ) and vec4
-// columns tx + 16·i. K and V tiles are XOR-swizzled like the forward's K (see 05_attention).
+// Host constants (chosen per device in wg_ops_attention.c): HS; BQ, BK (query / key tile rows,
+// powers of 2) and RQS, RKS (score micro-tile, (BQ/RQS)·(BK/RKS) = 128) for the tiled kernels;
+// NCP (column groups of the products, a power of 2 <= 64); SS for short; UNROLL (constant trip
+// counts for the loops over head columns, a tile's queries and its keys: false on the software
+// rasterizer, where unrolling costs seconds of shader compilation); QT / QV4 (qkv, dout and out
+// bound as vec4<f32> when HS % 4 == 0, one 16-byte load per 4 columns).
+//
+// The products' register blocking is what limits these kernels on an FP32-only GPU: a warp
+// reads workgroup memory at about 128 bytes a clock per SM while the SM does 128 FMAs, so each
+// phase is laid out for few loads per FMA and few distinct addresses per warp load.
+//
+// Tiled kernels, per (query tile, key tile), 4 barriers:
+//   stage: Q and dout rows into ab_qd, K and V rows into ab_kv (vec4, XOR-swizzled by the score
+//     micro-tile a row belongs to, so that the warps' loads fall in different banks);
+//   score: threads 0..127 compute S = Q·Kᵀ, threads 128..255 dP = dout·Vᵀ, the same code on the
+//     two halves of ab_qd / ab_kv: a (BQ/RQS) × (BK/RKS) grid, each thread RQS rows × RKS
+//     adjacent keys (per vec4 of head columns RQS + RKS loads feed 4·RQS·RKS FMAs), warps laid
+//     out 4 rows × 8 key groups; the first half stores P = exp2(S·scale·log2e - lse·log2e)
+//     (masked), the second dP, both as [q][k] rows of vec4 (vec4 index XOR-swizzled by the dQ
+//     product's row group, ab_pslot);
+//   fix-up: dS = P ∘ (dP - D) in place of dP, one vec4 a thread;
+//   products (ab_acc_kv: dV += Pᵀ·dout, dK += dSᵀ·Q over the tile's queries; ab_acc_q: dQ +=
+//     dS·K over its keys): thread owns RKP keys (or RQP queries) × CP vec4 columns cg + NCP·i,
+//     reading P / dS 4 keys at a time as one vec4 (dK, dV: 4 loads per 8·RKP·CP FMAs at RKP = 4;
+//     dQ: RQP + 4·CP loads per 16·RQP·CP FMAs).
+// The split pair and fused keep BK rows of K and V (dK/dV side) or BQ rows of Q and dout (dQ
+// side) resident and stream the other tile; workgroup memory is 32·(BQ + BK)·HS4 + 8·BQ·BK bytes
+// (48 KiB for 16×64 or 64×16 at HS = 64).
+// Rows past T are staged as zeros and their P and dS are 0, so loops run whole tiles.
 
 const AB_LOG2E : f32 = 1.4426950408889634;
 
 struct AttnParams {
     B : u32, T : u32, C : u32, NH : u32,
-    C3 : u32, nblk : u32, hs4 : u32, p1 : u32,
+    C3 : u32, nblk : u32, hs4 : u32, nkb : u32,   // nkb: key blocks (fused scratch layout)
+    ntri : u32, bq : u32, bk4 : u32, p3 : u32,    // ntri: scratch rows per (b, h); bq = BQ, bk4 = BK/4
     scale_log2 : f32, scale : f32, f0 : f32, f1 : f32,
 };
 
 @group(0) @binding(0) var<storage, read_write> ab_dqkv : array<f32>;
-@group(0) @binding(1) var<storage, read> ab_dout : array<f32>;
-@group(0) @binding(2) var<storage, read> ab_qkv : array<f32>;
+@group(0) @binding(1) var<storage, read> ab_dout : array<QT>;
+@group(0) @binding(2) var<storage, read> ab_qkv : array<QT>;
 @group(0) @binding(3) var<storage, read> ab_lse : array<f32>;
 @group(0) @binding(4) var<uniform> ab_p : AttnParams;
 
+// attention_backward_fused: the same plus the dQ scratch, params last
+@group(0) @binding(4) var<storage, read_write> ab_scr : array<vec4<f32>>;
+@group(0) @binding(5) var<uniform> ab_pf : AttnParams;
+
 // attention_backward_dsum's own bindings (dqkv and dout as above)
-@group(0) @binding(2) var<storage, read> ab_out : array<f32>;
+@group(0) @binding(2) var<storage, read> ab_out : array<QT>;
 @group(0) @binding(3) var<uniform> ab_pd : AttnParams;
+
+// attention_backward_dq_reduce's own bindings (dqkv as above)
+@group(0) @binding(1) var<storage, read> ab_scr_in : array<vec4<f32>>;
+@group(0) @binding(2) var<uniform> ab_pr : AttnParams;
 
 const HS4 : u32 = (HS + 3u) / 4u;
 const SWM : u32 = select(0u, 7u, HS4 % 8u == 0u);
-const RQ : u32 = (BQ + 15u) / 16u;
-const RK : u32 = (BK + 15u) / 16u;
-const CPT : u32 = (HS4 + 15u) / 16u;
+const BK4 : u32 = BK / 4u;
+const NXS : u32 = BK / RKS;                    // score grid of one half: (BQ/RQS) × NXS = 128
+const CP : u32 = (HS4 + NCP - 1u) / NCP;       // product vec4 columns per thread
+const NKP : u32 = 256u / NCP;                  // key groups of the dK/dV product
+const RKP : u32 = (BK + NKP - 1u) / NKP;       // keys per thread (threads past BK idle)
+const RQP : u32 = (BQ + NKP - 1u) / NKP;       // queries per thread of the dQ product
+const NQV : u32 = (BQ * HS4 + 255u) / 256u;    // Q (and dout) vec4 a thread stages per tile
+const NKV : u32 = (BK * HS4 + 255u) / 256u;    // K (and V) vec4 a thread stages per tile
+const NFX : u32 = (BQ * BK4 + 255u) / 256u;    // fix-up vec4 a thread
 
-var<workgroup> ab_q : array<vec4<f32>, BQ * HS4>;
-var<workgroup> ab_do : array<vec4<f32>, BQ * HS4>;
-var<workgroup> ab_k : array<vec4<f32>, BK * HS4>;
-var<workgroup> ab_v : array<vec4<f32>, BK * HS4>;
-var<workgroup> ab_ps : array<vec2<f32>, BQ * BK>;  // (P, dS) at [q·BK + k]
+var<workgroup> ab_qd : array<vec4<f32>, 2u * BQ * HS4>;  // Q rows, then dout rows
+var<workgroup> ab_kv : array<vec4<f32>, 2u * BK * HS4>;  // K rows, then V rows
+var<workgroup> ab_pp : array<vec4<f32>, BQ * BK4>;       // P [q][k] (ab_pslot)
+var<workgroup> ab_ds : array<vec4<f32>, BQ * BK4>;       // dP, then dS [q][k] (ab_pslot)
 
-// ------------------------------------------------------------------ D = rowsum(dout ∘ out)
-@compute @workgroup_size(256)
-fn attention_backward_dsum(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
-    let i = flat_id(gid, nwg);
-    let NH = ab_pd.NH;
-    if (i >= ab_pd.B * ab_pd.T * NH) { return; }
-    let bt = i / NH;
-    let h = i % NH;
-    let base = bt * ab_pd.C + h * HS;
-    var d = 0.0;
-    for (var c = 0u; c < HS; c++) { d = d + ab_dout[base + c] * ab_out[base + c]; }
-    ab_dqkv[bt * ab_pd.C3 + h * HS] = d;
+// ------------------------------------------------------------------ small helpers
+// Thread t of a grid nx wide (a power of 2) -> (row, column); a warp covers 4 rows × 8 columns
+// (or 32/nx × nx when nx < 8), so its loads see few distinct rows and columns. A bijection for
+// any subgroup size; only the bank pattern assumes 32.
+fn ab_map(t : u32, nx : u32) -> vec2<u32> {
+    let wx = min(nx, 8u);
+    let wy = 32u / wx;
+    let nwx = nx / wx;
+    let w = t / 32u;
+    let lane = t % 32u;
+    return vec2<u32>((w / nwx) * wy + lane / wx, (w % nwx) * wx + lane % wx);
 }
 
-// ------------------------------------------------------------------ tile helpers
+// 4 head columns from 4·c4 of qkv (dout when is_dout) whose head column 0 is element `base`.
 fn ab_ld(is_dout : bool, base : u32, c4 : u32) -> vec4<f32> {
     let c = c4 * 4u;
+    if (QV4) {
+        if (is_dout) { return vec4<f32>(ab_dout[(base + c) / 4u]); }
+        return vec4<f32>(ab_qkv[(base + c) / 4u]);
+    }
     var v = vec4<f32>(0.0);
-    if (is_dout) {
-        if (HS % 4u == 0u) { return vec4<f32>(ab_dout[base + c], ab_dout[base + c + 1u], ab_dout[base + c + 2u], ab_dout[base + c + 3u]); }
-        if (c < HS) { v.x = ab_dout[base + c]; }
-        if (c + 1u < HS) { v.y = ab_dout[base + c + 1u]; }
-        if (c + 2u < HS) { v.z = ab_dout[base + c + 2u]; }
-        if (c + 3u < HS) { v.w = ab_dout[base + c + 3u]; }
-    } else {
-        if (HS % 4u == 0u) { return vec4<f32>(ab_qkv[base + c], ab_qkv[base + c + 1u], ab_qkv[base + c + 2u], ab_qkv[base + c + 3u]); }
-        if (c < HS) { v.x = ab_qkv[base + c]; }
-        if (c + 1u < HS) { v.y = ab_qkv[base + c + 1u]; }
-        if (c + 2u < HS) { v.z = ab_qkv[base + c + 2u]; }
-        if (c + 3u < HS) { v.w = ab_qkv[base + c + 3u]; }
+    for (var e = 0u; e < 4u; e++) {
+        if (c + e < HS) {
+            if (is_dout) { v[e] = vec4<f32>(ab_dout[base + c + e]).x; }
+            else { v[e] = vec4<f32>(ab_qkv[base + c + e]).x; }
+        }
     }
     return v;
 }
@@ -87,199 +125,308 @@ fn ab_ld(is_dout : bool, base : u32, c4 : u32) -> vec4<f32> {
 // dqkv[base + 4·c4 ..] = v (or += v when add), within the head's HS columns
 fn ab_st(base : u32, c4 : u32, v : vec4<f32>, add : bool) {
     let c = c4 * 4u;
-    var w = v;
-    if (HS % 4u == 0u) {  // the caller keeps c4 < HS4: all four columns exist
-        if (add) { w = w + vec4<f32>(ab_dqkv[base + c], ab_dqkv[base + c + 1u], ab_dqkv[base + c + 2u], ab_dqkv[base + c + 3u]); }
-        ab_dqkv[base + c] = w.x;
-        ab_dqkv[base + c + 1u] = w.y;
-        ab_dqkv[base + c + 2u] = w.z;
-        ab_dqkv[base + c + 3u] = w.w;
-        return;
+    for (var e = 0u; e < 4u; e++) {
+        if (c + e < HS) {
+            var x = v[e];
+            if (add) { x = x + ab_dqkv[base + c + e]; }
+            ab_dqkv[base + c + e] = x;
+        }
     }
-    if (add) {
-        if (c < HS) { w.x = w.x + ab_dqkv[base + c]; }
-        if (c + 1u < HS) { w.y = w.y + ab_dqkv[base + c + 1u]; }
-        if (c + 2u < HS) { w.z = w.z + ab_dqkv[base + c + 2u]; }
-        if (c + 3u < HS) { w.w = w.w + ab_dqkv[base + c + 3u]; }
-    }
-    if (c < HS) { ab_dqkv[base + c] = w.x; }
-    if (c + 1u < HS) { ab_dqkv[base + c + 1u] = w.y; }
-    if (c + 2u < HS) { ab_dqkv[base + c + 2u] = w.z; }
-    if (c + 3u < HS) { ab_dqkv[base + c + 3u] = w.w; }
 }
 
-// Stages query rows q0.. of Q and dout (zero past T), unswizzled.
-fn ab_stage_q(tid : u32, b : u32, h : u32, q0 : u32) {
-    let T = ab_p.T;
-    for (var i = tid; i < BQ * HS4; i = i + 256u) {
+// swizzled slots: Q / dout row q (score micro-tile q / RQS), K / V row k (k / RKS), and the vec4
+// of keys 4·k4.. in row q of P / dS (by the dQ product's row group q / RQP, whose warps read 4
+// rows at once)
+fn ab_qslot(q : u32, d4 : u32) -> u32 { return q * HS4 + (d4 ^ ((q / RQS) & SWM)); }
+fn ab_kslot(k : u32, d4 : u32) -> u32 { return k * HS4 + (d4 ^ ((k / RKS) & SWM)); }
+fn ab_pslot(q : u32, k4 : u32) -> u32 { return q * BK4 + (k4 ^ ((q / RQP) & (BK4 - 1u))); }
+
+// s + a·b as one FMA chain (s + dot(a, b) would cost a separate add)
+fn ab_dot_acc(s : f32, a : vec4<f32>, b : vec4<f32>) -> f32 {
+    return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, s))));
+}
+
+// Staging goes through registers: the fetch functions load this thread's share of a tile (element
+// i = tid + 256·n) from global memory, the put functions store it into workgroup memory. The
+// streamed tile of the next iteration is fetched while the current one is computed, so the
+// loads' latency hides behind a tile of FMAs instead of stalling every tile.
+struct QRegs {
+    q : array<vec4<f32>, NQV>,     // Q and dout rows
+    g : array<vec4<f32>, NQV>,
+    lse2 : array<f32, RQS>,        // lse·log2e of this thread's score rows (used by the S half)
+    dd : array<f32, NFX>,          // D of this thread's fix-up elements
+};
+struct KRegs { k : array<vec4<f32>, NKV>, v : array<vec4<f32>, NKV> };
+// module-scope private, like the accumulators below (cheaper to compile on the software
+// rasterizer than values passed around)
+var<private> ab_xq : QRegs;
+var<private> ab_xk : KRegs;
+
+// Query rows q0.. of Q and dout (zero past T), with the row statistics this thread needs, into ab_xq.
+fn ab_fetch_q(u : AttnParams, tid : u32, b : u32, h : u32, q0 : u32) {
+    let T = u.T;
+    ab_xq = QRegs();
+    let x = &ab_xq;
+    for (var n = 0u; n < NQV; n++) {
+        let i = tid + 256u * n;
         let t = q0 + i / HS4;
-        let c4 = i % HS4;
-        var q = vec4<f32>(0.0);
-        var g = vec4<f32>(0.0);
-        if (t < T) {
-            q = ab_ld(false, (b * T + t) * ab_p.C3 + h * HS, c4);
-            g = ab_ld(true, (b * T + t) * ab_p.C + h * HS, c4);
+        if (i < BQ * HS4 && t < T) {
+            x.q[n] = ab_ld(false, (b * T + t) * u.C3 + h * HS, i % HS4);
+            x.g[n] = ab_ld(true, (b * T + t) * u.C + h * HS, i % HS4);
         }
-        ab_q[i] = q;
-        ab_do[i] = g;
+    }
+    let qa = ab_map(tid % 128u, NXS).x * RQS;
+    for (var r = 0u; r < RQS; r++) {
+        let t = q0 + qa + r;
+        if (t < T) { x.lse2[r] = ab_lse[(b * u.NH + h) * T + t] * AB_LOG2E; }
+    }
+    for (var n = 0u; n < NFX; n++) { x.dd[n] = ab_dval(u, b, h, q0 + (tid + 256u * n) / BK4); }
+}
+
+fn ab_put_q(tid : u32) {
+    let x = &ab_xq;
+    for (var n = 0u; n < NQV; n++) {
+        let i = tid + 256u * n;
+        if (i < BQ * HS4) {
+            let s = ab_qslot(i / HS4, i % HS4);
+            ab_qd[s] = x.q[n];
+            ab_qd[BQ * HS4 + s] = x.g[n];
+        }
     }
 }
 
-// Stages key rows k0.. of K and V (zero past T), swizzled.
-fn ab_stage_k(tid : u32, b : u32, h : u32, k0 : u32) {
-    let T = ab_p.T;
-    for (var i = tid; i < BK * HS4; i = i + 256u) {
-        let r = i / HS4;
-        let t = k0 + r;
-        let c4 = i % HS4;
-        var k = vec4<f32>(0.0);
-        var v = vec4<f32>(0.0);
-        if (t < T) {
-            let base = (b * T + t) * ab_p.C3 + h * HS;
-            k = ab_ld(false, base + ab_p.C, c4);
-            v = ab_ld(false, base + 2u * ab_p.C, c4);
+// Key rows k0.. of K and V (zero past T), into ab_xk.
+fn ab_fetch_k(u : AttnParams, tid : u32, b : u32, h : u32, k0 : u32) {
+    let T = u.T;
+    ab_xk = KRegs();
+    let x = &ab_xk;
+    for (var n = 0u; n < NKV; n++) {
+        let i = tid + 256u * n;
+        let t = k0 + i / HS4;
+        if (i < BK * HS4 && t < T) {
+            let base = (b * T + t) * u.C3 + h * HS;
+            x.k[n] = ab_ld(false, base + u.C, i % HS4);
+            x.v[n] = ab_ld(false, base + 2u * u.C, i % HS4);
         }
-        let slot = r * HS4 + (c4 ^ (r & SWM));
-        ab_k[slot] = k;
-        ab_v[slot] = v;
     }
 }
 
-// lse (in log2 units) and D of this thread's score-phase queries
-struct RowStats { lse2 : array<f32, RQ>, dd : array<f32, RQ> };
-
-fn ab_row_stats(b : u32, h : u32, bh : u32, q0 : u32, ty : u32) -> RowStats {
-    var st = RowStats();
-    for (var r = 0u; r < RQ; r++) {
-        let ql = ty * RQ + r;
-        let t = q0 + ql;
-        if (ql < BQ && t < ab_p.T) {
-            st.lse2[r] = ab_lse[bh * ab_p.T + t] * AB_LOG2E;
-            st.dd[r] = ab_dqkv[(b * ab_p.T + t) * ab_p.C3 + h * HS];
+fn ab_put_k(tid : u32) {
+    let x = &ab_xk;
+    for (var n = 0u; n < NKV; n++) {
+        let i = tid + 256u * n;
+        if (i < BK * HS4) {
+            let s = ab_kslot(i / HS4, i % HS4);
+            ab_kv[s] = x.k[n];
+            ab_kv[BK * HS4 + s] = x.v[n];
         }
     }
-    return st;
 }
 
-// Trip count of the score loop over head columns: the constant HS4 lets GPU compilers unroll it;
-// on the software rasterizer (UNROLL false, set by the host) the same count comes from the
-// uniform instead, because unrolling it there costs seconds of shader compilation per pipeline.
-fn ab_nd4() -> u32 {
+// Trip counts of the loops over head columns, a tile's queries and its keys / 4: constants where
+// UNROLL, else the same numbers from the uniform (see UNROLL above).
+fn ab_nd4(u : AttnParams) -> u32 {
     if (UNROLL) { return HS4; }
-    return ab_p.hs4;
+    return u.hs4;
+}
+fn ab_nq(u : AttnParams) -> u32 {
+    if (UNROLL) { return BQ; }
+    return u.bq;
+}
+fn ab_nk4(u : AttnParams) -> u32 {
+    if (UNROLL) { return BK4; }
+    return u.bk4;
 }
 
-// Score phase: (P, dS) of the staged query and key tiles into ab_ps. The caller barriers before
-// (tiles staged) and after (before ab_ps is read).
-fn ab_scores(ty : u32, tx : u32, q0 : u32, k0 : u32, st : RowStats) {
-    var s = array<array<f32, RK>, RQ>();
-    var dp = array<array<f32, RK>, RQ>();
-    let sw = tx & SWM;  // key tx + 16j has (key & 7) == (tx & 7)
-    for (var d4 = 0u; d4 < ab_nd4(); d4++) {
-        var qv : array<vec4<f32>, RQ>;
-        var gv : array<vec4<f32>, RQ>;
-        for (var r = 0u; r < RQ; r++) {
-            let ql = min(ty * RQ + r, BQ - 1u);
-            qv[r] = ab_q[ql * HS4 + d4];
-            gv[r] = ab_do[ql * HS4 + d4];
+// D_t of row t (in dqkv's first dQ column of the head until dQ is written)
+fn ab_dval(u : AttnParams, b : u32, h : u32, t : u32) -> f32 {
+    if (t >= u.T) { return 0.0; }
+    return ab_dqkv[(b * u.T + t) * u.C3 + h * HS];
+}
+
+// ------------------------------------------------------------------ score and fix-up phases
+// The caller barriers before (tiles staged) and after (before ab_pp / ab_ds are read).
+fn ab_score(u : AttnParams, tid : u32, q0 : u32, k0 : u32, lse2 : array<f32, RQS>) {
+    let half = tid / 128u;
+    let yx = ab_map(tid % 128u, NXS);
+    let qa = yx.x * RQS;  // first query row (local)
+    let ka = yx.y * RKS;  // first key (local)
+    let abase = half * BQ * HS4;
+    let bbase = half * BK * HS4;
+    var acc = array<array<f32, RKS>, RQS>();
+    for (var d4 = 0u; d4 < ab_nd4(u); d4++) {
+        var av = array<vec4<f32>, RQS>();
+        for (var r = 0u; r < RQS; r++) { av[r] = ab_qd[abase + ab_qslot(qa + r, d4)]; }
+        for (var j = 0u; j < RKS; j++) {
+            let bv = ab_kv[bbase + ab_kslot(ka + j, d4)];
+            for (var r = 0u; r < RQS; r++) { acc[r][j] = ab_dot_acc(acc[r][j], av[r], bv); }
         }
-        for (var j = 0u; j < RK; j++) {
-            let kl = min(tx + 16u * j, BK - 1u);
-            let kv = ab_k[kl * HS4 + (d4 ^ sw)];
-            let vv = ab_v[kl * HS4 + (d4 ^ sw)];
-            for (var r = 0u; r < RQ; r++) {
-                s[r][j] = s[r][j] + dot(qv[r], kv);
-                dp[r][j] = dp[r][j] + dot(gv[r], vv);
+    }
+    for (var r = 0u; r < RQS; r++) {
+        let t = q0 + qa + r;
+        var x = array<f32, RKS>();
+        if (half == 0u) {
+            for (var j = 0u; j < RKS; j++) {
+                if (k0 + ka + j <= t && t < u.T) { x[j] = exp2(acc[r][j] * u.scale_log2 - lse2[r]); }
+            }
+        } else {
+            x = acc[r];
+        }
+        let q = qa + r;
+        if (RKS == 4u) {
+            let v = vec4<f32>(x[0], x[min(1u, RKS - 1u)], x[min(2u, RKS - 1u)], x[min(3u, RKS - 1u)]);
+            if (half == 0u) { ab_pp[ab_pslot(q, ka / 4u)] = v; } else { ab_ds[ab_pslot(q, ka / 4u)] = v; }
+        } else {
+            for (var j = 0u; j < RKS; j++) {
+                let k = ka + j;
+                if (half == 0u) { ab_pp[ab_pslot(q, k / 4u)][k % 4u] = x[j]; }
+                else { ab_ds[ab_pslot(q, k / 4u)][k % 4u] = x[j]; }
             }
         }
     }
-    for (var r = 0u; r < RQ; r++) {
-        let ql = ty * RQ + r;
-        let t = q0 + ql;
-        for (var j = 0u; j < RK; j++) {
-            let kl = tx + 16u * j;
-            let key = k0 + kl;
-            var p = 0.0;
-            if (key <= t && t < ab_p.T) { p = exp2(s[r][j] * ab_p.scale_log2 - st.lse2[r]); }
-            if (ql < BQ && kl < BK) { ab_ps[ql * BK + kl] = vec2<f32>(p, p * (dp[r][j] - st.dd[r])); }
-        }
+}
+
+// dS = P ∘ (dP - D) in place of dP; dd: D of the rows of this thread's elements (ab_fetch_q).
+fn ab_fixup(tid : u32, dd : array<f32, NFX>) {
+    for (var n = 0u; n < NFX; n++) {
+        let i = tid + 256u * n;
+        if (i < BQ * BK4) { ab_ds[i] = ab_pp[i] * (ab_ds[i] - dd[n]); }
     }
 }
 
-// Per-thread accumulators of the product phase. Module-scope private variables rather than
-// function pointers: passing ptr<function, array> made lavapipe's shader compiler several times
-// slower (seconds per pipeline), and every invocation has its own copy either way.
-var<private> ab_dk_acc : array<array<vec4<f32>, CPT>, RK>;
-var<private> ab_dv_acc : array<array<vec4<f32>, CPT>, RK>;
-var<private> ab_dq_acc : array<array<vec4<f32>, CPT>, RQ>;
+// ------------------------------------------------------------------ product phases
+// Per-thread accumulators. Module-scope private variables rather than function pointers:
+// passing ptr<function, array> made lavapipe's shader compiler several times slower (seconds per
+// pipeline), and every invocation has its own copy either way.
+var<private> ab_dk_acc : array<array<vec4<f32>, CP>, RKP>;
+var<private> ab_dv_acc : array<array<vec4<f32>, CP>, RKP>;
+var<private> ab_dq_acc : array<array<vec4<f32>, CP>, RQP>;
 
-// dK, dV of keys ty·RK + r, columns tx + 16·i: add Pᵀ·dout and dSᵀ·Q of the staged tiles.
+// P (or dS) of query q, keys k .. k + n - 1 (n = RKP or fewer; vec4 when 4 aligned keys)
+fn ab_row4(is_ds : bool, q : u32, k : u32) -> vec4<f32> {
+    let i = min(ab_pslot(q, k / 4u), BQ * BK4 - 1u);
+    if (RKP == 4u) {
+        if (is_ds) { return ab_ds[i]; }
+        return ab_pp[i];
+    }
+    var v = vec4<f32>(0.0);
+    for (var j = 0u; j < min(RKP, 4u); j++) {  // RKP keys inside one vec4 (k is a multiple of RKP)
+        if (is_ds) { v[j] = ab_ds[i][(k + j) % 4u]; } else { v[j] = ab_pp[i][(k + j) % 4u]; }
+    }
+    return v;
+}
+
+// dK, dV of keys kg·RKP + j, columns cg + NCP·i: add Pᵀ·dout and dSᵀ·Q of the staged tiles.
 // Shared-memory indices are clamped (min) even where they cannot overflow: it lets the software
 // rasterizer's compiler prove them in range, which it otherwise guards at a large compile cost.
-fn ab_acc_kv(ty : u32, tx : u32, nq : u32) {
-    for (var qq = 0u; qq < nq; qq++) {
-        let q = min(qq, BQ - 1u);
-        var qv : array<vec4<f32>, CPT>;
-        var gv : array<vec4<f32>, CPT>;
-        for (var i = 0u; i < CPT; i++) {
-            let c = min(tx + 16u * i, HS4 - 1u);
-            qv[i] = ab_q[q * HS4 + c];
-            gv[i] = ab_do[q * HS4 + c];
+fn ab_acc_kv(u : AttnParams, tid : u32) {
+    let yx = ab_map(tid, NCP);
+    let ka = yx.x * RKP;
+    for (var q = 0u; q < ab_nq(u); q++) {
+        var qv = array<vec4<f32>, CP>();
+        var gv = array<vec4<f32>, CP>();
+        for (var i = 0u; i < CP; i++) {
+            let c = min(yx.y + NCP * i, HS4 - 1u);
+            qv[i] = ab_qd[ab_qslot(q, c)];
+            gv[i] = ab_qd[BQ * HS4 + ab_qslot(q, c)];
         }
-        for (var r = 0u; r < RK; r++) {
-            let ps = ab_ps[q * BK + min(ty * RK + r, BK - 1u)];
-            for (var i = 0u; i < CPT; i++) {
-                ab_dv_acc[r][i] = ab_dv_acc[r][i] + ps.x * gv[i];
-                ab_dk_acc[r][i] = ab_dk_acc[r][i] + ps.y * qv[i];
+        let kc = min(ka, BK - 1u);
+        let pv = ab_row4(false, q, kc);
+        let dv = ab_row4(true, q, kc);
+        for (var j = 0u; j < min(RKP, 4u); j++) {
+            for (var i = 0u; i < CP; i++) {
+                ab_dv_acc[j][i] = fma(vec4<f32>(pv[j]), gv[i], ab_dv_acc[j][i]);
+                ab_dk_acc[j][i] = fma(vec4<f32>(dv[j]), qv[i], ab_dk_acc[j][i]);
             }
         }
     }
 }
 
-// dQ of queries ty·RQ + r, columns tx + 16·i: add dS·K of the staged tiles.
-fn ab_acc_q(ty : u32, tx : u32, nk : u32) {
-    for (var kk = 0u; kk < nk; kk++) {
-        let k = min(kk, BK - 1u);
-        var kv : array<vec4<f32>, CPT>;
-        for (var i = 0u; i < CPT; i++) {
-            let c = min(tx + 16u * i, HS4 - 1u);
-            kv[i] = ab_k[k * HS4 + (c ^ (k & SWM))];
-        }
-        for (var r = 0u; r < RQ; r++) {
-            let ds = ab_ps[min(ty * RQ + r, BQ - 1u) * BK + k].y;
-            for (var i = 0u; i < CPT; i++) { ab_dq_acc[r][i] = ab_dq_acc[r][i] + ds * kv[i]; }
+// dQ of queries qg·RQP + r, columns cg + NCP·i: add dS·K of the staged tiles, 4 keys at a time.
+fn ab_acc_q(u : AttnParams, tid : u32) {
+    let yx = ab_map(tid, NCP);
+    let qa = yx.x * RQP;
+    for (var k4 = 0u; k4 < ab_nk4(u); k4++) {
+        var dv = array<vec4<f32>, RQP>();
+        for (var r = 0u; r < RQP; r++) { dv[r] = ab_ds[ab_pslot(min(qa + r, BQ - 1u), k4)]; }
+        for (var i = 0u; i < CP; i++) {
+            let c = min(yx.y + NCP * i, HS4 - 1u);
+            for (var e = 0u; e < 4u; e++) {
+                let kv = ab_kv[ab_kslot(4u * k4 + e, c)];
+                for (var r = 0u; r < RQP; r++) { ab_dq_acc[r][i] = fma(vec4<f32>(dv[r][e]), kv, ab_dq_acc[r][i]); }
+            }
         }
     }
 }
 
-// Writes (or adds) dK, dV of key rows k0 + ty·RK + r.
-fn ab_store_kv(b : u32, h : u32, k0 : u32, ty : u32, tx : u32, add : bool) {
-    for (var r = 0u; r < RK; r++) {
-        let kl = ty * RK + r;
+// Writes (or adds) dK, dV of key rows k0 + kg·RKP + j.
+fn ab_store_kv(u : AttnParams, tid : u32, b : u32, h : u32, k0 : u32, add : bool) {
+    let yx = ab_map(tid, NCP);
+    for (var j = 0u; j < min(RKP, 4u); j++) {
+        let kl = yx.x * RKP + j;
         let t = k0 + kl;
-        if (kl >= BK || t >= ab_p.T) { continue; }
-        let base = (b * ab_p.T + t) * ab_p.C3 + h * HS;
-        for (var i = 0u; i < CPT; i++) {
-            let c = tx + 16u * i;
+        if (kl >= BK || t >= u.T) { continue; }
+        let base = (b * u.T + t) * u.C3 + h * HS;
+        for (var i = 0u; i < CP; i++) {
+            let c = yx.y + NCP * i;
             if (c >= HS4) { continue; }
-            ab_st(base + ab_p.C, c, ab_dk_acc[r][i] * ab_p.scale, add);
-            ab_st(base + 2u * ab_p.C, c, ab_dv_acc[r][i], add);
+            ab_st(base + u.C, c, ab_dk_acc[j][i] * u.scale, add);
+            ab_st(base + 2u * u.C, c, ab_dv_acc[j][i], add);
         }
     }
 }
 
-// Writes dQ of query rows q0 + ty·RQ + r.
-fn ab_store_q(b : u32, h : u32, q0 : u32, ty : u32, tx : u32) {
-    for (var r = 0u; r < RQ; r++) {
-        let ql = ty * RQ + r;
+// Writes dQ of query rows q0 + qg·RQP + r.
+fn ab_store_q(u : AttnParams, tid : u32, b : u32, h : u32, q0 : u32) {
+    let yx = ab_map(tid, NCP);
+    for (var r = 0u; r < RQP; r++) {
+        let ql = yx.x * RQP + r;
         let t = q0 + ql;
-        if (ql >= BQ || t >= ab_p.T) { continue; }
-        let base = (b * ab_p.T + t) * ab_p.C3 + h * HS;
-        for (var i = 0u; i < CPT; i++) {
-            let c = tx + 16u * i;
+        if (ql >= BQ || t >= u.T) { continue; }
+        let base = (b * u.T + t) * u.C3 + h * HS;
+        for (var i = 0u; i < CP; i++) {
+            let c = yx.y + NCP * i;
             if (c >= HS4) { continue; }
-            ab_st(base, c, ab_dq_acc[r][i] * ab_p.scale, false);
+            ab_st(base, c, ab_dq_acc[r][i] * u.scale, false);
         }
+    }
+}
+
+fn ab_zero_kv() {
+    ab_dk_acc = array<array<vec4<f32>, CP>, RKP>();
+    ab_dv_acc = array<array<vec4<f32>, CP>, RKP>();
+}
+
+// ------------------------------------------------------------------ D = rowsum(dout ∘ out)
+// Threads of a row: the next power of 2 >= HS4 (at most 32), each one vec4 of the row, added
+// through workgroup memory; rows of one workgroup are consecutive (b, t, h), so loads coalesce.
+var<workgroup> ab_dred : array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn attention_backward_dsum(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
+                           @builtin(num_workgroups) nwg : vec3<u32>) {
+    var npr = 1u;  // threads per row
+    while (npr < HS4) { npr = npr * 2u; }
+    let row = flat_wg(wid, nwg) * (256u / npr) + lid.x / npr;  // = bt·NH + h
+    let c4 = lid.x % npr;
+    var d = 0.0;
+    if (row < ab_pd.B * ab_pd.T * ab_pd.NH && c4 < HS4) {
+        let base = row * HS;  // out and dout rows [B·T, C] = [B·T·NH, HS]
+        let c = c4 * 4u;
+        if (QV4) {
+            d = dot(vec4<f32>(ab_dout[(base + c) / 4u]), vec4<f32>(ab_out[(base + c) / 4u]));
+        } else {
+            for (var e = 0u; e < 4u; e++) {
+                if (c + e < HS) { d = d + vec4<f32>(ab_dout[base + c + e]).x * vec4<f32>(ab_out[base + c + e]).x; }
+            }
+        }
+    }
+    ab_dred[lid.x] = d;
+    workgroupBarrier();
+    if (c4 == 0u && row < ab_pd.B * ab_pd.T * ab_pd.NH) {
+        var s = 0.0;
+        for (var e = 0u; e < npr; e++) { s = s + ab_dred[lid.x + e]; }
+        ab_dqkv[(row / ab_pd.NH) * ab_pd.C3 + (row % ab_pd.NH) * HS] = s;
     }
 }
 
@@ -288,31 +435,111 @@ fn ab_store_q(b : u32, h : u32, q0 : u32, ty : u32, tx : u32) {
 @compute @workgroup_size(256)
 fn attention_backward_dkdv(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
                            @builtin(num_workgroups) nwg : vec3<u32>) {
+    let u = ab_p;
     let w = flat_wg(wid, nwg);
-    let T = ab_p.T;
-    let BNH = ab_p.B * ab_p.NH;
-    if (w >= ab_p.nblk * BNH) { return; }
+    let T = u.T;
+    let BNH = u.B * u.NH;
+    if (w >= u.nblk * BNH) { return; }
     let bh = w % BNH;
-    let b = bh / ab_p.NH;
-    let h = bh % ab_p.NH;
+    let b = bh / u.NH;
+    let h = bh % u.NH;
     let k0 = (w / BNH) * BK;
-    let ty = lid.x / 16u;
-    let tx = lid.x % 16u;
-    ab_stage_k(lid.x, b, h, k0);
-    ab_dk_acc = array<array<vec4<f32>, CPT>, RK>();
-    ab_dv_acc = array<array<vec4<f32>, CPT>, RK>();
+    let tid = lid.x;
+    ab_fetch_k(u, tid, b, h, k0);
+    ab_put_k(tid);
+    ab_zero_kv();
     let nqb = (T + BQ - 1u) / BQ;
+    ab_fetch_q(u, tid, b, h, (k0 / BQ) * BQ);
     for (var qb = k0 / BQ; qb < nqb; qb++) {
         let q0 = qb * BQ;
-        workgroupBarrier();  // the previous block's products are done with ab_q, ab_do, ab_ps
-        ab_stage_q(lid.x, b, h, q0);
-        let st = ab_row_stats(b, h, bh, q0, ty);
+        workgroupBarrier();  // the previous tile's products are done with ab_qd, ab_pp, ab_ds
+        ab_put_q(tid);
+        let lse2 = ab_xq.lse2;
+        let dd = ab_xq.dd;
         workgroupBarrier();
-        ab_scores(ty, tx, q0, k0, st);
+        if (qb + 1u < nqb) { ab_fetch_q(u, tid, b, h, q0 + BQ); }
+        ab_score(u, tid, q0, k0, lse2);
         workgroupBarrier();
-        ab_acc_kv(ty, tx, min(BQ, T - q0));
+        ab_fixup(tid, dd);
+        workgroupBarrier();
+        ab_acc_kv(u, tid);
     }
-    ab_store_kv(b, h, k0, ty, tx, false);
+    ab_store_kv(u, tid, b, h, k0, false);
+}
+
+// ------------------------------------------------------------------ fused: dK, dV and dQ slots
+// As attention_backward_dkdv; per query tile also dS·K of this key block for the tile's rows
+// t >= k0, into scratch row (b·NH + h)·ntri + off(kb) + t - k0 with off(kb) = Σ_{j<kb} (T - j·BK).
+@compute @workgroup_size(256)
+fn attention_backward_fused(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
+                            @builtin(num_workgroups) nwg : vec3<u32>) {
+    let u = ab_pf;
+    let w = flat_wg(wid, nwg);
+    let T = u.T;
+    let BNH = u.B * u.NH;
+    if (w >= u.nblk * BNH) { return; }
+    let bh = w % BNH;
+    let b = bh / u.NH;
+    let h = bh % u.NH;
+    let kb = w / BNH;
+    let k0 = kb * BK;
+    let tid = lid.x;
+    let yx = ab_map(tid, NCP);
+    let srow0 = bh * u.ntri + kb * T - BK * (kb * (kb - 1u) / 2u) - k0;  // scratch row of t = 0
+    ab_fetch_k(u, tid, b, h, k0);
+    ab_put_k(tid);
+    ab_zero_kv();
+    let nqb = (T + BQ - 1u) / BQ;
+    ab_fetch_q(u, tid, b, h, (k0 / BQ) * BQ);
+    for (var qb = k0 / BQ; qb < nqb; qb++) {
+        let q0 = qb * BQ;
+        workgroupBarrier();
+        ab_put_q(tid);
+        let lse2 = ab_xq.lse2;
+        let dd = ab_xq.dd;
+        workgroupBarrier();
+        if (qb + 1u < nqb) { ab_fetch_q(u, tid, b, h, q0 + BQ); }
+        ab_score(u, tid, q0, k0, lse2);
+        workgroupBarrier();
+        ab_fixup(tid, dd);
+        workgroupBarrier();
+        ab_acc_kv(u, tid);
+        ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
+        ab_acc_q(u, tid);
+        for (var r = 0u; r < RQP; r++) {
+            let ql = yx.x * RQP + r;
+            let t = q0 + ql;
+            if (ql >= BQ || t < k0 || t >= T) { continue; }
+            for (var i = 0u; i < CP; i++) {
+                let c = yx.y + NCP * i;
+                if (c < HS4) { ab_scr[(srow0 + t) * HS4 + c] = ab_dq_acc[r][i]; }
+            }
+        }
+    }
+    ab_store_kv(u, tid, b, h, k0, false);
+}
+
+// dQ of row (b, t, h) = scale · Σ over key blocks kb <= t / BK of its scratch rows, in kb order.
+// One thread per vec4 of dQ.
+@compute @workgroup_size(256)
+fn attention_backward_dq_reduce(@builtin(global_invocation_id) gid : vec3<u32>,
+                                @builtin(num_workgroups) nwg : vec3<u32>) {
+    let i = flat_id(gid, nwg);
+    let T = ab_pr.T;
+    if (i >= ab_pr.B * ab_pr.NH * T * HS4) { return; }
+    let c4 = i % HS4;
+    let r = i / HS4;              // = (b·NH + h)·T + t
+    let t = r % T;
+    let bh = r / T;
+    let b = bh / ab_pr.NH;
+    let h = bh % ab_pr.NH;
+    let nk = min(t / BK + 1u, ab_pr.nkb);
+    var acc = vec4<f32>(0.0);
+    for (var kb = 0u; kb < nk; kb++) {
+        let srow = bh * ab_pr.ntri + kb * T - BK * (kb * (kb - 1u) / 2u) + t - kb * BK;
+        acc = acc + ab_scr_in[srow * HS4 + c4];
+    }
+    ab_st((b * T + t) * ab_pr.C3 + h * HS, c4, acc * ab_pr.scale, false);
 }
 
 // ------------------------------------------------------------------ split-dKdV: dQ
@@ -320,31 +547,37 @@ fn attention_backward_dkdv(@builtin(local_invocation_id) lid : vec3<u32>, @built
 @compute @workgroup_size(256)
 fn attention_backward_dq(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
                          @builtin(num_workgroups) nwg : vec3<u32>) {
+    let u = ab_p;
     let w = flat_wg(wid, nwg);
-    let T = ab_p.T;
-    let BNH = ab_p.B * ab_p.NH;
-    if (w >= ab_p.nblk * BNH) { return; }
+    let T = u.T;
+    let BNH = u.B * u.NH;
+    if (w >= u.nblk * BNH) { return; }
     let bh = w % BNH;
-    let b = bh / ab_p.NH;
-    let h = bh % ab_p.NH;
-    let q0 = (ab_p.nblk - 1u - w / BNH) * BQ;
-    let ty = lid.x / 16u;
-    let tx = lid.x % 16u;
-    ab_stage_q(lid.x, b, h, q0);
-    let st = ab_row_stats(b, h, bh, q0, ty);
-    ab_dq_acc = array<array<vec4<f32>, CPT>, RQ>();
+    let b = bh / u.NH;
+    let h = bh % u.NH;
+    let q0 = (u.nblk - 1u - w / BNH) * BQ;
+    let tid = lid.x;
+    ab_fetch_q(u, tid, b, h, q0);
+    ab_put_q(tid);
+    let lse2 = ab_xq.lse2;
+    let dd = ab_xq.dd;
+    ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
     let nkb = (min(q0 + BQ, T) + BK - 1u) / BK;
+    ab_fetch_k(u, tid, b, h, 0u);
     for (var kb = 0u; kb < nkb; kb++) {
         let k0 = kb * BK;
-        workgroupBarrier();  // the previous block's products are done with ab_k, ab_ps
-        ab_stage_k(lid.x, b, h, k0);
+        workgroupBarrier();  // the previous tile's products are done with ab_kv, ab_pp, ab_ds
+        ab_put_k(tid);
         workgroupBarrier();
-        ab_scores(ty, tx, q0, k0, st);
+        if (kb + 1u < nkb) { ab_fetch_k(u, tid, b, h, k0 + BK); }
+        ab_score(u, tid, q0, k0, lse2);
         workgroupBarrier();
-        ab_acc_q(ty, tx, min(BK, T - k0));
+        ab_fixup(tid, dd);
+        workgroupBarrier();
+        ab_acc_q(u, tid);
     }
     storageBarrier();  // every thread has read its D (in the dQ slots) before any dQ is written
-    ab_store_q(b, h, q0, ty, tx);
+    ab_store_q(u, tid, b, h, q0);
 }
 
 // ------------------------------------------------------------------ streaming
@@ -354,36 +587,41 @@ fn attention_backward_dq(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
 @compute @workgroup_size(256)
 fn attention_backward_stream(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
                              @builtin(num_workgroups) nwg : vec3<u32>) {
+    let u = ab_p;
     let bh = flat_wg(wid, nwg);
-    let T = ab_p.T;
-    if (bh >= ab_p.B * ab_p.NH) { return; }
-    let b = bh / ab_p.NH;
-    let h = bh % ab_p.NH;
-    let ty = lid.x / 16u;
-    let tx = lid.x % 16u;
+    let T = u.T;
+    if (bh >= u.B * u.NH) { return; }
+    let b = bh / u.NH;
+    let h = bh % u.NH;
+    let tid = lid.x;
     let nqb = (T + BQ - 1u) / BQ;
     for (var qb = 0u; qb < nqb; qb++) {
         let q0 = qb * BQ;
+        ab_fetch_q(u, tid, b, h, q0);
+        let lse2 = ab_xq.lse2;
+        let dd = ab_xq.dd;
         workgroupBarrier();
-        ab_stage_q(lid.x, b, h, q0);
-        let st = ab_row_stats(b, h, bh, q0, ty);
-        ab_dq_acc = array<array<vec4<f32>, CPT>, RQ>();
+        ab_put_q(tid);
+        ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
         let nkb = (min(q0 + BQ, T) + BK - 1u) / BK;
         for (var kb = 0u; kb < nkb; kb++) {
             let k0 = kb * BK;
+            ab_fetch_k(u, tid, b, h, k0);
             workgroupBarrier();
-            ab_stage_k(lid.x, b, h, k0);
+            ab_put_k(tid);
             workgroupBarrier();
-            ab_scores(ty, tx, q0, k0, st);
+            ab_score(u, tid, q0, k0, lse2);
             workgroupBarrier();
-            ab_acc_q(ty, tx, min(BK, T - k0));
-            ab_dk_acc = array<array<vec4<f32>, CPT>, RK>();
-            ab_dv_acc = array<array<vec4<f32>, CPT>, RK>();
-            ab_acc_kv(ty, tx, min(BQ, T - q0));
-            ab_store_kv(b, h, k0, ty, tx, qb != k0 / BQ);
+            ab_fixup(tid, dd);
+            workgroupBarrier();
+            ab_acc_q(u, tid);
+            ab_zero_kv();
+            ab_acc_kv(u, tid);
+            // first write of key block kb: at the first query block whose rows reach it
+            ab_store_kv(u, tid, b, h, k0, qb != k0 / BQ);
         }
         storageBarrier();  // D of this block (in its dQ slots) has been read by every thread
-        ab_store_q(b, h, q0, ty, tx);
+        ab_store_q(u, tid, b, h, q0);
     }
 }
 
@@ -395,6 +633,15 @@ var<workgroup> as_p : array<f32, SS * SS>;
 var<workgroup> as_ds : array<f32, SS * SS>;
 var<workgroup> as_l : array<f32, SS>;
 var<workgroup> as_d : array<f32, SS>;
+
+fn as_qkv(i : u32) -> f32 {
+    if (QV4) { return vec4<f32>(ab_qkv[i / 4u])[i % 4u]; }
+    return vec4<f32>(ab_qkv[i]).x;
+}
+fn as_dout(i : u32) -> f32 {
+    if (QV4) { return vec4<f32>(ab_dout[i / 4u])[i % 4u]; }
+    return vec4<f32>(ab_dout[i]).x;
+}
 
 @compute @workgroup_size(256)
 fn attention_backward_short(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
@@ -424,8 +671,8 @@ fn attention_backward_short(@builtin(local_invocation_id) lid : vec3<u32>, @buil
             var s = 0.0;
             var dp = 0.0;
             for (var c = 0u; c < HS; c++) {
-                s = s + ab_qkv[qb + c] * ab_qkv[kb + c];
-                dp = dp + ab_dout[gb + c] * ab_qkv[kb + C + c];
+                s = s + as_qkv(qb + c) * as_qkv(kb + c);
+                dp = dp + as_dout(gb + c) * as_qkv(kb + C + c);
             }
             p = exp2(s * ab_p.scale_log2 - as_l[i]);
             ds = p * (dp - as_d[i]);
@@ -442,13 +689,13 @@ fn attention_backward_short(@builtin(local_invocation_id) lid : vec3<u32>, @buil
         let c = e % HS;
         var acc = 0.0;
         if (part == 0u) {
-            for (var j = 0u; j <= t; j++) { acc = acc + as_ds[t * SS + j] * ab_qkv[(rows + j) * C3 + C + h * HS + c]; }
+            for (var j = 0u; j <= t; j++) { acc = acc + as_ds[t * SS + j] * as_qkv((rows + j) * C3 + C + h * HS + c); }
             acc = acc * ab_p.scale;
         } else if (part == 1u) {
-            for (var i = t; i < T; i++) { acc = acc + as_ds[i * SS + t] * ab_qkv[(rows + i) * C3 + h * HS + c]; }
+            for (var i = t; i < T; i++) { acc = acc + as_ds[i * SS + t] * as_qkv((rows + i) * C3 + h * HS + c); }
             acc = acc * ab_p.scale;
         } else {
-            for (var i = t; i < T; i++) { acc = acc + as_p[i * SS + t] * ab_dout[(rows + i) * C + h * HS + c]; }
+            for (var i = t; i < T; i++) { acc = acc + as_p[i * SS + t] * as_dout((rows + i) * C + h * HS + c); }
         }
         ab_dqkv[(rows + t) * C3 + part * C + h * HS + c] = acc;
     }

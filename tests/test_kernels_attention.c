@@ -1,9 +1,16 @@
 // test_kernels_attention.c — causal multi-head attention in WGSL (05_attention.wgsl forward,
 // 10_backward_attention.wgsl backward, every variant) against the C reference.
-// Shapes: tiny (B=2, T=5, HS=4), T not a multiple of any tile (67, 130), HS = 64 with NH = 2,
+// Shapes: tiny (B=2, T=5, HS=4), T not a multiple of any tile (67, 70, 100), HS = 64 with NH = 2,
 // T = 256, HS = 128, HS not a multiple of 4, T at the split-short limit; inputs scaled so that the
 // scores reach about ±20 in some rows (peaky softmax) and stay near 0 in others; and q, k, v at
-// ±80 (scores in the thousands) for finiteness.
+// ±80 (scores in the thousands) for finiteness. Besides the device's defaults, a few other tile
+// settings (through the configuration hooks and the environment) reach the code paths that the
+// defaults of a 32 KiB device do not: 4 rows a thread and no subgroups in the forward, 4 lanes a
+// row; 2-key score micro-tiles, 4 keys a thread in the products (vec4 reads of P and dS), query
+// tiles taller than key tiles, 2 rows a thread in the fused dQ product.
+//
+// Every distinct head size and setting compiles its own pipelines, which costs the software
+// rasterizer about a second each: the cases below are chosen to keep their number near 40.
 //
 // The backward gets the same inputs on both backends (out and lse of the C forward), so that
 // its comparison measures the backward alone. WGTRAIN_TEST_VERBOSE=1 prints, for every
@@ -22,9 +29,16 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
                                wgt_view out, wgt_view lse, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
 int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
 extern int wg_attention_unroll_override;
+extern const char *wg_attention_fwd_cfg_override, *wg_attention_bwd_cfg_override;
+int wg_attention_fwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
+int wg_attention_bwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
+const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_t cap);
 
 static int verbose = 0;
-static const char *variant_name[] = {"auto", "streaming", "split-dKdV", "split-short"};
+static const char *variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused"};
+
+// which backward variants a case runs
+enum { RUN_STREAM = 1 << 1, RUN_SPLIT = 1 << 2, RUN_SHORT = 1 << 3, RUN_FUSED = 1 << 4, RUN_AUTO = 1 << 0 };
 
 static double now_s(void) {
     struct timespec ts;
@@ -40,7 +54,7 @@ static int compare(const char *what, const float *got, const float *ref, size_t 
                 double r = fabs((double)got[i] - ref[i]) / (atol + rtol * fabs(ref[i]));
                 if (r > worst) worst = r;
             }
-        fprintf(stderr, "  %-64s worst error %.3g of tolerance\n", what, worst);
+        fprintf(stderr, "  %-72s worst error %.3g of tolerance\n", what, worst);
     }
     return CHECK_CLOSE(what, got, ref, n, atol, rtol);
 }
@@ -72,11 +86,14 @@ static float *make_qkv(uint32_t B, uint32_t T, uint32_t C, float extreme) {
     return x;
 }
 
-// One shape: forward (out, lse) and every applicable backward variant (dqkv).
-static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, float extreme) {
+// One shape under the current settings: forward (out, lse) and the backward variants in `runs`
+// (dqkv). `note` names the settings in the check labels.
+static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, float extreme, int runs,
+                     const char *note) {
     double t0 = now_s();
-    char what[160], tag[96];
-    snprintf(tag, sizeof tag, "B=%u T=%u C=%u NH=%u HS=%u%s", B, T, C, NH, C / NH, extreme > 0 ? " (±80)" : "");
+    char what[224], tag[160];
+    snprintf(tag, sizeof tag, "B=%u T=%u C=%u NH=%u HS=%u%s%s%s", B, T, C, NH, C / NH, extreme > 0 ? " (±80)" : "",
+             note ? " " : "", note ? note : "");
     size_t bt = (size_t)B * T, n3 = bt * 3 * C, nl = (size_t)B * NH * T;
     float *qkv = make_qkv(B, T, C, extreme);
     btensor tq = bt_new(p, n3, qkv), to = bt_new(p, bt * C, NULL), tl = bt_new(p, nl, NULL);
@@ -117,13 +134,14 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, 
     for (size_t i = 0; i < n3; i++) poison[i] = NAN;  // every element must be overwritten
     float scale = max_abs(ref, n3);
     int auto_v = wg_attention_backward_auto_variant(p->gpu, B, T, C, NH);
-    for (int v = 1; v <= 3; v++) {
+    for (int v = 0; v <= 4; v++) {
+        if (!(runs & (1 << v))) continue;
         p->gpu->upload(p->gpu, bt_g(td), poison, n3);
         int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), B, T, C, NH);
-        if (ran != v) continue;  // split-short above its T limit: covered by the fallback it names
+        CHECK(v == 0 ? ran == auto_v : ran == v, "%s: variant %d ran as %d", tag, v, ran);
         CHECK(p->gpu->sync(p->gpu) == WGT_OK, "device error: %s", wgt_last_error());
         p->gpu->download(p->gpu, got, bt_g(td), n3);
-        snprintf(what, sizeof what, "backward dqkv %s%s, %s", variant_name[v], v == auto_v ? " (auto)" : "", tag);
+        snprintf(what, sizeof what, "backward dqkv %s%s, %s", variant_name[ran], v == 0 ? " (auto)" : "", tag);
         if (extreme > 0) {
             CHECK(all_finite(got, n3), "%s: non-finite values", what);
         } else {
@@ -140,24 +158,80 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, 
     bt_free(p, &tq); bt_free(p, &to); bt_free(p, &tl); bt_free(p, &tg); bt_free(p, &td);
 }
 
+// run_case under forward / backward settings given through the hooks (env = 0) or through
+// WGTRAIN_ATTN_FWD_CFG / WGTRAIN_ATTN_BWD_CFG (env = 1). All fit lavapipe (32 KiB of workgroup
+// memory, subgroups of 8); a device that refuses one (the wrappers would run their defaults
+// instead) skips the case with a note.
+static void run_with(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, int runs, const char *fwd,
+                     const char *bwd, int env) {
+    char note[160], desc[256];
+    int ok = (!fwd || wg_attention_fwd_cfg_ok(p->gpu, C / NH, fwd)) &&
+             (!bwd || wg_attention_bwd_cfg_ok(p->gpu, C / NH, bwd));
+    if (!ok) {
+        fprintf(stderr, "note: this device refuses '%s' / '%s' at HS=%u; case skipped\n", fwd ? fwd : "",
+                bwd ? bwd : "", C / NH);
+        return;
+    }
+    if (env) {
+        if (fwd) setenv("WGTRAIN_ATTN_FWD_CFG", fwd, 1);
+        if (bwd) setenv("WGTRAIN_ATTN_BWD_CFG", bwd, 1);
+    } else {
+        wg_attention_fwd_cfg_override = fwd;
+        wg_attention_bwd_cfg_override = bwd;
+    }
+    if (verbose) fprintf(stderr, "  settings: %s\n", wg_attention_describe(p->gpu, C / NH, desc, sizeof desc));
+    snprintf(note, sizeof note, "[%s%s%s%s]", env ? "env " : "", fwd ? fwd : "", fwd && bwd ? " " : "", bwd ? bwd : "");
+    run_case(p, B, T, C, NH, 0, runs, note);
+    wg_attention_fwd_cfg_override = NULL;
+    wg_attention_bwd_cfg_override = NULL;
+    unsetenv("WGTRAIN_ATTN_FWD_CFG");
+    unsetenv("WGTRAIN_ATTN_BWD_CFG");
+}
+
+// The setting parsers: malformed text and settings beyond any device are refused (the wrappers
+// then keep their defaults, which the cases above check).
+static void check_settings(bpair *p) {
+    static const char *const bad_fwd[] = {"nl=3", "nl=8,tr=3", "bc=24", "tr=2,zz=1", "nl=", "nl=8;tr=2", "tr=8,bc=128"};
+    static const char *const bad_bwd[] = {"kv=16", "kv=16x16/3x3", "v=bogus", "q=8x8", "kv=256x256", "ncp=3",
+                                          "st=16x16,x=1", "kv=16x16/"};
+    for (size_t i = 0; i < sizeof bad_fwd / sizeof bad_fwd[0]; i++)
+        CHECK(!wg_attention_fwd_cfg_ok(p->gpu, 64, bad_fwd[i]), "forward setting '%s' accepted", bad_fwd[i]);
+    for (size_t i = 0; i < sizeof bad_bwd / sizeof bad_bwd[0]; i++)
+        CHECK(!wg_attention_bwd_cfg_ok(p->gpu, 64, bad_bwd[i]), "backward setting '%s' accepted", bad_bwd[i]);
+    CHECK(wg_attention_fwd_cfg_ok(p->gpu, 64, "nl=8,tr=1,bc=16,sg=0"), "a small forward setting refused");
+    CHECK(wg_attention_bwd_cfg_ok(p->gpu, 64, "v=split,kv=16x16/1x2,q=16x16"), "a small backward setting refused");
+}
+
 int main(void) {
     verbose = getenv("WGTRAIN_TEST_VERBOSE") && atoi(getenv("WGTRAIN_TEST_VERBOSE"));
     double t0 = now_s();
     bpair p = bpair_open();
-    // five head sizes only: every new head size compiles its own pipelines, which costs the
-    // software rasterizer seconds each
-    run_case(&p, 2, 5, 8, 2, 0);       // tiny: HS = 4, one partial tile
-    run_case(&p, 1, 67, 48, 2, 0);     // T just past a tile multiple; HS = 24: vec4 rows not a
-    run_case(&p, 1, 130, 48, 2, 0);    //   multiple of 8 (no swizzle)
-    wg_attention_unroll_override = 1;  // the unrolled score loops of real GPUs (cheap at HS = 4)
-    run_case(&p, 2, 70, 8, 2, 0);
+    unsetenv("WGTRAIN_ATTN_FWD_CFG");  // the defaults unless a case sets them
+    unsetenv("WGTRAIN_ATTN_BWD_CFG");
+    check_settings(&p);
+    int longv = RUN_SPLIT | RUN_FUSED;
+    run_case(&p, 2, 5, 8, 2, 0, RUN_AUTO | RUN_FUSED, NULL);     // tiny: HS = 4, one partial tile
+    run_case(&p, 1, 67, 48, 2, 0, longv, NULL);                  // T just past a tile multiple; HS = 24:
+                                                                 //   vec4 rows not a multiple of 8 (no swizzle)
+    run_case(&p, 2, 100, 128, 2, 0, longv | RUN_STREAM | RUN_AUTO, NULL);  // HS = 64 with NH = 2
+    run_case(&p, 1, 256, 128, 2, 0, longv | RUN_STREAM, NULL);   // T = 256
+    run_case(&p, 1, 56, 128, 2, 0, RUN_SHORT, NULL);             // T at the split-short limit of 32 KiB devices
+    run_case(&p, 1, 70, 128, 1, 0, RUN_SPLIT, NULL);             // HS = 128: the small tiles
+    run_case(&p, 2, 40, 12, 2, 0, RUN_SHORT | RUN_SPLIT, NULL);  // HS = 6: not a multiple of 4 (scalar loads)
+    run_case(&p, 1, 33, 8, 2, 80.0f, RUN_AUTO, NULL);            // ±80 inputs
+    // the unrolled loops of real GPUs: compiling them costs the software rasterizer seconds even at
+    // HS = 4, so one backward kernel (fused: both products) with short tiles
+    wg_attention_unroll_override = 1;
+    run_with(&p, 2, 70, 8, 2, RUN_FUSED, NULL, "kv=8x16", 0);
     wg_attention_unroll_override = -1;
-    run_case(&p, 2, 100, 128, 2, 0);   // HS = 64 with NH = 2
-    run_case(&p, 1, 256, 128, 2, 0);   // T = 256
-    run_case(&p, 1, 56, 128, 2, 0);    // T at the split-short limit of 32 KiB devices
-    run_case(&p, 1, 70, 128, 1, 0);    // HS = 128: the small tiles
-    run_case(&p, 2, 40, 12, 2, 0);     // HS = 6: not a multiple of 4
-    run_case(&p, 1, 33, 8, 2, 80.0f);  // ±80 inputs
+    // the H200 defaults (48 KiB at HS = 64) at HS = 32, where they fit 32 KiB: 64-key forward tiles
+    // (P larger than the K tile), 16×64 / 64×16 backward tiles with 4 keys or queries a thread
+    run_with(&p, 2, 100, 64, 2, RUN_FUSED | RUN_SPLIT | RUN_STREAM, "nl=8,tr=2,bc=64,sg=1",
+             "kv=16x64,q=64x16,st=32x32,ncp=16", 0);
+    // other settings at HS = 64, T = 100 (partial tiles)
+    run_with(&p, 2, 100, 128, 2, RUN_FUSED, "nl=16,tr=2,bc=16,sg=0", "kv=16x32/2x2,ncp=32", 0);
+    run_with(&p, 2, 100, 128, 2, RUN_SPLIT, "nl=4,tr=1,bc=32,sg=1", "v=split,kv=32x16,q=16x32/1x4", 1);
+    run_with(&p, 2, 100, 128, 2, RUN_FUSED, NULL, "kv=32x16", 0);
     bpair_close(&p);
     fprintf(stderr, "attention tests: %.1f s\n", now_s() - t0);
     return test_finish();

@@ -98,15 +98,17 @@ EOF
 
 section "SIGTERM and SIGKILL"
 # a larger model so each step writes a ~20 MB checkpoint: kills land inside writes too
-K=(--data "$T/data" --device cpu --layers 2 --heads 4 --d-model 256 --d-ff 1024 --seq 32 --batch 4 --steps 40
+K=(--data "$T/data" --device cpu --layers 2 --heads 4 --d-model 256 --d-ff 1024 --seq 32 --batch 4 --steps 80
    --val-every 10 --val-batches 2 --lr 1e-3)
 t0=$SECONDS
-$W train "${K[@]}" --out "$T/R" --ckpt-every 40 >/dev/null 2>&1
+$W train "${K[@]}" --out "$T/R" --ckpt-every 80 >/dev/null 2>&1
 check "reference run for the crash test" test -s "$T/R/ckpt.bin"
-echo "reference run: $((SECONDS - t0)) s for 40 steps"
+echo "reference run: $((SECONDS - t0)) s for 80 steps"
 $W train "${K[@]}" --out "$T/S" --ckpt-every 5 >"$T/S.log" 2>&1 &
 pid=$!
-sleep 1.5
+# SIGTERM once training runs (before that the default action applies: nothing to save yet)
+for i in $(seq 1 200); do grep -q "^step" "$T/S.log" && break; sleep 0.1; done
+sleep 0.3
 kill -TERM $pid
 wait $pid; rc=$?
 if grep -q "train: done" "$T/S.log"; then
@@ -132,9 +134,9 @@ for delay in 0.3 0.55 0.8 1.05 0.45 0.7 0.95 0.35 0.6 0.85; do
         else bad "after kill -9 at ${delay}s the checkpoint does not load: $out"; fi
     fi
 done
-echo "kill -9: $kills kills, $torn left a half-written temporary file, the checkpoint loaded after $loads"
+echo "kill -9: $kills kills, $torn left a half-written temporary file, the checkpoint loaded after $loads (none existed yet after the others)"
 check "kill -9 hit a running trainer several times" test $kills -ge 5
-check "the checkpoint survived every kill" test $loads -ge $((kills - 2))
+check "several kills hit a run that had a checkpoint" test $loads -ge 3
 out=$($W train --out "$T/X" --resume --device cpu 2>&1); rc=$?
 check "resume after the kills ($out)" test $rc -eq 0
 check "no temporary file is left after a resume" bash -c "! ls '$T'/X/*.tmp.* >/dev/null 2>&1"

@@ -13,7 +13,7 @@ static void usage(void) {
            "  --run RUN_DIR     a run directory written by `wgtrain train` (its ckpt.bin is evaluated)\n"
            "  --data DATA_DIR   whose validation shards to use (default: the run's own data directory)\n"
            "  --shard PATH      evaluate this one token shard instead\n"
-           "  --batches N       at most N batches of the run's batch x seq size (default: the whole set)\n"
+           "  --batches N       N batches of the run's batch x seq size, spread over the set (default: all)\n"
            "Prints `loss X` (mean cross-entropy in nats/token, without label smoothing or z-loss) and\n"
            "`perplexity Y` (exp of the loss).\n");
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/cli.h"
 #include "data/tokenizer.h"
 #include "train/sampler.h"
@@ -58,15 +59,14 @@ static wgt_status sample_main(int argc, char **argv) {
     char tp[TRAIN_PATH_MAX];
     tokenizer *tok = NULL;
     wgt_status st = run_path(tp, sizeof tp, run, RUN_TOKENIZER_FILE);
-    if (st == WGT_OK) {
-        FILE *f = fopen(tp, "rb");
-        if (f) fclose(f);
-        else st = run_path(tp, sizeof tp, ck.cfg.data_dir, RUN_TOKENIZER_FILE);
-        if (st == WGT_OK) st = tokenizer_load(&tok, tp);
-        if (st != WGT_OK)
-            st = wgt_fail(st, "%s; sampling needs the run's tokenizer (RUN_DIR/%s or the data directory's)",
-                          wgt_last_error(), RUN_TOKENIZER_FILE);
+    if (st == WGT_OK && access(tp, R_OK) != 0) {
+        st = run_path(tp, sizeof tp, ck.cfg.data_dir, RUN_TOKENIZER_FILE);
+        if (st == WGT_OK && access(tp, R_OK) != 0)
+            st = wgt_fail(WGT_ERR_IO, "no tokenizer: neither %s nor its data directory %s has %s (data made by other "
+                          "tools?); sampling needs the tokenizer the training data was made with", run, ck.cfg.data_dir,
+                          RUN_TOKENIZER_FILE);
     }
+    if (st == WGT_OK) st = tokenizer_load(&tok, tp);
     if (st == WGT_OK && tokenizer_vocab_size(tok) != V)
         st = wgt_fail(WGT_ERR_FORMAT, "the tokenizer %s has %d tokens but the model has %d: it is not this run's tokenizer", tp,
                       tokenizer_vocab_size(tok), V);

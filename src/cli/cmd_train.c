@@ -23,7 +23,7 @@ static void usage(void) {
            "                           stops at the end of the current step and writes a checkpoint)\n\n"
            "run configuration (defaults from the preset):\n");
     train_config_print_flags(stdout);
-    printf("\npresets: tiny (4 layers, d_model 128, seq 128, batch 8: a few minutes on a 2-core CPU),\n"
+    printf("\npresets: tiny (4 layers, d_model 128, seq 64, batch 8, 600 steps: a few minutes on a 2-core CPU),\n"
            "         small (6 layers, d_model 384, seq 256, batch 16), gpt2-124m (12 layers, d_model 768, seq 1024)\n");
 }
 

@@ -2,16 +2,14 @@
 // (05_attention.wgsl) and attention_backward (10_backward_attention.wgsl). Binding names are
 // backend.h's argument names; B, T, C come from qkv's shape ([B, T, 3C], or [T, 3C] for B = 1),
 // NH from --set NH=N (forward) or from lse's size (backward). attention_backward's `variant`
-// picks the WebGPU backward: 0 automatic, 1 streaming, 2 split-dKdV, 3 split-short (the CPU
-// backend has one implementation and ignores it).
+// picks the WebGPU backward: 0 automatic, 1 streaming, 2 split-dKdV, 3 split-short, 4 fused (the
+// CPU backend has one implementation and ignores it).
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli/op_table.h"
 
-// from src/backend/webgpu/wg_ops_attention.c
-int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv,
-                               wgt_view out, wgt_view lse, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
+#include "backend/webgpu/wg_ops.h"
 
 #define ATTN_MAX_HS 128   // the WGSL kernels' tiles are sized for head sizes up to 128
 #define ATTN_SHORT_MAX_T 64
@@ -100,12 +98,12 @@ static wgt_status plan_bwd(op_call *c) {
     WGT_TRY(check_heads(c, C, NH));
     c->p[3] = (double)NH;
     double v = c->p[4];
-    if (v < 0 || v > 3 || !is_whole(v))
-        return wgt_fail(WGT_ERR_ARG, "attention_backward: variant = %g; use 0 (automatic), 1 (streaming), 2 (split-dKdV) or "
-                        "3 (split-short)", v);
+    if (v < 0 || v > 4 || !is_whole(v))
+        return wgt_fail(WGT_ERR_ARG, "attention_backward: variant = %g; use 0 (automatic), 1 (streaming), 2 (split-dKdV), "
+                        "3 (split-short) or 4 (fused)", v);
     if (v == 3 && T > ATTN_SHORT_MAX_T)
         return wgt_fail(WGT_ERR_ARG, "attention_backward: split-short (variant 3) keeps T x T scores in workgroup memory and "
-                        "handles T <= %d (56 on devices with 32 KiB of it), but T = %zu; use variant 0, 1 or 2",
+                        "handles T <= %d (56 on devices with 32 KiB of it), but T = %zu; use variant 0, 1, 2 or 4",
                         ATTN_SHORT_MAX_T, T);
     op_out_like(c, 4, 1);
     return WGT_OK;

@@ -63,7 +63,7 @@ static const field fields[] = {
     {"log", "val_every", "--val-every", FT_LONG, OFF(val_every), 0, 0, 1e12, 1, 0, "N",
      "measure the validation loss every N updates (0: only at the end)"},
     {"log", "val_batches", "--val-batches", FT_LONG, OFF(val_batches), 0, 1, 1e9, 1, 0, "M",
-     "validation batches per measurement (always the same ones)"},
+     "validation batches per measurement, spread over the set (always the same ones)"},
     {"log", "ckpt_every", "--ckpt-every", FT_LONG, OFF(ckpt_every), 0, 0, 1e12, 1, 0, "N",
      "write a checkpoint every N updates (0: only at the end)"},
     {"log", "log_every", "--log-every", FT_LONG, OFF(log_every), 0, 1, 1e12, 1, 0, "N",
@@ -93,11 +93,13 @@ wgt_status train_config_preset(train_config *c, const char *name) {
     c->log_every = 10;
     gpt2_config *m = &c->model;
     if (!strcmp(name, "tiny")) {
-        // Sized for a 2-core CPU: about 1.5-2 K tokens/s, so the default 300 updates of 1024
-        // tokens take 3-4 minutes and the validation loss falls well below the unigram entropy.
-        *m = (gpt2_config){4, 4, 128, 512, 0, 128};
-        c->batch = 8, c->seq = 128, c->steps = 300, c->warmup = 20, c->lr = 2e-3;
-        c->val_every = 25, c->ckpt_every = 100;
+        // Sized for a 2-core CPU (measured on the Brown corpus, vocabulary 16384): about 2.7 K
+        // tokens/s, so 600 updates of 8 x 64 tokens take 2-3 minutes and bring the validation
+        // loss from 9.7 to about 6.3, a nat below the unigram entropy (7.26). Sequences of 64
+        // beat 128 at equal time: twice the updates, and this model uses little context.
+        *m = (gpt2_config){4, 4, 128, 512, 0, 64};
+        c->batch = 8, c->seq = 64, c->steps = 600, c->warmup = 40, c->lr = 2e-3;
+        c->val_every = 50, c->val_batches = 16, c->ckpt_every = 200;
     } else if (!strcmp(name, "small")) {
         // ~10 M parameters besides the embeddings: minutes on a GPU, hours on a CPU.
         *m = (gpt2_config){6, 6, 384, 1536, 0, 256};

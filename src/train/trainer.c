@@ -85,7 +85,7 @@ wgt_status run_model_open(gpt2 **out, wgt_backend *be, const checkpoint *ck, int
 }
 
 wgt_status train_evaluate(gpt2 *m, const dataset *ds, int B, int T, long max_batches, double *loss, size_t *targets) {
-    size_t windows = dataset_val_windows(ds, T), batches = (windows + (size_t)B - 1) / (size_t)B;
+    size_t windows = dataset_val_windows(ds, T), all = (windows + (size_t)B - 1) / (size_t)B, batches = all;
     if (max_batches > 0 && (size_t)max_batches < batches) batches = (size_t)max_batches;
     int32_t *inp = wgt_malloc((size_t)B * T * 4), *tgt = wgt_malloc((size_t)B * T * 4);
     double sum = 0;
@@ -93,7 +93,9 @@ wgt_status train_evaluate(gpt2 *m, const dataset *ds, int B, int T, long max_bat
     wgt_status st = WGT_OK;
     gpt2_loss_opts plain = {0.0f, 0.0f};
     for (size_t b = 0; b < batches && st == WGT_OK; b++) {
-        size_t valid = dataset_val_batch(ds, b, B, T, inp, tgt);
+        // a subset is spread evenly over the validation set: the first batches alone would all
+        // come from its first documents
+        size_t valid = dataset_val_batch(ds, b * all / batches, B, T, inp, tgt);
         if (!valid) continue;
         st = gpt2_forward(m, inp, tgt, plain, 1.0f);
         double s = 0;
@@ -411,7 +413,8 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         }
         if (t->o.stop_at > 0 && s1 >= t->o.stop_at) break;
     }
-    if (st == WGT_OK && g_stop) {
+    // a signal during the last step changes nothing: the run is complete
+    if (st == WGT_OK && g_stop && (long)t->pr.step < c->steps && !(t->o.stop_at > 0 && (long)t->pr.step >= t->o.stop_at)) {
         *interrupted = 1;
         if (t->last_ckpt_step != (long)t->pr.step) st = save_all(t, m, &sb, tty);
         if (st == WGT_OK)

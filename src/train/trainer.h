@@ -25,8 +25,9 @@ wgt_status run_checkpoint_read(checkpoint *ck, const char *run_dir);
 // A model of the checkpoint's config for batches of B x T, holding the checkpoint's state.
 wgt_status run_model_open(gpt2 **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir);
 
-// Mean cross-entropy (no label smoothing, no z-loss: comparable to the entropy) over the
-// first max_batches validation batches (0: all of them). The model must be built for B x T.
+// Mean cross-entropy (no label smoothing, no z-loss: comparable to the entropy) over
+// max_batches validation batches spread evenly over the set (0: all of them), always the same
+// ones. The model must be built for B x T.
 wgt_status train_evaluate(gpt2 *m, const dataset *ds, int B, int T, long max_batches, double *loss, size_t *targets);
 
 typedef struct {

@@ -1,89 +1,359 @@
 // wg_ops_attention.c — dispatch wrappers for kernels/05_attention.wgsl (forward) and
-// kernels/10_backward_attention.wgsl (backward, three variants). Tile sizes are compile-time
-// constants of each pipeline, chosen here from the head size and the device's workgroup memory.
+// kernels/10_backward_attention.wgsl (backward, four variants). Every tile size is a compile-time
+// constant of its pipeline (the `defines`), chosen here per device and head size from one table
+// of defaults (attn_defaults below), which the environment can override:
+//
+//   WGTRAIN_ATTN_FWD_CFG="nl=8,tr=2,bc=64,sg=1"
+//       nl key lanes per row group (4, 8, 16), tr query rows per thread (1, 2, 4, 8), bc keys per
+//       tile (16, 32, 64, 128), sg row reductions by subgroup shuffles (1, used only where the
+//       device's subgroups have at least nl lanes) or workgroup memory (0).
+//   WGTRAIN_ATTN_BWD_CFG="v=fused,kv=16x64,q=64x16/4x2,st=32x32"
+//       v variant (auto, stream, split, short, fused); kv the tile BQxBK of the dK/dV kernels
+//       (split-dKdV's first kernel and fused), q that of split-dKdV's dQ kernel, st that of
+//       streaming; each optionally /RQSxRKS, the score micro-tile of a thread (default: chosen).
+//
+// Keys left out keep their default. A setting that does not fit the device or head size is
+// reported once on stderr and replaced by the default. bench/bench_attention --sweep times the
+// sensible settings on a device and prints the line to put first in attn_defaults.
 //
 // Backward variant rule (wg_attention_backward, variant 0 = auto):
 //   1. split-short   when T <= the largest T whose T×T P and dS fit in workgroup memory
 //                    (56 with 32 KiB, 64 with 48 KiB): one workgroup per (b, h), nothing recomputed;
 //   2. streaming     when B·NH >= WG_ATTN_STREAM_MIN_HEADS: one workgroup per (b, h) already
-//                    fills the device, and streaming computes P and dS once instead of twice;
-//   3. split-dKdV    otherwise (e.g. GPT-2 124M, B·NH = 96, T = 1024): B·NH·T/BK workgroups for
-//                    dK, dV and as many for dQ, which fills a large GPU at the price of computing
-//                    the scores twice.
-// bench/bench_attention times each variant, which is how the threshold below should be revisited.
+//                    fills the device, and streaming computes P and dS once;
+//   3. otherwise the table's long-sequence variant (v=): fused (scores once, dQ through a scratch
+//      buffer of about B·NH·T²/(2·BK)·HS floats and a deterministic reduction; 214 MB at GPT-2
+//      124M's B=8, T=1024) or split-dKdV (scores twice, no scratch). Fused falls back to
+//      split-dKdV when its scratch would exceed a storage binding or cannot be allocated.
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "backend/webgpu/wg_ops.h"
 
 #define WG_ATTN_STREAM_MIN_HEADS 1024u
+#define MAX_BACKENDS 16
+
+// The defaults, in order of preference. For each kernel the first row whose setting fits the
+// device (workgroup memory, subgroup size) and the head size is used; the long-sequence backward
+// variant (v=) is the first row's. Row 1 is the guess for 48 KiB GPUs with subgroups of >= 8
+// lanes (NVIDIA H200), row 2 for 32 KiB ones; the rest are fallbacks for large heads.
+// To adopt a sweep's result, put the line it prints first.
+static const struct { const char *fwd, *bwd; } attn_defaults[] = {
+    {"nl=8,tr=2,bc=64,sg=1", "v=fused,kv=16x64,q=64x16,st=32x32"},
+    {"nl=8,tr=2,bc=32,sg=1", "v=fused,kv=16x32,q=32x16,st=16x32"},
+    {"nl=8,tr=2,bc=32,sg=0", "v=fused,kv=16x16,q=16x16,st=16x16"},
+    {"nl=8,tr=1,bc=16,sg=0", "v=fused,kv=8x16,q=16x8,st=8x16"},
+    {"nl=16,tr=1,bc=16,sg=0", "v=fused,kv=8x16,q=16x8,st=8x16"},
+};
+#define N_DEFAULTS (sizeof attn_defaults / sizeof attn_defaults[0])
 
 // TEST ONLY: -1 (default) unrolls the score loops on real GPUs only; 0 or 1 forces the choice, so
 // that the software-GPU tests also run the unrolled form the real GPUs use.
 int wg_attention_unroll_override = -1;
+// TEST/BENCH ONLY: when non-NULL, used instead of WGTRAIN_ATTN_FWD_CFG / WGTRAIN_ATTN_BWD_CFG.
+const char *wg_attention_fwd_cfg_override = NULL;
+const char *wg_attention_bwd_cfg_override = NULL;
+
+enum { V_AUTO = 0, V_STREAM = 1, V_SPLIT = 2, V_SHORT = 3, V_FUSED = 4 };
+static const char *const variant_names[] = {"auto", "stream", "split", "short", "fused"};
 
 typedef struct {
     uint32_t B, T, C, NH;
-    uint32_t C3, nblk, hs4, p1;
+    uint32_t C3, nblk, hs4, nkb;
+    uint32_t ntri, bq, bk4, p3;
     float scale_log2, scale, f0, f1;
 } attn_params;
 
-typedef struct { uint32_t rows, keys; } attn_tile;
+typedef struct { uint32_t nl, tr, bc, sg; } fwd_cfg;            // sg: as requested
+typedef struct { uint32_t bq, bk, rqs, rks; } bwd_tile;         // rqs = rks = 0: chosen
+typedef struct { int variant; bwd_tile kv, q, st; uint32_t ncp; int forced; } bwd_cfg;  // forced: v= given
 
-static uint32_t smem_limit(wg_ctx *ctx) { return wg_ctx_info(ctx)->limits.maxComputeWorkgroupStorageSize; }
-
+static const wg_device_info *info_of(wg_ctx *ctx) { return wg_ctx_info(ctx); }
+static uint32_t smem_limit(wg_ctx *ctx) { return info_of(ctx)->limits.maxComputeWorkgroupStorageSize; }
 static uint32_t hs4_of(uint32_t HS) { return (HS + 3) / 4; }
+static int is_pow2(uint32_t x) { return x && !(x & (x - 1)); }
+static uint32_t pow2_ceil(uint32_t x) { uint32_t p = 1; while (p < x) p *= 2; return p; }
 
-// Whether the score loops over head columns get a constant trip count (unrolled by the shader
-// compiler). Not on the software rasterizer: there unrolling costs seconds of shader compilation
-// per pipeline and gains nothing that matters.
+// Whether the loops over head columns and tile rows get constant trip counts (unrolled by the
+// shader compiler). Not on the software rasterizer: there unrolling costs seconds of shader
+// compilation per pipeline and gains nothing that matters.
 static int unroll_ok(wg_ctx *ctx) {
     if (wg_attention_unroll_override >= 0) return wg_attention_unroll_override;
-    return wg_ctx_info(ctx)->type != WGPUAdapterType_CPU;
+    return info_of(ctx)->type != WGPUAdapterType_CPU;
 }
 
-// Workgroup memory of attention_forward: Q block, one K/V tile, the P tile (as declared there).
-static uint32_t fwd_bytes(uint32_t HS, uint32_t rpt, uint32_t bc) {
-    uint32_t br = 32 * rpt, hs4 = hs4_of(HS);
-    return br * hs4 * 16 + bc * hs4 * 16 + bc * br * 4;
+// ------------------------------------------------------------------ configuration text
+// "k=v,k=v": calls fn(key, value) for each pair; 0 on a malformed pair.
+static int parse_pairs(const char *s, int (*fn)(void *, const char *, const char *), void *dst) {
+    char buf[256];
+    if (!s || strlen(s) >= sizeof buf) return s == NULL;
+    strcpy(buf, s);
+    for (char *tok = strtok(buf, ", "); tok; tok = strtok(NULL, ", ")) {
+        char *eq = strchr(tok, '=');
+        if (!eq) return 0;
+        *eq = 0;
+        if (!fn(dst, tok, eq + 1)) return 0;
+    }
+    return 1;
 }
 
-// Workgroup memory of the tiled backward kernels: Q and dout tiles, K and V tiles, (P, dS).
-static uint32_t bwd_bytes(uint32_t HS, uint32_t bq, uint32_t bk) {
+static int parse_u(const char *v, uint32_t *out) {
+    char *end;
+    unsigned long x = strtoul(v, &end, 10);
+    if (end == v || *end || x > 4096) return 0;
+    *out = (uint32_t)x;
+    return 1;
+}
+
+static int fwd_key(void *dst, const char *k, const char *v) {
+    fwd_cfg *c = dst;
+    if (!strcmp(k, "nl")) return parse_u(v, &c->nl);
+    if (!strcmp(k, "tr")) return parse_u(v, &c->tr);
+    if (!strcmp(k, "bc")) return parse_u(v, &c->bc);
+    if (!strcmp(k, "sg")) return parse_u(v, &c->sg);
+    return 0;
+}
+
+// "BQxBK" or "BQxBK/RQSxRKS"
+static int parse_tile(const char *v, bwd_tile *t) {
+    unsigned a, b, c = 0, d = 0;
+    int n = 0;
+    if (sscanf(v, "%ux%u%n", &a, &b, &n) != 2) return 0;
+    if (v[n] == '/') {
+        int m = 0;
+        if (sscanf(v + n + 1, "%ux%u%n", &c, &d, &m) != 2 || v[n + 1 + m]) return 0;
+    } else if (v[n]) return 0;
+    bwd_tile r = {a, b, c, d};
+    *t = r;
+    return 1;
+}
+
+static int bwd_key(void *dst, const char *k, const char *v) {
+    bwd_cfg *c = dst;
+    if (!strcmp(k, "v")) {
+        for (int i = 0; i < 5; i++)
+            if (!strcmp(v, variant_names[i])) { c->variant = i; c->forced = i != V_AUTO; return 1; }
+        return 0;
+    }
+    if (!strcmp(k, "kv")) return parse_tile(v, &c->kv);
+    if (!strcmp(k, "q")) return parse_tile(v, &c->q);
+    if (!strcmp(k, "st")) return parse_tile(v, &c->st);
+    if (!strcmp(k, "ncp")) return parse_u(v, &c->ncp);
+    return 0;
+}
+
+// ------------------------------------------------------------------ what fits
+static int sg_usable(wg_ctx *ctx, uint32_t nl) {
+    const wg_device_info *in = info_of(ctx);
+    return in->has_subgroups && in->subgroup_min >= nl;
+}
+
+// Workgroup memory of attention_forward (as declared there) with the effective sg.
+static uint32_t fwd_bytes(uint32_t HS, fwd_cfg c, int sg) {
+    uint32_t br = (256 / c.nl) * c.tr, hs4 = hs4_of(HS);
+    uint32_t kp = c.bc * hs4 > br * c.bc / 4 ? c.bc * hs4 : br * c.bc / 4;
+    return 16 * (br * hs4 + kp + c.bc * hs4) + (sg ? 0 : 4 * br * c.nl);
+}
+
+static int fwd_fits(wg_ctx *ctx, uint32_t HS, fwd_cfg c) {
+    if (c.nl != 4 && c.nl != 8 && c.nl != 16) return 0;
+    if (c.tr != 1 && c.tr != 2 && c.tr != 4 && c.tr != 8) return 0;
+    if (!is_pow2(c.bc) || c.bc < 16 || c.bc > 128 || c.bc % c.nl) return 0;
+    uint32_t kpt = c.bc / c.nl, cpt = (hs4_of(HS) + c.nl - 1) / c.nl;
+    if (c.tr * kpt > 32 || c.tr * cpt > 8) return 0;  // registers: scores, output vec4s
+    return fwd_bytes(HS, c, c.sg && sg_usable(ctx, c.nl)) <= smem_limit(ctx);
+}
+
+// Column groups of the backward products by default: the next power of 2 >= HS4, at most 16.
+static uint32_t ncp_default(uint32_t HS) { uint32_t n = pow2_ceil(hs4_of(HS)); return n > 16 ? 16 : n; }
+static int ncp_valid(uint32_t ncp) { return is_pow2(ncp) && ncp <= 64; }
+
+// Completes t's score micro-tile when left out: RKS in {4, 2, 1, 8} (first that works) with a
+// (BQ/RQS) × (BK/RKS) grid of 128 threads, the grid at most 32 wide. 0 when impossible.
+static int tile_complete(bwd_tile *t) {
+    static const uint32_t pref[] = {4, 2, 1, 8};
+    for (int i = 0; i < 4; i++) {
+        uint32_t rks = t->rks ? t->rks : pref[i];
+        if (t->rks && i) break;
+        if (!rks || t->bk % rks) continue;
+        uint32_t nxs = t->bk / rks;
+        if (!is_pow2(nxs) || nxs > 32 || 128 % nxs) continue;
+        uint32_t nys = 128 / nxs;
+        if (t->bq % nys) continue;
+        uint32_t rqs = t->bq / nys;
+        if (t->rqs && t->rqs != rqs) continue;
+        t->rqs = rqs;
+        t->rks = rks;
+        return 1;
+    }
+    return 0;
+}
+
+static uint32_t bwd_bytes(uint32_t HS, bwd_tile t) {
     uint32_t hs4 = hs4_of(HS);
-    return 2 * bq * hs4 * 16 + 2 * bk * hs4 * 16 + bq * bk * 8;
+    return 32 * t.bq * hs4 + 32 * t.bk * hs4 + 8 * t.bq * t.bk;
 }
 
-// Largest T handled by split-short: P and dS (SS² floats each) plus lse and D (SS each).
-static uint32_t short_max_t(wg_ctx *ctx) {
-    uint32_t lim = smem_limit(ctx), best = 0;
-    for (uint32_t ss = 8; ss <= 64; ss += 8)
-        if (8 * ss * ss + 8 * ss <= lim) best = ss;
-    return best;
+// Whether tile t (completed in place) works for head size HS and ncp column groups on this device.
+static int bwd_fits(wg_ctx *ctx, uint32_t HS, uint32_t ncp, bwd_tile *t) {
+    if (!is_pow2(t->bq) || !is_pow2(t->bk) || t->bq < 4 || t->bk < 4 || t->bq > 128 || t->bk > 128) return 0;
+    if (!tile_complete(t) || t->rqs > 8 || t->rks > 8 || t->rqs * t->rks > 16) return 0;
+    uint32_t nkp = 256 / ncp, cp = (hs4_of(HS) + ncp - 1) / ncp;
+    uint32_t rkp = (t->bk + nkp - 1) / nkp, rqp = (t->bq + nkp - 1) / nkp;
+    if (rkp > 4 || rqp * cp > 8 || rkp * cp > 4) return 0;  // ab_row4 reads 4 keys; registers
+    return bwd_bytes(HS, *t) <= smem_limit(ctx);
 }
 
-// Forward tile: (rows per thread, keys per tile), largest first.
-static attn_tile fwd_tile(wg_ctx *ctx, uint32_t HS) {
-    static const attn_tile cand[] = {{2, 32}, {1, 32}, {1, 16}, {1, 8}};
-    for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
-        if (fwd_bytes(HS, cand[i].rows, cand[i].keys) <= smem_limit(ctx)) return cand[i];
-    WGT_ASSERT(0, "attention head size too large for this device's workgroup memory (HS <= 128 is supported)");
-    return cand[0];
+// One-time notice for a configuration from the environment that cannot be used.
+static void notice_once(const char *what, const char *text) {
+    static char seen[4][256];
+    for (int i = 0; i < 4; i++) {
+        if (!strcmp(seen[i], text)) return;
+        if (!seen[i][0]) { snprintf(seen[i], sizeof seen[i], "%s", text); break; }
+    }
+    fprintf(stderr, "wgtrain: attention %s setting '%s' is malformed or does not fit this device and head size; "
+            "using the default\n", what, text);
 }
 
-// Backward tile (BQ, BK). The dK/dV kernels keep BK keys resident and stream query tiles, the
-// dQ kernel the other way round: each prefers its resident side large.
-static attn_tile bwd_tile(wg_ctx *ctx, uint32_t HS, int for_dq) {
-    static const attn_tile kv_first[] = {{32, 32}, {16, 32}, {16, 16}, {8, 16}, {8, 8}};
-    static const attn_tile q_first[] = {{32, 32}, {32, 16}, {16, 16}, {16, 8}, {8, 8}};
-    const attn_tile *c = for_dq ? q_first : kv_first;
-    for (size_t i = 0; i < 5; i++)
-        if (bwd_bytes(HS, c[i].rows, c[i].keys) <= smem_limit(ctx)) return c[i];
-    WGT_ASSERT(0, "attention head size too large for this device's workgroup memory (HS <= 128 is supported)");
-    return c[0];
+static const char *fwd_override(void) {
+    return wg_attention_fwd_cfg_override ? wg_attention_fwd_cfg_override : getenv("WGTRAIN_ATTN_FWD_CFG");
+}
+static const char *bwd_override(void) {
+    return wg_attention_bwd_cfg_override ? wg_attention_bwd_cfg_override : getenv("WGTRAIN_ATTN_BWD_CFG");
 }
 
+// The forward setting: the first default row that fits, with the override's keys applied on top.
+static fwd_cfg fwd_choose(wg_ctx *ctx, uint32_t HS) {
+    fwd_cfg d = {0, 0, 0, 0};
+    size_t i = 0;
+    for (; i < N_DEFAULTS; i++) {
+        fwd_cfg c = {0, 0, 0, 0};
+        if (parse_pairs(attn_defaults[i].fwd, fwd_key, &c) && fwd_fits(ctx, HS, c)) { d = c; break; }
+    }
+    WGT_ASSERT(i < N_DEFAULTS, "attention head size too large for this device's workgroup memory (HS <= 128 is "
+                               "supported)");
+    const char *o = fwd_override();
+    if (o && *o) {
+        fwd_cfg c = d;
+        if (parse_pairs(o, fwd_key, &c) && fwd_fits(ctx, HS, c)) return c;
+        notice_once("forward", o);
+    }
+    return d;
+}
+
+static bwd_cfg bwd_choose(wg_ctx *ctx, uint32_t HS) {
+    bwd_cfg d;
+    memset(&d, 0, sizeof d);
+    bwd_tile *slot[3] = {&d.kv, &d.q, &d.st};
+    for (int k = 0; k < 3; k++) {
+        size_t i = 0;
+        for (; i < N_DEFAULTS; i++) {
+            bwd_cfg c;
+            memset(&c, 0, sizeof c);
+            bwd_tile *cs[3] = {&c.kv, &c.q, &c.st};
+            if (parse_pairs(attn_defaults[i].bwd, bwd_key, &c) && bwd_fits(ctx, HS, ncp_default(HS), cs[k])) {
+                *slot[k] = *cs[k];
+                break;
+            }
+        }
+        WGT_ASSERT(i < N_DEFAULTS, "attention head size too large for this device's workgroup memory (HS <= 128 "
+                                   "is supported)");
+    }
+    bwd_cfg first;
+    memset(&first, 0, sizeof first);
+    parse_pairs(attn_defaults[0].bwd, bwd_key, &first);
+    d.variant = first.variant == V_FUSED ? V_FUSED : V_SPLIT;  // the long-sequence default
+    d.forced = 0;
+    d.ncp = ncp_default(HS);
+    const char *o = bwd_override();
+    if (o && *o) {
+        bwd_cfg c;
+        memset(&c, 0, sizeof c);
+        int ok = parse_pairs(o, bwd_key, &c);
+        if (!c.ncp) c.ncp = d.ncp;
+        ok = ok && ncp_valid(c.ncp);
+        bwd_tile *cs[3] = {&c.kv, &c.q, &c.st};
+        for (int k = 0; ok && k < 3; k++) {
+            if (!cs[k]->bq) *cs[k] = *slot[k];
+            ok = ok && bwd_fits(ctx, HS, c.ncp, cs[k]);
+        }
+        if (ok) {
+            if (!c.forced) c.variant = d.variant;
+            return c;
+        }
+        notice_once("backward", o);
+    }
+    return d;
+}
+
+// ------------------------------------------------------------------ scratch of the fused variant
+// One buffer per backend, grown on demand and released when the backend is freed (the wrapper
+// chains the backend's `free`, as wg_ops_optim.c does, so no scratch outlives its device).
+typedef struct {
+    wgt_backend *be;
+    wgt_buf *buf;
+    size_t n;
+    void (*orig_free)(wgt_backend *be);
+} scratch_slot;
+static scratch_slot scratch_tab[MAX_BACKENDS];
+
+static void scratch_release(wgt_backend *be) {
+    for (int i = 0; i < MAX_BACKENDS; i++) {
+        if (scratch_tab[i].be != be) continue;
+        void (*orig)(wgt_backend *) = scratch_tab[i].orig_free;
+        if (scratch_tab[i].buf) wg_buf_free(wg_of(be), scratch_tab[i].buf);
+        memset(&scratch_tab[i], 0, sizeof scratch_tab[i]);
+        be->free = orig;
+        orig(be);
+        return;
+    }
+    WGT_ASSERT(0, "attention scratch: freeing a backend this file does not know");
+}
+
+// A scratch buffer of at least n elements, or NULL (then the caller uses split-dKdV).
+static wgt_buf *scratch_get(wgt_backend *be, size_t n) {
+    int slot = -1, empty = -1;
+    for (int i = 0; i < MAX_BACKENDS; i++) {
+        if (scratch_tab[i].be == be) { slot = i; break; }
+        if (!scratch_tab[i].be && empty < 0) empty = i;
+    }
+    if (slot < 0) {
+        if (empty < 0) return NULL;
+        slot = empty;
+        scratch_tab[slot].be = be;
+        scratch_tab[slot].orig_free = be->free;
+        be->free = scratch_release;
+    }
+    scratch_slot *s = &scratch_tab[slot];
+    if (s->buf && s->n >= n) return s->buf;
+    if (s->buf) { wg_buf_free(wg_of(be), s->buf); s->buf = NULL; s->n = 0; }
+    wgt_buf *b = NULL;
+    if (wg_buf_alloc(wg_of(be), &b, n, "attention dQ scratch") != WGT_OK) {
+        static int told = 0;
+        if (!told++) fprintf(stderr, "wgtrain: attention backward: %s; using split-dKdV instead\n", wgt_last_error());
+        return NULL;
+    }
+    s->buf = b;
+    s->n = n;
+    return b;
+}
+
+// Scratch rows per (b, h) for key blocks of bk rows: Σ_kb (T - kb·bk).
+static uint64_t fused_rows(uint32_t T, uint32_t bk) {
+    uint64_t nkb = (T + bk - 1) / bk;
+    return nkb * T - (uint64_t)bk * (nkb * (nkb - 1) / 2);
+}
+
+static uint64_t fused_elems(uint32_t B, uint32_t T, uint32_t NH, uint32_t HS, uint32_t bk) {
+    return (uint64_t)B * NH * fused_rows(T, bk) * hs4_of(HS) * 4;
+}
+
+// ------------------------------------------------------------------ pipelines and dispatch
 static attn_params make_params(uint32_t B, uint32_t T, uint32_t C, uint32_t NH, uint32_t nblk) {
-    attn_params p = {B, T, C, NH, 3 * C, nblk, hs4_of(C / NH), 0, 0, 0, 0, 0};
+    attn_params p;
+    memset(&p, 0, sizeof p);
+    p.B = B; p.T = T; p.C = C; p.NH = NH; p.C3 = 3 * C; p.nblk = nblk; p.hs4 = hs4_of(C / NH);
     p.scale = 1.0f / sqrtf((float)(C / NH));  // as the C reference
     p.scale_log2 = p.scale * 1.4426950408889634f;
     return p;
@@ -97,81 +367,146 @@ static void check_shapes(wgt_backend *be, uint32_t B, uint32_t T, uint32_t C, ui
                "qkv [B,T,3C] exceeds the device's storage binding limit; run attention on fewer sequences at a time");
 }
 
+// qkv / dout / out are bound as vec4 arrays when every head row starts 16-byte aligned.
+static const char *qkv_type(uint32_t HS) {
+    return HS % 4 == 0 ? "alias QT=vec4<f32>;const QV4=true;" : "alias QT=f32;const QV4=false;";
+}
+
+static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, fwd_cfg c) {
+    int sg = c.sg && sg_usable(ctx, c.nl);
+    char defs[360];
+    snprintf(defs, sizeof defs, "const HS=%uu;const NL=%uu;const TR=%uu;const BC=%uu;const SG=%s;const UNROLL=%s;%s%s",
+             HS, c.nl, c.tr, c.bc, sg ? "true" : "false", unroll_ok(ctx) ? "true" : "false", qkv_type(HS),
+             sg ? "fn fa_sg(x:f32,mx:bool)->f32{var y=x;for(var i=1u;i<NL;i=i<<1u){let z=subgroupShuffleXor(y,i);"
+                  "y=select(y+z,max(y,z),mx);}return y;}"
+                : "fn fa_sg(x:f32,mx:bool)->f32{return x;}");
+    return wg_pipeline(ctx, "05_attention.wgsl", "attention_forward", defs);
+}
+
 void wg_attention_forward(wgt_backend *be, wgt_view out, wgt_view lse, wgt_view qkv, uint32_t B, uint32_t T,
                           uint32_t C, uint32_t NH) {
     if (!B || !T || !C) return;
     check_shapes(be, B, T, C, NH);
     wg_ctx *ctx = wg_of(be);
     uint32_t HS = C / NH;
-    attn_tile tl = fwd_tile(ctx, HS);
-    char defs[96];
-    snprintf(defs, sizeof defs, "const HS=%uu;const RPT=%uu;const BC=%uu;const UNROLL=%s;", HS, tl.rows, tl.keys,
-             unroll_ok(ctx) ? "true" : "false");
-    uint32_t br = 32 * tl.rows, nblk = (T + br - 1) / br;
+    fwd_cfg c = fwd_choose(ctx, HS);
+    uint32_t br = (256 / c.nl) * c.tr, nblk = (T + br - 1) / br;
     attn_params p = make_params(B, T, C, NH, nblk);
+    p.nkb = c.bc / 4;  // the forward's params name this slot bc4: keys / 4 per tile
     size_t bt = (size_t)B * T;
     wg_bind b[] = {wg_b(qkv, bt * 3 * C), wg_b(out, bt * C), wg_b(lse, (size_t)B * NH * T)};
-    wg_dispatch(ctx, "attention_forward", wg_pipeline(ctx, "05_attention.wgsl", "attention_forward", defs), b, 3, &p,
-                sizeof p, (uint64_t)nblk * B * NH);
+    wg_dispatch(ctx, "attention_forward", fwd_pipeline(ctx, HS, c), b, 3, &p, sizeof p, (uint64_t)nblk * B * NH);
 }
 
-// The variant the automatic rule picks (see the top of this file): 1 streaming, 2 split-dKdV,
-// 3 split-short.
-int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t C, uint32_t NH) {
-    if (T <= short_max_t(wg_of(be))) return 3;
-    if ((uint64_t)B * NH >= WG_ATTN_STREAM_MIN_HEADS) return 1;
-    return 2;
+// Largest T handled by split-short: P and dS (SS² floats each) plus lse and D (SS each).
+static uint32_t short_max_t(wg_ctx *ctx) {
+    uint32_t lim = smem_limit(ctx), best = 0;
+    for (uint32_t ss = 8; ss <= 64; ss += 8)
+        if (8 * ss * ss + 8 * ss <= lim) best = ss;
+    return best;
 }
 
-static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, attn_tile tl, uint32_t ss) {
-    char defs[112];
-    snprintf(defs, sizeof defs, "const HS=%uu;const BQ=%uu;const BK=%uu;const SS=%uu;const UNROLL=%s;", HS, tl.rows,
-             tl.keys, ss, unroll_ok(ctx) ? "true" : "false");
+static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t ncp, bwd_tile t,
+                                        uint32_t ss) {
+    char defs[256];
+    snprintf(defs, sizeof defs,
+             "const HS=%uu;const BQ=%uu;const BK=%uu;const RQS=%uu;const RKS=%uu;const NCP=%uu;const SS=%uu;"
+             "const UNROLL=%s;%s",
+             HS, t.bq, t.bk, t.rqs, t.rks, ncp, ss, unroll_ok(ctx) ? "true" : "false", qkv_type(HS));
     return wg_pipeline(ctx, "10_backward_attention.wgsl", entry, defs);
 }
 
-// Backward with an explicit variant: 0 auto, 1 streaming, 2 split-dKdV, 3 split-short. A variant
-// that cannot run on this shape (split-short above its T limit) falls back to split-dKdV.
-// Returns the variant that ran. Tests and benchmarks use it to run each variant; the model calls
-// wg_attention_backward.
+// The variant the automatic rule picks (see the top of this file): 1 streaming, 2 split-dKdV,
+// 3 split-short, 4 fused. With a variant forced by the configuration, that one.
+int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t C, uint32_t NH) {
+    wg_ctx *ctx = wg_of(be);
+    uint32_t HS = C / NH;
+    bwd_cfg c = bwd_choose(ctx, HS);
+    int v;
+    if (c.forced) v = c.variant;
+    else if (T <= short_max_t(ctx)) v = V_SHORT;
+    else if ((uint64_t)B * NH >= WG_ATTN_STREAM_MIN_HEADS) v = V_STREAM;
+    else v = c.variant == V_AUTO ? V_SPLIT : c.variant;
+    if (v == V_SHORT && T > short_max_t(ctx)) v = V_SPLIT;
+    if (v == V_FUSED) {
+        uint64_t n = fused_elems(B, T, NH, HS, c.kv.bk);
+        if (n > wg_max_binding_elems(ctx) || n / 4 > UINT32_MAX) v = V_SPLIT;
+    }
+    return v;
+}
+
+// Backward with an explicit variant: 0 auto, 1 streaming, 2 split-dKdV, 3 split-short, 4 fused.
+// A variant that cannot run on this shape (split-short above its T limit, fused whose scratch
+// does not fit) falls back to split-dKdV. Returns the variant that ran. Tests and benchmarks use
+// it to run each variant; the model calls wg_attention_backward.
 int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv,
                                wgt_view out, wgt_view lse, uint32_t B, uint32_t T, uint32_t C, uint32_t NH) {
     if (!B || !T || !C) return variant;
     check_shapes(be, B, T, C, NH);
     wg_ctx *ctx = wg_of(be);
     uint32_t HS = C / NH;
-    if (variant < 1 || variant > 3) variant = wg_attention_backward_auto_variant(be, B, T, C, NH);
-    if (variant == 3 && T > short_max_t(ctx)) variant = 2;
+    bwd_cfg cfg = bwd_choose(ctx, HS);
+    if (variant < 1 || variant > 4) variant = wg_attention_backward_auto_variant(be, B, T, C, NH);
+    if (variant == V_SHORT && T > short_max_t(ctx)) variant = V_SPLIT;
     size_t bt = (size_t)B * T, n3 = bt * 3 * C;
     uint64_t bnh = (uint64_t)B * NH;
-    attn_tile none = {16, 16};
+    wgt_buf *scr = NULL;
+    if (variant == V_FUSED) {
+        uint64_t n = fused_elems(B, T, NH, HS, cfg.kv.bk);
+        if (n <= wg_max_binding_elems(ctx) && n / 4 <= UINT32_MAX) scr = scratch_get(be, (size_t)n);
+        if (!scr) variant = V_SPLIT;
+    }
+    bwd_tile small = {16, 16, 0, 0};  // dsum and short use no tile; one pipeline per head size
+    tile_complete(&small);
+    uint32_t ncp0 = ncp_default(HS);
+    const char *dsum = "attention_backward_dsum", *shrt = "attention_backward_short";
+    const char *strm = "attention_backward_stream", *fusd = "attention_backward_fused";
+    const char *redu = "attention_backward_dq_reduce", *dkdv = "attention_backward_dkdv", *dq = "attention_backward_dq";
 
     // D_t = dout_t · out_t into the dQ slots (read by every variant)
     attn_params pd = make_params(B, T, C, NH, 0);
+    uint32_t npr = pow2_ceil(hs4_of(HS));  // dsum: threads per row
     wg_bind bd[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(out, bt * C)};
-    wg_dispatch(ctx, "attention_backward_dsum", bwd_pipeline(ctx, "attention_backward_dsum", HS, none, 8), bd, 3, &pd,
-                sizeof pd, wg_groups(bt * NH, 256));
+    wg_dispatch(ctx, dsum, bwd_pipeline(ctx, dsum, HS, ncp0, small, 8), bd, 3, &pd, sizeof pd,
+                wg_groups(bt * NH, 256 / npr));
 
     wg_bind b[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T)};
-    if (variant == 3) {
+    if (variant == V_SHORT) {
         uint32_t ss = (T + 7) / 8 * 8;
         attn_params p = make_params(B, T, C, NH, 1);
-        wg_dispatch(ctx, "attention_backward_short", bwd_pipeline(ctx, "attention_backward_short", HS, none, ss), b, 4,
-                    &p, sizeof p, bnh);
-    } else if (variant == 1) {
-        attn_tile tl = bwd_tile(ctx, HS, 0);
+        wg_dispatch(ctx, shrt, bwd_pipeline(ctx, shrt, HS, ncp0, small, ss), b, 4, &p, sizeof p, bnh);
+    } else if (variant == V_STREAM) {
+        bwd_tile t = cfg.st;
         attn_params p = make_params(B, T, C, NH, 1);
-        wg_dispatch(ctx, "attention_backward_stream", bwd_pipeline(ctx, "attention_backward_stream", HS, tl, 8), b, 4,
-                    &p, sizeof p, bnh);
+        p.bq = t.bq;
+        p.bk4 = t.bk / 4;
+        wg_dispatch(ctx, strm, bwd_pipeline(ctx, strm, HS, cfg.ncp, t, 8), b, 4, &p, sizeof p, bnh);
+    } else if (variant == V_FUSED) {
+        bwd_tile t = cfg.kv;
+        attn_params p = make_params(B, T, C, NH, (T + t.bk - 1) / t.bk);
+        p.nkb = p.nblk;
+        p.ntri = (uint32_t)fused_rows(T, t.bk);
+        p.bq = t.bq;
+        p.bk4 = t.bk / 4;
+        size_t ns = (size_t)fused_elems(B, T, NH, HS, t.bk);
+        wgt_view sv = {scr, 0};
+        wg_bind bf[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T), wg_b(sv, ns)};
+        wg_dispatch(ctx, fusd, bwd_pipeline(ctx, fusd, HS, cfg.ncp, t, 8), bf, 5, &p, sizeof p, (uint64_t)p.nblk * bnh);
+        wg_bind br[] = {wg_b(dqkv, n3), wg_b(sv, ns)};
+        wg_dispatch(ctx, redu, bwd_pipeline(ctx, redu, HS, cfg.ncp, t, 8), br, 2, &p, sizeof p,
+                    wg_groups(bnh * T * hs4_of(HS), 256));
     } else {
-        attn_tile tk = bwd_tile(ctx, HS, 0);
-        attn_params pk = make_params(B, T, C, NH, (T + tk.keys - 1) / tk.keys);
-        wg_dispatch(ctx, "attention_backward_dkdv", bwd_pipeline(ctx, "attention_backward_dkdv", HS, tk, 8), b, 4, &pk,
-                    sizeof pk, (uint64_t)pk.nblk * bnh);
-        attn_tile tq = bwd_tile(ctx, HS, 1);
-        attn_params pq = make_params(B, T, C, NH, (T + tq.rows - 1) / tq.rows);
-        wg_dispatch(ctx, "attention_backward_dq", bwd_pipeline(ctx, "attention_backward_dq", HS, tq, 8), b, 4, &pq,
-                    sizeof pq, (uint64_t)pq.nblk * bnh);
+        bwd_tile tk = cfg.kv;
+        attn_params pk = make_params(B, T, C, NH, (T + tk.bk - 1) / tk.bk);
+        pk.bq = tk.bq;
+        pk.bk4 = tk.bk / 4;
+        wg_dispatch(ctx, dkdv, bwd_pipeline(ctx, dkdv, HS, cfg.ncp, tk, 8), b, 4, &pk, sizeof pk,
+                    (uint64_t)pk.nblk * bnh);
+        bwd_tile tq = cfg.q;
+        attn_params pq = make_params(B, T, C, NH, (T + tq.bq - 1) / tq.bq);
+        pq.bq = tq.bq;
+        pq.bk4 = tq.bk / 4;
+        wg_dispatch(ctx, dq, bwd_pipeline(ctx, dq, HS, cfg.ncp, tq, 8), b, 4, &pq, sizeof pq, (uint64_t)pq.nblk * bnh);
     }
     return variant;
 }
@@ -179,4 +514,36 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
 void wg_attention_backward(wgt_backend *be, wgt_view dqkv, wgt_view dout, wgt_view qkv, wgt_view out, wgt_view lse,
                            uint32_t B, uint32_t T, uint32_t C, uint32_t NH) {
     wg_attention_backward_with(be, 0, dqkv, dout, qkv, out, lse, B, T, C, NH);
+}
+
+// ------------------------------------------------------------------ test / bench hooks
+// Whether a forward (backward) setting, complete or partial, parses and fits this device at head
+// size HS, i.e. whether it would be used as given rather than replaced by the default.
+int wg_attention_fwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg) {
+    fwd_cfg c = fwd_choose(wg_of(be), HS);
+    return parse_pairs(cfg, fwd_key, &c) && fwd_fits(wg_of(be), HS, c);
+}
+
+int wg_attention_bwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg) {
+    bwd_cfg d = bwd_choose(wg_of(be), HS), c;
+    memset(&c, 0, sizeof c);
+    if (!parse_pairs(cfg, bwd_key, &c)) return 0;
+    if (!c.ncp) c.ncp = d.ncp;
+    if (!ncp_valid(c.ncp)) return 0;
+    bwd_tile *cs[3] = {&c.kv, &c.q, &c.st}, *ds[3] = {&d.kv, &d.q, &d.st};
+    for (int k = 0; k < 3; k++)
+        if (!bwd_fits(wg_of(be), HS, c.ncp, cs[k]->bq ? cs[k] : ds[k])) return 0;
+    return 1;
+}
+
+// The settings the wrappers use now for head size HS (defaults, overrides applied), as text:
+// "fwd nl=8,tr=2,bc=64,sg=1 | bwd v=fused,kv=16x64/2x4,q=64x16/2x4,st=32x32/2x4", sg as in effect.
+const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_t cap) {
+    wg_ctx *ctx = wg_of(be);
+    fwd_cfg f = fwd_choose(ctx, HS);
+    bwd_cfg c = bwd_choose(ctx, HS);
+    snprintf(buf, cap, "fwd nl=%u,tr=%u,bc=%u,sg=%d | bwd v=%s,kv=%ux%u/%ux%u,q=%ux%u/%ux%u,st=%ux%u/%ux%u,ncp=%u",
+             f.nl, f.tr, f.bc, f.sg && sg_usable(ctx, f.nl), variant_names[c.variant], c.kv.bq, c.kv.bk, c.kv.rqs, c.kv.rks,
+             c.q.bq, c.q.bk, c.q.rqs, c.q.rks, c.st.bq, c.st.bk, c.st.rqs, c.st.rks, c.ncp);
+    return buf;
 }
