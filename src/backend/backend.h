@@ -104,9 +104,11 @@ struct wgt_backend {
     void (*add_inplace)(wgt_backend *be, wgt_view out, wgt_view a, size_t n);
     // norm_sq[0] (+)= sum g^2 over the listed tensors is done per tensor by accumulate=1.
     void (*grad_norm_sq)(wgt_backend *be, wgt_view norm_sq, wgt_view g, size_t n, int accumulate);
-    // scale[0] = min(1, max_norm / sqrt(norm_sq[0])) (1 if max_norm <= 0); scale[1] = norm
+    // scale[0] = min(1, max_norm / sqrt(norm_sq[0])) (1 if max_norm <= 0), or 0 when the norm is
+    // NaN or infinite; scale[1] = norm
     void (*grad_clip_scale)(wgt_backend *be, wgt_view scale, wgt_view norm_sq, float max_norm);
-    // AdamW on n params; the gradient is multiplied by scale[0] first (clipping, accumulation)
+    // AdamW on n params; the gradient is multiplied by scale[0] first (clipping, accumulation);
+    // scale[0] == 0 skips the update (params, m and v unchanged)
     void (*adamw)(wgt_backend *be, wgt_view params, wgt_view m, wgt_view v, wgt_view grads,
                   wgt_view scale, size_t n, wgt_adamw_params hp);
 };

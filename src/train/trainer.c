@@ -358,19 +358,25 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
                 break;
             }
         } else {
-            skipped_in_a_row = 0;
             gpt2_update(m, (float)lr, (float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
                         (float)c->clip, (int)t->pr.updates + 1);
             st = gpt2_grad_norm(m, &gnorm);
             if (st != WGT_OK) break;
             if (!isfinite(gnorm)) {
-                // the update API applies the step before the norm can be read: the weights are lost
-                st = wgt_fail(WGT_ERR_CONFIG, "step %ld: the gradient norm is %g while the loss is finite (%g); the update "
-                              "has made the weights unusable, so training stops; resume from the last checkpoint (step %ld) "
-                              "with a lower --lr or --clip", step + 1, gnorm, loss, t->last_ckpt_step);
-                break;
+                // the device skipped the update (a non-finite norm makes adamw leave everything as it was)
+                skipped = 1;
+                printf("%sstep %ld: the gradient norm is %g, so the update was skipped; if this repeats, lower --lr "
+                       "or --clip\n", tty ? "\r\033[K" : "", step + 1, gnorm);
+                if (++skipped_in_a_row >= MAX_SKIPS_IN_A_ROW) {
+                    st = wgt_fail(WGT_ERR_CONFIG, "the gradient norm has not been finite for %d updates in a row (up to "
+                                  "step %ld); resume from the last checkpoint (step %ld) with a lower --lr or --clip",
+                                  skipped_in_a_row, step + 1, t->last_ckpt_step);
+                    break;
+                }
+            } else {
+                skipped_in_a_row = 0;
+                t->pr.updates++;
             }
-            t->pr.updates++;
         }
         t->pr.step++;
         t->pr.tokens += BT * K;

@@ -13,11 +13,12 @@ void cpu_grad_norm_sq(float *norm_sq, const float *g, size_t n, int accumulate) 
 }
 
 // scale[0] = min(1, max_norm / norm) (1 when max_norm <= 0 disables clipping); scale[1] = norm.
-// A zero norm gives 1. A NaN norm also gives 1 (comparisons with NaN are false): the host must
-// check scale[1] and skip the step, since no scale can repair NaN gradients.
+// A zero norm gives 1. A NaN or infinite norm gives 0, which makes adamw skip the update
+// entirely (no scale can repair non-finite gradients); the host sees it in scale[1].
 void cpu_grad_clip_scale(float *scale, const float *norm_sq, float max_norm) {
     float norm = sqrtf(norm_sq[0]);
     scale[0] = (max_norm > 0.0f && norm > max_norm) ? max_norm / norm : 1.0f;
+    if (!isfinite(norm)) scale[0] = 0.0f;  // tells adamw to skip the update: nothing can repair it
     scale[1] = norm;
 }
 
@@ -28,6 +29,7 @@ void cpu_adamw(float *params, float *m, float *v, const float *grads, const floa
                size_t n, wgt_adamw_params hp) {
     WGT_ASSERT(hp.t >= 1, "AdamW step numbers start at 1");
     const float s = scale[0];
+    if (s == 0.0f) return;  // a skipped update (non-finite gradient norm): nothing changes
     const float bc1 = (float)(1.0 - pow(hp.beta1, hp.t));
     const float bc2 = (float)(1.0 - pow(hp.beta2, hp.t));
     #pragma omp parallel for schedule(static) if (n > 65536)

@@ -833,7 +833,8 @@ static void profile_collect(wg_ctx *ctx) {
         while (r < ctx->n_prof && strcmp(ctx->prof[r].label, label)) r++;
         if (r == ctx->n_prof) {
             if (ctx->n_prof == 256) continue;
-            snprintf(ctx->prof[ctx->n_prof++].label, 48, "%s", label);
+            memcpy(ctx->prof[ctx->n_prof].label, label, 48);  // both are 48-byte, NUL-terminated labels
+            ctx->n_prof++;
         }
         ctx->prof[r].calls++;
         ctx->prof[r].ms += ms_k;
