@@ -127,6 +127,8 @@ static void test_gelu(bpair *p) {
     size_t n = 100003;  // not a multiple of 256
     float *x = trand_normal(n, 3.0f);
     ew_run(p, K_GELU, "gelu_inplace random", n, x, NULL, NULL, EW_ATOL, EW_RTOL, NULL);
+    // a length that is a multiple of 4 takes the kernel's vec4 path (4 elements a thread)
+    ew_run(p, K_GELU, "gelu_inplace random, vec4 path", n & ~(size_t)3, x, NULL, NULL, EW_ATOL, EW_RTOL, NULL);
     free(x);
 
     float *g;
@@ -158,6 +160,7 @@ static void test_swiglu(bpair *p) {
     size_t n = 70001;
     float *gate = trand_normal(n, 3.0f), *up = trand_normal(n, 1.0f);
     ew_run(p, K_SWIGLU, "swiglu_combine random", n, gate, up, NULL, EW_ATOL, EW_RTOL, NULL);
+    ew_run(p, K_SWIGLU, "swiglu_combine random, vec4 path", n & ~(size_t)3, gate, up, NULL, EW_ATOL, EW_RTOL, NULL);
     free(gate);
     free(up);
 
@@ -193,6 +196,7 @@ static void test_gelu_backward(bpair *p) {
     // by |grad| (up to ~4.5 in 1e5 normal samples): ~6e-7 per unit grad measured against a
     // double evaluation, while the kernel (sech^2 from exp) is within 2e-7. atol 1e-5.
     ew_run(p, K_GELU_BWD, "ffn_gelu_backward random", n, g, x, NULL, 1e-5, EW_RTOL, NULL);
+    ew_run(p, K_GELU_BWD, "ffn_gelu_backward random, vec4 path", n & ~(size_t)3, g, x, NULL, 1e-5, EW_RTOL, NULL);
     free(g);
     free(x);
 
@@ -228,6 +232,7 @@ static void test_swiglu_backward(bpair *p) {
     size_t n = 100003;
     float *g = trand_normal(n, 1.0f), *x = trand_normal(n, 3.0f), *u = trand_normal(n, 1.0f);
     ew_run(p, K_SWIGLU_BWD, "ffn_swiglu_backward random", n, g, x, u, EW_ATOL, EW_RTOL, NULL);
+    ew_run(p, K_SWIGLU_BWD, "ffn_swiglu_backward random, vec4 path", n & ~(size_t)3, g, x, u, EW_ATOL, EW_RTOL, NULL);
     free(g);
     free(x);
     free(u);

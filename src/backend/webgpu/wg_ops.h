@@ -11,6 +11,16 @@ static inline wg_ctx *wg_of(wgt_backend *be) { return (wg_ctx *)be->impl; }
 static inline wg_bind wg_b(wgt_view v, size_t n) { wg_bind b = {v, n}; return b; }
 static inline uint64_t wg_groups(uint64_t n, uint64_t per) { return (n + per - 1) / per; }
 
+// Element type of the element-wise kernels (06, 09): 4 floats per thread when the length and
+// every view offset are multiples of 4 (16-byte aligned vec4 bindings), else 1. Returns the lanes
+// and sets *defines to the WGSL aliases the kernel source expects.
+static inline int wg_ew_lanes(size_t n, const wgt_view *views, int nv, const char **defines) {
+    int ok = n % 4 == 0;
+    for (int i = 0; i < nv; i++) ok = ok && views[i].off % 4 == 0;
+    *defines = ok ? "alias EW = vec4<f32>;\nalias EU = vec4<u32>;\n" : "alias EW = f32;\nalias EU = u32;\n";
+    return ok ? 4 : 1;
+}
+
 void wg_gelu_inplace(wgt_backend *be, wgt_view x, size_t n);
 void wg_swiglu_combine(wgt_backend *be, wgt_view hidden, wgt_view gate, wgt_view up, size_t n);
 void wg_cross_entropy(wgt_backend *be, wgt_view logits, wgt_view losses, wgt_view targets, uint32_t R, uint32_t V,

@@ -6,17 +6,22 @@ typedef struct { uint32_t n, p0, p1, p2; } n_params;
 void wg_gelu_inplace(wgt_backend *be, wgt_view x, size_t n) {
     wg_ctx *ctx = wg_of(be);
     WGT_ASSERT(n <= UINT32_MAX, "element-wise kernels index with u32");
-    n_params p = {(uint32_t)n, 0, 0, 0};
+    const char *defs;
+    int lanes = wg_ew_lanes(n, &x, 1, &defs);
+    n_params p = {(uint32_t)(n / lanes), 0, 0, 0};
     wg_bind b[] = {wg_b(x, n)};
-    wg_dispatch(ctx, "gelu_inplace", wg_pipeline(ctx, "06_activation.wgsl", "gelu_inplace", NULL), b, 1, &p, sizeof p,
-                wg_groups(n, 256));
+    wg_dispatch(ctx, "gelu_inplace", wg_pipeline(ctx, "06_activation.wgsl", "gelu_inplace", defs), b, 1, &p, sizeof p,
+                wg_groups(n / lanes, 256));
 }
 
 void wg_swiglu_combine(wgt_backend *be, wgt_view hidden, wgt_view gate, wgt_view up, size_t n) {
     wg_ctx *ctx = wg_of(be);
     WGT_ASSERT(n <= UINT32_MAX, "element-wise kernels index with u32");
-    n_params p = {(uint32_t)n, 0, 0, 0};
+    const char *defs;
+    wgt_view vs[] = {hidden, gate, up};
+    int lanes = wg_ew_lanes(n, vs, 3, &defs);
+    n_params p = {(uint32_t)(n / lanes), 0, 0, 0};
     wg_bind b[] = {wg_b(gate, n), wg_b(up, n), wg_b(hidden, n)};
-    wg_dispatch(ctx, "swiglu_combine", wg_pipeline(ctx, "06_activation.wgsl", "swiglu_combine", NULL), b, 3, &p,
-                sizeof p, wg_groups(n, 256));
+    wg_dispatch(ctx, "swiglu_combine", wg_pipeline(ctx, "06_activation.wgsl", "swiglu_combine", defs), b, 3, &p,
+                sizeof p, wg_groups(n / lanes, 256));
 }
