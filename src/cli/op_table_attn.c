@@ -125,7 +125,7 @@ const op_desc op_table_attn[] = {
     {"attention_forward", "causal multi-head attention: out = softmax(q k^T / sqrt(HS)) v per head, and the row lse", 3,
      {{"qkv", OP_F32, OP_IN, 0}, {"out", OP_F32, OP_OUT, 0}, {"lse", OP_F32, OP_OUT, 0}}, 4,
      {{"B", NAN, 1}, {"T", NAN, 1}, {"C", NAN, 1}, {"NH", NAN, 1}}, plan_fwd, run_fwd},
-    {"attention_backward", "dqkv from dout, qkv, out, lse; variant 0 auto, 1 streaming, 2 split-dKdV, 3 split-short", 5,
+    {"attention_backward", "dqkv from dout, qkv, out, lse; variant 0 auto, 1 streaming, 2 split-dKdV, 3 split-short, 4 fused", 5,
      {{"dout", OP_F32, OP_IN, 0}, {"qkv", OP_F32, OP_IN, 0}, {"out", OP_F32, OP_IN, 0}, {"lse", OP_F32, OP_IN, 0},
       {"dqkv", OP_F32, OP_OUT, 0}}, 5,
      {{"B", NAN, 1}, {"T", NAN, 1}, {"C", NAN, 1}, {"NH", NAN, 1}, {"variant", 0, 1}}, plan_bwd, run_bwd},
