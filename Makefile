@@ -33,12 +33,16 @@ $(BUILD)/gen/wgsl_sources.c: $(BUILD)/tools/embed_wgsl $(WGSL)
 	@mkdir -p $(@D)
 	$(BUILD)/tools/embed_wgsl $@ $(WGSL)
 
+# V=1 shows the full command lines
+Q := $(if $(V),,@)
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/gen/wgsl_sources.o: $(BUILD)/gen/wgsl_sources.c
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/libwgtrain.a: $(LIB_OBJ)
 	rm -f $@
@@ -46,11 +50,13 @@ $(BUILD)/libwgtrain.a: $(LIB_OBJ)
 
 # objects are linked directly (not through the archive) so that every definition is taken
 $(BUILD)/wgtrain: $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/libwgtrain.a $(BUILD)/libwebgpu_wrapper.so
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(LDLIBS)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
 
 test: all
 	bash tests/run_all.sh
