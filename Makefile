@@ -45,8 +45,8 @@ $(BUILD)/gen/wgsl_sources.o: $(BUILD)/gen/wgsl_sources.c
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/libwgtrain.a: $(LIB_OBJ)
-	rm -f $@
-	ar rcs $@ $^
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
 
 # objects are linked directly (not through the archive) so that every definition is taken
 $(BUILD)/wgtrain: $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/libwgtrain.a $(BUILD)/libwebgpu_wrapper.so

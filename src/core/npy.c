@@ -74,6 +74,17 @@ wgt_status npy_load(npy_array *out, const char *path) {
         out->n *= v;
         p = end;
     }
+    // compare with the file's size before allocating: a corrupt header must not ask for terabytes
+    long here = ftell(f);
+    if (here >= 0 && fseek(f, 0, SEEK_END) == 0) {
+        long end = ftell(f);
+        if (end >= 0 && (unsigned long long)(end - here) < (unsigned long long)out->n * 4) {
+            st = wgt_fail(WGT_ERR_FORMAT, "'%s' is truncated: the header promises %zu elements (%llu bytes) but %ld bytes "
+                          "follow it", path, out->n, (unsigned long long)out->n * 4, end - here);
+            goto done;
+        }
+        fseek(f, here, SEEK_SET);
+    }
     out->data = wgt_malloc(out->n * 4);
     if (fread(out->data, 4, out->n, f) != out->n) {
         st = wgt_fail(WGT_ERR_FORMAT, "'%s' is truncated: the header promises %zu elements", path, out->n);
