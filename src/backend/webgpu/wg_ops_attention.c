@@ -34,7 +34,6 @@
 // In a GPT-2 124M step on the H200 (96 heads, T = 1024) streaming took 5.4 ms a layer against
 // 1.9 ms for fused: one workgroup per head needs far more heads than that to fill the device.
 #define WG_ATTN_STREAM_MIN_HEADS 1024u
-#define MAX_BACKENDS 16
 
 // The defaults, in order of preference. For each kernel the first row whose setting fits the
 // device (workgroup memory, subgroup size) and the head size is used; the long-sequence backward
@@ -290,54 +289,14 @@ static bwd_cfg bwd_choose(wg_ctx *ctx, uint32_t HS) {
 }
 
 // ------------------------------------------------------------------ scratch of the fused variant
-// One buffer per backend, grown on demand and released when the backend is freed (the wrapper
-// chains the backend's `free`, as wg_ops_optim.c does, so no scratch outlives its device).
-typedef struct {
-    wgt_backend *be;
-    wgt_buf *buf;
-    size_t n;
-    void (*orig_free)(wgt_backend *be);
-} scratch_slot;
-static scratch_slot scratch_tab[MAX_BACKENDS];
-
-static void scratch_release(wgt_backend *be) {
-    for (int i = 0; i < MAX_BACKENDS; i++) {
-        if (scratch_tab[i].be != be) continue;
-        void (*orig)(wgt_backend *) = scratch_tab[i].orig_free;
-        if (scratch_tab[i].buf) wg_buf_free(wg_of(be), scratch_tab[i].buf);
-        memset(&scratch_tab[i], 0, sizeof scratch_tab[i]);
-        be->free = orig;
-        orig(be);
-        return;
-    }
-    WGT_ASSERT(0, "attention scratch: freeing a backend this file does not know");
-}
-
-// A scratch buffer of at least n elements, or NULL (then the caller uses split-dKdV).
+// The runtime's attention scratch slot, grown on demand; NULL when the device cannot hold it
+// (then the caller uses split-dKdV).
 static wgt_buf *scratch_get(wgt_backend *be, size_t n) {
-    int slot = -1, empty = -1;
-    for (int i = 0; i < MAX_BACKENDS; i++) {
-        if (scratch_tab[i].be == be) { slot = i; break; }
-        if (!scratch_tab[i].be && empty < 0) empty = i;
-    }
-    if (slot < 0) {
-        if (empty < 0) return NULL;
-        slot = empty;
-        scratch_tab[slot].be = be;
-        scratch_tab[slot].orig_free = be->free;
-        be->free = scratch_release;
-    }
-    scratch_slot *s = &scratch_tab[slot];
-    if (s->buf && s->n >= n) return s->buf;
-    if (s->buf) { wg_buf_free(wg_of(be), s->buf); s->buf = NULL; s->n = 0; }
-    wgt_buf *b = NULL;
-    if (wg_buf_alloc(wg_of(be), &b, n, "attention dQ scratch") != WGT_OK) {
+    wgt_buf *b = wg_scratch(wg_of(be), WG_SCRATCH_ATTN, n, "attention dQ scratch");
+    if (!b) {
         static int told = 0;
         if (!told++) fprintf(stderr, "wgtrain: attention backward: %s; using split-dKdV instead\n", wgt_last_error());
-        return NULL;
     }
-    s->buf = b;
-    s->n = n;
     return b;
 }
 

@@ -165,68 +165,28 @@ static WGPUComputePipeline aux_pipeline(wg_ctx *ctx, const char *entry) {
 }
 
 // ------------------------------------------------------------------ split-K scratch
-// One scratch buffer per backend for the partial tiles, allocated on first use, grown (to a
-// multiple of 1 Mi elements, so that the similar sizes of one model settle at once) and released
-// with the backend: the wrapper chains the backend's `free`, as the optimizer's scratch does.
-// Beside it a 64-element buffer stands in for the reduce kernel's dbias binding when there is
-// none: that binding is writable, and WebGPU rejects two writable bindings with overlapping
-// ranges of one buffer in a dispatch (so C cannot be bound twice).
-#define MAX_BACKENDS 16
+// The partial tiles live in the runtime's split-K scratch slot, grown to a multiple of 1 Mi
+// elements so that the similar sizes of one model settle at once. Beside it a 64-element buffer
+// stands in for the reduce kernel's dbias binding when there is none: that binding is writable,
+// and WebGPU rejects two writable bindings with overlapping ranges of one buffer in a dispatch
+// (so C cannot be bound twice).
 #define SCRATCH_GRAIN ((size_t)1 << 20)
-
-typedef struct {
-    wgt_backend *be;
-    wgt_buf *buf, *dummy;
-    void (*orig_free)(wgt_backend *be);
-} mm_scratch_slot;
-static mm_scratch_slot mm_scratch_tab[MAX_BACKENDS];
-
-static void mm_scratch_release(wgt_backend *be) {
-    for (int i = 0; i < MAX_BACKENDS; i++) {
-        if (mm_scratch_tab[i].be != be) continue;
-        void (*orig)(wgt_backend *) = mm_scratch_tab[i].orig_free;
-        wg_buf_free(wg_of(be), mm_scratch_tab[i].buf);
-        wg_buf_free(wg_of(be), mm_scratch_tab[i].dummy);
-        memset(&mm_scratch_tab[i], 0, sizeof mm_scratch_tab[i]);
-        be->free = orig;
-        orig(be);
-        return;
-    }
-    WGT_ASSERT(0, "matmul scratch: freeing a backend this file does not know");
-}
 
 static uint64_t scratch_limit(wgt_backend *be) { return min_u64(wg_gpt_binding_limit(be), MM_SCRATCH_MAX); }
 
-// This backend's slot, created on first use.
-static mm_scratch_slot *mm_scratch_slot_of(wgt_backend *be) {
-    int slot = -1, empty = -1;
-    for (int i = 0; i < MAX_BACKENDS; i++) {
-        if (mm_scratch_tab[i].be == be) { slot = i; break; }
-        if (!mm_scratch_tab[i].be && empty < 0) empty = i;
-    }
-    if (slot < 0) {
-        WGT_ASSERT(empty >= 0, "more than 16 live webgpu backends");
-        slot = empty;
-        mm_scratch_tab[slot].be = be;
-        mm_scratch_tab[slot].orig_free = be->free;
-        be->free = mm_scratch_release;
-        wgt_status st = wg_buf_alloc(wg_of(be), &mm_scratch_tab[slot].dummy, WGT_VIEW_ALIGN, "split-K placeholder");
-        WGT_ASSERT(st == WGT_OK, "could not allocate the 256-byte split-K placeholder buffer");
-    }
-    return &mm_scratch_tab[slot];
-}
-
 // A scratch buffer of at least n elements (n <= scratch_limit).
 static wgt_buf *mm_scratch(wgt_backend *be, size_t n) {
-    mm_scratch_slot *s = mm_scratch_slot_of(be);
-    if (s->buf && s->buf->n_elems >= n) return s->buf;
     size_t want = (size_t)min_u64(cdiv(n, SCRATCH_GRAIN) * SCRATCH_GRAIN, scratch_limit(be));
     if (want < n) want = n;
-    if (s->buf) wg_buf_free(wg_of(be), s->buf);  // submits what is recorded first: safe mid-step
-    s->buf = NULL;
-    wgt_status st = wg_buf_alloc(wg_of(be), &s->buf, want, "split-K partial tiles");
-    WGT_ASSERT(st == WGT_OK, "could not allocate the split-K scratch buffer (set WGTRAIN_MM_SPLITK=off)");
-    return s->buf;
+    wgt_buf *b = wg_scratch(wg_of(be), WG_SCRATCH_SPLITK, want, "split-K partial tiles");
+    WGT_ASSERT(b != NULL, "could not allocate the split-K scratch buffer (set WGTRAIN_MM_SPLITK=off)");
+    return b;
+}
+
+static wgt_buf *mm_placeholder(wgt_backend *be) {
+    wgt_buf *b = wg_scratch(wg_of(be), WG_SCRATCH_PLACEHOLDER, WGT_VIEW_ALIGN, "split-K placeholder");
+    WGT_ASSERT(b != NULL, "could not allocate the 256-byte split-K placeholder buffer");
+    return b;
 }
 
 // ------------------------------------------------------------------ the GEMM
@@ -333,7 +293,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     if (bias_here) { q.flags |= MMF_BIAS; rb[1] = wg_gpt_window(g->bias, n0, nc, &q.bias_off); }
     if (acc_here) q.flags |= MMF_ACC;
     rb[2] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &q.c_off, &no_v4);
-    wgt_view dummy = {mm_scratch_slot_of(g->be)->dummy, 0};
+    wgt_view dummy = {mm_placeholder(g->be), 0};
     rb[3] = wg_b(dummy, 1);  // placeholder (unread)
     uint64_t threads = (uint64_t)mc * nc;
     if (db_here) {

@@ -2,51 +2,17 @@
 // reduction), clip factor and AdamW. Nothing here reads back: the norm and the clip factor stay
 // in device buffers that the next kernels read.
 //
-// The norm's first stage needs a scratch buffer of partial sums that the op signature does not
-// provide. Each backend gets one (1024 floats), allocated on first use and released when the
-// backend is freed: the wrapper chains the backend's `free` so the scratch cannot outlive its
-// device (a later backend at the same address must not inherit a dead buffer).
+// The norm's first stage needs a buffer of partial sums that the op signature does not provide:
+// the runtime's scratch slot (1024 floats), allocated on first use and freed with the device.
 #include <math.h>
 #include <string.h>
 #include "backend/webgpu/wg_ops_gpt.h"
 
 #define NORM_MAX_WG 1024u   // stage-1 workgroups: enough to fill a large GPU, few to add up
-#define MAX_BACKENDS 16
-
-typedef struct {
-    wgt_backend *be;
-    wgt_buf *scratch;
-    void (*orig_free)(wgt_backend *be);
-} scratch_slot;
-static scratch_slot scratch_tab[MAX_BACKENDS];
-
-static void scratch_release(wgt_backend *be) {
-    for (int i = 0; i < MAX_BACKENDS; i++) {
-        if (scratch_tab[i].be != be) continue;
-        void (*orig)(wgt_backend *) = scratch_tab[i].orig_free;
-        wg_buf_free(wg_of(be), scratch_tab[i].scratch);
-        memset(&scratch_tab[i], 0, sizeof scratch_tab[i]);
-        be->free = orig;
-        orig(be);
-        return;
-    }
-    WGT_ASSERT(0, "optimizer scratch: freeing a backend this file does not know");
-}
 
 static wgt_buf *norm_scratch(wgt_backend *be) {
-    int empty = -1;
-    for (int i = 0; i < MAX_BACKENDS; i++) {
-        if (scratch_tab[i].be == be) return scratch_tab[i].scratch;
-        if (!scratch_tab[i].be && empty < 0) empty = i;
-    }
-    WGT_ASSERT(empty >= 0, "more than 16 live webgpu backends");
-    wgt_buf *b = NULL;
-    wgt_status st = wg_buf_alloc(wg_of(be), &b, NORM_MAX_WG, "grad-norm partials");
-    WGT_ASSERT(st == WGT_OK, "could not allocate the 4 KiB gradient-norm scratch buffer");
-    scratch_tab[empty].be = be;
-    scratch_tab[empty].scratch = b;
-    scratch_tab[empty].orig_free = be->free;
-    be->free = scratch_release;
+    wgt_buf *b = wg_scratch(wg_of(be), WG_SCRATCH_NORM, NORM_MAX_WG, "grad-norm partials");
+    WGT_ASSERT(b != NULL, "could not allocate the 4 KiB gradient-norm scratch buffer");
     return b;
 }
 

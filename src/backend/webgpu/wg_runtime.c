@@ -61,6 +61,8 @@ struct wg_ctx {
     char error[2048];   // first uncaptured device error since the last flush
     int lost;
 
+    wgt_buf *scratch[WG_SCRATCH_SLOTS];
+
     int profile;
     WGPUQuerySet qset;
     WGPUBuffer qresolve, qread;
@@ -393,6 +395,7 @@ static void bg_cache_clear(wg_ctx *ctx) {
 void wg_ctx_free(wg_ctx *ctx) {
     if (!ctx) return;
     if (ctx->enc) wg_flush(ctx, 1);
+    for (int i = 0; i < WG_SCRATCH_SLOTS; i++) wg_buf_free(ctx, ctx->scratch[i]);
     bg_cache_clear(ctx);
     free(ctx->bgs);
     for (int i = 0; i < ctx->n_pipes; i++) {
@@ -452,6 +455,16 @@ void wg_buf_free(wg_ctx *ctx, wgt_buf *buf) {
     wgpuBufferDestroy(buf->b);
     wgpuBufferRelease(buf->b);
     free(buf);
+}
+
+wgt_buf *wg_scratch(wg_ctx *ctx, wg_scratch_slot slot, size_t n, const char *label) {
+    WGT_ASSERT(slot >= 0 && slot < WG_SCRATCH_SLOTS, "unknown scratch slot");
+    wgt_buf **b = &ctx->scratch[slot];
+    if (*b && (*b)->n_elems >= n) return *b;
+    wg_buf_free(ctx, *b);  // submits what is recorded first, so a grow mid-step is safe
+    *b = NULL;
+    if (wg_buf_alloc(ctx, b, n, label) != WGT_OK) *b = NULL;
+    return *b;
 }
 
 static void check_view(wgt_view v, size_t n, const char *what) {

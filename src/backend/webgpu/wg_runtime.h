@@ -63,6 +63,13 @@ void wg_dispatch3(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const w
                   const void *params, size_t params_size, uint32_t gx, uint32_t gy, uint32_t gz);
 uint64_t wg_max_binding_elems(const wg_ctx *ctx);
 
+// Scratch buffers owned by the context, for ops whose signature has no room for temporaries:
+// one per slot, grown to at least n elements on request (contents are not kept when it grows),
+// freed with the context. Returns NULL, with the reason in wgt_last_error(), when the device
+// cannot allocate it.
+typedef enum { WG_SCRATCH_NORM, WG_SCRATCH_SPLITK, WG_SCRATCH_PLACEHOLDER, WG_SCRATCH_ATTN, WG_SCRATCH_SLOTS } wg_scratch_slot;
+wgt_buf *wg_scratch(wg_ctx *ctx, wg_scratch_slot slot, size_t n, const char *label);
+
 // Per-kernel GPU time (profile mode only): accumulated by label until wg_profile_report.
 void wg_profile_reset(wg_ctx *ctx);
 // Writes a table of label, calls, total ms, share; returns total ms.
