@@ -30,6 +30,7 @@
 #include <time.h>
 #include "backend/backend.h"
 #include "backend/webgpu/wg_ops.h"
+#include "core/clock.h"
 
 // from src/backend/webgpu/wg_ops_attention.c
 extern const char *wg_attention_fwd_cfg_override, *wg_attention_bwd_cfg_override;
@@ -39,11 +40,6 @@ const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_
 
 static const char *const variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused"};
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "bench_attention: %s: %s\n", what, wgt_last_error());
@@ -214,10 +210,10 @@ static double timed(bench *bn, int v, double *err, int *ran) {
     if (be->sync(be) != WGT_OK) die("device");
     if (ran) *ran = r;
     double g0 = bn->profile ? gpu_total_ms(be) : 0;
-    double t0 = now_s();
+    double t0 = wgt_now_s();
     for (int i = 0; i < bn->reps; i++) run_once(bn, v);
     if (be->sync(be) != WGT_OK) die("device");
-    double ms = (now_s() - t0) * 1e3 / bn->reps;
+    double ms = (wgt_now_s() - t0) * 1e3 / bn->reps;
     if (bn->profile) ms = (gpu_total_ms(be) - g0) / bn->reps;
     *err = check(bn, v);
     return ms;
@@ -238,7 +234,7 @@ static void row(const char *kind, const char *cfg, double ms, double fl, double 
 static void try_cfg(bench *bn, const char *kind, int v, const char *cfg, result *best) {
     int ok = v < 0 ? wg_attention_fwd_cfg_ok(bn->be, bn->HS, cfg) : wg_attention_bwd_cfg_ok(bn->be, bn->HS, cfg);
     if (!ok) return;
-    if (now_s() > bn->deadline) { bn->skipped++; return; }
+    if (wgt_now_s() > bn->deadline) { bn->skipped++; return; }
     if (v < 0) wg_attention_fwd_cfg_override = cfg;
     else wg_attention_bwd_cfg_override = cfg;
     double err;
@@ -257,7 +253,7 @@ static void try_cfg(bench *bn, const char *kind, int v, const char *cfg, result 
 
 // Starts a sweep section that may use `share` of the time left.
 static void section(bench *bn, double share) {
-    double t = now_s();
+    double t = wgt_now_s();
     bn->deadline = t + share * (bn->end > t ? bn->end - t : 0);
 }
 
@@ -279,7 +275,7 @@ static int micro_list(uint32_t bq, uint32_t bk, char out[][16]) {
 
 static void sweep(bench *bn) {
     static const uint32_t sizes[] = {8, 16, 32, 64, 128};
-    double t_start = now_s();
+    double t_start = wgt_now_s();
     char cfg[288], desc[256];
     bn->end = t_start + bn->budget;
     printf("\ndefaults: %s\n", wg_attention_describe(bn->be, bn->HS, desc, sizeof desc));
@@ -307,7 +303,7 @@ static void sweep(bench *bn) {
     // out and lse of a correct forward for the backward runs
     wg_attention_fwd_cfg_override = NULL;
     run_once(bn, -1);
-    double t_fwd = now_s() - t_start;
+    double t_fwd = wgt_now_s() - t_start;
 
     // backward tiles BQ×BK with every score micro-tile, the largest tiles first (the likely
     // winners, timed before the budget runs out): fused (the default variant), then split-dKdV's
@@ -362,7 +358,7 @@ static void sweep(bench *bn) {
     for (int i = 0; i < 3; i++) try_cfg(bn, "stream", 1, st_tiles[i], &b_stream);
 
     // summary
-    printf("\nsweep took %.1f s (forward part %.1f s)\n", now_s() - t_start, t_fwd);
+    printf("\nsweep took %.1f s (forward part %.1f s)\n", wgt_now_s() - t_start, t_fwd);
     if (bn->skipped)
         printf("%d settings skipped: the time budget ran out (raise it with --budget S)\n", bn->skipped);
     printf("best forward:          %-44s %9.3f ms\n", bf.cfg, bf.ms);
@@ -458,9 +454,9 @@ int main(int argc, char **argv) {
 
     // two heads checked at full size: the first and the last (b, h)
     bn.chk_b[0] = 0; bn.chk_b[1] = B - 1; bn.chk_h[0] = 0; bn.chk_h[1] = NH - 1;
-    double t_ref = now_s();
+    double t_ref = wgt_now_s();
     for (int k = 0; k < 2; k++) bn.refs[k] = head_reference(&bn, bn.chk_b[k], bn.chk_h[k]);
-    t_ref = now_s() - t_ref;
+    t_ref = wgt_now_s() - t_ref;
     bn.host = malloc(n3 * 4 + 4);
     bn.host_l = malloc(nl * 4 + 4);
 

@@ -26,12 +26,8 @@
 #include "backend/backend.h"
 #include "backend/webgpu/wg_ops.h"
 #include "backend/webgpu/wg_runtime.h"
+#include "core/clock.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "bench_kernels: %s: %s\n", what, wgt_last_error());
@@ -115,10 +111,10 @@ static timing time_it(bench_ctx *x, bench_id id, int reps, int profile) {
     run_once(x, id);  // warm-up: pipeline creation, bind groups, first-touch of memory
     if (be->sync(be) != WGT_OK) die("warm-up");
     double gpu0 = profile ? profile_total_ms(be) : 0;
-    double t0 = now_s();
+    double t0 = wgt_now_s();
     for (int r = 0; r < reps; r++) run_once(x, id);
     if (be->sync(be) != WGT_OK) die("timed run");
-    timing t = {(now_s() - t0) * 1e3 / reps, NAN};
+    timing t = {(wgt_now_s() - t0) * 1e3 / reps, NAN};
     if (profile && id != B_COPY_EW && id != B_COPY_CE)  // buffer copies carry no timestamps
         t.gpu_ms = (profile_total_ms(be) - gpu0) / reps;
     return t;

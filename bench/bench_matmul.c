@@ -28,12 +28,8 @@
 #include "backend/backend.h"
 #include "backend/webgpu/wg_ops.h"
 #include "backend/webgpu/wg_ops_gpt.h"
+#include "core/clock.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "bench_matmul: %s: %s\n", what, wgt_last_error());
@@ -176,10 +172,10 @@ static result run_op(bench *B, shape_data *D, op_kind op) {
     CALL();
     if (be->sync(be) != WGT_OK) die("warm-up");
     double g0 = B->profile ? gpu_total_ms(be) : 0;
-    double t0 = now_s();
+    double t0 = wgt_now_s();
     for (int r = 0; r < B->reps; r++) CALL();
     if (be->sync(be) != WGT_OK) die("timed calls");
-    result res = {(now_s() - t0) * 1e3 / B->reps, NAN, 0, 1};
+    result res = {(wgt_now_s() - t0) * 1e3 / B->reps, NAN, 0, 1};
     if (B->profile) res.gpu_ms = (gpu_total_ms(be) - g0) / B->reps;
 #undef CALL
     // spot check: random elements in double, each downloaded alone (no whole lm_head readback)
@@ -223,10 +219,10 @@ static double measure_peak(bench *B, int small) {
     wg_matmul_peak(be, V0(o), groups, 16);
     if (be->sync(be) != WGT_OK) die("peak warm-up");
     double g0 = B->profile ? gpu_total_ms(be) : 0;
-    double t0 = now_s();
+    double t0 = wgt_now_s();
     for (int r = 0; r < B->reps; r++) wg_matmul_peak(be, V0(o), groups, iters);
     if (be->sync(be) != WGT_OK) die("peak");
-    double ms = (now_s() - t0) * 1e3 / B->reps;
+    double ms = (wgt_now_s() - t0) * 1e3 / B->reps;
     if (B->profile) ms = (gpu_total_ms(be) - g0) / B->reps;
     double gflops = 64.0 * iters * groups * 256.0 / (ms * 1e6);
     printf("%-32s %9.3f ms %9.1f GFLOP/s (FP32 FMA ceiling, same run, %s)\n", "fma peak", ms, gflops,

@@ -23,6 +23,7 @@
 #include <time.h>
 #include "backend_pair.h"
 #include "testlib.h"
+#include "core/clock.h"
 
 // test hooks of src/backend/webgpu/wg_ops_attention.c
 int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv,
@@ -40,24 +41,7 @@ static const char *variant_name[] = {"auto", "streaming", "split-dKdV", "split-s
 // which backward variants a case runs
 enum { RUN_STREAM = 1 << 1, RUN_SPLIT = 1 << 2, RUN_SHORT = 1 << 3, RUN_FUSED = 1 << 4, RUN_AUTO = 1 << 0 };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
-static int compare(const char *what, const float *got, const float *ref, size_t n, double atol, double rtol) {
-    if (verbose) {
-        double worst = 0;
-        for (size_t i = 0; i < n; i++)
-            if (isfinite(ref[i]) && isfinite(got[i])) {
-                double r = fabs((double)got[i] - ref[i]) / (atol + rtol * fabs(ref[i]));
-                if (r > worst) worst = r;
-            }
-        fprintf(stderr, "  %-72s worst error %.3g of tolerance\n", what, worst);
-    }
-    return CHECK_CLOSE(what, got, ref, n, atol, rtol);
-}
 
 static float max_abs(const float *x, size_t n) {
     float m = 0;
@@ -90,7 +74,7 @@ static float *make_qkv(uint32_t B, uint32_t T, uint32_t C, float extreme) {
 // (dqkv). `note` names the settings in the check labels.
 static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, float extreme, int runs,
                      const char *note) {
-    double t0 = now_s();
+    double t0 = wgt_now_s();
     char what[224], tag[160];
     snprintf(tag, sizeof tag, "B=%u T=%u C=%u NH=%u HS=%u%s%s%s", B, T, C, NH, C / NH, extreme > 0 ? " (±80)" : "",
              note ? " " : "", note ? note : "");
@@ -109,17 +93,17 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, 
         snprintf(what, sizeof what, "forward out finite, %s", tag);
         CHECK(all_finite(og, bt * C) && all_finite(lg, nl), "%s", what);
         snprintf(what, sizeof what, "forward out, %s", tag);
-        compare(what, og, oc, bt * C, 0.1, 0.0);
+        CHECK_CLOSE_REPORT(what, og, oc, bt * C, 0.1, 0.0);
         snprintf(what, sizeof what, "forward lse, %s", tag);
-        compare(what, lg, lc, nl, 5e-3, 1e-4);
+        CHECK_CLOSE_REPORT(what, lg, lc, nl, 5e-3, 1e-4);
     } else {
         // out = Σ P·v with |v| <~ 4: f32 score and exp2 rounding (scores up to ~20 carry ~1e-6
         // relative error into P) against the reference's double sums
         snprintf(what, sizeof what, "forward out, %s", tag);
-        compare(what, og, oc, bt * C, 3e-5, 1e-4);
+        CHECK_CLOSE_REPORT(what, og, oc, bt * C, 3e-5, 1e-4);
         // lse = max + log(sum): a few f32 ulps of a score of ~20
         snprintf(what, sizeof what, "forward lse, %s", tag);
-        compare(what, lg, lc, nl, 3e-5, 3e-6);
+        CHECK_CLOSE_REPORT(what, lg, lc, nl, 3e-5, 3e-6);
     }
 
     // backward on identical inputs: the reference's out and lse
@@ -148,11 +132,11 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, 
             // dS = P(dP - D) sums up to T terms of size ~|dP| in f32 (the reference in double),
             // and P carries the ~1e-6 relative score rounding; bounded relative to the tensor's
             // largest element, which is where the absolute error scales
-            compare(what, got, ref, n3, 2e-5 * scale + 1e-6, 2e-4);
+            CHECK_CLOSE_REPORT(what, got, ref, n3, 2e-5 * scale + 1e-6, 2e-4);
         }
     }
     if (verbose) fprintf(stderr, "  %s: max |dqkv| %.3g, auto variant %s, %.2f s\n", tag, scale, variant_name[auto_v],
-                         now_s() - t0);
+                         wgt_now_s() - t0);
     free(ref); free(got); free(poison); free(dout); free(qkv);
     free(oc); free(og); free(lc); free(lg);
     bt_free(p, &tq); bt_free(p, &to); bt_free(p, &tl); bt_free(p, &tg); bt_free(p, &td);
@@ -204,7 +188,7 @@ static void check_settings(bpair *p) {
 
 int main(void) {
     verbose = getenv("WGTRAIN_TEST_VERBOSE") && atoi(getenv("WGTRAIN_TEST_VERBOSE"));
-    double t0 = now_s();
+    double t0 = wgt_now_s();
     bpair p = bpair_open();
     unsetenv("WGTRAIN_ATTN_FWD_CFG");  // the defaults unless a case sets them
     unsetenv("WGTRAIN_ATTN_BWD_CFG");
@@ -233,6 +217,6 @@ int main(void) {
     run_with(&p, 2, 100, 128, 2, RUN_SPLIT, "nl=4,tr=1,bc=32,sg=1", "v=split,kv=32x16,q=16x32/1x4", 1);
     run_with(&p, 2, 100, 128, 2, RUN_FUSED, NULL, "kv=32x16", 0);
     bpair_close(&p);
-    fprintf(stderr, "attention tests: %.1f s\n", now_s() - t0);
+    fprintf(stderr, "attention tests: %.1f s\n", wgt_now_s() - t0);
     return test_finish();
 }

@@ -10,14 +10,10 @@
 #include <time.h>
 #include "backend_pair.h"
 #include "backend/webgpu/wg_ops_gpt.h"
+#include "core/clock.h"
 
 static bpair P;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static btensor bt_rand(size_t n, float scale) {
     float *x = trand_normal(n, scale);
@@ -476,9 +472,9 @@ static void test_norm_scratch_lifetime(void) {
 // ------------------------------------------------------------------ main
 #define TIMED(what, call)                                                \
     do {                                                                 \
-        double t0_ = now_s();                                            \
+        double t0_ = wgt_now_s();                                            \
         call;                                                            \
-        printf("  %-40s %6.2f s\n", what, now_s() - t0_);                \
+        printf("  %-40s %6.2f s\n", what, wgt_now_s() - t0_);                \
         fflush(stdout);                                                  \
     } while (0)
 

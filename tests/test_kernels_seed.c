@@ -16,36 +16,18 @@
 #include <time.h>
 #include "backend_pair.h"
 #include "testlib.h"
+#include "core/clock.h"
 
 extern size_t wg_loss_max_chunk_elems_override;  // test hook of wg_ops_loss.c
 
 static int verbose = 0;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
-// CHECK_CLOSE plus, in verbose mode, the worst |got - ref| / (atol + rtol |ref|) over the
-// finite elements (a value below 1 passes).
-static int compare(const char *what, const float *got, const float *ref, size_t n, double atol, double rtol) {
-    if (verbose) {
-        double worst = 0;
-        for (size_t i = 0; i < n; i++)
-            if (isfinite(ref[i]) && isfinite(got[i])) {
-                double r = fabs((double)got[i] - ref[i]) / (atol + rtol * fabs(ref[i]));
-                if (r > worst) worst = r;
-            }
-        fprintf(stderr, "  %-58s worst error %.3g of tolerance\n", what, worst);
-    }
-    return CHECK_CLOSE(what, got, ref, n, atol, rtol);
-}
 
 static int tensor_compare(bpair *p, const char *what, btensor t, double atol, double rtol) {
     float *c, *g;
     bt_get(p, t, &c, &g);
-    int ok = compare(what, g, c, t.n, atol, rtol);
+    int ok = CHECK_CLOSE_REPORT(what, g, c, t.n, atol, rtol);
     free(c);
     free(g);
     return ok;
@@ -82,7 +64,7 @@ static void ew_run(bpair *p, ew_kind k, const char *what, size_t n, const float 
     snprintf(label, sizeof label, "%s%s", what, k == K_SWIGLU_BWD ? " grad_gate" : "");
     float *cr, *gr;
     bt_get(p, out, &cr, &gr);
-    compare(label, gr, cr, n, atol, rtol);
+    CHECK_CLOSE_REPORT(label, gr, cr, n, atol, rtol);
     free(cr);
     if (gpu_out) *gpu_out = gr;
     else free(gr);
@@ -290,7 +272,7 @@ typedef struct {
 // with p off by ~1e-5 relative: atol 1e-6 inv_norm (probabilities near 0 and the cancellation
 // p - 1 near the target), rtol 1e-4.
 static void ce_run(bpair *p, const ce_case *c) {
-    double t0 = now_s();
+    double t0 = wgt_now_s();
     size_t R = c->R, V = c->V, RV = R * V;
     float *logits = malloc((c->off_l + RV) * 4 + 4);
     uint32_t *tg = malloc((c->off_t + R) * 4 + 4);
@@ -334,21 +316,21 @@ static void ce_run(bpair *p, const ce_case *c) {
     wgt_view lc = wgt_view_at(bt_c(bl), c->off_l), lg = wgt_view_at(bt_g(bl), c->off_l);
     wgt_view tc = wgt_view_at(bt_c(bt), c->off_t), tgv = wgt_view_at(bt_g(bt), c->off_t);
     wgt_view oc = wgt_view_at(bt_c(bo), c->off_o), og = wgt_view_at(bt_g(bo), c->off_o);
-    double tc0 = now_s();
+    double tc0 = wgt_now_s();
     p->cpu->cross_entropy(p->cpu, lc, oc, tc, c->R, c->V, c->alpha, c->beta, inv_norm);
-    double tg0 = now_s();
+    double tg0 = wgt_now_s();
     p->gpu->cross_entropy(p->gpu, lg, og, tgv, c->R, c->V, c->alpha, c->beta, inv_norm);
     if (p->gpu->sync(p->gpu) != WGT_OK) { fprintf(stderr, "device error: %s\n", wgt_last_error()); exit(1); }
-    double tg1 = now_s();
+    double tg1 = wgt_now_s();
 
     char what[200];
     float *dc, *dg, *oc_h, *og_h;
     bt_get(p, bl, &dc, &dg);
     bt_get(p, bo, &oc_h, &og_h);
     snprintf(what, sizeof what, "cross_entropy %s: dlogits", c->name);
-    compare(what, dg, dc, bl.n, 1e-6 * inv_norm, 1e-4);
+    CHECK_CLOSE_REPORT(what, dg, dc, bl.n, 1e-6 * inv_norm, 1e-4);
     snprintf(what, sizeof what, "cross_entropy %s: losses", c->name);
-    compare(what, og_h, oc_h, bo.n, 5e-5 + 1e-6 * maxabs, 1e-5);
+    CHECK_CLOSE_REPORT(what, og_h, oc_h, bo.n, 5e-5 + 1e-6 * maxabs, 1e-5);
     // ignored rows: exactly zero loss and dlogits; sentinels before the views untouched
     int ign_ok = 1, sent_ok = 1, good_finite = 1;
     for (size_t r = 0; r < R; r++) {
@@ -371,7 +353,7 @@ static void ce_run(bpair *p, const ce_case *c) {
     bt_free(p, &bl); bt_free(p, &bt); bt_free(p, &bo);
     free(logits); free(tg); free(lz);
     if (verbose)
-        fprintf(stderr, "  %-58s cpu %.2fs gpu %.2fs total %.2fs\n", c->name, tg0 - tc0, tg1 - tg0, now_s() - t0);
+        fprintf(stderr, "  %-58s cpu %.2fs gpu %.2fs total %.2fs\n", c->name, tg0 - tc0, tg1 - tg0, wgt_now_s() - t0);
 }
 
 static void test_cross_entropy(bpair *p) {
@@ -467,9 +449,9 @@ int main(void) {
         {"sum_losses", test_sum_losses},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        double t0 = now_s();
+        double t0 = wgt_now_s();
         tests[i].fn(&p);
-        printf("%-22s done in %.1fs\n", tests[i].name, now_s() - t0);
+        printf("%-22s done in %.1fs\n", tests[i].name, wgt_now_s() - t0);
     }
     bpair_close(&p);
     return test_finish();

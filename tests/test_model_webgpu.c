@@ -53,6 +53,7 @@
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "backend_pair.h"
 #include "model/gpt2.h"
+#include "core/clock.h"
 
 #define LOGIT_REL 3e-5
 #define LOGIT_RTOL 3e-5
@@ -75,11 +76,6 @@ typedef struct {
     size_t binding_limit;  // 0: the device's
 } mcase;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what) {
     fprintf(stderr, "%s: %s\n", what, wgt_last_error());
@@ -143,7 +139,7 @@ static int key_bias_range(gpt2 *m, int i, size_t *lo, size_t *hi) {
 }
 
 static void run_case(bpair *bp, const mcase *mc) {
-    double t0 = now_s();
+    double t0 = wgt_now_s();
     worst_seen = 0;
     // The split config lowers the backend's max_binding_elems (a field of the public backend
     // interface) before the model is made: gpt2.c chunks the optimizer by it and every op wrapper
@@ -277,11 +273,11 @@ static void run_case(bpair *bp, const mcase *mc) {
     gpt2_free(mgpu);
     bp->gpu->max_binding_elems = saved_limit;
     printf("%-6s L=%d NH=%d C=%d F=%d V=%d B=%d T=%d: %d steps, worst error %.3f of the tolerance, %.1f s\n", mc->name,
-           cfg->n_layer, cfg->n_head, cfg->d_model, cfg->d_ff, V, B, T, mc->steps, worst_seen, now_s() - t0);
+           cfg->n_layer, cfg->n_head, cfg->d_model, cfg->d_ff, V, B, T, mc->steps, worst_seen, wgt_now_s() - t0);
 }
 
 int main(void) {
-    double t0 = now_s();
+    double t0 = wgt_now_s();
     bpair bp = bpair_open();
     const mcase cases[] = {
         {"odd", {.n_layer = 2, .n_head = 3, .d_model = 36, .d_ff = 100, .vocab = 77, .max_seq = 40}, 2, 37, 10,
@@ -302,6 +298,6 @@ int main(void) {
         run_case(&bp, &cases[i]);
     }
     bpair_close(&bp);
-    printf("total %.1f s\n", now_s() - t0);
+    printf("total %.1f s\n", wgt_now_s() - t0);
     return test_finish();
 }

@@ -38,12 +38,8 @@
 #define SENTINEL 64  // elements after n that the kernel must not touch
 
 #include "backend/cpu/ops.h"  // cpu_gelu_inplace, the C reference
+#include "core/clock.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static const char *adapter_env(void) {
     const char *a = getenv("WGTRAIN_TEST_ADAPTER");
@@ -126,7 +122,7 @@ static int run_child(const char *mode, const char *env_name, const char *env_val
 
 // ---------------------------------------------------------------- 2-D dispatch
 static void check_gelu_split(wgt_backend *be, size_t n, const char *what) {
-    double t0 = now_s();
+    double t0 = wgt_now_s();
     size_t total = n + SENTINEL;
     float *x = malloc(total * 4), *ref = malloc(total * 4), *got = malloc(total * 4);
     uint64_t s = 0x9E3779B97F4A7C15ull ^ n;
@@ -163,7 +159,7 @@ static void check_gelu_split(wgt_backend *be, size_t n, const char *what) {
     }
     be->buf_free(be, b);
     free(x); free(ref); free(got);
-    printf("%-40s n = %zu (%zu workgroups): %.2f s\n", what, n, (n + 255) / 256, now_s() - t0);
+    printf("%-40s n = %zu (%zu workgroups): %.2f s\n", what, n, (n + 255) / 256, wgt_now_s() - t0);
 }
 
 // ---------------------------------------------------------------- errors
@@ -328,7 +324,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--child-overrun")) return child_overrun();
     if (argc > 1 && !strcmp(argv[1], "--child-no-driver")) return child_no_driver();
     if (argc > 1 && !strcmp(argv[1], "--child-pipeline-after-error")) return child_pipeline_after_error();
-    double t0 = now_s();
+    double t0 = wgt_now_s();
 
     check_adapters();
 
@@ -343,6 +339,6 @@ int main(int argc, char **argv) {
     check_gelu_split(be, (size_t)maxd * 256, "largest 1-D grid");
     check_gelu_split(be, (size_t)maxd * 256 + 1, "smallest 2-D grid");
     be->free(be);
-    printf("total %.1f s\n", now_s() - t0);
+    printf("total %.1f s\n", wgt_now_s() - t0);
     return test_finish();
 }

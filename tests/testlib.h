@@ -48,6 +48,26 @@ __attribute__((unused)) static int check_close_(const char *what, const float *g
 }
 #define CHECK_CLOSE(what, got, ref, n, atol, rtol) check_close_(what, got, ref, n, atol, rtol, __FILE__, __LINE__)
 
+// CHECK_CLOSE that also prints, when WGTRAIN_TEST_VERBOSE is set (and not "0"), the worst
+// |got - ref| / (atol + rtol |ref|) over the finite elements (below 1 passes): how much of each
+// tolerance a check actually uses.
+__attribute__((unused)) static int check_close_report_(const char *what, const float *got, const float *ref, size_t n,
+                                                       double atol, double rtol, const char *file, int line) {
+    const char *v = getenv("WGTRAIN_TEST_VERBOSE");
+    if (v && strcmp(v, "0")) {
+        double worst = 0;
+        for (size_t i = 0; i < n; i++)
+            if (isfinite(ref[i]) && isfinite(got[i])) {
+                double r = fabs((double)got[i] - ref[i]) / (atol + rtol * fabs(ref[i]));
+                if (r > worst) worst = r;
+            }
+        fprintf(stderr, "  %-72s worst error %.3g of tolerance\n", what, worst);
+    }
+    return check_close_(what, got, ref, n, atol, rtol, file, line);
+}
+#define CHECK_CLOSE_REPORT(what, got, ref, n, atol, rtol) \
+    check_close_report_(what, got, ref, n, atol, rtol, __FILE__, __LINE__)
+
 static int test_finish(void) {
     printf("%d passed, %d failed\n", t_pass_, t_fail_);
     return t_fail_ ? 1 : 0;

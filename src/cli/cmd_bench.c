@@ -9,12 +9,8 @@
 #include "backend/webgpu/wg_runtime.h"
 #include "cli/cli.h"
 #include "model/gpt2.h"
+#include "core/clock.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void usage(void) {
     printf("usage: wgtrain bench [--preset tiny|small|gpt2-124m] [--layers L --heads NH --d-model C --d-ff F --vocab V]\n"
@@ -81,7 +77,7 @@ static wgt_status bench_main(int argc, char **argv) {
     gpt2_loss_opts lo = {0.0f, 0.0f};
     double t0 = 0, loss = 0;
     for (long i = 0; i < warmup + steps && st == WGT_OK; i++) {
-        if (i == warmup) { st = be->sync(be); t0 = now_s(); }
+        if (i == warmup) { st = be->sync(be); t0 = wgt_now_s(); }
         gpt2_zero_grad(m);
         st = gpt2_forward(m, tok, tgt, lo, 1.0f / (float)BT);
         if (st != WGT_OK) break;
@@ -89,7 +85,7 @@ static wgt_status bench_main(int argc, char **argv) {
         gpt2_update(m, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, (int)i + 1);
         st = gpt2_loss_sum(m, &loss);  // the one readback a training step makes
     }
-    double dt = now_s() - t0;
+    double dt = wgt_now_s() - t0;
     if (st == WGT_OK) {
         printf("loss %.4f after %ld steps\n", loss / BT, warmup + steps);
         printf("step time %.2f ms, %.0f tokens/s\n", 1e3 * dt / steps, steps * BT / dt);

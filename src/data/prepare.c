@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/clock.h"
 
 // Tokens per shard file, as llm.c's scripts use: big enough that a corpus has few files.
 #define TOKENS_PER_SHARD 100000000u
@@ -67,11 +68,6 @@ static void sl_free(strlist *l) {
 }
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 // ------------------------------------------------------------------ finding input files
 
@@ -387,7 +383,7 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
     strlist train_names = {0}, val_names = {0}, seen = {0};
     char *path = NULL;
     bytebuf meta = {0}, conv = {0};
-    double t0 = now_s();
+    double t0 = wgt_now_s();
 
     // 1. Gather documents, input by input.
     for (int ii = 0; ii < n_inputs; ii++) {
@@ -456,7 +452,7 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
     for (size_t i = 0; i < n_srcs; i++) n_brown_src += (size_t)srcs[i].brown;
     if (verbose)
         printf("prepare: %zu files (%zu Brown-tagged), %zu documents, %.2f MB of text (%.1f s)\n", n_srcs,
-               n_brown_src, c.n_docs, text_bytes / 1e6, now_s() - t0);
+               n_brown_src, c.n_docs, text_bytes / 1e6, wgt_now_s() - t0);
 
     // 2. Tokenizer.
     st = dir_make(out_dir);
@@ -465,14 +461,14 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
     unlink(path);  // a stale meta.json must not describe the files we are about to replace
     free(path);
     path = NULL;
-    double t1 = now_s();
+    double t1 = wgt_now_s();
     st = tokenizer_train(&tok, c.text.p, c.text.n, vocab_size);
     if (st != WGT_OK) goto done;
     int vocab = tokenizer_vocab_size(tok);
     uint16_t eot = (uint16_t)tokenizer_eot(tok);
     if (verbose) {
         printf("prepare: tokenizer of %d tokens (%d merges) trained in %.2f s\n", vocab, vocab - TOKENIZER_MIN_VOCAB,
-               now_s() - t1);
+               wgt_now_s() - t1);
         if (vocab < vocab_size)
             printf("prepare: note: the corpus supports only %d of the %d tokens asked for (no pair left that occurs "
                    "twice)\n", vocab, vocab_size);
@@ -484,7 +480,7 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
     path = NULL;
 
     // 3. Tokenize each document (in parallel: the encoder is read-only and keeps its own cache).
-    double t2 = now_s();
+    double t2 = wgt_now_s();
     doc_ids = wgt_calloc(c.n_docs, sizeof *doc_ids);
     doc_n = wgt_calloc(c.n_docs, sizeof *doc_n);
     long nd_l = (long)c.n_docs;
@@ -535,7 +531,7 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
     double entropy = shard_unigram_entropy(train, n_train);
     if (verbose)
         printf("prepare: tokenized in %.2f s: %zu train tokens (%zu documents), %zu val tokens (%zu %s), %.2f bytes "
-               "per token\n", now_s() - t2, n_train, train_docs, n_val, by_tokens ? (size_t)1 : val_docs,
+               "per token\n", wgt_now_s() - t2, n_train, train_docs, n_val, by_tokens ? (size_t)1 : val_docs,
                by_tokens ? "document's tail" : "documents", (double)text_bytes / (double)(n_train + n_val));
 
     // 5. Files: shards and tokenizer first, meta.json last, so its presence marks a complete directory.
@@ -583,7 +579,7 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
                "prepare: unigram entropy of the train tokens: %.4f nats/token (%.4f bits): a model that ignores "
                "context reaches this loss\nprepare: done in %.1f s\n",
                out_dir, PREPARE_TOKENIZER_FILE, train_names.n, val_names.n, PREPARE_META_FILE, entropy,
-               entropy / log(2.0), now_s() - t0);
+               entropy / log(2.0), wgt_now_s() - t0);
 
 done:
     free(path);

@@ -19,6 +19,7 @@
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/rng.h"
+#include "core/clock.h"
 
 // Updates skipped one after the other (non-finite loss) before training gives up.
 #define MAX_SKIPS_IN_A_ROW 20
@@ -38,11 +39,6 @@ struct trainer {
     long last_ckpt_step;
 };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 wgt_status run_path(char *dst, size_t n, const char *run_dir, const char *name) {
     if ((size_t)snprintf(dst, n, "%s/%s", run_dir, name) >= n)
@@ -267,7 +263,7 @@ typedef struct {
 } state_buf;
 
 static wgt_status save_all(trainer *t, gpt2 *m, state_buf *sb, int tty) {
-    double t0 = now_s();
+    double t0 = wgt_now_s();
     char p[TRAIN_PATH_MAX];
     WGT_TRY(gpt2_state_download(m, sb->params, sb->m, sb->v));
     WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_CKPT_FILE));
@@ -277,7 +273,7 @@ static wgt_status save_all(trainer *t, gpt2 *m, state_buf *sb, int tty) {
     WGT_TRY(gpt2_save_safetensors(m, p, 0));
     t->last_ckpt_step = (long)t->pr.step;
     printf("%scheckpoint: step %llu written to %s/%s (%.1f s)\n", tty ? "\r\033[K" : "", (unsigned long long)t->pr.step,
-           t->o.run_dir, RUN_CKPT_FILE, now_s() - t0);
+           t->o.run_dir, RUN_CKPT_FILE, wgt_now_s() - t0);
     return WGT_OK;
 }
 
@@ -323,7 +319,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     void (*old_int)(int) = signal(SIGINT, on_signal), (*old_term)(int) = signal(SIGTERM, on_signal);
     const gpt2_loss_opts lo = {(float)c->label_smoothing, (float)c->z_loss};
     const float inv_norm = (float)(1.0 / ((double)BT * K));  // every target of our windows is valid
-    const double t_session = now_s(), elapsed0 = t->pr.elapsed_s;
+    const double t_session = wgt_now_s(), elapsed0 = t->pr.elapsed_s;
     const long step0 = (long)t->pr.step;
     int skipped_in_a_row = 0;
     double win_t = 0;  // train time and tokens since the tok/s shown last
@@ -332,7 +328,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     while (st == WGT_OK && (long)t->pr.step < c->steps && !(t->o.stop_at > 0 && (long)t->pr.step >= t->o.stop_at)) {
         if (g_stop) break;
         long step = (long)t->pr.step;  // 0-based index of this update
-        double t0 = now_s(), lr = train_lr_at(c, step), loss_sum = 0;
+        double t0 = wgt_now_s(), lr = train_lr_at(c, step), loss_sum = 0;
         gpt2_zero_grad(m);
         for (int k = 0; k < K && st == WGT_OK; k++) {
             dataset_train_batch(t->ds, &t->pr.data_rng, B, T, inp, tgt);
@@ -380,8 +376,8 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         }
         t->pr.step++;
         t->pr.tokens += BT * K;
-        double dt = now_s() - t0;
-        t->pr.elapsed_s = elapsed0 + (now_s() - t_session);
+        double dt = wgt_now_s() - t0;
+        t->pr.elapsed_s = elapsed0 + (wgt_now_s() - t_session);
         win_t += dt, win_tokens += BT * K;
 
         long s1 = (long)t->pr.step;
@@ -398,7 +394,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
 
         // progress: refreshed in place on a terminal, plain lines every --log-every otherwise
         if (tty || s1 % c->log_every == 0 || last || do_val) {
-            double sess_t = now_s() - t_session, eta = (double)(c->steps - s1) * sess_t / (double)(s1 - step0);
+            double sess_t = wgt_now_s() - t_session, eta = (double)(c->steps - s1) * sess_t / (double)(s1 - step0);
             char eta_s[32];
             fmt_duration(eta_s, sizeof eta_s, eta);
             printf("%sstep %*ld/%ld | loss %.4f | lr %.3e | grad norm %.3f | %.0f tok/s | ETA %s%s", tty ? "\r\033[K" : "",
