@@ -31,6 +31,7 @@
 #include "backend/backend.h"
 #include "backend/webgpu/wg_ops.h"
 #include "core/clock.h"
+#include "bench_common.h"
 
 // from src/backend/webgpu/wg_ops_attention.c
 extern const char *wg_attention_fwd_cfg_override, *wg_attention_bwd_cfg_override;
@@ -40,38 +41,6 @@ const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_
 
 static const char *const variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused"};
 
-
-static void die(const char *what) {
-    fprintf(stderr, "bench_attention: %s: %s\n", what, wgt_last_error());
-    exit(1);
-}
-
-static float *host_rand(size_t n, uint64_t seed, float scale) {
-    float *h = malloc(n * 4 + 4);
-    if (!h) { fprintf(stderr, "bench_attention: out of host memory\n"); exit(1); }
-    uint64_t s = 0x9e3779b97f4a7c15ull ^ seed;
-    for (size_t i = 0; i < n; i++) {  // xorshift, uniform in [-scale, scale)
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-        h[i] = ((float)(s >> 40) / 16777216.0f * 2.0f - 1.0f) * scale;
-    }
-    return h;
-}
-
-static wgt_buf *dev_from(wgt_backend *be, const float *h, size_t n, const char *label) {
-    wgt_buf *b;
-    if (be->buf_alloc(be, &b, n, label) != WGT_OK) die("allocation");
-    wgt_view v = {b, 0};
-    if (h && be->upload(be, v, h, n) != WGT_OK) die("upload");
-    return b;
-}
-static wgt_view V0(wgt_buf *b) { wgt_view v = {b, 0}; return v; }
-
-static double gpu_total_ms(wgt_backend *be) {
-    FILE *null = fopen("/dev/null", "w");
-    double ms = wg_profile_report(wg_of(be), null ? null : stderr);
-    if (null) fclose(null);
-    return ms;
-}
 
 // Reference of one head (b, h) in double: out and lse rows, dq, dk, dv rows (each [T, HS]).
 typedef struct { double *out, *lse, *dq, *dk, *dv; } head_ref;
@@ -209,12 +178,12 @@ static double timed(bench *bn, int v, double *err, int *ran) {
     int r = run_once(bn, v);
     if (be->sync(be) != WGT_OK) die("device");
     if (ran) *ran = r;
-    double g0 = bn->profile ? gpu_total_ms(be) : 0;
+    double g0 = bn->profile ? wg_profile_total_ms(wg_of(be)) : 0;
     double t0 = wgt_now_s();
     for (int i = 0; i < bn->reps; i++) run_once(bn, v);
     if (be->sync(be) != WGT_OK) die("device");
     double ms = (wgt_now_s() - t0) * 1e3 / bn->reps;
-    if (bn->profile) ms = (gpu_total_ms(be) - g0) / bn->reps;
+    if (bn->profile) ms = (wg_profile_total_ms(wg_of(be)) - g0) / bn->reps;
     *err = check(bn, v);
     return ms;
 }

@@ -27,29 +27,15 @@
 #include "backend/webgpu/wg_ops.h"
 #include "backend/webgpu/wg_runtime.h"
 #include "core/clock.h"
+#include "bench_common.h"
 
-
-static void die(const char *what) {
-    fprintf(stderr, "bench_kernels: %s: %s\n", what, wgt_last_error());
-    exit(1);
-}
 
 static wgt_buf *alloc_rand(wgt_backend *be, size_t n, float scale, const char *label) {
-    wgt_buf *b;
-    if (be->buf_alloc(be, &b, n, label) != WGT_OK) die("allocation");
-    float *h = malloc(n * 4 + 4);
-    uint64_t s = 0x9e3779b97f4a7c15ull ^ n;
-    for (size_t i = 0; i < n; i++) {  // xorshift: any smooth spread of values will do
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-        h[i] = scale * ((float)(s >> 40) / 16777216.0f * 2.0f - 1.0f);
-    }
-    wgt_view v = {b, 0};
-    if (be->upload(be, v, h, n) != WGT_OK) die("upload");
+    float *h = host_rand(n, n, scale);  // any smooth spread of values will do
+    wgt_buf *b = dev_from(be, h, n, label);
     free(h);
     return b;
 }
-
-static wgt_view V0(wgt_buf *b) { wgt_view v = {b, 0}; return v; }
 
 typedef enum { B_WCOPY_EW, B_WCOPY_CE, B_COPY_EW, B_COPY_CE, B_GELU, B_SWIGLU, B_GELU_BWD, B_SWIGLU_BWD, B_CE, B_SUM, B_SUM_BIG } bench_id;
 
@@ -97,26 +83,17 @@ static void run_once(bench_ctx *x, bench_id id) {
 
 typedef struct { double wall_ms, gpu_ms; } timing;
 
-// GPU time of every profiled dispatch so far. Differences of this total time a block of calls:
-// it does not rely on wg_profile_reset, which (at the time of writing) keeps the old rows' sums.
-static double profile_total_ms(wgt_backend *be) {
-    FILE *sink = fopen("/dev/null", "w");
-    double total = wg_profile_report(wg_of(be), sink ? sink : stderr);
-    if (sink) fclose(sink);
-    return total;
-}
-
 static timing time_it(bench_ctx *x, bench_id id, int reps, int profile) {
     wgt_backend *be = x->be;
     run_once(x, id);  // warm-up: pipeline creation, bind groups, first-touch of memory
     if (be->sync(be) != WGT_OK) die("warm-up");
-    double gpu0 = profile ? profile_total_ms(be) : 0;
+    double gpu0 = profile ? wg_profile_total_ms(wg_of(be)) : 0;
     double t0 = wgt_now_s();
     for (int r = 0; r < reps; r++) run_once(x, id);
     if (be->sync(be) != WGT_OK) die("timed run");
     timing t = {(wgt_now_s() - t0) * 1e3 / reps, NAN};
     if (profile && id != B_COPY_EW && id != B_COPY_CE)  // buffer copies carry no timestamps
-        t.gpu_ms = (profile_total_ms(be) - gpu0) / reps;
+        t.gpu_ms = (wg_profile_total_ms(wg_of(be)) - gpu0) / reps;
     return t;
 }
 

@@ -29,40 +29,8 @@
 #include "backend/webgpu/wg_ops.h"
 #include "backend/webgpu/wg_ops_gpt.h"
 #include "core/clock.h"
+#include "bench_common.h"
 
-
-static void die(const char *what) {
-    fprintf(stderr, "bench_matmul: %s: %s\n", what, wgt_last_error());
-    exit(1);
-}
-
-static float *host_rand(size_t n, uint64_t seed) {
-    float *h = malloc(n * 4 + 4);
-    if (!h) { fprintf(stderr, "bench_matmul: out of host memory\n"); exit(1); }
-    uint64_t s = 0x9e3779b97f4a7c15ull ^ seed;
-    for (size_t i = 0; i < n; i++) {  // xorshift, uniform in [-1, 1)
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-        h[i] = (float)(s >> 40) / 16777216.0f * 2.0f - 1.0f;
-    }
-    return h;
-}
-
-static wgt_buf *dev_from(wgt_backend *be, const float *h, size_t n, const char *label) {
-    wgt_buf *b;
-    if (be->buf_alloc(be, &b, n, label) != WGT_OK) die("allocation");
-    wgt_view v = {b, 0};
-    if (h && be->upload(be, v, h, n) != WGT_OK) die("upload");
-    return b;
-}
-static wgt_view V0(wgt_buf *b) { wgt_view v = {b, 0}; return v; }
-
-// GPU milliseconds of every profiled dispatch so far (differences time a block of calls)
-static double gpu_total_ms(wgt_backend *be) {
-    FILE *null = fopen("/dev/null", "w");
-    double ms = wg_profile_report(wg_of(be), null ? null : stderr);
-    if (null) fclose(null);
-    return ms;
-}
 
 typedef enum { OP_MM, OP_MM_T, OP_MM_AT } op_kind;
 static const char *const op_name[] = {"matmul", "matmul_t", "matmul_at"};
@@ -136,7 +104,7 @@ static void data_open(bench *B, shape_data *D, const shape *s) {
     wgt_backend *be = B->be;
     const size_t N = s->N, C = s->C, OC = s->OC;
     D->s = s;
-    D->hx = host_rand(N * C, 1), D->hw = host_rand(OC * C, 2), D->hb = host_rand(OC, 3), D->hd = host_rand(N * OC, 4);
+    D->hx = host_rand(N * C, 1, 1.0f), D->hw = host_rand(OC * C, 2, 1.0f), D->hb = host_rand(OC, 3, 1.0f), D->hd = host_rand(N * OC, 4, 1.0f);
     D->x = dev_from(be, D->hx, N * C, "inp"), D->w = dev_from(be, D->hw, OC * C, "weight");
     D->b = dev_from(be, D->hb, OC, "bias"), D->d = dev_from(be, D->hd, N * OC, "dout");
     D->out = dev_from(be, NULL, N * OC, "out"), D->dx = dev_from(be, NULL, N * C, "dinp");
@@ -171,12 +139,12 @@ static result run_op(bench *B, shape_data *D, op_kind op) {
     } while (0)
     CALL();
     if (be->sync(be) != WGT_OK) die("warm-up");
-    double g0 = B->profile ? gpu_total_ms(be) : 0;
+    double g0 = B->profile ? wg_profile_total_ms(wg_of(be)) : 0;
     double t0 = wgt_now_s();
     for (int r = 0; r < B->reps; r++) CALL();
     if (be->sync(be) != WGT_OK) die("timed calls");
     result res = {(wgt_now_s() - t0) * 1e3 / B->reps, NAN, 0, 1};
-    if (B->profile) res.gpu_ms = (gpu_total_ms(be) - g0) / B->reps;
+    if (B->profile) res.gpu_ms = (wg_profile_total_ms(wg_of(be)) - g0) / B->reps;
 #undef CALL
     // spot check: random elements in double, each downloaded alone (no whole lm_head readback)
     wgt_buf *out = op == OP_MM ? D->out : op == OP_MM_T ? D->dx : D->dw;
@@ -218,12 +186,12 @@ static double measure_peak(bench *B, int small) {
     wgt_buf *o = dev_from(be, NULL, (size_t)groups * 256, "peak");
     wg_matmul_peak(be, V0(o), groups, 16);
     if (be->sync(be) != WGT_OK) die("peak warm-up");
-    double g0 = B->profile ? gpu_total_ms(be) : 0;
+    double g0 = B->profile ? wg_profile_total_ms(wg_of(be)) : 0;
     double t0 = wgt_now_s();
     for (int r = 0; r < B->reps; r++) wg_matmul_peak(be, V0(o), groups, iters);
     if (be->sync(be) != WGT_OK) die("peak");
     double ms = (wgt_now_s() - t0) * 1e3 / B->reps;
-    if (B->profile) ms = (gpu_total_ms(be) - g0) / B->reps;
+    if (B->profile) ms = (wg_profile_total_ms(wg_of(be)) - g0) / B->reps;
     double gflops = 64.0 * iters * groups * 256.0 / (ms * 1e6);
     printf("%-32s %9.3f ms %9.1f GFLOP/s (FP32 FMA ceiling, same run, %s)\n", "fma peak", ms, gflops,
            B->profile ? "GPU timestamps" : "wall-clock");

@@ -13,7 +13,7 @@ mkdir -p build/bench
 for src in bench/bench_*.c; do
     name=$(basename "$src" .c)
     ${CC:-gcc} -O2 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -Iinclude -Isrc \
-        -o "build/bench/$name" "$src" "${objs[@]}" \
+        -Ibench -o "build/bench/$name" "$src" "${objs[@]}" \
         -Lbuild -lwebgpu_wrapper -Wl,-rpath,'$ORIGIN/..' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
     echo "built build/bench/$name"
 done

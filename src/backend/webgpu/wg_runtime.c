@@ -873,11 +873,16 @@ static int prof_cmp(const void *a, const void *b) {
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-double wg_profile_report(wg_ctx *ctx, FILE *f) {
+double wg_profile_total_ms(wg_ctx *ctx) {
     wg_flush(ctx, 1);
-    qsort(ctx->prof, ctx->n_prof, sizeof ctx->prof[0], prof_cmp);
     double total = 0;
     for (int i = 0; i < ctx->n_prof; i++) total += ctx->prof[i].ms;
+    return total;
+}
+
+double wg_profile_report(wg_ctx *ctx, FILE *f) {
+    double total = wg_profile_total_ms(ctx);
+    qsort(ctx->prof, ctx->n_prof, sizeof ctx->prof[0], prof_cmp);
     fprintf(f, "%-32s %8s %12s %8s\n", "kernel", "calls", "total ms", "share");
     for (int i = 0; i < ctx->n_prof; i++)
         fprintf(f, "%-32s %8d %12.3f %7.1f%%\n", ctx->prof[i].label, ctx->prof[i].calls, ctx->prof[i].ms,

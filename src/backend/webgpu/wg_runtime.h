@@ -74,4 +74,6 @@ wgt_buf *wg_scratch(wg_ctx *ctx, wg_scratch_slot slot, size_t n, const char *lab
 void wg_profile_reset(wg_ctx *ctx);
 // Writes a table of label, calls, total ms, share; returns total ms.
 double wg_profile_report(wg_ctx *ctx, FILE *f);
+// GPU ms of every profiled dispatch so far (waits for queued work): differences time a block.
+double wg_profile_total_ms(wg_ctx *ctx);
 #endif
