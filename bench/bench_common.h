@@ -30,10 +30,10 @@ static inline float *host_rand(size_t n, uint64_t seed, float scale) {
 static inline wgt_buf *dev_from(wgt_backend *be, const float *h, size_t n, const char *label) {
     wgt_buf *b;
     if (be->buf_alloc(be, &b, n, label) != WGT_OK) die("allocation");
-    wgt_view v = {b, 0};
+    wgt_view v = wgt_view_of(b, 0, b->n_elems);
     if (h && be->upload(be, v, h, n) != WGT_OK) die("upload");
     return b;
 }
 
-static inline wgt_view V0(wgt_buf *b) { wgt_view v = {b, 0}; return v; }
+static inline wgt_view V0(wgt_buf *b) { wgt_view v = wgt_view_of(b, 0, b->n_elems); return v; }
 #endif

@@ -33,14 +33,14 @@ static inline btensor bt_new(bpair *p, size_t n, const void *init) {
         exit(1);
     }
     if (init) {
-        wgt_view vc = {t.c, 0}, vg = {t.g, 0};
+        wgt_view vc = wgt_view_of(t.c, 0, n), vg = wgt_view_of(t.g, 0, n);
         p->cpu->upload(p->cpu, vc, init, n);
         p->gpu->upload(p->gpu, vg, init, n);
     }
     return t;
 }
-static inline wgt_view bt_c(btensor t) { wgt_view v = {t.c, 0}; return v; }
-static inline wgt_view bt_g(btensor t) { wgt_view v = {t.g, 0}; return v; }
+static inline wgt_view bt_c(btensor t) { return wgt_view_of(t.c, 0, t.n); }
+static inline wgt_view bt_g(btensor t) { return wgt_view_of(t.g, 0, t.n); }
 static inline void bt_free(bpair *p, btensor *t) { p->cpu->buf_free(p->cpu, t->c); p->gpu->buf_free(p->gpu, t->g); }
 
 // Downloads a tensor from both backends into fresh arrays (caller frees).

@@ -232,7 +232,7 @@ static void test_embedding_grad(void) {
     const int32_t tok[] = {1, 4, 1, 0, 1, 3};  // repeats, and token 2 unused
     float *wte = frandom(V * C, -1, 1), *wpe = frandom(T * C, -1, 1), *w = frandom(B * T * C, -1, 1);
     float *out = falloc(B * T * C);
-    cpu_embedding_forward(out, tok, wte, wpe, B, T, C);
+    cpu_embedding_forward(out, tok, wte, wpe, B, T, C, V);
     emb_ctx c = {to_double(wte, V * C), to_double(wpe, T * C), tok, w, B, T, C};
     double *od = dalloc(B * T * C);
     for (uint32_t bt = 0; bt < B * T; bt++)
@@ -620,9 +620,8 @@ static void test_optimizer(void) {
 
     // AdamW step 1 by hand: g = 0.5·2 = 1; m = 0.1, v = 0.001; mhat = vhat = 1;
     // p = 1 - 0.01·(1/(1 + 1e-8) + 0.1·1) = 0.989 (to 1e-10).
-    wgt_adamw_params hp = {.lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.1f, .t = 1};
     float p[2] = {1.0f, -2.0f}, m[2] = {0, 0}, v[2] = {0, 0}, g[2] = {0.5f, 0.0f}, s[1] = {2.0f};
-    cpu_adamw(p, m, v, g, s, 2, hp);
+    cpu_adamw(p, m, v, g, s, 2, 0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 1);
     CHECK(fabsf(p[0] - 0.989f) < 1e-6f, "adamw step 1: p = %.9g, want 0.989", p[0]);
     // 1 - 0.999f is 1e-3 only to ~1.3e-5 relative in f32, hence v's looser bound.
     CHECK(fabsf(m[0] - 0.1f) < 1e-7f && fabsf(v[0] - 0.001f) < 2e-8f, "adamw step 1 moments %g %g", m[0], v[0]);
@@ -630,12 +629,10 @@ static void test_optimizer(void) {
     CHECK(fabsf(p[1] + 1.998f) < 1e-6f, "adamw zero grad decay: p = %.9g, want -1.998", p[1]);
 
     // Step 2 against a double computation of the same update (g = -0.25·2 = -0.5, no decay).
-    hp.t = 2;
-    hp.weight_decay = 0;
     g[0] = -0.25f;
     double md = 0.9 * m[0] + 0.1 * -0.5, vd = 0.999 * v[0] + 0.001 * 0.25;
     double pd = p[0] - 0.01 * ((md / (1 - 0.81)) / (sqrt(vd / (1 - 0.999 * 0.999)) + 1e-8));
-    cpu_adamw(p, m, v, g, s, 1, hp);
+    cpu_adamw(p, m, v, g, s, 1, 0.01f, 0.9f, 0.999f, 1e-8f, 0.0f, 2);
     CHECK(fabs(p[0] - pd) < 1e-6, "adamw step 2: p = %.9g, want %.9g", p[0], pd);
 }
 
@@ -651,11 +648,11 @@ static void test_backend(void) {
     wgt_buf *buf = NULL;
     CHECK(be->buf_alloc(be, &buf, 1024, "test") == WGT_OK, "buf_alloc");
     float zeros[1024] = {0}, back[1024];
-    CHECK(be->download(be, back, (wgt_view){buf, 0}, 1024) == WGT_OK, "download");
+    CHECK(be->download(be, back, wgt_view_of(buf, 0, 1024), 1024) == WGT_OK, "download");
     CHECK_CLOSE("buf_alloc zero-fills", back, zeros, 1024, 0, 0);
 
     float *x = frandom(N * C, -1, 1), *W = frandom(OC * C, -1, 1), *b = frandom(OC, -1, 1), *ref = falloc(N * OC);
-    wgt_view vx = {buf, 64}, vW = wgt_view_at(vx, 64), vb = wgt_view_at(vx, 128), vo = wgt_view_at(vx, 192);
+    wgt_view vx = wgt_view_of(buf, 64, 1024 - 64), vW = wgt_view_at(vx, 64), vb = wgt_view_at(vx, 128), vo = wgt_view_at(vx, 192);
     be->upload(be, vx, x, N * C);
     be->upload(be, vW, W, OC * C);
     be->upload(be, vb, b, OC);
@@ -664,7 +661,7 @@ static void test_backend(void) {
     be->download(be, back, vo, N * OC);
     cpu_matmul(ref, x, W, b, N, C, OC);
     CHECK_CLOSE("vtable matmul at offsets", back, ref, N * OC, 0, 0);
-    be->matmul(be, vo, vx, vW, (wgt_view){NULL, 0}, N, C, OC);
+    be->matmul(be, vo, vx, vW, wgt_view_none(), N, C, OC);
     be->download(be, back, vo, N * OC);
     cpu_matmul(ref, x, W, NULL, N, C, OC);
     CHECK_CLOSE("vtable matmul without bias", back, ref, N * OC, 0, 0);

@@ -29,7 +29,7 @@ static btensor bt_tokens(size_t n, uint32_t V) {
     free(t);
     return r;
 }
-static wgt_view nov(void) { wgt_view v = {NULL, 0}; return v; }
+static wgt_view nov(void) { return wgt_view_none(); }
 
 // ------------------------------------------------------------------ matmul family
 // f32 GEMM vs BLAS: both round each product-sum, in different orders; for unit-normal inputs
@@ -196,7 +196,8 @@ static void test_matmul_at_shared_grads(void) {
     const size_t odb = (size_t)OC * C + 64 - ((size_t)OC * C) % 64;  // dbias at the next aligned offset
     btensor dout = bt_rand((size_t)N * OC, 1), inp = bt_rand((size_t)N * C, 1);
     btensor grads = bt_rand(odb + OC, 1);
-    wgt_view cw = {grads.c, 0}, gw = {grads.g, 0}, cb = {grads.c, odb}, gb = {grads.g, odb};
+    wgt_view cw = wgt_view_of(grads.c, 0, (size_t)OC * C), gw = wgt_view_of(grads.g, 0, (size_t)OC * C);
+    wgt_view cb = wgt_view_of(grads.c, odb, OC), gb = wgt_view_of(grads.g, odb, OC);
     wg_mm_splitk_override = 7;
     wg_mm_vec4_override = 0;  // the big-tile pipelines of the split-K section
     for (int rep = 0; rep < 2; rep++) {
@@ -240,7 +241,7 @@ static void test_matmul_scratch_lifetime(void) {
         be->buf_alloc(be, &xb, N * C, "x");
         be->buf_alloc(be, &wb, OC * C, "w");
         be->buf_alloc(be, &ob, N * OC, "out");
-        wgt_view xv = {xb, 0}, wv = {wb, 0}, ov = {ob, 0};
+        wgt_view xv = wgt_view_of(xb, 0, N * C), wv = wgt_view_of(wb, 0, OC * C), ov = wgt_view_of(ob, 0, N * OC);
         be->upload(be, xv, x, N * C);
         be->upload(be, wv, w, OC * C);
         be->matmul(be, ov, xv, wv, nov(), N, C, OC);
@@ -270,8 +271,9 @@ static void test_matmul_offsets_at(uint32_t N, uint32_t C, uint32_t OC, size_t o
     const size_t oi = 128, ob = 64, oo = 192;
     btensor inp = bt_rand(oi + (size_t)N * C, 1), w = bt_rand(ow + (size_t)OC * C + 5, 1), b = bt_rand(ob + OC, 1);
     btensor out = bt_rand(oo + (size_t)N * OC + 9, 1);
-    wgt_view ci = {inp.c, oi}, gi = {inp.g, oi}, cw = {w.c, ow}, gw = {w.g, ow}, cb = {b.c, ob}, gb = {b.g, ob};
-    wgt_view co = {out.c, oo}, go = {out.g, oo};
+    wgt_view ci = wgt_view_at(bt_c(inp), oi), gi = wgt_view_at(bt_g(inp), oi), cw = wgt_view_at(bt_c(w), ow);
+    wgt_view gw = wgt_view_at(bt_g(w), ow), cb = wgt_view_at(bt_c(b), ob), gb = wgt_view_at(bt_g(b), ob);
+    wgt_view co = wgt_view_at(bt_c(out), oo), go = wgt_view_at(bt_g(out), oo);
     P.cpu->matmul(P.cpu, co, ci, cw, cb, N, C, OC);
     P.gpu->matmul(P.gpu, go, gi, gw, gb, N, C, OC);
     char name[160];
@@ -343,8 +345,8 @@ static void test_embedding(uint32_t B, uint32_t T, uint32_t C, uint32_t V, const
     size_t BT = (size_t)B * T;
     btensor tok = bt_tokens(BT, V), wte = bt_rand((size_t)V * C, 1), wpe = bt_rand((size_t)T * C, 1);
     btensor out = bt_rand(BT * C, 1);
-    P.cpu->embedding_forward(P.cpu, bt_c(out), bt_c(tok), bt_c(wte), bt_c(wpe), B, T, C);
-    P.gpu->embedding_forward(P.gpu, bt_g(out), bt_g(tok), bt_g(wte), bt_g(wpe), B, T, C);
+    P.cpu->embedding_forward(P.cpu, bt_c(out), bt_c(tok), bt_c(wte), bt_c(wpe), B, T, C, V);
+    P.gpu->embedding_forward(P.gpu, bt_g(out), bt_g(tok), bt_g(wte), bt_g(wpe), B, T, C, V);
     char name[160];
     snprintf(name, sizeof name, "embedding_forward %s B=%u T=%u C=%u V=%u", what, B, T, C, V);
     bt_check(&P, name, out, 0, 0);  // one addition each: bitwise equal
@@ -433,9 +435,9 @@ static void test_adamw(size_t n) {
     const float s[2] = {0.7f, 0.0f};
     btensor sc = bt_new(&P, 2, s);
     for (int t = 1; t <= 3; t++) {
-        wgt_adamw_params hp = {1e-2f, 0.9f, 0.95f, 1e-8f, t == 2 ? 0.0f : 0.1f, t};
-        P.cpu->adamw(P.cpu, bt_c(p), bt_c(m), bt_c(v), bt_c(g), bt_c(sc), n, hp);
-        P.gpu->adamw(P.gpu, bt_g(p), bt_g(m), bt_g(v), bt_g(g), bt_g(sc), n, hp);
+        float wd = t == 2 ? 0.0f : 0.1f;
+        P.cpu->adamw(P.cpu, bt_c(p), bt_c(m), bt_c(v), bt_c(g), bt_c(sc), n, 1e-2f, 0.9f, 0.95f, 1e-8f, wd, (uint32_t)t);
+        P.gpu->adamw(P.gpu, bt_g(p), bt_g(m), bt_g(v), bt_g(g), bt_g(sc), n, 1e-2f, 0.9f, 0.95f, 1e-8f, wd, (uint32_t)t);
     }
     // element-wise f32 with sqrt and divisions (a few ulps each); m/sqrt(v) amplifies nothing
     bt_check(&P, "adamw params after 3 steps", p, 1e-6, 1e-5);
@@ -457,7 +459,7 @@ static void test_norm_scratch_lifetime(void) {
         wgt_buf *gb, *nb;
         be->buf_alloc(be, &gb, 3, "g");
         be->buf_alloc(be, &nb, 1, "norm_sq");
-        wgt_view gv = {gb, 0}, nv = {nb, 0};
+        wgt_view gv = wgt_view_of(gb, 0, 3), nv = wgt_view_of(nb, 0, 1);
         be->upload(be, gv, g, 3);
         be->grad_norm_sq(be, nv, gv, 3, 0);
         float r = -1;

@@ -54,7 +54,7 @@ static int child_overrun(void) {
     wgt_buf *b;
     if (wg_buf_alloc(ctx, &b, 100, "small") != WGT_OK) return 3;
     float dst[200];
-    wgt_view v = {b, 0};
+    wgt_view v = wgt_view_of(b, 0, b->n_elems);
     wg_download(ctx, dst, v, 101);  // one element too many: must not return
     fprintf(stderr, "download past the end returned\n");
     return 4;
@@ -68,7 +68,7 @@ static int child_pipeline_after_error(void) {
     wgt_buf *victim, *x;
     if (wg_buf_alloc(ctx, &victim, 1024, "victim") != WGT_OK || wg_buf_alloc(ctx, &x, 256, "x") != WGT_OK) return 3;
     wgpuBufferDestroy(victim->b);
-    wgt_view vv = {victim, 0}, xv = {x, 0};
+    wgt_view vv = wgt_view_of(victim, 0, victim->n_elems), xv = wgt_view_of(x, 0, x->n_elems);
     wg_fill_zero(ctx, vv, 1024);
     be->gelu_inplace(be, xv, 256);  // first use: the pipeline is compiled now
     wgt_status st = be->sync(be);
@@ -140,7 +140,7 @@ static void check_gelu_split(wgt_backend *be, size_t n, const char *what) {
         free(x); free(ref); free(got);
         return;
     }
-    wgt_view v = {b, 0};
+    wgt_view v = wgt_view_of(b, 0, b->n_elems);
     wgt_status st = be->upload(be, v, x, total);
     be->gelu_inplace(be, v, n);
     if (st == WGT_OK) st = be->sync(be);
@@ -185,7 +185,7 @@ static void check_errors(wgt_backend *be) {
         return;
     }
     wgpuBufferDestroy(victim->b);
-    wgt_view vv = {victim, 0}, ov = {ok, 0};
+    wgt_view vv = wgt_view_of(victim, 0, victim->n_elems), ov = wgt_view_of(ok, 0, ok->n_elems);
     wg_fill_zero(ctx, vv, 1024);
     st = wg_flush(ctx, 1);
     msg = wgt_last_error();
@@ -228,7 +228,7 @@ static void check_errors(wgt_backend *be) {
         CHECK(0, "small allocations failed: %s", wgt_last_error());
         return;
     }
-    wgt_view v2v = {v2, 0}, xv = {x, 0};
+    wgt_view v2v = wgt_view_of(v2, 0, v2->n_elems), xv = wgt_view_of(x, 0, x->n_elems);
     be->gelu_inplace(be, xv, 256);  // compile the pipeline before the error is pending
     CHECK(be->sync(be) == WGT_OK, "gelu on a small buffer: %s", wgt_last_error());
     wgpuBufferDestroy(v2->b);

@@ -1,51 +1,62 @@
 // cmd_op.c — `wgtrain op NAME --backend cpu|webgpu --in NAME=FILE.npy ... --set KEY=VALUE ...
-// --out NAME=FILE.npy ...`: runs one kernel on NumPy inputs. In-place bindings are named once:
-// `--in x=a.npy --out x=b.npy` reads x from a.npy and writes the kernel's result to b.npy.
+// --out NAME=FILE.npy ...`: runs any op of src/backend/op_list.h on NumPy inputs, through one
+// generic path driven by the op's descriptor (op_desc.h):
+//   1. the given arrays are matched against their bindings' shapes, which finds the sizes
+//      (a shape "N,C" given a [B, T, C] array flattens the leading dimensions into N; a
+//      missing leading dimension, as [T, 3C] for "B,T,3*C", is 1);
+//   2. every scalar is checked against its type and range (op_list.h);
+//   3. buffers are allocated, inputs uploaded, in+out bindings not given start at zero;
+//   4. the op runs through its generic call; the outputs asked for are written.
+// In-place bindings are named once: `--in x=a.npy --out x=b.npy`.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "backend/op_desc.h"
 #include "cli/cli.h"
-#include "cli/op_table.h"
+#include "core/npy.h"
 
-static const op_desc *const tables[] = {op_table_seed, op_table_gpt, op_table_attn};
+typedef struct {
+    const wgt_op_desc *d;
+    const char *in_path[WGT_OP_MAX_BINDS], *out_path[WGT_OP_MAX_BINDS];
+    npy_array a[WGT_OP_MAX_BINDS];
+    int have[WGT_OP_MAX_BINDS];  // an array is loaded (or made) for this binding
+    double s[WGT_OP_MAX_SCALARS];
+    int s_set[WGT_OP_MAX_SCALARS];   // given with --set
+    const char *s_from[WGT_OP_MAX_SCALARS];  // the binding a size was read from
+    // leading dimensions of a given array that a first dimension stood for (output shapes)
+    int lead_sym[WGT_OP_MAX_BINDS];
+    int lead_nd[WGT_OP_MAX_BINDS];
+    size_t lead[WGT_OP_MAX_BINDS][NPY_MAX_DIMS];
+} op_call;
 
-const op_desc *op_find(const char *name) {
-    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
-        for (const op_desc *d = tables[t]; d->name; d++)
-            if (!strcmp(d->name, name)) return d;
-    return NULL;
+static void op_list(FILE *f) {
+    for (int i = 0; i < WGT_OP_COUNT; i++) fprintf(f, "  %-22s %s\n", wgt_op_descs[i].name, wgt_op_descs[i].summary);
 }
 
-void op_list(FILE *f) {
-    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
-        for (const op_desc *d = tables[t]; d->name; d++) fprintf(f, "  %-22s %s\n", d->name, d->summary);
-}
-
-void op_out_shape(op_call *c, int out, int ndim, const size_t *shape) {
-    npy_array *a = &c->a[out];
-    a->dtype = c->d->b[out].kind == OP_F32 ? NPY_F32 : NPY_U32;
-    a->ndim = ndim;
-    a->n = 1;
-    for (int i = 0; i < ndim; i++) { a->shape[i] = shape[i]; a->n *= shape[i]; }
-}
-
-void op_out_like(op_call *c, int out, int like) { op_out_shape(c, out, c->a[like].ndim, c->a[like].shape); }
-
-static void op_help(const op_desc *d) {
-    printf("wgtrain op %s: %s\n  bindings:", d->name, d->summary);
+static void op_help(const wgt_op_desc *d) {
+    printf("wgtrain op %s: %s\n  bindings (outputs first):\n", d->name, d->summary);
     for (int i = 0; i < d->nb; i++)
-        printf(" %s(%s, %s%s)", d->b[i].name, d->b[i].kind == OP_F32 ? "float32" : "int32|uint32",
-               d->b[i].role == OP_IN ? "in" : d->b[i].role == OP_OUT ? "out" : "in+out", d->b[i].optional ? ", optional" : "");
-    printf("\n  parameters:");
-    for (int i = 0; i < d->np; i++) {
-        if (isnan(d->p[i].def)) printf(" %s(from shapes)", d->p[i].name);
-        else printf(" %s=%g", d->p[i].name, d->p[i].def);
+        printf("    %-12s [%s] %s, %s\n", d->b[i].name, d->b[i].shape,
+               d->b[i].type == WGT_TYPE_F32 ? "float32" : "int32|uint32", wgt_role_name(d->b[i].role));
+    printf("  scalars (sizes are found from the shapes; --set KEY=VALUE):\n");
+    for (int i = 0; i < d->ns; i++) {
+        printf("    %-12s %s in [%g, %g]", d->s[i].name, d->s[i].type == WGT_TYPE_F32 ? "float" : "integer", d->s[i].lo,
+               d->s[i].hi);
+        if (!isnan(d->s[i].def)) printf(", default %g", d->s[i].def);
+        printf("\n");
     }
-    printf("\n");
 }
 
-static int bind_index(const op_desc *d, const char *name) {
-    for (int i = 0; i < d->nb; i++) if (!strcmp(d->b[i].name, name)) return i;
+static int bind_index(const wgt_op_desc *d, const char *name) {
+    for (int i = 0; i < d->nb; i++)
+        if (!strcmp(d->b[i].name, name)) return i;
+    return -1;
+}
+
+static int scalar_index(const wgt_op_desc *d, const char *name) {
+    for (int i = 0; i < d->ns; i++)
+        if (!strcmp(d->s[i].name, name)) return i;
     return -1;
 }
 
@@ -60,91 +71,302 @@ static wgt_status split_kv(const char *flag, const char *arg, char *key, size_t 
     return WGT_OK;
 }
 
-static wgt_status op_main(int argc, char **argv, int *want_help) {
-    const char *backend = "cpu", *adapter = NULL;
-    const op_desc *d = NULL;
-    const char *in_path[OP_MAX_BINDS] = {0}, *out_path[OP_MAX_BINDS] = {0};
-    op_call c;
-    memset(&c, 0, sizeof c);
-    int argi = 1;
-    if (argc < 2 || !strcmp(argv[1], "--help")) { *want_help = 1; return WGT_OK; }
-    d = op_find(argv[1]);
-    if (!d) return wgt_fail(WGT_ERR_ARG, "unknown kernel '%s'; `wgtrain op --help` lists them", argv[1]);
-    c.d = d;
-    for (int i = 0; i < d->np; i++) c.p[i] = d->p[i].def;
-    for (argi = 2; argi < argc; argi++) {
+static void shape_text(char *buf, size_t cap, const size_t *dims, int nd) {
+    size_t k = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < nd && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, "%s%zu", i ? ", " : "", dims[i]);
+    if (k < cap) snprintf(buf + k, cap - k, "]");
+}
+
+// ---- 1. sizes from shapes ----
+
+// Matches one dimension of a binding's shape with a value. Returns 1 if it learned a scalar,
+// 0 if nothing changed (checked, or not yet decidable), -1 on a contradiction.
+static int unify(op_call *c, int b, const wgt_op_dim *dim, uint64_t value) {
+    uint64_t known = dim->factor;
+    int unknown = -1, n_unknown = 0;
+    for (int k = 0; k < dim->nsym; k++) {
+        int si = dim->sym[k];
+        if (isnan(c->s[si])) { unknown = si; n_unknown++; }
+        else known *= (uint64_t)c->s[si];
+    }
+    if (dim->atleast) return n_unknown ? 0 : (value >= known ? 0 : -1);
+    if (n_unknown == 0) return value == known ? 0 : -1;
+    if (n_unknown > 1) return 0;
+    if (known == 0 || value % known) return -1;
+    c->s[unknown] = (double)(value / known);
+    c->s_from[unknown] = c->d->b[b].name;
+    return 1;
+}
+
+static wgt_status shape_mismatch(op_call *c, int b) {
+    char have[128];
+    shape_text(have, sizeof have, c->a[b].shape, c->a[b].ndim);
+    char known[256] = "";
+    size_t k = 0;
+    for (int i = 0; i < c->d->ns && k < sizeof known; i++)
+        if (!isnan(c->s[i]) && c->d->s[i].type != WGT_TYPE_F32)
+            k += (size_t)snprintf(known + k, sizeof known - k, "%s%s = %.0f", k ? ", " : "", c->d->s[i].name, c->s[i]);
+    return wgt_fail(WGT_ERR_FORMAT, "%s: '%s' has shape %s, which does not fit [%s]%s%s", c->d->name, c->d->b[b].name, have,
+                    c->d->b[b].shape, k ? " with " : "", known);
+}
+
+// One pass over the given arrays; *changed is set when a scalar was learned.
+static wgt_status match_shapes(op_call *c, int *changed) {
+    const wgt_op_desc *d = c->d;
+    for (int b = 0; b < d->nb; b++) {
+        if (!c->have[b]) continue;
+        wgt_op_dim dims[WGT_OP_MAX_DIMS];
+        int k = wgt_op_dims(d, b, dims), nd = c->a[b].ndim;
+        const size_t *sh = c->a[b].shape;
+        for (int i = 0; i < k; i++) {
+            uint64_t value;
+            if (nd >= k) {  // leading dimensions flatten into the first
+                value = 1;
+                if (i == 0)
+                    for (int j = 0; j <= nd - k; j++) value *= sh[j];
+                else
+                    value = sh[nd - k + i];
+            } else {  // missing leading dimensions are 1
+                value = i < k - nd ? 1 : sh[i - (k - nd)];
+            }
+            int r = unify(c, b, &dims[i], value);
+            if (r < 0) return shape_mismatch(c, b);
+            if (r > 0) *changed = 1;
+        }
+        if (nd != k && dims[0].nsym == 1 && dims[0].factor == 1 && !dims[0].atleast) {  // for output shapes
+            c->lead_sym[b] = dims[0].sym[0];
+            c->lead_nd[b] = nd >= k ? nd - k + 1 : 0;
+            for (int j = 0; j < c->lead_nd[b]; j++) c->lead[b][j] = sh[j];
+        }
+    }
+    return WGT_OK;
+}
+
+// ---- 2. scalars ----
+
+static wgt_status check_scalars(op_call *c) {
+    const wgt_op_desc *d = c->d;
+    for (int i = 0; i < d->ns; i++) {
+        const wgt_op_scalar *s = &d->s[i];
+        if (isnan(c->s[i]))
+            return wgt_fail(WGT_ERR_ARG, "%s: %s cannot be told from the shapes given; add --set %s=VALUE", d->name, s->name,
+                            s->name);
+        double x = c->s[i];
+        int whole = s->type != WGT_TYPE_F32;
+        if ((whole && x != (double)(long long)x) || x < s->lo || x > s->hi) {
+            const char *from = c->s_from[i];
+            return wgt_fail(WGT_ERR_ARG, "%s: %s = %.17g%s%s%s is outside its range: %s in [%g, %g]", d->name, s->name, x,
+                            from ? " (from the shape of '" : "", from ? from : "", from ? "')" : "",
+                            whole ? "a whole number" : "a value", s->lo, s->hi);
+        }
+    }
+    return WGT_OK;
+}
+
+// The few things a shape cannot say, per op: defaults computed from the data and value ranges
+// of integer inputs.
+static wgt_status op_extras(op_call *c) {
+    const wgt_op_desc *d = c->d;
+    int id = (int)(d - wgt_op_descs);
+    if (id == WGT_OP_ID_embedding_forward || id == WGT_OP_ID_embedding_backward) {
+        int t = bind_index(d, "tokens"), v = scalar_index(d, "V");
+        if (isnan(c->s[v])) return WGT_OK;  // reported by check_scalars
+        const int32_t *tk = c->a[t].data;
+        for (size_t i = 0; i < c->a[t].n; i++)
+            if (tk[i] < 0 || (double)tk[i] >= c->s[v])
+                return wgt_fail(WGT_ERR_FORMAT, "%s: tokens[%zu] = %d is outside the vocabulary [0, %.0f); fix the token "
+                                "file or the embedding's V", d->name, i, tk[i], c->s[v]);
+    }
+    int inv = scalar_index(d, "inv_norm"), V = scalar_index(d, "V");
+    if (id == WGT_OP_ID_cross_entropy && isnan(c->s[inv]) && !isnan(c->s[V])) {  // 1 / the targets not ignored
+        const npy_array *t = &c->a[bind_index(d, "targets")];
+        const uint32_t *tg = t->data;
+        size_t valid = 0;
+        for (size_t i = 0; i < t->n; i++) valid += tg[i] < c->s[V];
+        c->s[inv] = valid ? 1.0 / (double)valid : 0.0;
+    }
+    if (id == WGT_OP_ID_adamw) {  // scale defaults to [1]: the plain update
+        int b = bind_index(d, "scale");
+        if (!c->have[b]) {
+            npy_array *a = &c->a[b];
+            a->dtype = NPY_F32;
+            a->ndim = 1;
+            a->shape[0] = a->n = 1;
+            a->data = wgt_malloc(4);
+            *(float *)a->data = 1.0f;
+            c->have[b] = 1;
+        }
+    }
+    return WGT_OK;
+}
+
+// ---- 3. shapes of what is not given ----
+
+static wgt_status fill_shape(op_call *c, int b) {
+    const wgt_op_desc *d = c->d;
+    wgt_op_dim dims[WGT_OP_MAX_DIMS];
+    int k = wgt_op_dims(d, b, dims);
+    npy_array *a = &c->a[b];
+    a->dtype = d->b[b].type == WGT_TYPE_F32 ? NPY_F32 : d->b[b].type == WGT_TYPE_I32 ? NPY_I32 : NPY_U32;
+    a->ndim = 0;
+    // an output whose first dimension is a size some input spelled as several dimensions (or
+    // left out) keeps that input's spelling: matmul of [B, T, C] gives [B, T, OC]
+    int lead_from = -1;
+    for (int i = 0; i < d->nb && lead_from < 0; i++)
+        if (c->have[i] && c->lead_nd[i] >= 0 && dims[0].nsym == 1 && dims[0].factor == 1 && !dims[0].atleast &&
+            c->lead_sym[i] == dims[0].sym[0])
+            lead_from = i;
+    int first = 0;
+    if (lead_from >= 0) {
+        for (int j = 0; j < c->lead_nd[lead_from]; j++) a->shape[a->ndim++] = c->lead[lead_from][j];
+        first = 1;
+    }
+    for (int i = first; i < k; i++) {
+        uint64_t v = wgt_op_dim_value(&dims[i], c->s);
+        if (v > SIZE_MAX / 4) return wgt_fail(WGT_ERR_ARG, "%s: '%s' would be too large", d->name, d->b[b].name);
+        a->shape[a->ndim++] = (size_t)v;
+    }
+    uint64_t n = 1;
+    for (int i = 0; i < a->ndim; i++) {
+        if (a->shape[i] && n > (SIZE_MAX / 4) / a->shape[i])
+            return wgt_fail(WGT_ERR_ARG, "%s: '%s' would be too large", d->name, d->b[b].name);
+        n *= a->shape[i];
+    }
+    a->n = (size_t)n;
+    return WGT_OK;
+}
+
+static wgt_status check_memory(op_call *c, wgt_backend *be) {
+    const wgt_op_desc *d = c->d;
+    double total = 0;
+    for (int b = 0; b < d->nb; b++) {
+        if (!c->have[b] && wgt_role_optional(d->b[b].role)) continue;
+        total += (double)c->a[b].n * 4;
+        if (c->a[b].n > be->max_binding_elems)
+            return wgt_fail(WGT_ERR_CONFIG, "%s: '%s' holds %.1f MiB, above this device's largest storage binding (%.1f MiB); "
+                            "use --backend cpu or smaller arrays", d->name, d->b[b].name, c->a[b].n * 4 / 1048576.0,
+                            be->max_binding_elems * 4 / 1048576.0);
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    double ram = pages > 0 && psize > 0 ? (double)pages * (double)psize : 0;
+    if (ram > 0 && 2 * total > ram)  // host copies plus device buffers
+        return wgt_fail(WGT_ERR_MEMORY, "%s: these sizes need %.1f GiB, more than this machine can hold (%.1f GiB)", d->name,
+                        2 * total / 1073741824.0, ram / 1073741824.0);
+    return WGT_OK;
+}
+
+static wgt_status parse_args(op_call *c, int argc, char **argv, const char **backend, const char **adapter, int *want_help) {
+    const wgt_op_desc *d = c->d;
+    for (int argi = 2; argi < argc; argi++) {
         const char *a = argv[argi];
         if (!strcmp(a, "--help")) { op_help(d); *want_help = 2; return WGT_OK; }
         if (argi + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "option '%s' needs a value", a);
         const char *v = argv[++argi];
         char key[64];
         const char *val;
-        if (!strcmp(a, "--backend") || !strcmp(a, "--device")) backend = v;
-        else if (!strcmp(a, "--adapter")) adapter = v;
-        else if (!strcmp(a, "--in") || !strcmp(a, "--out")) {
+        if (!strcmp(a, "--backend") || !strcmp(a, "--device")) {
+            *backend = v;
+        } else if (!strcmp(a, "--adapter")) {
+            *adapter = v;
+        } else if (!strcmp(a, "--in") || !strcmp(a, "--out")) {
             WGT_TRY(split_kv(a, v, key, sizeof key, &val));
             int b = bind_index(d, key);
-            if (b < 0) return wgt_fail(WGT_ERR_ARG, "kernel '%s' has no binding '%s' (see wgtrain op %s --help)", d->name, key, d->name);
+            if (b < 0) return wgt_fail(WGT_ERR_ARG, "op '%s' has no binding '%s' (see wgtrain op %s --help)", d->name, key, d->name);
             int is_in = !strcmp(a, "--in");
-            if (is_in && d->b[b].role == OP_OUT)
+            if (is_in && !wgt_role_reads(d->b[b].role))
                 return wgt_fail(WGT_ERR_ARG, "'%s' is an output of %s; give it with --out", key, d->name);
-            if (!is_in && d->b[b].role == OP_IN)
+            if (!is_in && !wgt_role_writes(d->b[b].role))
                 return wgt_fail(WGT_ERR_ARG, "'%s' is an input of %s; give it with --in", key, d->name);
-            (is_in ? in_path : out_path)[b] = val;
+            (is_in ? c->in_path : c->out_path)[b] = val;
         } else if (!strcmp(a, "--set")) {
             WGT_TRY(split_kv(a, v, key, sizeof key, &val));
             int p = -1;
-            for (int i = 0; i < d->np; i++) if (!strcmp(d->p[i].name, key)) p = i;
-            if (p < 0) return wgt_fail(WGT_ERR_ARG, "kernel '%s' has no parameter '%s' (see wgtrain op %s --help)", d->name, key, d->name);
+            for (int i = 0; i < d->ns; i++)
+                if (!strcmp(d->s[i].name, key)) p = i;
+            if (p < 0) return wgt_fail(WGT_ERR_ARG, "op '%s' has no scalar '%s' (see wgtrain op %s --help)", d->name, key, d->name);
             char flag[80];
             snprintf(flag, sizeof flag, "--set %s", key);
-            WGT_TRY(cli_parse_double(flag, val, &c.p[p]));
-            c.p_set[p] = 1;
+            WGT_TRY(cli_parse_double(flag, val, &c->s[p]));
+            c->s_set[p] = 1;
         } else {
             return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see wgtrain op %s --help)", a, d->name);
         }
     }
-    wgt_status st = WGT_OK;
-    for (int b = 0; b < d->nb && st == WGT_OK; b++) {
-        if (d->b[b].role != OP_OUT && !in_path[b]) {
-            if (d->b[b].optional) continue;
-            st = wgt_fail(WGT_ERR_ARG, "%s needs input '%s': add --in %s=FILE.npy", d->name, d->b[b].name, d->b[b].name);
-            break;
+    return WGT_OK;
+}
+
+static wgt_status load_inputs(op_call *c) {
+    const wgt_op_desc *d = c->d;
+    for (int b = 0; b < d->nb; b++) {
+        c->lead_nd[b] = -1;
+        if (!c->in_path[b]) {
+            if (d->b[b].role == WGT_ROLE_IN && strcmp(d->name, "adamw"))  // adamw's scale has a default
+                return wgt_fail(WGT_ERR_ARG, "%s needs input '%s': add --in %s=FILE.npy", d->name, d->b[b].name,
+                                d->b[b].name);
+            continue;
         }
-        if (d->b[b].role == OP_OUT) continue;
-        st = npy_load(&c.a[b], in_path[b]);
-        if (st != WGT_OK) break;
-        c.have[b] = 1;
-        if (d->b[b].kind == OP_F32 && c.a[b].dtype != NPY_F32)
-            st = wgt_fail(WGT_ERR_FORMAT, "'%s' (%s) must be float32, got %s", d->b[b].name, in_path[b], npy_dtype_name(c.a[b].dtype));
-        else if (d->b[b].kind == OP_INT && c.a[b].dtype == NPY_F32)
-            st = wgt_fail(WGT_ERR_FORMAT, "'%s' (%s) must be int32 or uint32, got float32", d->b[b].name, in_path[b]);
+        WGT_TRY(npy_load(&c->a[b], c->in_path[b]));
+        c->have[b] = 1;
+        if (d->b[b].type == WGT_TYPE_F32 && c->a[b].dtype != NPY_F32)
+            return wgt_fail(WGT_ERR_FORMAT, "'%s' (%s) must be float32, got %s", d->b[b].name, c->in_path[b],
+                            npy_dtype_name(c->a[b].dtype));
+        if (d->b[b].type != WGT_TYPE_F32 && c->a[b].dtype == NPY_F32)
+            return wgt_fail(WGT_ERR_FORMAT, "'%s' (%s) must be int32 or uint32, got float32", d->b[b].name, c->in_path[b]);
     }
-    if (st == WGT_OK) st = d->plan(&c);
-    for (int i = 0; i < d->np && st == WGT_OK; i++)
-        if (isnan(c.p[i])) st = wgt_fail(WGT_ERR_ARG, "%s needs --set %s=VALUE", d->name, d->p[i].name);
+    return WGT_OK;
+}
+
+static wgt_status op_main(int argc, char **argv, int *want_help) {
+    const char *backend = "cpu", *adapter = NULL;
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "--list")) { *want_help = 1; return WGT_OK; }
+    op_call c;
+    memset(&c, 0, sizeof c);
+    c.d = wgt_op_find(argv[1]);
+    if (!c.d) return wgt_fail(WGT_ERR_ARG, "unknown op '%s'; `wgtrain op --list` lists them", argv[1]);
+    const wgt_op_desc *d = c.d;
+    for (int i = 0; i < d->ns; i++) c.s[i] = NAN;
+    WGT_TRY(parse_args(&c, argc, argv, &backend, &adapter, want_help));
+    if (*want_help) return WGT_OK;
+
+    wgt_status st = load_inputs(&c);
+    // sizes: --set values first, then whatever the shapes tell, repeated until nothing changes
+    for (int changed = 1; st == WGT_OK && changed;) {
+        changed = 0;
+        st = match_shapes(&c, &changed);
+    }
+    if (st == WGT_OK) st = op_extras(&c);
+    for (int i = 0; i < d->ns && st == WGT_OK; i++)
+        if (isnan(c.s[i]) && !isnan(d->s[i].def)) c.s[i] = d->s[i].def;
+    if (st == WGT_OK) st = check_scalars(&c);
+    // in+out bindings not given start at zero; optional ones not named stay absent
+    for (int b = 0; b < d->nb && st == WGT_OK; b++) {
+        if (c.have[b]) continue;
+        if (wgt_role_optional(d->b[b].role) && !c.out_path[b]) continue;
+        st = fill_shape(&c, b);
+        if (st == WGT_OK) c.have[b] = wgt_role_reads(d->b[b].role) ? 2 : 3;  // 2: zeros, 3: output
+    }
     wgt_backend *be = NULL;
     if (st == WGT_OK) st = cli_backend_open(&be, backend, adapter, 0);
-    wgt_buf *bufs[OP_MAX_BINDS] = {0};
+    if (st == WGT_OK) st = check_memory(&c, be);
+    wgt_buf *bufs[WGT_OP_MAX_BINDS] = {0};
+    wgt_view v[WGT_OP_MAX_BINDS];
     for (int b = 0; b < d->nb && st == WGT_OK; b++) {
-        if (d->b[b].role == OP_IN && !c.have[b] && d->b[b].optional) continue;
-        size_t n = c.a[b].n;
-        st = be->buf_alloc(be, &bufs[b], n, d->b[b].name);
+        v[b] = wgt_view_none();
+        if (!c.have[b]) continue;
+        st = be->buf_alloc(be, &bufs[b], c.a[b].n, d->b[b].name);  // zero-filled
         if (st != WGT_OK) break;
-        c.v[b].buf = bufs[b];
-        c.v[b].off = 0;
-        if (c.have[b]) st = be->upload(be, c.v[b], c.a[b].data, n);
+        v[b] = wgt_buf_view(be, bufs[b]);
+        if (c.have[b] == 1) st = be->upload(be, v[b], c.a[b].data, c.a[b].n);
     }
     if (st == WGT_OK) {
-        d->run(be, &c);
+        d->call(be, v, c.s);
         st = be->sync(be);
     }
     for (int b = 0; b < d->nb && st == WGT_OK; b++) {
-        if (d->b[b].role == OP_IN) continue;
-        if (!out_path[b]) continue;  // an output not asked for is computed and dropped
-        if (d->b[b].role == OP_OUT) c.a[b].data = wgt_malloc(c.a[b].n * 4 + 4);
-        st = be->download(be, c.a[b].data, c.v[b], c.a[b].n);
-        if (st == WGT_OK) st = npy_save(out_path[b], &c.a[b]);
+        if (!c.out_path[b] || !c.have[b]) continue;
+        if (!c.a[b].data) c.a[b].data = wgt_malloc(c.a[b].n * 4 + 4);
+        st = be->download(be, c.a[b].data, v[b], c.a[b].n);
+        if (st == WGT_OK) st = npy_save(c.out_path[b], &c.a[b]);
     }
     for (int b = 0; b < d->nb; b++) {
         if (bufs[b]) be->buf_free(be, bufs[b]);
@@ -159,11 +381,12 @@ int cmd_op(int argc, char **argv) {
     wgt_status st = op_main(argc, argv, &want_help);
     if (st != WGT_OK) return cli_fail("op", st);
     if (want_help == 1) {
-        printf("usage: wgtrain op KERNEL [--backend cpu|webgpu] [--adapter A] --in NAME=FILE.npy ... [--set KEY=VALUE ...]\n"
+        printf("usage: wgtrain op OP [--backend cpu|webgpu] [--adapter A] --in NAME=FILE.npy ... [--set KEY=VALUE ...]\n"
                "                 --out NAME=FILE.npy ...\n"
-               "  Runs one kernel on .npy inputs (float32; integers int32 or uint32) and writes its outputs.\n"
-               "  In-place bindings are named once: --in x=a.npy --out x=b.npy. KERNEL --help lists its bindings.\n"
-               "kernels:\n");
+               "  Runs one op on .npy inputs (float32; integers int32 or uint32) and writes its outputs.\n"
+               "  Sizes come from the input shapes; in-place bindings are named once: --in x=a.npy --out x=b.npy;\n"
+               "  in+out bindings not given start at zero. OP --help lists its bindings and scalars.\n"
+               "ops:\n");
         op_list(stdout);
     }
     return 0;

@@ -40,10 +40,10 @@ struct gpt2 {
     int have_forward;
 };
 
-static wgt_view V(wgt_buf *b) { wgt_view v = {b, 0}; return v; }
-static wgt_view PV(gpt2 *m, wgt_buf *b, int i) { wgt_view v = {b, m->p[i].off}; return v; }
+#define V(b) wgt_buf_view(m->be, (b))
+static wgt_view PV(gpt2 *m, wgt_buf *b, int i) { return wgt_view_of(b, m->p[i].off, m->p[i].n); }
 #define LP(l, k) (m->layer_base + (l) * P_LAYER_COUNT + (k))
-#define NOBIAS ((wgt_view){NULL, 0})
+#define NOBIAS wgt_view_none()
 
 const gpt2_config *gpt2_cfg(const gpt2 *m) { return &m->c; }
 
@@ -414,7 +414,8 @@ static void forward_body(gpt2 *m) {
     wgt_backend *be = m->be;
     const uint32_t B = m->B, T = m->T, C = m->c.d_model, F = m->c.d_ff, NH = m->c.n_head, L = m->c.n_layer;
     const uint32_t BT = B * T;
-    be->embedding_forward(be, V(m->la[0].res), V(m->tokens), PV(m, m->params, 0), PV(m, m->params, 1), B, T, C);  // [B,T,C]
+    be->embedding_forward(be, V(m->la[0].res), V(m->tokens), PV(m, m->params, 0), PV(m, m->params, 1), B, T, C,
+                          m->c.vocab);  // [B,T,C]
     for (uint32_t l = 0; l < L; l++) {
         layer_acts *a = &m->la[l];
         wgt_view res_out = V(l + 1 < L ? m->la[l + 1].res : m->res_final);
@@ -523,11 +524,11 @@ void gpt2_update(gpt2 *m, float lr, float beta1, float beta2, float eps, float w
     be->grad_clip_scale(be, V(m->scale), V(m->norm_sq), max_norm);
     for (int group = 0; group < 2; group++) {
         size_t lo = group ? m->decay_end : 0, hi = group ? m->n_elems : m->decay_end;
-        wgt_adamw_params hp = {lr, beta1, beta2, eps, group ? 0.0f : weight_decay, t};
         for (size_t o = lo, n; o < hi; o += n) {
             n = hi - o < ch ? hi - o : ch;
             be->adamw(be, wgt_view_at(V(m->params), o), wgt_view_at(V(m->m1), o), wgt_view_at(V(m->v1), o),
-                      wgt_view_at(V(m->grads), o), V(m->scale), n, hp);
+                      wgt_view_at(V(m->grads), o), V(m->scale), n, lr, beta1, beta2, eps,
+                      group ? 0.0f : weight_decay, (uint32_t)t);
         }
     }
 }

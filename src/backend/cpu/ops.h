@@ -43,45 +43,20 @@ static inline float cpu_gelu_inner(float xc) {
     return 0.7978845608f * (xc + 0.044715f * xc * xc * xc);
 }
 
-// ---- seed kernels (SPEC §2) ----
-void cpu_gelu_inplace(float *x, size_t n);
-void cpu_swiglu_combine(float *hidden, const float *gate, const float *up, size_t n);
-// logits[R,V] are replaced by dlogits; losses[R]; targets >= V mark ignored rows.
-void cpu_cross_entropy(float *logits, float *losses, const uint32_t *targets, uint32_t R,
-                       uint32_t V, float alpha, float beta, float inv_norm);
-void cpu_sum_losses(float *out, const float *losses, uint32_t n);
-void cpu_ffn_gelu_backward(float *grad_pre, const float *grad_hidden, const float *pre_gelu,
-                           size_t n);
-void cpu_ffn_swiglu_backward(float *grad_gate, float *grad_up, const float *grad_hidden,
-                             const float *gate, const float *up, size_t n);
-
-// ---- GPT-2 ops (SPEC §3) ----
-void cpu_embedding_forward(float *out, const int32_t *tokens, const float *wte, const float *wpe,
-                           uint32_t B, uint32_t T, uint32_t C);
-void cpu_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens,
-                            uint32_t B, uint32_t T, uint32_t C, uint32_t V);
-void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                           const float *weight, const float *bias, uint32_t N, uint32_t C);
-void cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                            const float *inp, const float *weight, const float *mean,
-                            const float *rstd, uint32_t N, uint32_t C);
-// bias may be NULL.
-void cpu_matmul(float *out, const float *inp, const float *weight, const float *bias,
-                uint32_t N, uint32_t C, uint32_t OC);
-void cpu_matmul_t(float *dinp, const float *dout, const float *weight,
-                  uint32_t N, uint32_t C, uint32_t OC);
-// dbias may be NULL.
-void cpu_matmul_at(float *dweight, float *dbias, const float *dout, const float *inp,
-                   uint32_t N, uint32_t C, uint32_t OC);
-void cpu_attention_forward(float *out, float *lse, const float *qkv,
-                           uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
-void cpu_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *out,
-                            const float *lse, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
-// out may alias a (or b).
-void cpu_residual_forward(float *out, const float *a, const float *b, size_t n);
-void cpu_add_inplace(float *out, const float *a, size_t n);
-void cpu_grad_norm_sq(float *norm_sq, const float *g, size_t n, int accumulate);
-void cpu_grad_clip_scale(float *scale, const float *norm_sq, float max_norm);
-void cpu_adamw(float *params, float *m, float *v, const float *grads, const float *scale,
-               size_t n, wgt_adamw_params hp);
+// ---- the references: cpu_<op>(outputs, inputs, sizes) for every op of op_list.h, e.g.
+//   void cpu_matmul(float *out, const float *inp, const float *weight, const float *bias,
+//                   uint32_t N, uint32_t C, uint32_t OC);
+// An output binding is a float *, an input a const pointer of its element type; an optional
+// binding may be NULL.
+#define CPU_PTR_OUT_F32 float *
+#define CPU_PTR_INOUT_F32 float *
+#define CPU_PTR_INOUT_OPT_F32 float *
+#define CPU_PTR_IN_F32 const float *
+#define CPU_PTR_IN_OPT_F32 const float *
+#define CPU_PTR_IN_I32 const int32_t *
+#define CPU_PTR_IN_U32 const uint32_t *
+#define CPU_ARG_B(name, role, type, shape) , CPU_PTR_##role##_##type name
+#define CPU_PROTO_(op, summary) void cpu_##op(WGT_ARGS(WGT_OP_##op(CPU_ARG_B, WGT_PARAM_S)));
+WGT_OPS(CPU_PROTO_)
+#undef CPU_PROTO_
 #endif

@@ -5,12 +5,12 @@
 
 // out[b,t,:] = wte[tokens[b,t], :] + wpe[t, :]
 void cpu_embedding_forward(float *out, const int32_t *tokens, const float *wte, const float *wpe,
-                           uint32_t B, uint32_t T, uint32_t C) {
+                           uint32_t B, uint32_t T, uint32_t C, uint32_t V) {
     size_t BT = (size_t)B * T;
     #pragma omp parallel for schedule(static)
     for (size_t bt = 0; bt < BT; bt++) {
         int32_t tok = tokens[bt];
-        WGT_ASSERT(tok >= 0, "negative token id reached the embedding");
+        WGT_ASSERT(tok >= 0 && (uint32_t)tok < V, "token id outside the vocabulary reached the embedding");
         const float *e = wte + (size_t)tok * C, *p = wpe + (bt % T) * C;
         float *o = out + bt * C;
         for (uint32_t c = 0; c < C; c++) o[c] = e[c] + p[c];

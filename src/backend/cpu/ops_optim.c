@@ -5,7 +5,7 @@
 
 // norm_sq[0] = (accumulate ? norm_sq[0] : 0) + Σ g², summed in double: the model calls this
 // once per parameter tensor with accumulate = 1 after the first.
-void cpu_grad_norm_sq(float *norm_sq, const float *g, size_t n, int accumulate) {
+void cpu_grad_norm_sq(float *norm_sq, const float *g, size_t n, uint32_t accumulate) {
     double s = 0.0;
     #pragma omp parallel for schedule(static) reduction(+ : s) if (n > 65536)
     for (size_t i = 0; i < n; i++) s += (double)g[i] * g[i];
@@ -25,21 +25,21 @@ void cpu_grad_clip_scale(float *scale, const float *norm_sq, float max_norm) {
 // g = grads·scale[0];  m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²
 // p -= lr·( (m / (1-β1^t)) / (sqrt(v / (1-β2^t)) + eps) + wd·p )   (decoupled weight decay)
 // The caller passes wd = 0 for tensors that are not decayed (biases, norms).
-void cpu_adamw(float *params, float *m, float *v, const float *grads, const float *scale,
-               size_t n, wgt_adamw_params hp) {
-    WGT_ASSERT(hp.t >= 1, "AdamW step numbers start at 1");
+void cpu_adamw(float *params, float *m, float *v, const float *grads, const float *scale, size_t n, float lr,
+               float beta1, float beta2, float eps, float weight_decay, uint32_t t) {
+    WGT_ASSERT(t >= 1, "AdamW step numbers start at 1");
     const float s = scale[0];
     if (s == 0.0f) return;  // a skipped update (non-finite gradient norm): nothing changes
-    const float bc1 = (float)(1.0 - pow(hp.beta1, hp.t));
-    const float bc2 = (float)(1.0 - pow(hp.beta2, hp.t));
+    const float bc1 = (float)(1.0 - pow(beta1, t));
+    const float bc2 = (float)(1.0 - pow(beta2, t));
     #pragma omp parallel for schedule(static) if (n > 65536)
     for (size_t i = 0; i < n; i++) {
         float g = grads[i] * s;
-        float mi = hp.beta1 * m[i] + (1.0f - hp.beta1) * g;
-        float vi = hp.beta2 * v[i] + (1.0f - hp.beta2) * g * g;
+        float mi = beta1 * m[i] + (1.0f - beta1) * g;
+        float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
         m[i] = mi;
         v[i] = vi;
         float mhat = mi / bc1, vhat = vi / bc2;
-        params[i] -= hp.lr * (mhat / (sqrtf(vhat) + hp.eps) + hp.weight_decay * params[i]);
+        params[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * params[i]);
     }
 }

@@ -1,11 +1,14 @@
 // backend_webgpu.c — the WebGPU backend: fills the wgt_backend table with the runtime's memory
-// functions and the per-kernel wrappers of wg_ops_*.c.
+// functions and, for every op of op_list.h, a forwarder that checks the views and calls the
+// op's wrapper in wg_ops_*.c.
 #include <stdlib.h>
+#include "backend/op_desc.h"
 #include "backend/webgpu/wg_ops.h"
 
 static wgt_status be_buf_alloc(wgt_backend *be, wgt_buf **out, size_t n, const char *label) {
     return wg_buf_alloc(wg_of(be), out, n, label);
 }
+static size_t be_buf_elems(const wgt_buf *b) { return b->n_elems; }
 static void be_buf_free(wgt_backend *be, wgt_buf *b) { wg_buf_free(wg_of(be), b); }
 static wgt_status be_upload(wgt_backend *be, wgt_view dst, const void *src, size_t n) { return wg_upload(wg_of(be), dst, src, n); }
 static wgt_status be_download(wgt_backend *be, void *dst, wgt_view src, size_t n) { return wg_download(wg_of(be), dst, src, n); }
@@ -18,6 +21,17 @@ static void be_free(wgt_backend *be) {
     free(be);
 }
 
+// Generated forwarders: each checks its views against the op's shapes, then records the
+// op's dispatches (wg_ops_<family>.c).
+#define FWD_PASS_B(name, role, type, shape) , name
+#define FWD_PASS_S(name, type, def, lo, hi) , name
+#define FWD(op, summary)                                                          \
+    static void fwd_##op(wgt_backend *be WGT_OP_##op(WGT_PARAM_B, WGT_PARAM_S)) { \
+        WGT_OP_CHECK_VIEWS(op);                                                   \
+        wg_##op(be WGT_OP_##op(FWD_PASS_B, FWD_PASS_S));                          \
+    }
+WGT_OPS(FWD)
+
 wgt_status backend_webgpu_init_ex(wgt_backend **out, const char *adapter, int profile) {
     *out = NULL;
     wg_ctx *ctx;
@@ -27,6 +41,7 @@ wgt_status backend_webgpu_init_ex(wgt_backend **out, const char *adapter, int pr
     be->impl = ctx;
     be->buf_alloc = be_buf_alloc;
     be->buf_free = be_buf_free;
+    be->buf_elems = be_buf_elems;
     be->upload = be_upload;
     be->download = be_download;
     be->fill_zero = be_fill_zero;
@@ -34,26 +49,8 @@ wgt_status backend_webgpu_init_ex(wgt_backend **out, const char *adapter, int pr
     be->max_binding_elems = wg_max_binding_elems(ctx);
     be->sync = be_sync;
     be->free = be_free;
-    be->gelu_inplace = wg_gelu_inplace;
-    be->swiglu_combine = wg_swiglu_combine;
-    be->cross_entropy = wg_cross_entropy;
-    be->sum_losses = wg_sum_losses;
-    be->ffn_gelu_backward = wg_ffn_gelu_backward;
-    be->ffn_swiglu_backward = wg_ffn_swiglu_backward;
-    be->embedding_forward = wg_embedding_forward;
-    be->embedding_backward = wg_embedding_backward;
-    be->layernorm_forward = wg_layernorm_forward;
-    be->layernorm_backward = wg_layernorm_backward;
-    be->matmul = wg_matmul;
-    be->matmul_t = wg_matmul_t;
-    be->matmul_at = wg_matmul_at;
-    be->attention_forward = wg_attention_forward;
-    be->attention_backward = wg_attention_backward;
-    be->residual_forward = wg_residual_forward;
-    be->add_inplace = wg_add_inplace;
-    be->grad_norm_sq = wg_grad_norm_sq;
-    be->grad_clip_scale = wg_grad_clip_scale;
-    be->adamw = wg_adamw;
+#define FILL(op, summary) be->op = fwd_##op;
+    WGT_OPS(FILL)
     *out = be;
     return WGT_OK;
 }

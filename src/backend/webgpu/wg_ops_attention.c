@@ -450,7 +450,7 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         p.bq = t.bq;
         p.bk4 = t.bk / 4;
         size_t ns = (size_t)fused_elems(B, T, NH, HS, t.bk);
-        wgt_view sv = {scr, 0};
+        wgt_view sv = wgt_view_of(scr, 0, ns);
         wg_bind bf[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T), wg_b(sv, ns)};
         wg_dispatch(ctx, fusd, bwd_pipeline(ctx, fusd, HS, cfg.ncp, t, 8), bf, 5, &p, sizeof p, (uint64_t)p.nblk * bnh);
         wg_bind br[] = {wg_b(dqkv, n3), wg_b(sv, ns)};

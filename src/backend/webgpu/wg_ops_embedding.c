@@ -20,16 +20,13 @@ typedef struct {
 } ef_params;
 
 void wg_embedding_forward(wgt_backend *be, wgt_view out, wgt_view tokens, wgt_view wte, wgt_view wpe, uint32_t B,
-                          uint32_t T, uint32_t C) {
+                          uint32_t T, uint32_t C, uint32_t V) {
     wg_ctx *ctx = wg_of(be);
     const uint64_t BT = (uint64_t)B * T;
     if (BT == 0 || C == 0) return;
-    // V is not an argument: the wte view's extent tells it (the model binds exactly [V, C])
-    WGT_ASSERT(wte.buf && wte.buf->n_elems >= wte.off, "embedding_forward: wte view outside its buffer");
     WGPUComputePipeline pipe = wg_pipeline(ctx, "01_embedding.wgsl", "embedding_forward", NULL);
     uint64_t rows = rows_per_window(be, C);
     WGT_ASSERT((uint64_t)T * C <= wg_gpt_binding_limit(be), "embedding_forward: wpe larger than one binding");
-    uint32_t V = (uint32_t)((wte.buf->n_elems - wte.off) / C);
     for (uint64_t p0 = 0; p0 < BT; p0 += rows) {
         uint32_t np = (uint32_t)(BT - p0 < rows ? BT - p0 : rows);
         uint64_t v0 = 0;

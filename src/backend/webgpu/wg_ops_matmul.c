@@ -27,10 +27,11 @@ uint64_t wg_gpt_binding_limit(wgt_backend *be) {
 }
 
 wg_bind wg_gpt_window(wgt_view v, uint64_t start, uint64_t count, uint32_t *rem) {
+    WGT_ASSERT(start <= v.n && count <= v.n - start, "binding window runs past the end of its view");
     uint64_t abs = v.off + start;
     uint64_t base = abs / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
     *rem = (uint32_t)(abs - base);
-    wgt_view w = {v.buf, (size_t)base};
+    wgt_view w = {v.buf, (size_t)base, (size_t)(count + *rem)};  // starts up to 63 elements before v
     return wg_b(w, count ? (size_t)(count + *rem) : 0);
 }
 
@@ -277,7 +278,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     S = min_u64(S, scratch_limit(g->be) / per);  // >= 1: checked for the largest chunk
     const uint64_t ks = cdiv(ktiles, S) * t.bk;
     S = cdiv(kc, ks);  // no empty slices
-    wgt_view scr = {mm_scratch(g->be, (size_t)(S * per)), 0};
+    wgt_view scr = wgt_view_of(mm_scratch(g->be, (size_t)(S * per)), 0, (size_t)(S * per));
     p.ks = (uint32_t)ks;
     p.ldc = nc;
     p.zs = mc * nc;
@@ -293,7 +294,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     if (bias_here) { q.flags |= MMF_BIAS; rb[1] = wg_gpt_window(g->bias, n0, nc, &q.bias_off); }
     if (acc_here) q.flags |= MMF_ACC;
     rb[2] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &q.c_off, &no_v4);
-    wgt_view dummy = {mm_placeholder(g->be), 0};
+    wgt_view dummy = wgt_view_of(mm_placeholder(g->be), 0, 1);
     rb[3] = wg_b(dummy, 1);  // placeholder (unread)
     uint64_t threads = (uint64_t)mc * nc;
     if (db_here) {
@@ -349,12 +350,12 @@ static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_
 
 void wg_matmul(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N, uint32_t C,
                uint32_t OC) {
-    wgt_view none = {NULL, 0};
+    wgt_view none = wgt_view_none();
     mm_gemm(be, MM_NT, out, inp, weight, bias, none, N, OC, C, C, C, OC, 0);
 }
 
 void wg_matmul_t(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t N, uint32_t C, uint32_t OC) {
-    wgt_view none = {NULL, 0};
+    wgt_view none = wgt_view_none();
     mm_gemm(be, MM_NN, dinp, dout, weight, none, none, N, C, OC, OC, C, C, 0);
 }
 
@@ -362,7 +363,7 @@ typedef struct { uint32_t R, N, ld, x_off, out_off, p0, p1, p2; } colsum_params;
 
 void wg_matmul_at(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view dout, wgt_view inp, uint32_t N,
                   uint32_t C, uint32_t OC) {
-    wgt_view none = {NULL, 0};
+    wgt_view none = wgt_view_none();
     if (mm_gemm(be, MM_TN, dweight, dout, inp, none, dbias, OC, C, N, OC, C, C, 1)) return;  // dbias fused
     if (!dbias.buf || N == 0 || OC == 0) return;
     // dbias[OC] += column sums of dout[N,OC], over row chunks that fit one binding

@@ -24,9 +24,9 @@ static size_t elem_chunk(wgt_backend *be) {
     return (size_t)c;
 }
 
-void wg_grad_norm_sq(wgt_backend *be, wgt_view norm_sq, wgt_view g, size_t n, int accumulate) {
+void wg_grad_norm_sq(wgt_backend *be, wgt_view norm_sq, wgt_view g, size_t n, uint32_t accumulate) {
     wg_ctx *ctx = wg_of(be);
-    wgt_view part = {norm_scratch(be), 0};
+    wgt_view part = wgt_view_of(norm_scratch(be), 0, NORM_MAX_WG);
     WGPUComputePipeline p1 = wg_pipeline(ctx, "13_optimizer.wgsl", "grad_norm_partial", NULL);
     WGPUComputePipeline p2 = wg_pipeline(ctx, "13_optimizer.wgsl", "grad_norm_sq", NULL);
     size_t ch = elem_chunk(be);
@@ -62,16 +62,16 @@ typedef struct {
 } adam_params;
 
 void wg_adamw(wgt_backend *be, wgt_view params, wgt_view m, wgt_view v, wgt_view grads, wgt_view scale, size_t n,
-              wgt_adamw_params hp) {
-    WGT_ASSERT(hp.t >= 1, "AdamW step numbers start at 1");
+              float lr, float beta1, float beta2, float eps, float weight_decay, uint32_t t) {
+    WGT_ASSERT(t >= 1, "AdamW step numbers start at 1");
     wg_ctx *ctx = wg_of(be);
     WGPUComputePipeline pipe = wg_pipeline(ctx, "13_optimizer.wgsl", "adamw", NULL);
     // bias corrections in double, rounded once: exactly what the C reference computes
-    const float bc1 = (float)(1.0 - pow(hp.beta1, hp.t)), bc2 = (float)(1.0 - pow(hp.beta2, hp.t));
+    const float bc1 = (float)(1.0 - pow(beta1, t)), bc2 = (float)(1.0 - pow(beta2, t));
     size_t ch = elem_chunk(be);
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
-        adam_params p = {(uint32_t)k, 0, 0, 0, 0, 0, 0, 0, hp.lr, hp.beta1, hp.beta2, hp.eps, hp.weight_decay, bc1, bc2, 0};
+        adam_params p = {(uint32_t)k, 0, 0, 0, 0, 0, 0, 0, lr, beta1, beta2, eps, weight_decay, bc1, bc2, 0};
         wg_bind b[] = {wg_gpt_window(params, o, k, &p.p_off), wg_gpt_window(m, o, k, &p.m_off),
                        wg_gpt_window(v, o, k, &p.v_off), wg_gpt_window(grads, o, k, &p.g_off),
                        wg_gpt_window(scale, 0, 1, &p.s_off)};

@@ -1,0 +1,155 @@
+// op_list.h — the one list of ops. Every op is described here once: its name, a one-line
+// summary, and its fields in call order — bindings first (outputs and in-outs, then inputs),
+// then scalars. Everything that used to repeat an op's signature is generated from this list
+// (docs/adding-an-op.md walks through it):
+//   - the backend interface's entries              backend.h         struct wgt_backend
+//   - the C reference prototypes                   cpu/ops.h         cpu_<op>(...)
+//   - the CPU backend's checked forwarders         cpu/backend_cpu.c
+//   - the WebGPU wrapper prototypes and table      webgpu/wg_ops.h, webgpu/backend_webgpu.c
+//   - the run-time descriptors (names, roles, shapes, scalar ranges) and a generic call, used
+//     by `wgtrain op` and the table-driven test   op_desc.h
+//
+// Why X-macros and not only a table of descriptors: the model calls typed C functions
+// (be->matmul(be, out, inp, weight, bias, N, C, OC)) so that the compiler checks every
+// argument, and a run-time table cannot declare typed prototypes. Each op's field list is a
+// macro taking two macro names, BIND and SCAL; every consumer passes its own pair.
+//
+//   BIND(name, role, type, shape)
+//     role   OUT        written (its old contents are not read)
+//            INOUT      read and written: in-place ops, accumulating gradients (+=)
+//            IN         read
+//            IN_OPT     read, may be absent (a view without a buffer), e.g. no bias
+//            INOUT_OPT  accumulated, may be absent, e.g. no dbias
+//     type   F32 | I32 | U32, 4-byte elements
+//     shape  dimensions separated by commas, each a product of scalar names and integers
+//            ("N,OC", "B,T,3*C"); ">=T" means at least T (the op reads the first T rows of a
+//            longer tensor). A view must hold at least the product of its shape.
+//   SCAL(name, type, default, lo, hi)
+//     type     U32 | SIZE (size_t) | F32
+//     default  a number, or WGT_REQ when there is none (sizes, found from the shapes by
+//              `wgtrain op`, and values a caller must give)
+//     lo, hi   the accepted range; `wgtrain op` refuses values outside it
+#ifndef WGT_OP_LIST_H
+#define WGT_OP_LIST_H
+#include <math.h>
+
+#define WGT_REQ NAN
+#define WGT_U32_MAX 4294967295.0
+#define WGT_SIZE_MAX 9007199254740992.0  // 2^53: every size is exact as a double
+
+#define WGT_OPS(X)                                                                               \
+    X(gelu_inplace, "x = gelu(x), tanh approximation")                                         \
+    X(swiglu_combine, "hidden = silu(gate) * up")                                              \
+    X(cross_entropy, "row softmax cross-entropy, label smoothing alpha, z-loss beta; dlogits in place") \
+    X(sum_losses, "out[0] = sum of losses")                                                    \
+    X(ffn_gelu_backward, "grad_pre = grad_hidden * gelu'(pre_gelu)")                           \
+    X(ffn_swiglu_backward, "grad_gate = g*up*silu'(gate), grad_up = g*silu(gate)")             \
+    X(embedding_forward, "out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]")                         \
+    X(embedding_backward, "dwte[tokens[p],:] += dout[p,:]; dwpe[t,:] += sum over b of dout[b,t,:]") \
+    X(layernorm_forward, "out = (inp - mean) * rstd * weight + bias per row (eps 1e-5); saves mean, rstd") \
+    X(layernorm_backward, "dinp += ..., dweight += ..., dbias += ...")                         \
+    X(matmul, "out[N,OC] = inp[N,C] . weight[OC,C]^T + bias[OC] (bias optional)")              \
+    X(matmul_t, "dinp[N,C] = dout[N,OC] . weight[OC,C]")                                       \
+    X(matmul_at, "dweight[OC,C] += dout^T . inp; dbias[OC] += column sums of dout (optional)") \
+    X(attention_forward, "causal attention out = softmax(q k^T / sqrt(HS)) v per head; row lse") \
+    X(attention_backward, "dqkv from dout, qkv, out, lse")                                     \
+    X(residual_forward, "out = a + b (out may be a)")                                          \
+    X(add_inplace, "out += a")                                                                 \
+    X(grad_norm_sq, "norm_sq[0] = (accumulate ? norm_sq[0] : 0) + sum of g^2")                 \
+    X(grad_clip_scale, "scale[0] = min(1, max_norm/norm) (1 if max_norm <= 0, 0 if the norm is not finite); scale[1] = norm") \
+    X(adamw, "AdamW step on params; grads times scale[0]; scale[0] = 0 skips the update")
+
+// ---- element-wise and loss (docs/kernels.md#activations, #cross_entropy, #ffn-backward) ----
+#define WGT_OP_gelu_inplace(BIND, SCAL) \
+    BIND(x, INOUT, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+#define WGT_OP_swiglu_combine(BIND, SCAL) \
+    BIND(hidden, OUT, F32, "n") BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+// logits are replaced by dlogits; a target >= V marks an ignored row (loss 0, zero dlogits)
+#define WGT_OP_cross_entropy(BIND, SCAL)                                                          \
+    BIND(logits, INOUT, F32, "R,V") BIND(losses, OUT, F32, "R") BIND(targets, IN, U32, "R")        \
+    SCAL(R, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(V, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(alpha, F32, 0.0, 0, 1)               \
+    SCAL(beta, F32, 1e-4, 0, 1e4) SCAL(inv_norm, F32, WGT_REQ, 0, 1)
+#define WGT_OP_sum_losses(BIND, SCAL) \
+    BIND(out, OUT, F32, "1") BIND(losses, IN, F32, "n") SCAL(n, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_ffn_gelu_backward(BIND, SCAL)                                                      \
+    BIND(grad_pre, OUT, F32, "n") BIND(grad_hidden, IN, F32, "n") BIND(pre_gelu, IN, F32, "n")     \
+    SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+#define WGT_OP_ffn_swiglu_backward(BIND, SCAL)                                                    \
+    BIND(grad_gate, OUT, F32, "n") BIND(grad_up, OUT, F32, "n") BIND(grad_hidden, IN, F32, "n")    \
+    BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+
+// ---- embedding (docs/kernels.md#embedding); tokens must lie in [0, V) ----
+#define WGT_OP_embedding_forward(BIND, SCAL)                                                      \
+    BIND(out, OUT, F32, "B,T,C") BIND(tokens, IN, I32, "B,T") BIND(wte, IN, F32, "V,C")            \
+    BIND(wpe, IN, F32, ">=T,C")                                                                   \
+    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(V, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_embedding_backward(BIND, SCAL)                                                     \
+    BIND(dwte, INOUT, F32, "V,C") BIND(dwpe, INOUT, F32, ">=T,C") BIND(dout, IN, F32, "B,T,C")     \
+    BIND(tokens, IN, I32, "B,T")                                                                  \
+    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(V, U32, WGT_REQ, 1, WGT_U32_MAX)
+
+// ---- normalisation (docs/kernels.md#layernorm) ----
+#define WGT_OP_layernorm_forward(BIND, SCAL)                                                      \
+    BIND(out, OUT, F32, "N,C") BIND(mean, OUT, F32, "N") BIND(rstd, OUT, F32, "N")                 \
+    BIND(inp, IN, F32, "N,C") BIND(weight, IN, F32, "C") BIND(bias, IN, F32, "C")                  \
+    SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_layernorm_backward(BIND, SCAL)                                                     \
+    BIND(dinp, INOUT, F32, "N,C") BIND(dweight, INOUT, F32, "C") BIND(dbias, INOUT, F32, "C")      \
+    BIND(dout, IN, F32, "N,C") BIND(inp, IN, F32, "N,C") BIND(weight, IN, F32, "C")                \
+    BIND(mean, IN, F32, "N") BIND(rstd, IN, F32, "N") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)
+
+// ---- matmul family (docs/kernels.md#matmul) ----
+#define WGT_OP_matmul(BIND, SCAL)                                                                 \
+    BIND(out, OUT, F32, "N,OC") BIND(inp, IN, F32, "N,C") BIND(weight, IN, F32, "OC,C")            \
+    BIND(bias, IN_OPT, F32, "OC") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_matmul_t(BIND, SCAL)                                                               \
+    BIND(dinp, OUT, F32, "N,C") BIND(dout, IN, F32, "N,OC") BIND(weight, IN, F32, "OC,C")          \
+    SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_matmul_at(BIND, SCAL)                                                              \
+    BIND(dweight, INOUT, F32, "OC,C") BIND(dbias, INOUT_OPT, F32, "OC") BIND(dout, IN, F32, "N,OC") \
+    BIND(inp, IN, F32, "N,C") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
+
+// ---- attention (docs/kernels.md#attention); qkv holds q | k | v, heads contiguous in each ----
+#define WGT_OP_attention_forward(BIND, SCAL)                                                      \
+    BIND(out, OUT, F32, "B,T,C") BIND(lse, OUT, F32, "B,NH,T") BIND(qkv, IN, F32, "B,T,3*C")       \
+    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_attention_backward(BIND, SCAL)                                                     \
+    BIND(dqkv, OUT, F32, "B,T,3*C") BIND(dout, IN, F32, "B,T,C") BIND(qkv, IN, F32, "B,T,3*C")     \
+    BIND(out, IN, F32, "B,T,C") BIND(lse, IN, F32, "B,NH,T")                                      \
+    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)
+
+// ---- residual, gradient norm, optimizer (docs/kernels.md#residual, #optimizer) ----
+#define WGT_OP_residual_forward(BIND, SCAL) \
+    BIND(out, OUT, F32, "n") BIND(a, IN, F32, "n") BIND(b, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+#define WGT_OP_add_inplace(BIND, SCAL) \
+    BIND(out, INOUT, F32, "n") BIND(a, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+#define WGT_OP_grad_norm_sq(BIND, SCAL) \
+    BIND(norm_sq, INOUT, F32, "1") BIND(g, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX) SCAL(accumulate, U32, 0, 0, 1)
+#define WGT_OP_grad_clip_scale(BIND, SCAL) \
+    BIND(scale, OUT, F32, "2") BIND(norm_sq, IN, F32, "1") SCAL(max_norm, F32, 1.0, 0, 3e38)
+// t is the 1-based update number (bias corrections)
+#define WGT_OP_adamw(BIND, SCAL)                                                                  \
+    BIND(params, INOUT, F32, "n") BIND(m, INOUT, F32, "n") BIND(v, INOUT, F32, "n")                \
+    BIND(grads, IN, F32, "n") BIND(scale, IN, F32, "1") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)                \
+    SCAL(lr, F32, 1e-3, 0, 1e4) SCAL(beta1, F32, 0.9, 0, 0.9999999) SCAL(beta2, F32, 0.999, 0, 0.9999999) \
+    SCAL(eps, F32, 1e-8, 1e-30, 1) SCAL(weight_decay, F32, 0.0, 0, 1e4) SCAL(t, U32, 1, 1, WGT_U32_MAX)
+
+// ---- helpers for the consumers ----
+// C types of the scalars
+#define WGT_CTYPE_U32 uint32_t
+#define WGT_CTYPE_SIZE size_t
+#define WGT_CTYPE_F32 float
+// ", wgt_view name" / ", type name": an op's parameter list after `wgt_backend *be`
+#define WGT_PARAM_B(name, role, type, shape) , wgt_view name
+#define WGT_PARAM_S(name, type, def, lo, hi) , WGT_CTYPE_##type name
+#define WGT_NO_B(name, role, type, shape)
+#define WGT_NO_S(name, type, def, lo, hi)
+// drops the leading comma of a generated list: WGT_ARGS(, a, b) is a, b
+#define WGT_DROP_FIRST_(x, ...) __VA_ARGS__
+#define WGT_ARGS(...) WGT_DROP_FIRST_(__VA_ARGS__)
+
+// op ids: WGT_OP_ID_matmul, ...; WGT_OP_COUNT
+#define WGT_OP_ENUM_(op, summary) WGT_OP_ID_##op,
+enum { WGT_OPS(WGT_OP_ENUM_) WGT_OP_COUNT };
+#undef WGT_OP_ENUM_
+#endif

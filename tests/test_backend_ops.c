@@ -1,0 +1,213 @@
+// test_backend_ops.c — every op of src/backend/op_list.h on both backends, on random data,
+// through the ops' generic calls (op_desc.h), compared with a tolerance per case (in the manner
+// of ggml's test-backend-ops). Each tensor sits at an offset inside a larger buffer whose
+// guard elements must come back unchanged: an op writes its views and nothing else.
+// An op without a case here fails the test.
+//   test_backend_ops            all cases
+//   test_backend_ops --list     the cases, one a line
+//   test_backend_ops WORD ...   the cases whose op name contains a WORD
+// The hand-written edge-case tests (test_kernels_*.c) and finite-difference tests
+// (test_cpu_grad.c) stay beside this one.
+#include <stdint.h>
+#include "backend/cpu/ops.h"
+#include "backend/op_desc.h"
+#include "backend_pair.h"
+
+#define GUARD 64  // elements before and after every view (one alignment unit)
+
+typedef struct op_case op_case;
+struct op_case {
+    const char *op;
+    const char *sizes;  // "N=37,C=64,OC=96": the scalars without defaults, and any to override
+    // |gpu - cpu| <= tol_max * max|cpu| + rtol * |cpu| per output; why in the comment beside
+    double tol_max, rtol;
+    // makes inputs consistent where random data would not be (statistics from a forward)
+    void (*prepare)(const wgt_op_desc *d, float **host, const double *s);
+};
+
+static int bind_of(const wgt_op_desc *d, const char *name) {
+    for (int b = 0; b < d->nb; b++)
+        if (!strcmp(d->b[b].name, name)) return b;
+    fprintf(stderr, "op %s has no binding %s\n", d->name, name);
+    exit(2);
+}
+static int scalar_of(const wgt_op_desc *d, const char *name) {
+    for (int i = 0; i < d->ns; i++)
+        if (!strcmp(d->s[i].name, name)) return i;
+    return -1;
+}
+
+// layernorm_backward needs the mean and rstd of its input
+static void prep_layernorm_bwd(const wgt_op_desc *d, float **h, const double *s) {
+    uint32_t N = (uint32_t)s[scalar_of(d, "N")], C = (uint32_t)s[scalar_of(d, "C")];
+    float *out = malloc((size_t)N * C * 4), *bias = calloc(C, 4);
+    cpu_layernorm_forward(out, h[bind_of(d, "mean")], h[bind_of(d, "rstd")], h[bind_of(d, "inp")],
+                          h[bind_of(d, "weight")], bias, N, C);
+    free(out);
+    free(bias);
+}
+
+// attention_backward needs the forward's out and lse
+static void prep_attention_bwd(const wgt_op_desc *d, float **h, const double *s) {
+    uint32_t B = (uint32_t)s[scalar_of(d, "B")], T = (uint32_t)s[scalar_of(d, "T")], C = (uint32_t)s[scalar_of(d, "C")],
+             NH = (uint32_t)s[scalar_of(d, "NH")];
+    cpu_attention_forward(h[bind_of(d, "out")], h[bind_of(d, "lse")], h[bind_of(d, "qkv")], B, T, C, NH);
+}
+
+// clip and the optimizer read a scale/norm that must be positive
+static void prep_positive(const wgt_op_desc *d, float **h, const double *s) {
+    for (int b = 0; b < d->nb; b++) {
+        const char *n = d->b[b].name;
+        if (!strcmp(n, "norm_sq") && d->b[b].role == WGT_ROLE_IN) h[b][0] = 6.25f;
+        if (!strcmp(n, "scale") && d->b[b].role == WGT_ROLE_IN) h[b][0] = 0.7f;
+        if (!strcmp(n, "v") && d->b[b].role == WGT_ROLE_INOUT)
+            for (size_t i = 0; i < (size_t)s[scalar_of(d, "n")]; i++) h[b][i] = fabsf(h[b][i]) * 1e-2f;
+    }
+}
+
+// Tolerances, and why:
+//   bitwise (0, 0)      one IEEE operation per element on both sides
+//   element-wise f32    ~1e-6 of the largest: the same formula, libm vs GPU exp/tanh (few ulps)
+//   reductions          the reference sums in double, kernels in f32 in another order:
+//                       ~1e-5 of the largest for sums of 10^2..10^4 terms
+//   attention           online softmax vs two-pass; exp of differences (~1e-5)
+static const op_case cases[] = {
+    {"gelu_inplace", "n=4099", 1e-6, 1e-5, NULL},
+    {"gelu_inplace", "n=4096", 1e-6, 1e-5, NULL},  // the vec4 path
+    {"swiglu_combine", "n=1027", 1e-6, 1e-5, NULL},
+    {"swiglu_combine", "n=2048", 1e-6, 1e-5, NULL},
+    {"cross_entropy", "R=37,V=1000,inv_norm=0.03,alpha=0.1", 1e-5, 1e-4, NULL},
+    {"cross_entropy", "R=5,V=50257,inv_norm=0.2", 1e-5, 1e-4, NULL},
+    {"cross_entropy", "R=9,V=7,inv_norm=0.5,beta=0", 1e-5, 1e-4, NULL},
+    {"sum_losses", "n=3001", 1e-5, 1e-5, NULL},
+    {"ffn_gelu_backward", "n=4099", 1e-6, 1e-5, NULL},
+    {"ffn_swiglu_backward", "n=4100", 1e-6, 1e-5, NULL},
+    {"embedding_forward", "B=3,T=17,C=40,V=50", 0, 0, NULL},
+    {"embedding_backward", "B=3,T=17,C=40,V=11", 1e-5, 1e-5, NULL},
+    {"layernorm_forward", "N=37,C=200", 1e-5, 1e-5, NULL},
+    {"layernorm_backward", "N=37,C=200", 1e-5, 1e-5, prep_layernorm_bwd},
+    {"matmul", "N=37,C=68,OC=50", 1e-5, 1e-5, NULL},
+    {"matmul", "N=130,C=256,OC=129", 1e-5, 1e-5, NULL},
+    {"matmul_t", "N=37,C=68,OC=50", 1e-5, 1e-5, NULL},
+    {"matmul_at", "N=300,C=68,OC=52", 1e-5, 1e-5, NULL},
+    {"matmul_at", "N=33,C=130,OC=20", 1e-5, 1e-5, NULL},
+    {"attention_forward", "B=2,T=37,C=64,NH=4", 1e-5, 1e-4, NULL},
+    {"attention_forward", "B=1,T=70,C=96,NH=1", 1e-5, 1e-4, NULL},
+    {"attention_backward", "B=2,T=37,C=64,NH=4", 1e-4, 1e-4, prep_attention_bwd},
+    {"attention_backward", "B=1,T=130,C=32,NH=2", 1e-4, 1e-4, prep_attention_bwd},
+    {"residual_forward", "n=1001", 0, 0, NULL},
+    {"add_inplace", "n=1001", 0, 0, NULL},
+    {"grad_norm_sq", "n=70001", 1e-5, 1e-5, NULL},
+    {"grad_norm_sq", "n=300,accumulate=1", 1e-5, 1e-5, NULL},
+    {"grad_clip_scale", "max_norm=1", 0, 2e-7, prep_positive},
+    {"grad_clip_scale", "max_norm=10", 0, 2e-7, prep_positive},
+    {"adamw", "n=5000,weight_decay=0.1,t=3", 1e-6, 1e-5, prep_positive},
+};
+#define NCASES (int)(sizeof cases / sizeof cases[0])
+
+static uint64_t need(const wgt_op_desc *d, int b, const double *s) { return wgt_op_need(d, b, s); }
+
+// Random inputs by element type: floats N(0,1); tokens in [0, V); targets in [0, V + V/8)
+// (some ignored).
+static void fill_random(const wgt_op_desc *d, int b, float *h, size_t n, const double *s) {
+    int vi = scalar_of(d, "V");
+    uint32_t V = vi >= 0 ? (uint32_t)s[vi] : 1;
+    for (size_t i = 0; i < n; i++) {
+        if (d->b[b].type == WGT_TYPE_F32) h[i] = trng_normal();
+        else {
+            uint32_t u = d->b[b].type == WGT_TYPE_I32 ? trng_u32() % V : trng_u32() % (V + V / 8 + 1);
+            memcpy(&h[i], &u, 4);
+        }
+    }
+}
+
+static void run_case(bpair *P, const op_case *c) {
+    const wgt_op_desc *d = wgt_op_find(c->op);
+    CHECK(d != NULL, "case names an op that is not in op_list.h: %s", c->op);
+    if (!d) return;
+    double s[WGT_OP_MAX_SCALARS];
+    for (int i = 0; i < d->ns; i++) s[i] = d->s[i].def;
+    // sizes from the case text
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", c->sizes);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        *eq = 0;
+        int i = scalar_of(d, tok);
+        CHECK(i >= 0, "%s: case sets unknown scalar %s", d->name, tok);
+        if (i >= 0) s[i] = strtod(eq + 1, NULL);
+    }
+    for (int i = 0; i < d->ns; i++) CHECK(!isnan(s[i]), "%s: case leaves %s unset", d->name, d->s[i].name);
+    float *host[WGT_OP_MAX_BINDS] = {0};
+    btensor t[WGT_OP_MAX_BINDS];
+    wgt_view vc[WGT_OP_MAX_BINDS], vg[WGT_OP_MAX_BINDS];
+    size_t n[WGT_OP_MAX_BINDS];
+    for (int b = 0; b < d->nb; b++) {
+        n[b] = (size_t)need(d, b, s);
+        host[b] = malloc((n[b] + 2 * GUARD) * 4);
+        fill_random(d, b, host[b], n[b] + 2 * GUARD, s);  // guards random too
+    }
+    // prepare works on the tensors themselves (host[b] + GUARD)
+    float *inner[WGT_OP_MAX_BINDS];
+    for (int b = 0; b < d->nb; b++) inner[b] = host[b] + GUARD;
+    if (c->prepare) c->prepare(d, inner, s);
+    for (int b = 0; b < d->nb; b++) {
+        t[b] = bt_new(P, n[b] + 2 * GUARD, host[b]);
+        vc[b] = wgt_view_sub(bt_c(t[b]), GUARD, n[b]);
+        vg[b] = wgt_view_sub(bt_g(t[b]), GUARD, n[b]);
+    }
+    d->call(P->cpu, vc, s);
+    d->call(P->gpu, vg, s);
+    char what[200];
+    for (int b = 0; b < d->nb; b++) {
+        float *hc, *hg;
+        bt_get(P, t[b], &hc, &hg);
+        // guards: nothing outside the view changed, on either backend
+        int guard_ok = !memcmp(hc, host[b], GUARD * 4) && !memcmp(hg, host[b], GUARD * 4) &&
+                       !memcmp(hc + GUARD + n[b], host[b] + GUARD + n[b], GUARD * 4) &&
+                       !memcmp(hg + GUARD + n[b], host[b] + GUARD + n[b], GUARD * 4);
+        CHECK(guard_ok, "%s [%s] '%s': an op wrote outside its view", d->name, c->sizes, d->b[b].name);
+        if (wgt_role_writes(d->b[b].role)) {
+            double mx = 0;
+            for (size_t i = 0; i < n[b]; i++)
+                if (isfinite(hc[GUARD + i]) && fabs(hc[GUARD + i]) > mx) mx = fabs(hc[GUARD + i]);
+            snprintf(what, sizeof what, "%s [%s] '%s'", d->name, c->sizes, d->b[b].name);
+            CHECK_CLOSE_REPORT(what, hg + GUARD, hc + GUARD, n[b], c->tol_max * mx, c->rtol);
+        } else {  // inputs stay as they were
+            CHECK(!memcmp(hc + GUARD, inner[b], n[b] * 4) && !memcmp(hg + GUARD, inner[b], n[b] * 4),
+                  "%s [%s]: input '%s' was modified", d->name, c->sizes, d->b[b].name);
+        }
+        free(hc);
+        free(hg);
+    }
+    for (int b = 0; b < d->nb; b++) {
+        bt_free(P, &t[b]);
+        free(host[b]);
+    }
+}
+
+static int selected(const op_case *c, int argc, char **argv) {
+    if (argc < 2) return 1;
+    for (int i = 1; i < argc; i++)
+        if (strstr(c->op, argv[i])) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--list")) {
+        for (int i = 0; i < NCASES; i++) printf("%-22s %s\n", cases[i].op, cases[i].sizes);
+        return 0;
+    }
+    // every op has a case, and every case an op
+    if (argc < 2)
+        for (int o = 0; o < WGT_OP_COUNT; o++) {
+            int have = 0;
+            for (int i = 0; i < NCASES; i++) have |= !strcmp(cases[i].op, wgt_op_descs[o].name);
+            CHECK(have, "op %s has no case in test_backend_ops.c", wgt_op_descs[o].name);
+        }
+    bpair P = bpair_open();
+    for (int i = 0; i < NCASES; i++)
+        if (selected(&cases[i], argc, argv)) run_case(&P, &cases[i]);
+    bpair_close(&P);
+    return test_finish();
+}
