@@ -14,10 +14,10 @@ struct EmbParams {
     tok_off : u32, wte_off : u32, wpe_off : u32, out_off : u32,
 };
 
-@group(0) @binding(0) var<storage, read> ef_tokens : array<i32>;
-@group(0) @binding(1) var<storage, read> ef_wte : array<f32>;
-@group(0) @binding(2) var<storage, read> ef_wpe : array<f32>;
-@group(0) @binding(3) var<storage, read_write> ef_out : array<f32>;
+@group(0) @binding(0) var<storage, read_write> ef_out : array<f32>;
+@group(0) @binding(1) var<storage, read> ef_tokens : array<i32>;
+@group(0) @binding(2) var<storage, read> ef_wte : array<f32>;
+@group(0) @binding(3) var<storage, read> ef_wpe : array<f32>;
 @group(0) @binding(4) var<uniform> ef_p : EmbParams;
 
 @compute @workgroup_size(256)

@@ -6,12 +6,12 @@
 
 struct LNParams { N : u32, C : u32, p0 : u32, p1 : u32 };
 
-@group(0) @binding(0) var<storage, read> lf_inp : array<f32>;
-@group(0) @binding(1) var<storage, read> lf_weight : array<f32>;
-@group(0) @binding(2) var<storage, read> lf_bias : array<f32>;
-@group(0) @binding(3) var<storage, read_write> lf_out : array<f32>;
-@group(0) @binding(4) var<storage, read_write> lf_mean : array<f32>;
-@group(0) @binding(5) var<storage, read_write> lf_rstd : array<f32>;
+@group(0) @binding(0) var<storage, read_write> lf_out : array<f32>;
+@group(0) @binding(1) var<storage, read_write> lf_mean : array<f32>;
+@group(0) @binding(2) var<storage, read_write> lf_rstd : array<f32>;
+@group(0) @binding(3) var<storage, read> lf_inp : array<f32>;
+@group(0) @binding(4) var<storage, read> lf_weight : array<f32>;
+@group(0) @binding(5) var<storage, read> lf_bias : array<f32>;
 @group(0) @binding(6) var<uniform> lf_p : LNParams;
 
 @compute @workgroup_size(256)

@@ -51,10 +51,10 @@ struct MMParams {
     zs : u32, rs_off : u32, group : u32, pad0 : u32,  // zs: C offset a layer; rs_off: row sums' place in C
 };
 
-@group(0) @binding(0) var<storage, read> mm_a : array<MM_A_T>;
-@group(0) @binding(1) var<storage, read> mm_b : array<MM_B_T>;
-@group(0) @binding(2) var<storage, read> mm_bias : array<f32>;
-@group(0) @binding(3) var<storage, read_write> mm_c : array<f32>;
+@group(0) @binding(0) var<storage, read_write> mm_c : array<f32>;
+@group(0) @binding(1) var<storage, read> mm_a : array<MM_A_T>;
+@group(0) @binding(2) var<storage, read> mm_b : array<MM_B_T>;
+@group(0) @binding(3) var<storage, read> mm_bias : array<f32>;
 @group(0) @binding(4) var<uniform> mm_p : MMParams;
 
 const MM_TX : u32 = MM_BN / MM_TN;       // threads along n
@@ -377,10 +377,10 @@ struct SKParams {
     rs_off : u32, db_off : u32, p0 : u32, p1 : u32,
 };
 
-@group(0) @binding(0) var<storage, read> sk_part : array<f32>;
-@group(0) @binding(1) var<storage, read> sk_bias : array<f32>;
-@group(0) @binding(2) var<storage, read_write> sk_c : array<f32>;
-@group(0) @binding(3) var<storage, read_write> sk_db : array<f32>;
+@group(0) @binding(0) var<storage, read_write> sk_c : array<f32>;
+@group(0) @binding(1) var<storage, read_write> sk_db : array<f32>;
+@group(0) @binding(2) var<storage, read> sk_part : array<f32>;
+@group(0) @binding(3) var<storage, read> sk_bias : array<f32>;
 @group(0) @binding(4) var<uniform> sk_p : SKParams;
 
 @compute @workgroup_size(256)
@@ -411,8 +411,8 @@ fn matmul_splitk_reduce(@builtin(global_invocation_id) gid : vec3<u32>, @builtin
 // bytes), and the 32 slice partials are summed in a fixed order: deterministic, no atomics.
 struct ColSumParams { R : u32, N : u32, ld : u32, x_off : u32, out_off : u32, p0 : u32, p1 : u32, p2 : u32 };
 
-@group(0) @binding(0) var<storage, read> cs_x : array<f32>;
-@group(0) @binding(1) var<storage, read_write> cs_out : array<f32>;
+@group(0) @binding(0) var<storage, read_write> cs_out : array<f32>;
+@group(0) @binding(1) var<storage, read> cs_x : array<f32>;
 @group(0) @binding(2) var<uniform> cs_p : ColSumParams;
 
 var<workgroup> cs_part : array<f32, 256>;

@@ -61,9 +61,9 @@ struct AttnParams {
     scale_log2 : f32, scale : f32, f0 : f32, f1 : f32,
 };
 
-@group(0) @binding(0) var<storage, read> fa_qkv : array<QT>;
-@group(0) @binding(1) var<storage, read_write> fa_out : array<f32>;
-@group(0) @binding(2) var<storage, read_write> fa_lse : array<f32>;
+@group(0) @binding(0) var<storage, read_write> fa_out : array<f32>;
+@group(0) @binding(1) var<storage, read_write> fa_lse : array<f32>;
+@group(0) @binding(2) var<storage, read> fa_qkv : array<QT>;
 @group(0) @binding(3) var<uniform> fa_p : AttnParams;
 
 var<workgroup> fa_q : array<vec4<f32>, BR * HS4>;   // [row][d4 ^ (row group & SWM)], prescaled

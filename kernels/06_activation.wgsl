@@ -38,9 +38,9 @@ fn gelu_inplace(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_wor
     x[i] = gelu(x[i]);
 }
 
-@group(0) @binding(0) var<storage, read> gate : array<EW>;
-@group(0) @binding(1) var<storage, read> up : array<EW>;
-@group(0) @binding(2) var<storage, read_write> hidden : array<EW>;
+@group(0) @binding(0) var<storage, read_write> hidden : array<EW>;
+@group(0) @binding(1) var<storage, read> gate : array<EW>;
+@group(0) @binding(2) var<storage, read> up : array<EW>;
 @group(0) @binding(3) var<uniform> params_sw : Params;
 
 @compute @workgroup_size(256)

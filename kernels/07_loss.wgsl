@@ -43,8 +43,8 @@ struct CeParams {
 // bound with its size rounded up to whole vec4s (buffers are allocated in 256-byte units);
 // elements past the rows are never written
 @group(0) @binding(0) var<storage, read_write> ce_l4 : array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> ce_targets : array<u32>;
-@group(0) @binding(2) var<storage, read_write> ce_losses : array<f32>;
+@group(0) @binding(1) var<storage, read_write> ce_losses : array<f32>;
+@group(0) @binding(2) var<storage, read> ce_targets : array<u32>;
 @group(0) @binding(3) var<uniform> ce_params : CeParams;
 
 const CE_SM_N : u32 = max(CE_SM * CE_WG, 1u);
@@ -278,8 +278,8 @@ fn cross_entropy(@builtin(workgroup_id) wid : vec3<u32>, @builtin(num_workgroups
 // sum_losses: one workgroup; each thread adds a strided share, then one workgroup reduction.
 struct SumParams { n : u32, p0 : u32, p1 : u32, p2 : u32 };
 
-@group(0) @binding(0) var<storage, read> sum_in : array<f32>;
-@group(0) @binding(1) var<storage, read_write> sum_out : array<f32>;
+@group(0) @binding(0) var<storage, read_write> sum_out : array<f32>;
+@group(0) @binding(1) var<storage, read> sum_in : array<f32>;
 @group(0) @binding(2) var<uniform> sum_params : SumParams;
 
 @compute @workgroup_size(256)

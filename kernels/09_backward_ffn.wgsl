@@ -39,9 +39,9 @@ fn ffn_gelu_grad(x : EW) -> EW {
     return half_1pt + 0.5 * xc * sech2 * d_inner;
 }
 
-@group(0) @binding(0) var<storage, read> gb_grad_hidden : array<EW>;
-@group(0) @binding(1) var<storage, read> gb_pre_gelu : array<EW>;
-@group(0) @binding(2) var<storage, read_write> gb_grad_pre : array<EW>;
+@group(0) @binding(0) var<storage, read_write> gb_grad_pre : array<EW>;
+@group(0) @binding(1) var<storage, read> gb_grad_hidden : array<EW>;
+@group(0) @binding(2) var<storage, read> gb_pre_gelu : array<EW>;
 @group(0) @binding(3) var<uniform> gb_params : FfnParams;
 
 @compute @workgroup_size(256)
@@ -51,11 +51,11 @@ fn ffn_gelu_backward(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(nu
     gb_grad_pre[i] = ffn_nan_guard(gb_grad_hidden[i] * ffn_gelu_grad(gb_pre_gelu[i]));
 }
 
-@group(0) @binding(0) var<storage, read> sb_grad_hidden : array<EW>;
-@group(0) @binding(1) var<storage, read> sb_gate : array<EW>;
-@group(0) @binding(2) var<storage, read> sb_up : array<EW>;
-@group(0) @binding(3) var<storage, read_write> sb_grad_gate : array<EW>;
-@group(0) @binding(4) var<storage, read_write> sb_grad_up : array<EW>;
+@group(0) @binding(0) var<storage, read_write> sb_grad_gate : array<EW>;
+@group(0) @binding(1) var<storage, read_write> sb_grad_up : array<EW>;
+@group(0) @binding(2) var<storage, read> sb_grad_hidden : array<EW>;
+@group(0) @binding(3) var<storage, read> sb_gate : array<EW>;
+@group(0) @binding(4) var<storage, read> sb_up : array<EW>;
 @group(0) @binding(5) var<uniform> sb_params : FfnParams;
 
 // One sigmoid per element gives silu = x s and silu' = s (1 + x (1 - s)) (seed finding 1).

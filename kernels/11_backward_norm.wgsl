@@ -8,12 +8,12 @@
 
 struct LNBParams { N : u32, C : u32, p0 : u32, p1 : u32 };
 
-@group(0) @binding(0) var<storage, read> lb_dout : array<f32>;
-@group(0) @binding(1) var<storage, read> lb_inp : array<f32>;
-@group(0) @binding(2) var<storage, read> lb_weight : array<f32>;
-@group(0) @binding(3) var<storage, read> lb_mean : array<f32>;
-@group(0) @binding(4) var<storage, read> lb_rstd : array<f32>;
-@group(0) @binding(5) var<storage, read_write> lb_dinp : array<f32>;
+@group(0) @binding(0) var<storage, read_write> lb_dinp : array<f32>;
+@group(0) @binding(1) var<storage, read> lb_dout : array<f32>;
+@group(0) @binding(2) var<storage, read> lb_inp : array<f32>;
+@group(0) @binding(3) var<storage, read> lb_weight : array<f32>;
+@group(0) @binding(4) var<storage, read> lb_mean : array<f32>;
+@group(0) @binding(5) var<storage, read> lb_rstd : array<f32>;
 @group(0) @binding(6) var<uniform> lb_p : LNBParams;
 
 @compute @workgroup_size(256)
@@ -41,12 +41,12 @@ fn layernorm_backward(@builtin(local_invocation_index) lid : u32, @builtin(workg
     }
 }
 
-@group(0) @binding(0) var<storage, read> lp_dout : array<f32>;
-@group(0) @binding(1) var<storage, read> lp_inp : array<f32>;
-@group(0) @binding(2) var<storage, read> lp_mean : array<f32>;
-@group(0) @binding(3) var<storage, read> lp_rstd : array<f32>;
-@group(0) @binding(4) var<storage, read_write> lp_dweight : array<f32>;
-@group(0) @binding(5) var<storage, read_write> lp_dbias : array<f32>;
+@group(0) @binding(0) var<storage, read_write> lp_dweight : array<f32>;
+@group(0) @binding(1) var<storage, read_write> lp_dbias : array<f32>;
+@group(0) @binding(2) var<storage, read> lp_dout : array<f32>;
+@group(0) @binding(3) var<storage, read> lp_inp : array<f32>;
+@group(0) @binding(4) var<storage, read> lp_mean : array<f32>;
+@group(0) @binding(5) var<storage, read> lp_rstd : array<f32>;
 @group(0) @binding(6) var<uniform> lp_p : LNBParams;
 
 var<workgroup> lp_w : array<f32, 256>;

@@ -23,9 +23,9 @@ struct EBParams {
     p1 : u32, pad0 : u32, pad1 : u32, pad2 : u32,
 };
 
-@group(0) @binding(0) var<storage, read> eb_tokens : array<i32>;
+@group(0) @binding(0) var<storage, read_write> eb_dwte : array<f32>;
 @group(0) @binding(1) var<storage, read> eb_dout : array<f32>;
-@group(0) @binding(2) var<storage, read_write> eb_dwte : array<f32>;
+@group(0) @binding(2) var<storage, read> eb_tokens : array<i32>;
 @group(0) @binding(3) var<uniform> eb_p : EBParams;
 
 const EB_CPT : u32 = 4u;   // columns per thread per pass: 1024 columns per scan of the tokens
@@ -102,8 +102,8 @@ fn embedding_backward(@builtin(local_invocation_index) lid : u32, @builtin(workg
 
 struct EBWParams { T : u32, C : u32, B : u32, n : u32, dout_off : u32, dwpe_off : u32, p0 : u32, p1 : u32 };
 
-@group(0) @binding(0) var<storage, read> ew_dout : array<f32>;
-@group(0) @binding(1) var<storage, read_write> ew_dwpe : array<f32>;
+@group(0) @binding(0) var<storage, read_write> ew_dwpe : array<f32>;
+@group(0) @binding(1) var<storage, read> ew_dout : array<f32>;
 @group(0) @binding(2) var<uniform> ew_p : EBWParams;
 
 @compute @workgroup_size(256)

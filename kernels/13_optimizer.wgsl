@@ -8,8 +8,8 @@
 
 struct NormParams { n : u32, nwg : u32, g_off : u32, out_off : u32, accumulate : u32, p0 : u32, p1 : u32, p2 : u32 };
 
-@group(0) @binding(0) var<storage, read> gp_g : array<f32>;
-@group(0) @binding(1) var<storage, read_write> gp_part : array<f32>;
+@group(0) @binding(0) var<storage, read_write> gp_part : array<f32>;
+@group(0) @binding(1) var<storage, read> gp_g : array<f32>;
 @group(0) @binding(2) var<uniform> gp_p : NormParams;
 
 @compute @workgroup_size(256)
@@ -23,8 +23,8 @@ fn grad_norm_partial(@builtin(local_invocation_index) lid : u32, @builtin(workgr
     if (lid == 0u) { gp_part[wid.x] = t; }
 }
 
-@group(0) @binding(0) var<storage, read> gn_part : array<f32>;
-@group(0) @binding(1) var<storage, read_write> gn_out : array<f32>;
+@group(0) @binding(0) var<storage, read_write> gn_out : array<f32>;
+@group(0) @binding(1) var<storage, read> gn_part : array<f32>;
 @group(0) @binding(2) var<uniform> gn_p : NormParams;
 
 @compute @workgroup_size(256)
@@ -40,8 +40,8 @@ fn grad_norm_sq(@builtin(local_invocation_index) lid : u32) {
 
 struct ClipParams { max_norm : f32, scale_off : u32, norm_off : u32, p0 : u32 };
 
-@group(0) @binding(0) var<storage, read> gc_norm_sq : array<f32>;
-@group(0) @binding(1) var<storage, read_write> gc_scale : array<f32>;
+@group(0) @binding(0) var<storage, read_write> gc_scale : array<f32>;
+@group(0) @binding(1) var<storage, read> gc_norm_sq : array<f32>;
 @group(0) @binding(2) var<uniform> gc_p : ClipParams;
 
 // scale[0] = min(1, max_norm / norm), 1 when clipping is off (max_norm <= 0) or the norm is 0 or

@@ -6,9 +6,9 @@
 
 struct ResParams { n : u32, out_off : u32, a_off : u32, b_off : u32 };
 
-@group(0) @binding(0) var<storage, read> rf_a : array<f32>;
-@group(0) @binding(1) var<storage, read> rf_b : array<f32>;
-@group(0) @binding(2) var<storage, read_write> rf_out : array<f32>;
+@group(0) @binding(0) var<storage, read_write> rf_out : array<f32>;
+@group(0) @binding(1) var<storage, read> rf_a : array<f32>;
+@group(0) @binding(2) var<storage, read> rf_b : array<f32>;
 @group(0) @binding(3) var<uniform> rf_p : ResParams;
 
 @compute @workgroup_size(256)
@@ -18,8 +18,8 @@ fn residual_forward(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num
     rf_out[rf_p.out_off + i] = rf_a[rf_p.a_off + i] + rf_b[rf_p.b_off + i];
 }
 
-@group(0) @binding(0) var<storage, read> ai_a : array<f32>;
-@group(0) @binding(1) var<storage, read_write> ai_out : array<f32>;
+@group(0) @binding(0) var<storage, read_write> ai_out : array<f32>;
+@group(0) @binding(1) var<storage, read> ai_a : array<f32>;
 @group(0) @binding(2) var<uniform> ai_p : ResParams;
 
 @compute @workgroup_size(256)

@@ -56,83 +56,95 @@
     X(residual_forward, "out = a + b (out may be a)")                                          \
     X(add_inplace, "out += a")                                                                 \
     X(grad_norm_sq, "norm_sq[0] = (accumulate ? norm_sq[0] : 0) + sum of g^2")                 \
-    X(grad_clip_scale, "scale[0] = min(1, max_norm/norm) (1 if max_norm <= 0, 0 if the norm is not finite); scale[1] = norm") \
+    X(grad_clip_scale, "scale[0] = min(1, max_norm/norm), 1 if max_norm <= 0, 0 for a non-finite norm") \
     X(adamw, "AdamW step on params; grads times scale[0]; scale[0] = 0 skips the update")
 
 // ---- element-wise and loss (docs/kernels.md#activations, #cross_entropy, #ffn-backward) ----
-#define WGT_OP_gelu_inplace(BIND, SCAL) \
+#define WGT_OP_gelu_inplace(BIND, SCAL)                                                            \
     BIND(x, INOUT, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
-#define WGT_OP_swiglu_combine(BIND, SCAL) \
-    BIND(hidden, OUT, F32, "n") BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+#define WGT_OP_swiglu_combine(BIND, SCAL)                                                          \
+    BIND(hidden, OUT, F32, "n") BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n")                    \
+    SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 // logits are replaced by dlogits; a target >= V marks an ignored row (loss 0, zero dlogits)
-#define WGT_OP_cross_entropy(BIND, SCAL)                                                          \
+#define WGT_OP_cross_entropy(BIND, SCAL)                                                           \
     BIND(logits, INOUT, F32, "R,V") BIND(losses, OUT, F32, "R") BIND(targets, IN, U32, "R")        \
-    SCAL(R, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(V, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(alpha, F32, 0.0, 0, 1)               \
-    SCAL(beta, F32, 1e-4, 0, 1e4) SCAL(inv_norm, F32, WGT_REQ, 0, 1)
-#define WGT_OP_sum_losses(BIND, SCAL) \
+    SCAL(R, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(V, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
+    SCAL(alpha, F32, 0.0, 0, 1) SCAL(beta, F32, 1e-4, 0, 1e4) SCAL(inv_norm, F32, WGT_REQ, 0, 1)
+#define WGT_OP_sum_losses(BIND, SCAL)                                                              \
     BIND(out, OUT, F32, "1") BIND(losses, IN, F32, "n") SCAL(n, U32, WGT_REQ, 1, WGT_U32_MAX)
-#define WGT_OP_ffn_gelu_backward(BIND, SCAL)                                                      \
+#define WGT_OP_ffn_gelu_backward(BIND, SCAL)                                                       \
     BIND(grad_pre, OUT, F32, "n") BIND(grad_hidden, IN, F32, "n") BIND(pre_gelu, IN, F32, "n")     \
     SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
-#define WGT_OP_ffn_swiglu_backward(BIND, SCAL)                                                    \
+#define WGT_OP_ffn_swiglu_backward(BIND, SCAL)                                                     \
     BIND(grad_gate, OUT, F32, "n") BIND(grad_up, OUT, F32, "n") BIND(grad_hidden, IN, F32, "n")    \
     BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 
 // ---- embedding (docs/kernels.md#embedding); tokens must lie in [0, V) ----
-#define WGT_OP_embedding_forward(BIND, SCAL)                                                      \
+#define WGT_OP_embedding_forward(BIND, SCAL)                                                       \
     BIND(out, OUT, F32, "B,T,C") BIND(tokens, IN, I32, "B,T") BIND(wte, IN, F32, "V,C")            \
-    BIND(wpe, IN, F32, ">=T,C")                                                                   \
-    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(V, U32, WGT_REQ, 1, WGT_U32_MAX)
-#define WGT_OP_embedding_backward(BIND, SCAL)                                                     \
+    BIND(wpe, IN, F32, ">=T,C") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                              \
+    SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
+    SCAL(V, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_embedding_backward(BIND, SCAL)                                                      \
     BIND(dwte, INOUT, F32, "V,C") BIND(dwpe, INOUT, F32, ">=T,C") BIND(dout, IN, F32, "B,T,C")     \
-    BIND(tokens, IN, I32, "B,T")                                                                  \
-    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(V, U32, WGT_REQ, 1, WGT_U32_MAX)
+    BIND(tokens, IN, I32, "B,T") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                             \
+    SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
+    SCAL(V, U32, WGT_REQ, 1, WGT_U32_MAX)
 
 // ---- normalisation (docs/kernels.md#layernorm) ----
-#define WGT_OP_layernorm_forward(BIND, SCAL)                                                      \
+#define WGT_OP_layernorm_forward(BIND, SCAL)                                                       \
     BIND(out, OUT, F32, "N,C") BIND(mean, OUT, F32, "N") BIND(rstd, OUT, F32, "N")                 \
     BIND(inp, IN, F32, "N,C") BIND(weight, IN, F32, "C") BIND(bias, IN, F32, "C")                  \
     SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)
-#define WGT_OP_layernorm_backward(BIND, SCAL)                                                     \
+#define WGT_OP_layernorm_backward(BIND, SCAL)                                                      \
     BIND(dinp, INOUT, F32, "N,C") BIND(dweight, INOUT, F32, "C") BIND(dbias, INOUT, F32, "C")      \
     BIND(dout, IN, F32, "N,C") BIND(inp, IN, F32, "N,C") BIND(weight, IN, F32, "C")                \
-    BIND(mean, IN, F32, "N") BIND(rstd, IN, F32, "N") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)
+    BIND(mean, IN, F32, "N") BIND(rstd, IN, F32, "N") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX)        \
+    SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)
 
 // ---- matmul family (docs/kernels.md#matmul) ----
-#define WGT_OP_matmul(BIND, SCAL)                                                                 \
+#define WGT_OP_matmul(BIND, SCAL)                                                                  \
     BIND(out, OUT, F32, "N,OC") BIND(inp, IN, F32, "N,C") BIND(weight, IN, F32, "OC,C")            \
-    BIND(bias, IN_OPT, F32, "OC") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
-#define WGT_OP_matmul_t(BIND, SCAL)                                                               \
+    BIND(bias, IN_OPT, F32, "OC") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX)                            \
+    SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_matmul_t(BIND, SCAL)                                                                \
     BIND(dinp, OUT, F32, "N,C") BIND(dout, IN, F32, "N,OC") BIND(weight, IN, F32, "OC,C")          \
-    SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
-#define WGT_OP_matmul_at(BIND, SCAL)                                                              \
-    BIND(dweight, INOUT, F32, "OC,C") BIND(dbias, INOUT_OPT, F32, "OC") BIND(dout, IN, F32, "N,OC") \
-    BIND(inp, IN, F32, "N,C") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
+    SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
+    SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_matmul_at(BIND, SCAL)                                                               \
+    BIND(dweight, INOUT, F32, "OC,C") BIND(dbias, INOUT_OPT, F32, "OC")                            \
+    BIND(dout, IN, F32, "N,OC") BIND(inp, IN, F32, "N,C") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX)    \
+    SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
 
 // ---- attention (docs/kernels.md#attention); qkv holds q | k | v, heads contiguous in each ----
-#define WGT_OP_attention_forward(BIND, SCAL)                                                      \
+#define WGT_OP_attention_forward(BIND, SCAL)                                                       \
     BIND(out, OUT, F32, "B,T,C") BIND(lse, OUT, F32, "B,NH,T") BIND(qkv, IN, F32, "B,T,3*C")       \
-    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)
-#define WGT_OP_attention_backward(BIND, SCAL)                                                     \
+    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
+    SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_attention_backward(BIND, SCAL)                                                      \
     BIND(dqkv, OUT, F32, "B,T,3*C") BIND(dout, IN, F32, "B,T,C") BIND(qkv, IN, F32, "B,T,3*C")     \
-    BIND(out, IN, F32, "B,T,C") BIND(lse, IN, F32, "B,NH,T")                                      \
-    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)
+    BIND(out, IN, F32, "B,T,C") BIND(lse, IN, F32, "B,NH,T")                                       \
+    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
+    SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)
 
 // ---- residual, gradient norm, optimizer (docs/kernels.md#residual, #optimizer) ----
-#define WGT_OP_residual_forward(BIND, SCAL) \
-    BIND(out, OUT, F32, "n") BIND(a, IN, F32, "n") BIND(b, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
-#define WGT_OP_add_inplace(BIND, SCAL) \
+#define WGT_OP_residual_forward(BIND, SCAL)                                                        \
+    BIND(out, OUT, F32, "n") BIND(a, IN, F32, "n") BIND(b, IN, F32, "n")                           \
+    SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+#define WGT_OP_add_inplace(BIND, SCAL)                                                             \
     BIND(out, INOUT, F32, "n") BIND(a, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
-#define WGT_OP_grad_norm_sq(BIND, SCAL) \
-    BIND(norm_sq, INOUT, F32, "1") BIND(g, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX) SCAL(accumulate, U32, 0, 0, 1)
-#define WGT_OP_grad_clip_scale(BIND, SCAL) \
+#define WGT_OP_grad_norm_sq(BIND, SCAL)                                                            \
+    BIND(norm_sq, INOUT, F32, "1") BIND(g, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)   \
+    SCAL(accumulate, U32, 0, 0, 1)
+#define WGT_OP_grad_clip_scale(BIND, SCAL)                                                         \
     BIND(scale, OUT, F32, "2") BIND(norm_sq, IN, F32, "1") SCAL(max_norm, F32, 1.0, 0, 3e38)
 // t is the 1-based update number (bias corrections)
-#define WGT_OP_adamw(BIND, SCAL)                                                                  \
+#define WGT_OP_adamw(BIND, SCAL)                                                                   \
     BIND(params, INOUT, F32, "n") BIND(m, INOUT, F32, "n") BIND(v, INOUT, F32, "n")                \
-    BIND(grads, IN, F32, "n") BIND(scale, IN, F32, "1") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)                \
-    SCAL(lr, F32, 1e-3, 0, 1e4) SCAL(beta1, F32, 0.9, 0, 0.9999999) SCAL(beta2, F32, 0.999, 0, 0.9999999) \
-    SCAL(eps, F32, 1e-8, 1e-30, 1) SCAL(weight_decay, F32, 0.0, 0, 1e4) SCAL(t, U32, 1, 1, WGT_U32_MAX)
+    BIND(grads, IN, F32, "n") BIND(scale, IN, F32, "1") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)    \
+    SCAL(lr, F32, 1e-3, 0, 1e4) SCAL(beta1, F32, 0.9, 0, 0.9999999)                                \
+    SCAL(beta2, F32, 0.999, 0, 0.9999999) SCAL(eps, F32, 1e-8, 1e-30, 1)                           \
+    SCAL(weight_decay, F32, 0.0, 0, 1e4) SCAL(t, U32, 1, 1, WGT_U32_MAX)
 
 // ---- helpers for the consumers ----
 // C types of the scalars

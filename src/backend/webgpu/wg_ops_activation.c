@@ -21,7 +21,7 @@ void wg_swiglu_combine(wgt_backend *be, wgt_view hidden, wgt_view gate, wgt_view
     wgt_view vs[] = {hidden, gate, up};
     int lanes = wg_ew_lanes(n, vs, 3, &defs);
     n_params p = {(uint32_t)(n / lanes), 0, 0, 0};
-    wg_bind b[] = {wg_b(gate, n), wg_b(up, n), wg_b(hidden, n)};
+    wg_bind b[] = {wg_b(hidden, n), wg_b(gate, n), wg_b(up, n)};
     wg_dispatch(ctx, "swiglu_combine", wg_pipeline(ctx, "06_activation.wgsl", "swiglu_combine", defs), b, 3, &p,
                 sizeof p, wg_groups(n / lanes, 256));
 }

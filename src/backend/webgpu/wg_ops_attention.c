@@ -355,7 +355,7 @@ void wg_attention_forward(wgt_backend *be, wgt_view out, wgt_view lse, wgt_view 
     attn_params p = make_params(B, T, C, NH, nblk);
     p.nkb = c.bc / 4;  // the forward's params name this slot bc4: keys / 4 per tile
     size_t bt = (size_t)B * T;
-    wg_bind b[] = {wg_b(qkv, bt * 3 * C), wg_b(out, bt * C), wg_b(lse, (size_t)B * NH * T)};
+    wg_bind b[] = {wg_b(out, bt * C), wg_b(lse, (size_t)B * NH * T), wg_b(qkv, bt * 3 * C)};
     wg_dispatch(ctx, "attention_forward", fwd_pipeline(ctx, HS, c), b, 3, &p, sizeof p, (uint64_t)nblk * B * NH);
 }
 

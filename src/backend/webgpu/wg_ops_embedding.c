@@ -33,9 +33,9 @@ void wg_embedding_forward(wgt_backend *be, wgt_view out, wgt_view tokens, wgt_vi
         do {
             uint32_t nv = (uint32_t)(V - v0 < rows ? V - v0 : rows);
             ef_params p = {np * C, C, T, V, (uint32_t)p0, (uint32_t)v0, (uint32_t)(v0 + nv), v0 == 0 ? 1u : 0u, 0, 0, 0, 0};
-            wg_bind b[] = {wg_gpt_window(tokens, 0, BT, &p.tok_off), wg_gpt_window(wte, v0 * C, (uint64_t)nv * C, &p.wte_off),
-                           wg_gpt_window(wpe, 0, (uint64_t)T * C, &p.wpe_off),
-                           wg_gpt_window(out, p0 * C, (uint64_t)np * C, &p.out_off)};
+            wg_bind b[] = {wg_gpt_window(out, p0 * C, (uint64_t)np * C, &p.out_off), wg_gpt_window(tokens, 0, BT, &p.tok_off),
+                           wg_gpt_window(wte, v0 * C, (uint64_t)nv * C, &p.wte_off),
+                           wg_gpt_window(wpe, 0, (uint64_t)T * C, &p.wpe_off)};
             wg_dispatch(ctx, "embedding_forward", pipe, b, 4, &p, sizeof p, wg_groups((uint64_t)np * C, 256));
             v0 += nv;
         } while (v0 < V);
@@ -59,8 +59,8 @@ void wg_embedding_backward(wgt_backend *be, wgt_view dwte, wgt_view dwpe, wgt_vi
         for (uint64_t v0 = 0; v0 < V; v0 += rows) {
             uint32_t nv = (uint32_t)(V - v0 < rows ? V - v0 : rows);
             eb_params p = {(uint32_t)BT, C, (uint32_t)v0, (uint32_t)(v0 + nv), 0, 0, 0, (uint32_t)p0, (uint32_t)(p0 + np), 0, 0, 0};
-            wg_bind b[] = {wg_gpt_window(tokens, 0, BT, &p.tok_off), wg_gpt_window(dout, p0 * C, (uint64_t)np * C, &p.dout_off),
-                           wg_gpt_window(dwte, v0 * C, (uint64_t)nv * C, &p.dwte_off)};
+            wg_bind b[] = {wg_gpt_window(dwte, v0 * C, (uint64_t)nv * C, &p.dwte_off),
+                           wg_gpt_window(dout, p0 * C, (uint64_t)np * C, &p.dout_off), wg_gpt_window(tokens, 0, BT, &p.tok_off)};
             // workgroups at positions >= p0 + np own nothing in this window: the grid stops there
             wg_dispatch(ctx, "embedding_backward", pipe, b, 3, &p, sizeof p, p0 + np);
         }
@@ -73,8 +73,8 @@ void wg_embedding_backward(wgt_backend *be, wgt_view dwte, wgt_view dwpe, wgt_vi
     for (uint64_t b0 = 0; b0 < B; b0 += seqs) {
         uint32_t nb = (uint32_t)(B - b0 < seqs ? B - b0 : seqs);
         ebw_params q = {T, C, nb, T * C, 0, 0, 0, 0};
-        wg_bind bw[] = {wg_gpt_window(dout, b0 * T * C, (uint64_t)nb * T * C, &q.dout_off),
-                        wg_gpt_window(dwpe, 0, (uint64_t)T * C, &q.dwpe_off)};
+        wg_bind bw[] = {wg_gpt_window(dwpe, 0, (uint64_t)T * C, &q.dwpe_off),
+                        wg_gpt_window(dout, b0 * T * C, (uint64_t)nb * T * C, &q.dout_off)};
         wg_dispatch(ctx, "embedding_backward_wpe", pw, bw, 2, &q, sizeof q, wg_groups((uint64_t)T * C, 256));
     }
 }

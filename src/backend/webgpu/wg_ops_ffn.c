@@ -12,7 +12,7 @@ void wg_ffn_gelu_backward(wgt_backend *be, wgt_view grad_pre, wgt_view grad_hidd
     wgt_view vs[] = {grad_pre, grad_hidden, pre_gelu};
     int lanes = wg_ew_lanes(n, vs, 3, &defs);
     ffn_params p = {(uint32_t)(n / lanes), 0, 0, 0};
-    wg_bind b[] = {wg_b(grad_hidden, n), wg_b(pre_gelu, n), wg_b(grad_pre, n)};
+    wg_bind b[] = {wg_b(grad_pre, n), wg_b(grad_hidden, n), wg_b(pre_gelu, n)};
     wg_dispatch(ctx, "ffn_gelu_backward", wg_pipeline(ctx, "09_backward_ffn.wgsl", "ffn_gelu_backward", defs), b, 3,
                 &p, sizeof p, wg_groups(n / lanes, 256));
 }
@@ -25,7 +25,7 @@ void wg_ffn_swiglu_backward(wgt_backend *be, wgt_view grad_gate, wgt_view grad_u
     wgt_view vs[] = {grad_gate, grad_up, grad_hidden, gate, up};
     int lanes = wg_ew_lanes(n, vs, 5, &defs);
     ffn_params p = {(uint32_t)(n / lanes), 0, 0, 0};
-    wg_bind b[] = {wg_b(grad_hidden, n), wg_b(gate, n), wg_b(up, n), wg_b(grad_gate, n), wg_b(grad_up, n)};
+    wg_bind b[] = {wg_b(grad_gate, n), wg_b(grad_up, n), wg_b(grad_hidden, n), wg_b(gate, n), wg_b(up, n)};
     wg_dispatch(ctx, "ffn_swiglu_backward", wg_pipeline(ctx, "09_backward_ffn.wgsl", "ffn_swiglu_backward", defs), b,
                 5, &p, sizeof p, wg_groups(n / lanes, 256));
 }

@@ -110,13 +110,14 @@ void wg_cross_entropy(wgt_backend *be, wgt_view logits, wgt_view losses, wgt_vie
     for (size_t r0 = 0; r0 < R; r0 += rows_per) {
         size_t rows = R - r0 < rows_per ? R - r0 : rows_per;
         size_t lo = logits.off + r0 * V, to = targets.off + r0, oo = losses.off + r0;
-        wgt_view lv = {logits.buf, lo - lo % WGT_VIEW_ALIGN};
-        wgt_view tv = {targets.buf, to - to % WGT_VIEW_ALIGN};
-        wgt_view ov = {losses.buf, oo - oo % WGT_VIEW_ALIGN};
+        // windows that start at the aligned element at or below each tensor's first row
+        wgt_view lv = wgt_view_of(logits.buf, lo - lo % WGT_VIEW_ALIGN, lo % WGT_VIEW_ALIGN + rows * V);
+        wgt_view tv = wgt_view_of(targets.buf, to - to % WGT_VIEW_ALIGN, to % WGT_VIEW_ALIGN + rows);
+        wgt_view ov = wgt_view_of(losses.buf, oo - oo % WGT_VIEW_ALIGN, oo % WGT_VIEW_ALIGN + rows);
         ce_params prm = {(uint32_t)rows, V, alpha, beta, inv_norm, (uint32_t)(lo % WGT_VIEW_ALIGN),
                          (uint32_t)(to % WGT_VIEW_ALIGN), (uint32_t)(oo % WGT_VIEW_ALIGN)};
         size_t nl = (prm.lbase + rows * V + 3) / 4 * 4;
-        wg_bind b[] = {wg_b(lv, nl), wg_b(tv, prm.tbase + rows), wg_b(ov, prm.obase + rows)};
+        wg_bind b[] = {wg_b(lv, nl), wg_b(ov, prm.obase + rows), wg_b(tv, prm.tbase + rows)};
         wg_dispatch(ctx, "cross_entropy", p, b, 3, &prm, sizeof prm, rows);
     }
 }
@@ -125,7 +126,7 @@ void wg_sum_losses(wgt_backend *be, wgt_view out, wgt_view losses, uint32_t n) {
     wg_ctx *ctx = wg_of(be);
     sum_params prm = {n, 0, 0, 0};
     // n = 0 still runs (one workgroup) so that out[0] = 0, as the reference writes
-    wg_bind b[] = {wg_b(losses, n), wg_b(out, 1)};
+    wg_bind b[] = {wg_b(out, 1), wg_b(losses, n)};
     // the module's cross_entropy constants must exist for it to compile; their values do not matter here
     const char *defs = "const CE_WG=256u;const CE_VEC=false;const CE_SG=false;const CE_SGS=1u;const CE_REG=0u;const CE_SM=0u;"
                        "const CE_REV=false;fn ce_sg_add(v:f32)->f32{return v;}fn ce_sg_max(v:f32)->f32{return v;}";

@@ -251,13 +251,15 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     const int acc_here = g->accumulate || !first_k;
     const int db_here = g->fuse_db && n0 == 0;  // dbias rows come from the first column block
     mm_params p = {mc, nc, kc, 0, 0, 0, 0, 0, g->lda, g->ldb, g->ldc, kc, 0, 0, g->group, 0};
+    enum { MM_C, MM_A, MM_B, MM_BIAS };        // 03_matmul.wgsl bindings: outputs first
+    enum { SK_C, SK_DB, SK_PART, SK_BIAS };    // and those of matmul_splitk_reduce
     wg_bind bd[4];
     int v4a = g->want_v4, v4b = g->want_v4;
-    if (a_kc) bd[0] = mm_window(g->a, m0, mc, k0, kc, g->lda, &p.a_off, &v4a);
-    else bd[0] = mm_window(g->a, k0, kc, m0, mc, g->lda, &p.a_off, &v4a);
-    if (b_kc) bd[1] = mm_window(g->b, n0, nc, k0, kc, g->ldb, &p.b_off, &v4b);
-    else bd[1] = mm_window(g->b, k0, kc, n0, nc, g->ldb, &p.b_off, &v4b);
-    bd[2] = wg_b(bd[0].v, 0);  // an unread placeholder; read-only like A, so no usage conflict
+    if (a_kc) bd[MM_A] = mm_window(g->a, m0, mc, k0, kc, g->lda, &p.a_off, &v4a);
+    else bd[MM_A] = mm_window(g->a, k0, kc, m0, mc, g->lda, &p.a_off, &v4a);
+    if (b_kc) bd[MM_B] = mm_window(g->b, n0, nc, k0, kc, g->ldb, &p.b_off, &v4b);
+    else bd[MM_B] = mm_window(g->b, k0, kc, n0, nc, g->ldb, &p.b_off, &v4b);
+    bd[MM_BIAS] = wg_b(bd[MM_A].v, 0);  // an unread placeholder; read-only like A, so no usage conflict
     char defs[320];
     WGPUComputePipeline pipe =
         wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[g->var], mm_defines(t, v4a, v4b, db_here, defs, sizeof defs));
@@ -265,9 +267,9 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     int no_v4 = 0;
 
     if (!g->plan.splits) {  // direct: the kernel writes C
-        if (bias_here) { p.flags |= MMF_BIAS; bd[2] = wg_gpt_window(g->bias, n0, nc, &p.bias_off); }
+        if (bias_here) { p.flags |= MMF_BIAS; bd[MM_BIAS] = wg_gpt_window(g->bias, n0, nc, &p.bias_off); }
         if (acc_here) p.flags |= MMF_ACC;
-        bd[3] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &p.c_off, &no_v4);
+        bd[MM_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &p.c_off, &no_v4);
         wg_dispatch3(ctx, mm_entry[g->var], pipe, bd, 4, &p, sizeof p, gx, gy, 1);
         return;
     }
@@ -284,22 +286,22 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     p.zs = mc * nc;
     p.rs_off = (uint32_t)(S * mc * nc);
     if (db_here) p.flags |= MMF_ROWSUM;
-    bd[3] = wg_b(scr, (size_t)(S * per));
+    bd[MM_C] = wg_b(scr, (size_t)(S * per));
     wg_dispatch3(ctx, mm_entry[g->var], pipe, bd, 4, &p, sizeof p, gx, gy, (uint32_t)S);
 
     sk_params q = {mc, nc, (uint32_t)S, 0, g->ldc, 0, 0, p.zs, p.rs_off, 0, 0, 0};
     wg_bind rb[4];
-    rb[0] = wg_b(scr, (size_t)(S * per));
-    rb[1] = wg_b(scr, 0);  // placeholder, read-only like rb[0]
-    if (bias_here) { q.flags |= MMF_BIAS; rb[1] = wg_gpt_window(g->bias, n0, nc, &q.bias_off); }
+    rb[SK_PART] = wg_b(scr, (size_t)(S * per));
+    rb[SK_BIAS] = wg_b(scr, 0);  // placeholder, read-only like rb[SK_PART]
+    if (bias_here) { q.flags |= MMF_BIAS; rb[SK_BIAS] = wg_gpt_window(g->bias, n0, nc, &q.bias_off); }
     if (acc_here) q.flags |= MMF_ACC;
-    rb[2] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &q.c_off, &no_v4);
+    rb[SK_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &q.c_off, &no_v4);
     wgt_view dummy = wgt_view_of(mm_placeholder(g->be), 0, 1);
-    rb[3] = wg_b(dummy, 1);  // placeholder (unread)
+    rb[SK_DB] = wg_b(dummy, 1);  // placeholder (unread)
     uint64_t threads = (uint64_t)mc * nc;
     if (db_here) {
         q.flags |= MMF_ROWSUM;
-        rb[3] = wg_gpt_window(g->dbias, m0, mc, &q.db_off);
+        rb[SK_DB] = wg_gpt_window(g->dbias, m0, mc, &q.db_off);
         threads += mc;
     }
     wg_dispatch(ctx, "matmul_splitk_reduce", aux_pipeline(ctx, "matmul_splitk_reduce"), rb, 4, &q, sizeof q,
@@ -373,7 +375,7 @@ void wg_matmul_at(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view do
     for (uint64_t r0 = 0; r0 < N; r0 += rows) {
         uint32_t rc = (uint32_t)min_u64(rows, N - r0);
         colsum_params p = {rc, OC, OC, 0, 0, 0, 0, 0};
-        wg_bind bd[2] = {wg_gpt_window(dout, r0 * OC, (uint64_t)rc * OC, &p.x_off), wg_gpt_window(dbias, 0, OC, &p.out_off)};
+        wg_bind bd[2] = {wg_gpt_window(dbias, 0, OC, &p.out_off), wg_gpt_window(dout, r0 * OC, (uint64_t)rc * OC, &p.x_off)};
         wg_dispatch(ctx, "matmul_at_dbias", pipe, bd, 2, &p, sizeof p, wg_groups(OC, 8));
     }
 }

@@ -20,7 +20,7 @@ void wg_layernorm_forward(wgt_backend *be, wgt_view out, wgt_view mean, wgt_view
     if (N == 0) return;
     check_fits(be, NC, "layernorm_forward");
     ln_params p = {N, C, 0, 0};
-    wg_bind b[] = {wg_b(inp, NC), wg_b(weight, C), wg_b(bias, C), wg_b(out, NC), wg_b(mean, N), wg_b(rstd, N)};
+    wg_bind b[] = {wg_b(out, NC), wg_b(mean, N), wg_b(rstd, N), wg_b(inp, NC), wg_b(weight, C), wg_b(bias, C)};
     wg_dispatch(ctx, "layernorm_forward", wg_pipeline(ctx, "02_norm.wgsl", "layernorm_forward", NULL), b, 6, &p,
                 sizeof p, N);
 }
@@ -32,10 +32,10 @@ void wg_layernorm_backward(wgt_backend *be, wgt_view dinp, wgt_view dweight, wgt
     if (N == 0 || C == 0) return;
     check_fits(be, NC, "layernorm_backward");
     ln_params p = {N, C, 0, 0};
-    wg_bind b[] = {wg_b(dout, NC), wg_b(inp, NC), wg_b(weight, C), wg_b(mean, N), wg_b(rstd, N), wg_b(dinp, NC)};
+    wg_bind b[] = {wg_b(dinp, NC), wg_b(dout, NC), wg_b(inp, NC), wg_b(weight, C), wg_b(mean, N), wg_b(rstd, N)};
     wg_dispatch(ctx, "layernorm_backward", wg_pipeline(ctx, "11_backward_norm.wgsl", "layernorm_backward", NULL), b, 6,
                 &p, sizeof p, N);
-    wg_bind bp[] = {wg_b(dout, NC), wg_b(inp, NC), wg_b(mean, N), wg_b(rstd, N), wg_b(dweight, C), wg_b(dbias, C)};
+    wg_bind bp[] = {wg_b(dweight, C), wg_b(dbias, C), wg_b(dout, NC), wg_b(inp, NC), wg_b(mean, N), wg_b(rstd, N)};
     wg_dispatch(ctx, "layernorm_backward_params",
                 wg_pipeline(ctx, "11_backward_norm.wgsl", "layernorm_backward_params", NULL), bp, 6, &p, sizeof p,
                 wg_groups(C, 8));

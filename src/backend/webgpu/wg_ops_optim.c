@@ -38,9 +38,9 @@ void wg_grad_norm_sq(wgt_backend *be, wgt_view norm_sq, wgt_view g, size_t n, ui
         if (nwg > NORM_MAX_WG) nwg = NORM_MAX_WG;
         if (nwg == 0) nwg = 1;
         norm_params p = {(uint32_t)k, (uint32_t)nwg, 0, 0, (accumulate || o > 0) ? 1u : 0u, 0, 0, 0};
-        wg_bind b1[] = {wg_gpt_window(g, o, k, &p.g_off), wg_b(part, nwg)};
+        wg_bind b1[] = {wg_b(part, nwg), wg_gpt_window(g, o, k, &p.g_off)};
         wg_dispatch3(ctx, "grad_norm_partial", p1, b1, 2, &p, sizeof p, (uint32_t)nwg, 1, 1);
-        wg_bind b2[] = {wg_b(part, nwg), wg_gpt_window(norm_sq, 0, 1, &p.out_off)};
+        wg_bind b2[] = {wg_gpt_window(norm_sq, 0, 1, &p.out_off), wg_b(part, nwg)};
         wg_dispatch3(ctx, "grad_norm_sq", p2, b2, 2, &p, sizeof p, 1, 1, 1);
         o += k;
     } while (o < n);
@@ -51,7 +51,7 @@ typedef struct { float max_norm; uint32_t scale_off, norm_off, p0; } clip_params
 void wg_grad_clip_scale(wgt_backend *be, wgt_view scale, wgt_view norm_sq, float max_norm) {
     wg_ctx *ctx = wg_of(be);
     clip_params p = {max_norm, 0, 0, 0};
-    wg_bind b[] = {wg_gpt_window(norm_sq, 0, 1, &p.norm_off), wg_gpt_window(scale, 0, 2, &p.scale_off)};
+    wg_bind b[] = {wg_gpt_window(scale, 0, 2, &p.scale_off), wg_gpt_window(norm_sq, 0, 1, &p.norm_off)};
     wg_dispatch3(ctx, "grad_clip_scale", wg_pipeline(ctx, "13_optimizer.wgsl", "grad_clip_scale", NULL), b, 2, &p,
                  sizeof p, 1, 1, 1);
 }

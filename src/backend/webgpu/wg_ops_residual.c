@@ -24,7 +24,7 @@ void wg_add_inplace(wgt_backend *be, wgt_view out, wgt_view a, size_t n) {
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
         res_params p = {(uint32_t)k, 0, 0, 0};
-        wg_bind b[] = {wg_gpt_window(a, o, k, &p.a_off), wg_gpt_window(out, o, k, &p.out_off)};
+        wg_bind b[] = {wg_gpt_window(out, o, k, &p.out_off), wg_gpt_window(a, o, k, &p.a_off)};
         wg_dispatch(ctx, "add_inplace", pipe, b, 2, &p, sizeof p, wg_groups(k, 256));
     }
 }
@@ -41,8 +41,8 @@ void wg_residual_forward(wgt_backend *be, wgt_view out, wgt_view a, wgt_view b, 
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
         res_params p = {(uint32_t)k, 0, 0, 0};
-        wg_bind bd[] = {wg_gpt_window(a, o, k, &p.a_off), wg_gpt_window(b, o, k, &p.b_off),
-                        wg_gpt_window(out, o, k, &p.out_off)};
+        wg_bind bd[] = {wg_gpt_window(out, o, k, &p.out_off), wg_gpt_window(a, o, k, &p.a_off),
+                        wg_gpt_window(b, o, k, &p.b_off)};
         wg_dispatch(ctx, "residual_forward", pipe, bd, 3, &p, sizeof p, wg_groups(k, 256));
     }
 }
