@@ -51,7 +51,6 @@ void wg_attention_backward(wgt_backend *be, wgt_view dqkv, wgt_view dout, wgt_vi
 int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv, wgt_view out,
                                wgt_view lse, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
 int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
-extern int wg_attention_unroll_override;  // test only: force the unrolled head-dimension loop
 void wg_residual_forward(wgt_backend *be, wgt_view out, wgt_view a, wgt_view b, size_t n);
 void wg_add_inplace(wgt_backend *be, wgt_view out, wgt_view a, size_t n);
 void wg_grad_norm_sq(wgt_backend *be, wgt_view norm_sq, wgt_view g, size_t n, int accumulate);
