@@ -1,11 +1,11 @@
-# wgtrain build: the library (build/libwgtrain.a), the `wgtrain` command and the tests.
+# wgtrain build: the `wgtrain` command, the tests (make test) and the benchmarks (make bench).
 # Dawn (libwebgpu_wrapper.so) comes from third_party/dawn, installed by scripts/setup.sh, and is
 # copied beside the binary so that it is found through rpath $ORIGIN.
 CC      ?= gcc
 DAWN    := third_party/dawn
 BUILD   := build
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -Iinclude -Isrc -MMD -MP
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -Isrc -MMD -MP
 LDLIBS  := -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
 
 LIB_SRC := $(filter-out src/cli/%,$(shell find src -name '*.c' | sort))
@@ -44,12 +44,7 @@ $(BUILD)/%.o: %.c
 $(BUILD)/gen/wgsl_sources.o: $(BUILD)/gen/wgsl_sources.c
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/libwgtrain.a: $(LIB_OBJ)
-	$(Q)rm -f $@
-	$(Q)ar rcs $@ $^
-
-# objects are linked directly (not through the archive) so that every definition is taken
-$(BUILD)/wgtrain: $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/libwgtrain.a $(BUILD)/libwebgpu_wrapper.so
+$(BUILD)/wgtrain: $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(LDLIBS)
 
@@ -58,11 +53,20 @@ $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrappe
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
 
+# benchmarks: built like the tests, never by `make` / `make test`
+BENCH_SRC := $(sort $(wildcard bench/bench_*.c))
+BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+$(BUILD)/bench/%: bench/%.c bench/bench_common.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) -Ibench -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
+bench: $(BENCHES)
+
 test: all
 	bash tests/run_all.sh
 
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all test clean
+.PHONY: all test bench clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

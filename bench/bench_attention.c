@@ -34,12 +34,28 @@
 #include "bench_common.h"
 
 // from src/backend/webgpu/wg_ops_attention.c
-extern const char *wg_attention_fwd_cfg_override, *wg_attention_bwd_cfg_override;
 int wg_attention_fwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
 int wg_attention_bwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
 const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_t cap);
 
 static const char *const variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused"};
+
+// The WGTRAIN_ATTN_FWD_CFG / WGTRAIN_ATTN_BWD_CFG texts the context started with (from the
+// environment): what set_cfg(..., NULL) restores.
+static char env_cfg[2][256];
+
+static void env_cfg_save(wgt_backend *be) {
+    const wg_settings *s = wg_ctx_settings(wg_of(be));
+    snprintf(env_cfg[0], sizeof env_cfg[0], "%s", s->attn_fwd);
+    snprintf(env_cfg[1], sizeof env_cfg[1], "%s", s->attn_bwd);
+}
+
+// Sets the forward (bwd = 0) or backward setting of the context; NULL restores the environment's.
+static void set_cfg(wgt_backend *be, int bwd, const char *cfg) {
+    if (wg_settings_set(wg_ctx_settings(wg_of(be)), bwd ? "WGTRAIN_ATTN_BWD_CFG" : "WGTRAIN_ATTN_FWD_CFG",
+                        cfg ? cfg : env_cfg[bwd]) != WGT_OK)
+        die("an attention setting");
+}
 
 
 // Reference of one head (b, h) in double: out and lse rows, dq, dk, dv rows (each [T, HS]).
@@ -149,7 +165,7 @@ static double check(bench *bn, int v) {
     for (int k = 0; k < 2; k++) {
         size_t b = bn->chk_b[k], c0 = bn->chk_h[k] * HS;
         if (v < 0) {
-            wgt_view vo = {bn->d_out, b * T * C}, vl = {bn->d_lse, b * NH * T};
+            wgt_view vo = wgt_view_of(bn->d_out, b * T * C, (size_t)T * C), vl = wgt_view_of(bn->d_lse, b * NH * T, (size_t)NH * T);
             if (be->download(be, bn->host, vo, (size_t)T * C) != WGT_OK ||
                 be->download(be, bn->host_l, vl, (size_t)NH * T) != WGT_OK)
                 die("download");
@@ -160,7 +176,7 @@ static double check(bench *bn, int v) {
             }
         } else {
             size_t s = 3 * (size_t)C;
-            wgt_view vd = {bn->d_dqkv, b * T * s};
+            wgt_view vd = wgt_view_of(bn->d_dqkv, b * T * s, T * s);
             if (be->download(be, bn->host, vd, T * s) != WGT_OK) die("download");
             err = fmax(err, head_err(bn->host, s, c0, bn->refs[k].dq, T, HS, 0));
             err = fmax(err, head_err(bn->host, s, C + c0, bn->refs[k].dk, T, HS, 0));
@@ -204,20 +220,18 @@ static void try_cfg(bench *bn, const char *kind, int v, const char *cfg, result 
     int ok = v < 0 ? wg_attention_fwd_cfg_ok(bn->be, bn->HS, cfg) : wg_attention_bwd_cfg_ok(bn->be, bn->HS, cfg);
     if (!ok) return;
     if (wgt_now_s() > bn->deadline) { bn->skipped++; return; }
-    if (v < 0) wg_attention_fwd_cfg_override = cfg;
-    else wg_attention_bwd_cfg_override = cfg;
+    set_cfg(bn->be, v >= 0, cfg);
     double err;
     int ran;
     double ms = timed(bn, v, &err, &ran);
-    if (v >= 0 && ran != v) { wg_attention_bwd_cfg_override = NULL; return; }  // fused fell back
+    if (v >= 0 && ran != v) { set_cfg(bn->be, 1, NULL); return; }  // fused fell back
     row(kind, cfg, ms, v < 0 ? bn->fl_fwd : bn->fl_bwd, err);
     if (err < 1e-3 && (best->ms <= 0 || ms < best->ms)) {
         snprintf(best->cfg, sizeof best->cfg, "%s", cfg);
         best->ms = ms;
         best->err = err;
     }
-    if (v < 0) wg_attention_fwd_cfg_override = NULL;
-    else wg_attention_bwd_cfg_override = NULL;
+    set_cfg(bn->be, v >= 0, NULL);
 }
 
 // Starts a sweep section that may use `share` of the time left.
@@ -262,15 +276,15 @@ static void sweep(bench *bn) {
                     snprintf(cfg, sizeof cfg, "nl=%u,tr=%u,bc=%u,sg=%d", nls[a], trs[c], bcs[d], sg);
                     if (!wg_attention_fwd_cfg_ok(bn->be, bn->HS, cfg)) continue;
                     if (sg) {  // skip when the wrapper would run it without subgroups (a repeat)
-                        wg_attention_fwd_cfg_override = cfg;
+                        set_cfg(bn->be, 0, cfg);
                         int eff = strstr(wg_attention_describe(bn->be, bn->HS, desc, sizeof desc), ",sg=1 ") != NULL;
-                        wg_attention_fwd_cfg_override = NULL;
+                        set_cfg(bn->be, 0, NULL);
                         if (!eff) continue;
                     }
                     try_cfg(bn, "fwd", -1, cfg, &bf);
                 }
     // out and lse of a correct forward for the backward runs
-    wg_attention_fwd_cfg_override = NULL;
+    set_cfg(bn->be, 0, NULL);
     run_once(bn, -1);
     double t_fwd = wgt_now_s() - t_start;
 
@@ -401,6 +415,7 @@ int main(int argc, char **argv) {
 
     if (backend_webgpu_init_ex(&bn.be, adapter, profile) != WGT_OK) die("webgpu backend");
     wgt_backend *be = bn.be;
+    env_cfg_save(be);
     const wg_device_info *info = wg_ctx_info(wg_of(be));
     uint32_t B = bn.B, T = bn.T, C = bn.C, NH = bn.NH, HS = bn.HS;
     size_t bt = (size_t)B * T, n3 = bt * 3 * C, nl = (size_t)B * NH * T;

@@ -51,9 +51,9 @@ static const config SWEEP[] = {
     {"vec4", WG_MM_TILE_AUTO, 0, 1, 1, 0},
     {"vec4+g8", WG_MM_TILE_AUTO, 0, 1, 8, 0},
     {"big,nosk", WG_MM_TILE_BIG, 0, 1, 8, 0},      // 128² tiles for small outputs, no split
-    {"sk", WG_MM_TILE_AUTO, WG_MM_AUTO, 0, 1, 0},
-    {"sk+vec4", WG_MM_TILE_AUTO, WG_MM_AUTO, 1, 1, 0},
-    {"default", WG_MM_TILE_AUTO, WG_MM_AUTO, WG_MM_AUTO, WG_MM_AUTO, 0},
+    {"sk", WG_MM_TILE_AUTO, WG_AUTO, 0, 1, 0},
+    {"sk+vec4", WG_MM_TILE_AUTO, WG_AUTO, 1, 1, 0},
+    {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0},
     {"S=2", WG_MM_TILE_AUTO, 2, 1, 8, 1024},
     {"S=4", WG_MM_TILE_AUTO, 4, 1, 8, 1024},
     {"S=7", WG_MM_TILE_AUTO, 7, 1, 8, 1024},
@@ -64,11 +64,14 @@ static const config SWEEP[] = {
 #define N_SWEEP (sizeof SWEEP / sizeof SWEEP[0])
 #define DEFAULT_CFG 6
 
-static void config_apply(const config *c) {
-    wg_mm_tile_override = c->tiles;
-    wg_mm_splitk_override = c->splitk;
-    wg_mm_vec4_override = c->vec4;
-    wg_mm_group_override = c->group;
+// Sets the context's GEMM settings to c; a field left automatic in c takes what the environment
+// gave the context (env: its settings as wg_ctx_init read them).
+static void config_apply(wgt_backend *be, const wg_settings *env, const config *c) {
+    wg_settings *s = wg_ctx_settings(wg_of(be));
+    s->mm_tile = c->tiles != WG_MM_TILE_AUTO ? c->tiles : env->mm_tile;
+    s->mm_splitk = c->splitk != WG_AUTO ? c->splitk : env->mm_splitk;
+    s->mm_vec4 = c->vec4 != WG_AUTO ? c->vec4 : env->mm_vec4;
+    s->mm_group = c->group != WG_AUTO ? c->group : env->mm_group;
 }
 
 typedef struct {
@@ -124,7 +127,7 @@ static result run_op(bench *B, shape_data *D, op_kind op) {
     wgt_backend *be = B->be;
     const shape *s = D->s;
     const size_t N = s->N, C = s->C, OC = s->OC;
-    wgt_view nob = {NULL, 0};
+    wgt_view nob = wgt_view_none();
     wgt_view bias = s->bias ? V0(D->b) : nob, dbias = s->bias ? V0(D->db) : nob;
     // zero the accumulators so that the spot check knows the call count
     be->fill_zero(be, V0(D->dw), OC * C);
@@ -154,7 +157,7 @@ static result run_op(bench *B, shape_data *D, op_kind op) {
         B->rng ^= B->rng << 13; B->rng ^= B->rng >> 7; B->rng ^= B->rng << 17;
         size_t r = (size_t)(B->rng % rows), c = (size_t)((B->rng >> 32) % cols);
         float got = NAN;
-        wgt_view at = {out, r * cols + c};
+        wgt_view at = wgt_view_of(out, r * cols + c, 1);
         if (be->download(be, &got, at, 1) != WGT_OK) die("download");
         double ref = ref_elem(op, s, D->hx, D->hw, s->bias ? D->hb : NULL, D->hd, r, c);
         if (op == OP_MM_AT) ref *= calls;
@@ -166,7 +169,7 @@ static result run_op(bench *B, shape_data *D, op_kind op) {
         B->rng ^= B->rng << 13; B->rng ^= B->rng >> 7; B->rng ^= B->rng << 17;
         size_t m = (size_t)(B->rng % OC);
         float got = NAN;
-        wgt_view at = {D->db, m};
+        wgt_view at = wgt_view_of(D->db, m, 1);
         if (be->download(be, &got, at, 1) != WGT_OK) die("download");
         double ref = 0;
         for (size_t n = 0; n < N; n++) ref += D->hd[n * OC + m];
@@ -206,7 +209,7 @@ static uint64_t big_tiles(const shape *s, op_kind op) {
 
 int main(int argc, char **argv) {
     const char *adapter = "gpu", *tiles = "auto", *splitk = NULL;
-    int small = 0, reps = -1, profile = 0, only = -1, sweep = 0, vec4 = WG_MM_AUTO, group = WG_MM_AUTO;
+    int small = 0, reps = -1, profile = 0, only = -1, sweep = 0, vec4 = WG_AUTO, group = WG_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--small")) small = 1;
@@ -231,7 +234,7 @@ int main(int argc, char **argv) {
             return strcmp(a, "--help") ? 2 : 0;
         }
     }
-    config one = {"this run", WG_MM_TILE_AUTO, WG_MM_AUTO, vec4, group, 0};
+    config one = {"this run", WG_MM_TILE_AUTO, WG_AUTO, vec4, group, 0};
     if (!strcmp(tiles, "big")) one.tiles = WG_MM_TILE_BIG;
     else if (!strcmp(tiles, "small")) one.tiles = WG_MM_TILE_SMALL;
     else if (strcmp(tiles, "auto")) { fprintf(stderr, "bench_matmul: --tiles takes auto, big or small\n"); return 2; }
@@ -242,6 +245,7 @@ int main(int argc, char **argv) {
     wgt_backend *be;
     if (backend_webgpu_init_ex(&be, adapter, profile) != WGT_OK) die("opening the WebGPU backend");
     const wg_device_info *info = wg_ctx_info(wg_of(be));
+    const wg_settings env = *wg_ctx_settings(wg_of(be));  // WGTRAIN_MM_* as the environment set them
     printf("device: %s (%s), workgroup memory %u bytes, %d reps, %s\n", info->name, wg_adapter_type_name(info->type),
            info->limits.maxComputeWorkgroupStorageSize, reps, profile ? "GPU timestamps" : "wall-clock");
     fflush(stdout);
@@ -273,7 +277,7 @@ int main(int argc, char **argv) {
             for (size_t c = 0; c < N_SWEEP; c++) tms[i][op][c] = NAN;
 
     if (!sweep) {
-        config_apply(&one);
+        config_apply(be, &env, &one);
         printf("%-10s %-10s %6s %6s %6s  %12s %17s %5s\n", "shape", "op", "N", "C", "OC", "time", "rate", "peak");
     }
     for (size_t i = 0; i < ns; i++) {
@@ -284,7 +288,7 @@ int main(int argc, char **argv) {
             if (only >= 0 && op != only) continue;
             for (size_t c = 0; c < nc; c++) {
                 if (cfgs[c].skip_tiles && big_tiles(&shapes[i], (op_kind)op) >= cfgs[c].skip_tiles) continue;
-                config_apply(&cfgs[c]);
+                config_apply(be, &env, &cfgs[c]);
                 result r = run_op(&B, &D, (op_kind)op);
                 double ms = profile ? r.gpu_ms : r.ms;
                 tms[i][op][c] = ms;
@@ -338,7 +342,7 @@ int main(int argc, char **argv) {
                 if (!bad[i][op][c] && (isnan(tms[i][op][best]) || ms < tms[i][op][best])) best = c;
             }
             char how[96];
-            config_apply(&cfgs[DEFAULT_CFG]);
+            config_apply(be, &env, &cfgs[DEFAULT_CFG]);
             printf("  %s (%.0f%% of ceiling)  [default: %s]\n", cfgs[best].name,
                    100.0 * flop / (tms[i][op][best] * 1e6) / B.peak,
                    wg_mm_describe(be, op, shapes[i].N, shapes[i].C, shapes[i].OC, how, sizeof how));

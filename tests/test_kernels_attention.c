@@ -4,7 +4,7 @@
 // T = 256, HS = 128, HS not a multiple of 4, T at the split-short limit; inputs scaled so that the
 // scores reach about ±20 in some rows (peaky softmax) and stay near 0 in others; and q, k, v at
 // ±80 (scores in the thousands) for finiteness. Besides the device's defaults, a few other tile
-// settings (through the configuration hooks and the environment) reach the code paths that the
+// settings (through the context's settings, parsed as from the environment) reach the code paths that the
 // defaults of a 32 KiB device do not: 4 rows a thread and no subgroups in the forward, 4 lanes a
 // row; 2-key score micro-tiles, 4 keys a thread in the products (vec4 reads of P and dS), query
 // tiles taller than key tiles, 2 rows a thread in the fused dQ product.
@@ -23,14 +23,13 @@
 #include <time.h>
 #include "backend_pair.h"
 #include "testlib.h"
+#include "backend/webgpu/wg_ops.h"
 #include "core/clock.h"
 
 // test hooks of src/backend/webgpu/wg_ops_attention.c
 int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv,
                                wgt_view out, wgt_view lse, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
 int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
-extern int wg_attention_unroll_override;
-extern const char *wg_attention_fwd_cfg_override, *wg_attention_bwd_cfg_override;
 int wg_attention_fwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
 int wg_attention_bwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
 const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_t cap);
@@ -142,12 +141,20 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, 
     bt_free(p, &tq); bt_free(p, &to); bt_free(p, &tl); bt_free(p, &tg); bt_free(p, &td);
 }
 
-// run_case under forward / backward settings given through the hooks (env = 0) or through
-// WGTRAIN_ATTN_FWD_CFG / WGTRAIN_ATTN_BWD_CFG (env = 1). All fit lavapipe (32 KiB of workgroup
-// memory, subgroups of 8); a device that refuses one (the wrappers would run their defaults
-// instead) skips the case with a note.
+// Sets WGTRAIN_ATTN_FWD_CFG / WGTRAIN_ATTN_BWD_CFG of the context's settings (NULL: the default)
+// through the parser that reads the environment.
+static void set_attn(bpair *p, const char *fwd, const char *bwd) {
+    wg_settings *s = wg_ctx_settings(wg_of(p->gpu));
+    wgt_status st = wg_settings_set(s, "WGTRAIN_ATTN_FWD_CFG", fwd);
+    if (st == WGT_OK) st = wg_settings_set(s, "WGTRAIN_ATTN_BWD_CFG", bwd);
+    CHECK(st == WGT_OK, "attention settings '%s' / '%s': %s", fwd ? fwd : "", bwd ? bwd : "", wgt_last_error());
+}
+
+// run_case under forward / backward settings given as WGTRAIN_ATTN_FWD_CFG / WGTRAIN_ATTN_BWD_CFG
+// text. All fit lavapipe (32 KiB of workgroup memory, subgroups of 8); a device that refuses one
+// (the wrappers would run their defaults instead) skips the case with a note.
 static void run_with(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, int runs, const char *fwd,
-                     const char *bwd, int env) {
+                     const char *bwd) {
     char note[160], desc[256];
     int ok = (!fwd || wg_attention_fwd_cfg_ok(p->gpu, C / NH, fwd)) &&
              (!bwd || wg_attention_bwd_cfg_ok(p->gpu, C / NH, bwd));
@@ -156,24 +163,16 @@ static void run_with(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, 
                 bwd ? bwd : "", C / NH);
         return;
     }
-    if (env) {
-        if (fwd) setenv("WGTRAIN_ATTN_FWD_CFG", fwd, 1);
-        if (bwd) setenv("WGTRAIN_ATTN_BWD_CFG", bwd, 1);
-    } else {
-        wg_attention_fwd_cfg_override = fwd;
-        wg_attention_bwd_cfg_override = bwd;
-    }
+    set_attn(p, fwd, bwd);
     if (verbose) fprintf(stderr, "  settings: %s\n", wg_attention_describe(p->gpu, C / NH, desc, sizeof desc));
-    snprintf(note, sizeof note, "[%s%s%s%s]", env ? "env " : "", fwd ? fwd : "", fwd && bwd ? " " : "", bwd ? bwd : "");
+    snprintf(note, sizeof note, "[%s%s%s]", fwd ? fwd : "", fwd && bwd ? " " : "", bwd ? bwd : "");
     run_case(p, B, T, C, NH, 0, runs, note);
-    wg_attention_fwd_cfg_override = NULL;
-    wg_attention_bwd_cfg_override = NULL;
-    unsetenv("WGTRAIN_ATTN_FWD_CFG");
-    unsetenv("WGTRAIN_ATTN_BWD_CFG");
+    set_attn(p, NULL, NULL);
 }
 
 // The setting parsers: malformed text and settings beyond any device are refused (the wrappers
-// then keep their defaults, which the cases above check).
+// then keep their defaults, which the cases above check). Malformed text is also refused by the
+// settings parser (wg_ctx_init fails on it).
 static void check_settings(bpair *p) {
     static const char *const bad_fwd[] = {"nl=3", "nl=8,tr=3", "bc=24", "tr=2,zz=1", "nl=", "nl=8;tr=2", "tr=8,bc=128"};
     static const char *const bad_bwd[] = {"kv=16", "kv=16x16/3x3", "v=bogus", "q=8x8", "kv=256x256", "ncp=3",
@@ -184,14 +183,23 @@ static void check_settings(bpair *p) {
         CHECK(!wg_attention_bwd_cfg_ok(p->gpu, 64, bad_bwd[i]), "backward setting '%s' accepted", bad_bwd[i]);
     CHECK(wg_attention_fwd_cfg_ok(p->gpu, 64, "nl=8,tr=1,bc=16,sg=0"), "a small forward setting refused");
     CHECK(wg_attention_bwd_cfg_ok(p->gpu, 64, "v=split,kv=16x16/1x2,q=16x16"), "a small backward setting refused");
+    wg_settings s;
+    wg_settings_default(&s);
+    static const char *const malformed_fwd[] = {"tr=2,zz=1", "nl=", "nl=8;tr=2", "nl"};
+    static const char *const malformed_bwd[] = {"kv=16", "v=bogus", "st=16x16,x=1", "kv=16x16/"};
+    for (size_t i = 0; i < sizeof malformed_fwd / sizeof malformed_fwd[0]; i++)
+        CHECK(wg_settings_set(&s, "WGTRAIN_ATTN_FWD_CFG", malformed_fwd[i]) == WGT_ERR_ARG && !s.attn_fwd[0],
+              "malformed forward setting '%s' accepted by the settings", malformed_fwd[i]);
+    for (size_t i = 0; i < sizeof malformed_bwd / sizeof malformed_bwd[0]; i++)
+        CHECK(wg_settings_set(&s, "WGTRAIN_ATTN_BWD_CFG", malformed_bwd[i]) == WGT_ERR_ARG && !s.attn_bwd[0],
+              "malformed backward setting '%s' accepted by the settings", malformed_bwd[i]);
 }
 
 int main(void) {
     verbose = getenv("WGTRAIN_TEST_VERBOSE") && atoi(getenv("WGTRAIN_TEST_VERBOSE"));
     double t0 = wgt_now_s();
     bpair p = bpair_open();
-    unsetenv("WGTRAIN_ATTN_FWD_CFG");  // the defaults unless a case sets them
-    unsetenv("WGTRAIN_ATTN_BWD_CFG");
+    set_attn(&p, NULL, NULL);  // the defaults unless a case sets them
     check_settings(&p);
     int longv = RUN_SPLIT | RUN_FUSED;
     run_case(&p, 2, 5, 8, 2, 0, RUN_AUTO | RUN_FUSED, NULL);     // tiny: HS = 4, one partial tile
@@ -205,17 +213,17 @@ int main(void) {
     run_case(&p, 1, 33, 8, 2, 80.0f, RUN_AUTO, NULL);            // ±80 inputs
     // the unrolled loops of real GPUs: compiling them costs the software rasterizer seconds even at
     // HS = 4, so one backward kernel (fused: both products) with short tiles
-    wg_attention_unroll_override = 1;
-    run_with(&p, 2, 70, 8, 2, RUN_FUSED, NULL, "kv=8x16", 0);
-    wg_attention_unroll_override = -1;
+    wg_ctx_settings(wg_of(p.gpu))->attn_unroll = 1;
+    run_with(&p, 2, 70, 8, 2, RUN_FUSED, NULL, "kv=8x16");
+    wg_ctx_settings(wg_of(p.gpu))->attn_unroll = WG_AUTO;
     // the H200 defaults (48 KiB at HS = 64) at HS = 32, where they fit 32 KiB: 64-key forward tiles
     // (P larger than the K tile), 16×64 / 64×16 backward tiles with 4 keys or queries a thread
     run_with(&p, 2, 100, 64, 2, RUN_FUSED | RUN_SPLIT | RUN_STREAM, "nl=8,tr=2,bc=64,sg=1",
-             "kv=16x64,q=64x16,st=32x32,ncp=16", 0);
+             "kv=16x64,q=64x16,st=32x32,ncp=16");
     // other settings at HS = 64, T = 100 (partial tiles)
-    run_with(&p, 2, 100, 128, 2, RUN_FUSED, "nl=16,tr=2,bc=16,sg=0", "kv=16x32/2x2,ncp=32", 0);
-    run_with(&p, 2, 100, 128, 2, RUN_SPLIT, "nl=4,tr=1,bc=32,sg=1", "v=split,kv=32x16,q=16x32/1x4", 1);
-    run_with(&p, 2, 100, 128, 2, RUN_FUSED, NULL, "kv=32x16", 0);
+    run_with(&p, 2, 100, 128, 2, RUN_FUSED, "nl=16,tr=2,bc=16,sg=0", "kv=16x32/2x2,ncp=32");
+    run_with(&p, 2, 100, 128, 2, RUN_SPLIT, "nl=4,tr=1,bc=32,sg=1", "v=split,kv=32x16,q=16x32/1x4");
+    run_with(&p, 2, 100, 128, 2, RUN_FUSED, NULL, "kv=32x16");
     bpair_close(&p);
     fprintf(stderr, "attention tests: %.1f s\n", wgt_now_s() - t0);
     return test_finish();

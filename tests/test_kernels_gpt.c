@@ -2,9 +2,9 @@
 // reference: embedding, layernorm, the matmul family, residual, gradient norm, clipping, AdamW.
 // Sizes are deliberately not multiples of the tiles; gradients are accumulated twice to check
 // the += contract; the binding-split paths run on small tensors through the test-only binding
-// limit; the GEMM's choices (split-K, vec4 loads, raster groups, tiles) are forced through its
-// test-only overrides; large-mean rows check the layernorm's numerics; some dispatches exceed
-// 65535 workgroups.
+// limit; the GEMM's choices (split-K, vec4 loads, raster groups, tiles) are forced through the
+// context's settings (wg_settings.h, changed between ops); large-mean rows check the
+// layernorm's numerics; some dispatches exceed 65535 workgroups.
 #include <math.h>
 #include <stdint.h>
 #include <time.h>
@@ -13,6 +13,7 @@
 #include "core/clock.h"
 
 static bpair P;
+static wg_settings *S;  // the settings of P's webgpu context
 
 
 static btensor bt_rand(size_t n, float scale) {
@@ -77,14 +78,14 @@ static void test_matmul_at(uint32_t N, uint32_t C, uint32_t OC, int with_bias, c
 // Scalar global loads here (vec4 loads have their own section below): every distinct pipeline
 // costs seconds of shader compilation on the software GPU, so the variants are spread thinly.
 static void test_matmuls(void) {
-    wg_mm_vec4_override = 0;
+    S->mm_vec4 = 0;
     static const struct { uint32_t N, C, OC; } shapes[] = {
         {67, 45, 130}, {1, 1, 1}, {5, 3, 7}, {130, 67, 45}, {200, 129, 300}, {64, 64, 64}, {3, 300, 2},
         {4, 0, 9}, {0, 5, 3}};  // empty K: out = bias (or 0); no rows: nothing, dW += 0
     const wg_mm_tile_choice tiles[] = {WG_MM_TILE_BIG, WG_MM_TILE_SMALL};
     const char *tname[] = {"big tiles", "small tiles"};
     for (int ti = 0; ti < 2; ti++) {
-        wg_mm_tile_override = tiles[ti];
+        S->mm_tile = tiles[ti];
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             uint32_t N = shapes[s].N, C = shapes[s].C, OC = shapes[s].OC;
             test_matmul_fwd(N, C, OC, 1, tname[ti]);
@@ -94,13 +95,13 @@ static void test_matmuls(void) {
             test_matmul_at(N, C, OC, 0, tname[ti]);
         }
     }
-    wg_mm_tile_override = WG_MM_TILE_AUTO;
+    S->mm_tile = WG_MM_TILE_AUTO;
     test_matmul_fwd(67, 45, 130, 1, "auto tiles");
     // split paths: a 3000-element binding limit forces windows over M, N and K in all three ops
     // (out columns written with a row stride wider than the window; K chunks accumulating)
-    wg_test_binding_limit = 3000;
+    S->binding_limit = 3000;
     for (int ti = 0; ti < 2; ti++) {
-        wg_mm_tile_override = tiles[ti];
+        S->mm_tile = tiles[ti];
         test_matmul_fwd(67, 45, 130, 1, "split");
         test_matmul_fwd(150, 70, 300, 0, "split");
         test_matmul_t(67, 45, 130, "split");
@@ -108,9 +109,9 @@ static void test_matmuls(void) {
         test_matmul_at(67, 45, 130, 1, "split");
         test_matmul_at(300, 70, 150, 1, "split");
     }
-    wg_test_binding_limit = 0;
-    wg_mm_tile_override = WG_MM_TILE_AUTO;
-    wg_mm_vec4_override = WG_MM_AUTO;
+    S->binding_limit = 0;
+    S->mm_tile = WG_MM_TILE_AUTO;
+    S->mm_vec4 = WG_AUTO;
 }
 
 // Split-K, forced to S = 1, 2, 3, 7 slices (1: the scratch + reduce path with one slice), with
@@ -126,8 +127,8 @@ static void test_matmul_splitk_pass(const char *tiles, size_t first_shape) {
     static const int splits[] = {1, 2, 3, 7};
     char what[96];
     for (size_t si = 0; si < sizeof splits / sizeof splits[0]; si++) {
-        wg_mm_splitk_override = splits[si];
-        snprintf(what, sizeof what, "split-K %d %s vec4 %d", splits[si], tiles, wg_mm_vec4_override);
+        S->mm_splitk = splits[si];
+        snprintf(what, sizeof what, "split-K %d %s vec4 %d", splits[si], tiles, S->mm_vec4);
         for (size_t s = first_shape; s < sizeof shapes / sizeof shapes[0]; s++) {
             uint32_t N = shapes[s].N, C = shapes[s].C, OC = shapes[s].OC;
             test_matmul_fwd(N, C, OC, 1, what);
@@ -139,32 +140,32 @@ static void test_matmul_splitk_pass(const char *tiles, size_t first_shape) {
 }
 
 static void test_matmul_splitk(void) {
-    wg_mm_vec4_override = 0;
+    S->mm_vec4 = 0;
     test_matmul_splitk_pass("big tiles", 0);  // forced split-K takes the big tile
-    wg_mm_vec4_override = 1;
-    wg_mm_tile_override = WG_MM_TILE_SMALL;
+    S->mm_vec4 = 1;
+    S->mm_tile = WG_MM_TILE_SMALL;
     test_matmul_splitk_pass("small tiles", 1);
     // raster groups: 1 (row-major), 3 (a short last group over the 4 row blocks of 64), the
     // default; with and without split-K
     char what[96];
-    wg_mm_vec4_override = 0;
-    wg_mm_splitk_override = 3;
-    static const int groups[] = {1, 3, WG_MM_AUTO};
+    S->mm_vec4 = 0;
+    S->mm_splitk = 3;
+    static const int groups[] = {1, 3, WG_AUTO};
     for (int gi = 0; gi < 3; gi++) {
-        wg_mm_group_override = groups[gi];
+        S->mm_group = groups[gi];
         snprintf(what, sizeof what, "small tiles split-K 3 group %d", groups[gi]);
         test_matmul_fwd(211, 209, 213, 1, what);
         test_matmul_t(212, 216, 220, what);
         test_matmul_at(212, 216, 220, 0, what);
     }
-    wg_mm_splitk_override = 0;
-    wg_mm_group_override = 3;
+    S->mm_splitk = 0;
+    S->mm_group = 3;
     test_matmul_fwd(211, 209, 213, 1, "small tiles no split group 3");
     test_matmul_at(212, 216, 220, 1, "small tiles no split group 3");
-    wg_mm_tile_override = WG_MM_TILE_AUTO;
-    wg_mm_group_override = WG_MM_AUTO;
+    S->mm_tile = WG_MM_TILE_AUTO;
+    S->mm_group = WG_AUTO;
     // the automatic choice: one tile, K = 600 -> 2 slices (dbias fused); K = 300 -> none
-    wg_mm_splitk_override = WG_MM_AUTO;
+    S->mm_splitk = WG_AUTO;
     test_matmul_at(600, 71, 53, 1, "auto split-K");
     test_matmul_fwd(50, 601, 70, 1, "auto split-K");
     test_matmul_t(50, 70, 601, "auto split-K");
@@ -172,20 +173,20 @@ static void test_matmul_splitk(void) {
     // split-K under the binding-split paths: a 3000-element limit also caps the scratch, so the
     // slices shrink to what fits (down to 1); multiples of 4 so that the vec4 loads see k-chunks
     // that start or end inside a vec4 (scalar fallback of that operand, masked edges)
-    wg_test_binding_limit = 3000;
-    wg_mm_tile_override = WG_MM_TILE_SMALL;
-    wg_mm_vec4_override = 1;
-    wg_mm_splitk_override = 7;
+    S->binding_limit = 3000;
+    S->mm_tile = WG_MM_TILE_SMALL;
+    S->mm_vec4 = 1;
+    S->mm_splitk = 7;
     test_matmul_fwd(68, 44, 132, 1, "split binding + split-K 7");
     test_matmul_t(152, 300, 72, "split binding + split-K 7");
     test_matmul_at(300, 72, 152, 1, "split binding + split-K 7");
-    wg_mm_splitk_override = 0;
+    S->mm_splitk = 0;
     test_matmul_t(152, 300, 72, "split binding, vec4");
     test_matmul_at(300, 72, 152, 1, "split binding, vec4");
-    wg_test_binding_limit = 0;
-    wg_mm_tile_override = WG_MM_TILE_AUTO;
-    wg_mm_splitk_override = WG_MM_AUTO;
-    wg_mm_vec4_override = WG_MM_AUTO;
+    S->binding_limit = 0;
+    S->mm_tile = WG_MM_TILE_AUTO;
+    S->mm_splitk = WG_AUTO;
+    S->mm_vec4 = WG_AUTO;
 }
 
 // dW and dbias as views into one gradient buffer (as the model lays parameters out): the split
@@ -198,8 +199,8 @@ static void test_matmul_at_shared_grads(void) {
     btensor grads = bt_rand(odb + OC, 1);
     wgt_view cw = wgt_view_of(grads.c, 0, (size_t)OC * C), gw = wgt_view_of(grads.g, 0, (size_t)OC * C);
     wgt_view cb = wgt_view_of(grads.c, odb, OC), gb = wgt_view_of(grads.g, odb, OC);
-    wg_mm_splitk_override = 7;
-    wg_mm_vec4_override = 0;  // the big-tile pipelines of the split-K section
+    S->mm_splitk = 7;
+    S->mm_vec4 = 0;  // the big-tile pipelines of the split-K section
     for (int rep = 0; rep < 2; rep++) {
         P.cpu->matmul_at(P.cpu, cw, cb, bt_c(dout), bt_c(inp), N, C, OC);
         P.gpu->matmul_at(P.gpu, gw, gb, bt_g(dout), bt_g(inp), N, C, OC);
@@ -208,16 +209,16 @@ static void test_matmul_at_shared_grads(void) {
     // determinism: zero, run, read; zero, run, read; bitwise equal
     float *r[2];
     for (int k = 0; k < 2; k++) {
-        P.gpu->fill_zero(P.gpu, gw, grads.n);
+        P.gpu->fill_zero(P.gpu, bt_g(grads), grads.n);
         P.gpu->matmul_at(P.gpu, gw, gb, bt_g(dout), bt_g(inp), N, C, OC);
         r[k] = malloc(grads.n * 4);
-        P.gpu->download(P.gpu, r[k], gw, grads.n);
+        P.gpu->download(P.gpu, r[k], bt_g(grads), grads.n);
     }
     CHECK(!memcmp(r[0], r[1], grads.n * 4), "matmul_at split-K 7 gives the same bits twice");
     free(r[0]);
     free(r[1]);
-    wg_mm_splitk_override = WG_MM_AUTO;
-    wg_mm_vec4_override = WG_MM_AUTO;
+    S->mm_splitk = WG_AUTO;
+    S->mm_vec4 = WG_AUTO;
     bt_free(&P, &dout); bt_free(&P, &inp); bt_free(&P, &grads);
 }
 
@@ -228,15 +229,16 @@ static void test_matmul_scratch_lifetime(void) {
     float x[N * C], w[OC * C], out[N * OC];
     for (int i = 0; i < N * C; i++) x[i] = (float)(i % 7) - 3.0f;
     for (int i = 0; i < OC * C; i++) w[i] = (float)(i % 5) - 2.0f;
-    wg_mm_splitk_override = 2;
-    wg_mm_tile_override = WG_MM_TILE_SMALL;
-    wg_mm_vec4_override = 0;
     for (int round = 0; round < 2; round++) {
         wgt_backend *be;
         if (backend_webgpu_init(&be, getenv("WGTRAIN_TEST_ADAPTER") ? getenv("WGTRAIN_TEST_ADAPTER") : "auto") != WGT_OK) {
             CHECK(0, "another webgpu backend: %s", wgt_last_error());
             break;
         }
+        wg_settings *s = wg_ctx_settings(wg_of(be));  // each context has its own settings
+        s->mm_splitk = 2;
+        s->mm_tile = WG_MM_TILE_SMALL;
+        s->mm_vec4 = 0;
         wgt_buf *xb, *wb, *ob;
         be->buf_alloc(be, &xb, N * C, "x");
         be->buf_alloc(be, &wb, OC * C, "w");
@@ -260,9 +262,6 @@ static void test_matmul_scratch_lifetime(void) {
         be->buf_free(be, ob);
         be->free(be);
     }
-    wg_mm_splitk_override = WG_MM_AUTO;
-    wg_mm_tile_override = WG_MM_TILE_AUTO;
-    wg_mm_vec4_override = WG_MM_AUTO;
 }
 
 // matmul on views at nonzero, 256-byte-aligned offsets inside larger buffers (as the model
@@ -284,11 +283,11 @@ static void test_matmul_offsets_at(uint32_t N, uint32_t C, uint32_t OC, size_t o
 
 static void test_matmul_offsets(void) {
     test_matmul_offsets_at(33, 70, 90, 64 * 7, "odd sizes");
-    wg_mm_tile_override = WG_MM_TILE_SMALL;  // the vec4 pipelines of the split-K section
+    S->mm_tile = WG_MM_TILE_SMALL;  // the vec4 pipelines of the split-K section
     test_matmul_offsets_at(36, 72, 92, 64 * 7, "multiples of 4 (vec4)");
     // (an offset that is not a multiple of 4 makes that operand scalar: the binding-split
     // section above covers that fallback through k-chunks that start inside a vec4)
-    wg_mm_tile_override = WG_MM_TILE_AUTO;
+    S->mm_tile = WG_MM_TILE_AUTO;
 }
 
 // ------------------------------------------------------------------ layernorm
@@ -482,6 +481,7 @@ static void test_norm_scratch_lifetime(void) {
 
 int main(void) {
     P = bpair_open();
+    S = wg_ctx_settings(wg_of(P.gpu));
     TIMED("matmul family", test_matmuls());
     TIMED("matmul split-K, vec4 loads, raster groups", test_matmul_splitk());
     TIMED("matmul_at shared gradient buffer", test_matmul_at_shared_grads());
@@ -499,25 +499,25 @@ int main(void) {
         test_embedding(2, 300, 70, 1000, "several chunks");
         test_embedding(1, 5, 1100, 3, "C > 1024");
         test_embedding_repeats();
-        wg_test_binding_limit = 2000;  // vocabulary and position windows (wpe still fits)
+        S->binding_limit = 2000;  // vocabulary and position windows (wpe still fits)
         test_embedding(3, 37, 45, 50, "split");
-        wg_test_binding_limit = 0;
+        S->binding_limit = 0;
     });
     TIMED("embedding 66000 positions (2-D grid)", test_embedding(2, 33000, 4, 50, "66000 positions"));
     TIMED("residual", {
         test_residual(1000, "small");
         test_residual(70000 * 256 + 13, "2-D grid");
-        wg_test_binding_limit = 1000;
+        S->binding_limit = 1000;
         test_residual(5000, "split");
-        wg_test_binding_limit = 0;
+        S->binding_limit = 0;
     });
     TIMED("optimizer", {
         test_grad_norm(1, "one");
         test_grad_norm(1000003, "1M");
-        wg_test_binding_limit = 1000;
+        S->binding_limit = 1000;
         test_grad_norm(5003, "split");
         test_adamw(5003);
-        wg_test_binding_limit = 0;
+        S->binding_limit = 0;
         test_clip();
         test_adamw(300001);
         test_norm_scratch_lifetime();

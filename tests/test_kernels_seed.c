@@ -16,9 +16,8 @@
 #include <time.h>
 #include "backend_pair.h"
 #include "testlib.h"
+#include "backend/webgpu/wg_ops.h"
 #include "core/clock.h"
-
-extern size_t wg_loss_max_chunk_elems_override;  // test hook of wg_ops_loss.c
 
 static int verbose = 0;
 
@@ -379,16 +378,17 @@ static void test_cross_entropy(bpair *p) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) ce_run(p, &cases[i]);
 
-    // chunked dispatch (logits larger than one binding), forced small through the test hook:
-    // chunks of 1000 elements cut rows at odd element offsets
-    wg_loss_max_chunk_elems_override = 1000;
+    // chunked dispatch (logits larger than one binding), forced small through the test-only
+    // binding limit of the context's settings: chunks of 1000 elements cut rows at odd offsets
+    wg_settings *set = wg_ctx_settings(wg_of(p->gpu));
+    set->binding_limit = 1000;
     const ce_case chunked[] = {
         {"chunked V=7", 300, 7, 0.1f, 1e-4f, 2.0f, 0, 1, 0, 0, 0, 0},
         {"chunked V=100 unaligned", 50, 100, 0.0f, 1e-4f, 2.0f, 0, 1, 1, 13, 1, 2},
         {"chunked V=937 (one row a chunk)", 5, 937, 0.0f, 1e-4f, 2.0f, 0, 0, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof chunked / sizeof chunked[0]; i++) ce_run(p, &chunked[i]);
-    wg_loss_max_chunk_elems_override = 0;
+    set->binding_limit = 0;
 
     // the device's real limit: R x 50257 just above max_binding_elems (128 MiB on lavapipe,
     // so R = 700 is 35M floats); skipped where the limit is too large to reach cheaply

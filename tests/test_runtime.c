@@ -13,6 +13,10 @@
 //     an error is not lost when the runtime submits on its own (a buffer free, a full uniform
 //     ring) before the next sync, and a kernel compiled for the first time while an invalid
 //     command is pending does not turn that command's error into a pipeline abort.
+//   - the settings (wg_settings.h): wg_ctx_init reads them from the environment once; a malformed
+//     value of each variable makes it fail with WGT_ERR_ARG and a message naming the variable and
+//     the accepted form, before any device is made; valid values reach wg_ctx_settings (and the
+//     test-only binding limit reaches wg_binding_limit); the backend's optional entries are there.
 //   - the adapter choice: "cpu" gives the CPU (software) adapter, "auto" never the Null
 //     backend, a name that matches nothing fails with a message listing the adapters found, and
 //     with no Vulkan driver at all (a child with VK_DRIVER_FILES pointing nowhere) wg_ctx_init
@@ -256,6 +260,71 @@ static void check_errors(wgt_backend *be) {
     free(out);
 }
 
+// ---------------------------------------------------------------- settings
+static void check_settings(void) {
+    static const struct { const char *name, *value; } bad[] = {
+        {"WGTRAIN_ROBUST", "yes"},          {"WGTRAIN_MM_TILE", "huge"},
+        {"WGTRAIN_MM_SPLITK", "lots"},      {"WGTRAIN_MM_SPLITK", "-1"},
+        {"WGTRAIN_MM_VEC4", "2"},           {"WGTRAIN_MM_GROUP", "0"},
+        {"WGTRAIN_ATTN_FWD_CFG", "nl=8;tr=2"}, {"WGTRAIN_ATTN_BWD_CFG", "v=bogus"},
+        {"WGTRAIN_ATTN_UNROLL", "maybe"},   {"WGTRAIN_CE_CFG", "wg=100"},
+        {"WGTRAIN_CE_CFG", "reg=4,zz=1"},   {"WGTRAIN_TEST_BINDING_LIMIT", "12"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv(bad[i].name, bad[i].value, 1);
+        wg_ctx *ctx = NULL;
+        wgt_status st = wg_ctx_init(&ctx, adapter_env(), 0);
+        const char *m = wgt_last_error();
+        CHECK(st == WGT_ERR_ARG && !ctx && strstr(m, bad[i].name) && strstr(m, "expected"),
+              "%s=%s: wg_ctx_init gave status %d, message '%s'", bad[i].name, bad[i].value, (int)st, st ? m : "");
+        if (i == 0) printf("malformed setting: %s\n", m);
+        if (st == WGT_OK) wg_ctx_free(ctx);
+        unsetenv(bad[i].name);
+    }
+
+    static const struct { const char *name, *value; } good[] = {
+        {"WGTRAIN_ROBUST", "1"},          {"WGTRAIN_MM_TILE", "small"},
+        {"WGTRAIN_MM_SPLITK", "off"},     {"WGTRAIN_MM_VEC4", "1"},
+        {"WGTRAIN_MM_GROUP", "3"},        {"WGTRAIN_ATTN_FWD_CFG", "nl=8,tr=1"},
+        {"WGTRAIN_ATTN_BWD_CFG", "v=split,kv=16x16/1x2"}, {"WGTRAIN_ATTN_UNROLL", "0"},
+        {"WGTRAIN_CE_CFG", "wg=512,reg=2"}, {"WGTRAIN_TEST_BINDING_LIMIT", "4096"},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) setenv(good[i].name, good[i].value, 1);
+    wgt_backend *be;
+    wgt_status st = backend_webgpu_init(&be, adapter_env());
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) unsetenv(good[i].name);
+    CHECK(st == WGT_OK, "valid settings: %s", st ? wgt_last_error() : "");
+    if (st != WGT_OK) return;
+    wg_ctx *ctx = (wg_ctx *)be->impl;
+    const wg_settings *s = wg_ctx_settings(ctx);
+    CHECK(s->robust == 1 && s->mm_tile == WG_MM_TILE_SMALL && s->mm_splitk == 0 && s->mm_vec4 == 1 && s->mm_group == 3,
+          "matmul / robust settings did not reach the context: robust %d tile %d splitk %d vec4 %d group %d", s->robust,
+          (int)s->mm_tile, s->mm_splitk, s->mm_vec4, s->mm_group);
+    CHECK(!strcmp(s->attn_fwd, "nl=8,tr=1") && !strcmp(s->attn_bwd, "v=split,kv=16x16/1x2") && s->attn_unroll == 0,
+          "attention settings did not reach the context: '%s' '%s' unroll %d", s->attn_fwd, s->attn_bwd, s->attn_unroll);
+    CHECK(s->ce.wg == 512 && s->ce.reg == 2 && s->ce.sm == WG_AUTO && s->ce.vec == WG_AUTO,
+          "cross_entropy settings did not reach the context: wg %d reg %d sm %d vec %d", s->ce.wg, s->ce.reg, s->ce.sm,
+          s->ce.vec);
+    CHECK(s->binding_limit == 4096 && wg_binding_limit(be) == 4096, "binding limit %llu, wg_binding_limit %llu",
+          (unsigned long long)s->binding_limit, (unsigned long long)wg_binding_limit(be));
+    // the settings are the context's: later changes to the environment do nothing
+    setenv("WGTRAIN_MM_GROUP", "5", 1);
+    CHECK(wg_ctx_settings(ctx)->mm_group == 3, "the settings changed with the environment after wg_ctx_init");
+    unsetenv("WGTRAIN_MM_GROUP");
+    // the setter: the same parser; an empty value restores the default; malformed text changes nothing
+    wg_settings *w = wg_ctx_settings(ctx);
+    CHECK(wg_settings_set(w, "WGTRAIN_MM_GROUP", "") == WGT_OK && w->mm_group == WG_AUTO, "'' does not restore auto");
+    CHECK(wg_settings_set(w, "WGTRAIN_CE_CFG", "sm=1") == WGT_OK && w->ce.sm == 1 && w->ce.wg == WG_AUTO,
+          "WGTRAIN_CE_CFG=sm=1 through the setter: wg %d sm %d", w->ce.wg, w->ce.sm);
+    CHECK(wg_settings_set(w, "WGTRAIN_MM_SPLITK", "x") == WGT_ERR_ARG && w->mm_splitk == 0 &&
+          strstr(wgt_last_error(), "WGTRAIN_MM_SPLITK"), "a malformed value through the setter: %s", wgt_last_error());
+    CHECK(wg_settings_set(w, "WGTRAIN_NO_SUCH", "1") == WGT_ERR_ARG, "an unknown setting name was accepted");
+    // the backend's optional entries: a device name; no profiling without profile mode
+    CHECK(be->device_name && !strcmp(be->device_name(be), wg_ctx_info(ctx)->name), "device_name entry");
+    CHECK(!be->profile_reset && !be->profile_report, "profile entries on a backend opened without profiling");
+    be->free(be);
+}
+
 // ---------------------------------------------------------------- adapter choice
 static void check_adapters(void) {
     wg_ctx *ctx;
@@ -326,6 +395,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--child-pipeline-after-error")) return child_pipeline_after_error();
     double t0 = wgt_now_s();
 
+    check_settings();
     check_adapters();
 
     wgt_backend *be;

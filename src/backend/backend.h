@@ -15,6 +15,7 @@
 #define WGT_BACKEND_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "core/error.h"
 #include "backend/op_list.h"
 
@@ -70,11 +71,21 @@ struct wgt_backend {
 #define WGT_BACKEND_ENTRY_(op, summary) void (*op)(wgt_backend *be WGT_OP_##op(WGT_PARAM_B, WGT_PARAM_S));
     WGT_OPS(WGT_BACKEND_ENTRY_)
 #undef WGT_BACKEND_ENTRY_
+
+    // ---- optional entries: NULL where a backend does not offer them (check before calling) ----
+    // Tools (wgtrain bench, info lines) use these instead of reaching into `impl`.
+    // The device's name for reports ("NVIDIA H200", "llvmpipe (LLVM ...)").
+    const char *(*device_name)(wgt_backend *be);
+    // Per-kernel GPU time, on a backend opened with profiling (backend_webgpu_init_ex, profile=1):
+    // profile_reset forgets what was timed so far; profile_report waits for queued work, writes a
+    // table of kernel, calls, total ms and share to f (when not NULL) and returns the total GPU ms.
+    void (*profile_reset)(wgt_backend *be);
+    double (*profile_report)(wgt_backend *be, FILE *f);
 };
 
 wgt_status backend_cpu_init(wgt_backend **out);
 // adapter: NULL/"" = best (a real GPU first, else lavapipe), or an index / name substring.
 wgt_status backend_webgpu_init(wgt_backend **out, const char *adapter);
-// profile != 0: time every kernel with timestamp queries (see wg_profile_report)
+// profile != 0: time every kernel with timestamp queries (the profile_* entries)
 wgt_status backend_webgpu_init_ex(wgt_backend **out, const char *adapter, int profile);
 #endif

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "backend/webgpu/wg_runtime.h"
+#include "backend/backend.h"
 #include "cli/cli.h"
 
 int cli_fail(const char *cmd, wgt_status st) {
@@ -38,8 +38,10 @@ wgt_status cli_backend_open(wgt_backend **out, const char *which, const char *ad
     if (!which || !strcmp(which, "cpu")) return backend_cpu_init(out);
     if (!strcmp(which, "webgpu")) return backend_webgpu_init_ex(out, adapter, profile);
     if (!strcmp(which, "auto")) {
-        // a real GPU through WebGPU if there is one; the software GPU is for testing, not training
-        if (backend_webgpu_init_ex(out, adapter && *adapter ? adapter : "gpu", profile) == WGT_OK) return WGT_OK;
+        // a real GPU through WebGPU if there is one; the software GPU is for testing, not training.
+        // A malformed WebGPU setting (WGT_ERR_ARG) is reported, not hidden by the fallback.
+        wgt_status st = backend_webgpu_init_ex(out, adapter && *adapter ? adapter : "gpu", profile);
+        if (st == WGT_OK || st == WGT_ERR_ARG) return st;
         return backend_cpu_init(out);
     }
     return wgt_fail(WGT_ERR_ARG, "unknown device '%s'; use cpu, webgpu or auto", which);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "backend/webgpu/wg_runtime.h"
 #include "cli/cli.h"
 #include "model/gpt2.h"
 #include "core/clock.h"
@@ -72,8 +71,9 @@ static wgt_status bench_main(int argc, char **argv) {
     }
     for (size_t i = 0; i < BT; i++) tgt[i] = (i + 1 < BT) ? tok[i + 1] : tok[0];
     if (st == WGT_OK)
-        printf("bench: %s backend, L=%d NH=%d C=%d F=%d V=%d, B=%d T=%d, %.1fM parameters\n", be->name, cfg.n_layer,
-               cfg.n_head, cfg.d_model, cfg.d_ff, cfg.vocab, bB, bT, gpt2_num_params(m) / 1e6);
+        printf("bench: %s backend%s%s%s, L=%d NH=%d C=%d F=%d V=%d, B=%d T=%d, %.1fM parameters\n", be->name,
+               be->device_name ? " (" : "", be->device_name ? be->device_name(be) : "", be->device_name ? ")" : "",
+               cfg.n_layer, cfg.n_head, cfg.d_model, cfg.d_ff, cfg.vocab, bB, bT, gpt2_num_params(m) / 1e6);
     gpt2_loss_opts lo = {0.0f, 0.0f};
     double t0 = 0, loss = 0;
     for (long i = 0; i < warmup + steps && st == WGT_OK; i++) {
@@ -99,10 +99,12 @@ static wgt_status bench_main(int argc, char **argv) {
             m = NULL;
             be->free(be);
             st = backend_webgpu_init_ex(&be, adapter ? adapter : "auto", 1);
+            if (st == WGT_OK && (!be->profile_reset || !be->profile_report))
+                st = wgt_fail(WGT_ERR_DEVICE, "this backend offers no per-kernel profiling");
             if (st == WGT_OK) st = gpt2_init(&m, be, &cfg, bB, bT);
             if (st == WGT_OK) st = gpt2_init_random(m, 1);
             for (int i = 0; i < 2 && st == WGT_OK; i++) {
-                if (i == 1) wg_profile_reset((wg_ctx *)be->impl);
+                if (i == 1) be->profile_reset(be);
                 gpt2_zero_grad(m);
                 st = gpt2_forward(m, tok, tgt, lo, 1.0f / (float)BT);
                 if (st != WGT_OK) break;
@@ -112,7 +114,7 @@ static wgt_status bench_main(int argc, char **argv) {
             }
             if (st == WGT_OK) {
                 printf("\nper-kernel GPU time of one training step (timestamp queries):\n");
-                wg_profile_report((wg_ctx *)be->impl, stdout);
+                be->profile_report(be, stdout);
             }
         }
     }

@@ -31,5 +31,4 @@ WGT_OPS(WG_PROTO_)
 int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv, wgt_view out,
                                wgt_view lse, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
 int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
-extern int wg_attention_unroll_override;  // test only: force the unrolled head-dimension loop
 #endif

@@ -1,7 +1,8 @@
 // wg_ops_attention.c — dispatch wrappers for kernels/05_attention.wgsl (forward) and
 // kernels/10_backward_attention.wgsl (backward, four variants). Every tile size is a compile-time
 // constant of its pipeline (the `defines`), chosen here per device and head size from one table
-// of defaults (attn_defaults below), which the environment can override:
+// of defaults (attn_defaults below), which the context's settings (wg_settings.h, read from the
+// environment by wg_ctx_init) can override:
 //
 //   WGTRAIN_ATTN_FWD_CFG="nl=8,tr=2,bc=64,sg=1"
 //       nl key lanes per row group (4, 8, 16), tr query rows per thread (1, 2, 4, 8), bc keys per
@@ -12,9 +13,10 @@
 //       (split-dKdV's first kernel and fused), q that of split-dKdV's dQ kernel, st that of
 //       streaming; each optionally /RQSxRKS, the score micro-tile of a thread (default: chosen).
 //
-// Keys left out keep their default. A setting that does not fit the device or head size is
-// reported once on stderr and replaced by the default. bench/bench_attention --sweep times the
-// sensible settings on a device and prints the line to put first in attn_defaults.
+// Keys left out keep their default. Malformed text makes wg_ctx_init fail; a setting that does
+// not fit the device or head size is reported once on stderr and replaced by the default.
+// bench/bench_attention --sweep times the sensible settings on a device and prints the line to
+// put first in attn_defaults.
 //
 // Backward variant rule (wg_attention_backward, variant 0 = auto):
 //   1. split-short   when T <= the largest T whose T×T P and dS fit in workgroup memory
@@ -49,13 +51,6 @@ static const struct { const char *fwd, *bwd; } attn_defaults[] = {
 };
 #define N_DEFAULTS (sizeof attn_defaults / sizeof attn_defaults[0])
 
-// TEST ONLY: -1 (default) unrolls the score loops on real GPUs only; 0 or 1 forces the choice, so
-// that the software-GPU tests also run the unrolled form the real GPUs use.
-int wg_attention_unroll_override = -1;
-// TEST/BENCH ONLY: when non-NULL, used instead of WGTRAIN_ATTN_FWD_CFG / WGTRAIN_ATTN_BWD_CFG.
-const char *wg_attention_fwd_cfg_override = NULL;
-const char *wg_attention_bwd_cfg_override = NULL;
-
 enum { V_AUTO = 0, V_STREAM = 1, V_SPLIT = 2, V_SHORT = 3, V_FUSED = 4 };
 static const char *const variant_names[] = {"auto", "stream", "split", "short", "fused"};
 
@@ -78,9 +73,11 @@ static uint32_t pow2_ceil(uint32_t x) { uint32_t p = 1; while (p < x) p *= 2; re
 
 // Whether the loops over head columns and tile rows get constant trip counts (unrolled by the
 // shader compiler). Not on the software rasterizer: there unrolling costs seconds of shader
-// compilation per pipeline and gains nothing that matters.
+// compilation per pipeline and gains nothing that matters. WGTRAIN_ATTN_UNROLL forces the choice
+// (the software-GPU tests use it to run the unrolled form the real GPUs use).
 static int unroll_ok(wg_ctx *ctx) {
-    if (wg_attention_unroll_override >= 0) return wg_attention_unroll_override;
+    int u = wg_ctx_settings(ctx)->attn_unroll;
+    if (u != WG_AUTO) return u != 0;
     return info_of(ctx)->type != WGPUAdapterType_CPU;
 }
 
@@ -142,6 +139,14 @@ static int bwd_key(void *dst, const char *k, const char *v) {
     if (!strcmp(k, "st")) return parse_tile(v, &c->st);
     if (!strcmp(k, "ncp")) return parse_u(v, &c->ncp);
     return 0;
+}
+
+// The form of a setting text alone (wg_settings.c checks the environment with it).
+int wg_attention_cfg_parses(const char *text, int backward) {
+    fwd_cfg f = {0, 0, 0, 0};
+    bwd_cfg b;
+    memset(&b, 0, sizeof b);
+    return backward ? parse_pairs(text, bwd_key, &b) : parse_pairs(text, fwd_key, &f);
 }
 
 // ------------------------------------------------------------------ what fits
@@ -217,12 +222,9 @@ static void notice_once(const char *what, const char *text) {
             "using the default\n", what, text);
 }
 
-static const char *fwd_override(void) {
-    return wg_attention_fwd_cfg_override ? wg_attention_fwd_cfg_override : getenv("WGTRAIN_ATTN_FWD_CFG");
-}
-static const char *bwd_override(void) {
-    return wg_attention_bwd_cfg_override ? wg_attention_bwd_cfg_override : getenv("WGTRAIN_ATTN_BWD_CFG");
-}
+// The settings' WGTRAIN_ATTN_FWD_CFG / WGTRAIN_ATTN_BWD_CFG text ("" = none).
+static const char *fwd_override(wg_ctx *ctx) { return wg_ctx_settings(ctx)->attn_fwd; }
+static const char *bwd_override(wg_ctx *ctx) { return wg_ctx_settings(ctx)->attn_bwd; }
 
 // The forward setting: the first default row that fits, with the override's keys applied on top.
 static fwd_cfg fwd_choose(wg_ctx *ctx, uint32_t HS) {
@@ -234,7 +236,7 @@ static fwd_cfg fwd_choose(wg_ctx *ctx, uint32_t HS) {
     }
     WGT_ASSERT(i < N_DEFAULTS, "attention head size too large for this device's workgroup memory (HS <= 128 is "
                                "supported)");
-    const char *o = fwd_override();
+    const char *o = fwd_override(ctx);
     if (o && *o) {
         fwd_cfg c = d;
         if (parse_pairs(o, fwd_key, &c) && fwd_fits(ctx, HS, c)) return c;
@@ -267,7 +269,7 @@ static bwd_cfg bwd_choose(wg_ctx *ctx, uint32_t HS) {
     d.variant = first.variant == V_FUSED ? V_FUSED : V_SPLIT;  // the long-sequence default
     d.forced = 0;
     d.ncp = ncp_default(HS);
-    const char *o = bwd_override();
+    const char *o = bwd_override(ctx);
     if (o && *o) {
         bwd_cfg c;
         memset(&c, 0, sizeof c);

@@ -3,11 +3,11 @@
 // wte / dwte are split into windows of vocabulary rows when V*C exceeds one storage binding
 // (GPT-2's 50257 x 768 floats are 154 MB; some devices bind at most 128 MiB); the forward's
 // output is split into windows of positions likewise.
-#include "backend/webgpu/wg_ops_gpt.h"
+#include "backend/webgpu/wg_ops.h"
 
 // rows of length C per window: one binding less the alignment slack
 static uint64_t rows_per_window(wgt_backend *be, uint32_t C) {
-    uint64_t r = (wg_gpt_binding_limit(be) - WGT_VIEW_ALIGN) / (C ? C : 1);
+    uint64_t r = (wg_binding_limit(be) - WGT_VIEW_ALIGN) / (C ? C : 1);
     uint64_t cap = ((uint64_t)UINT32_MAX - 255) / (C ? C : 1);  // element indices are u32
     if (r > cap) r = cap;
     WGT_ASSERT(r >= 1, "one embedding row is larger than a storage binding");
@@ -26,16 +26,16 @@ void wg_embedding_forward(wgt_backend *be, wgt_view out, wgt_view tokens, wgt_vi
     if (BT == 0 || C == 0) return;
     WGPUComputePipeline pipe = wg_pipeline(ctx, "01_embedding.wgsl", "embedding_forward", NULL);
     uint64_t rows = rows_per_window(be, C);
-    WGT_ASSERT((uint64_t)T * C <= wg_gpt_binding_limit(be), "embedding_forward: wpe larger than one binding");
+    WGT_ASSERT((uint64_t)T * C <= wg_binding_limit(be), "embedding_forward: wpe larger than one binding");
     for (uint64_t p0 = 0; p0 < BT; p0 += rows) {
         uint32_t np = (uint32_t)(BT - p0 < rows ? BT - p0 : rows);
         uint64_t v0 = 0;
         do {
             uint32_t nv = (uint32_t)(V - v0 < rows ? V - v0 : rows);
             ef_params p = {np * C, C, T, V, (uint32_t)p0, (uint32_t)v0, (uint32_t)(v0 + nv), v0 == 0 ? 1u : 0u, 0, 0, 0, 0};
-            wg_bind b[] = {wg_gpt_window(out, p0 * C, (uint64_t)np * C, &p.out_off), wg_gpt_window(tokens, 0, BT, &p.tok_off),
-                           wg_gpt_window(wte, v0 * C, (uint64_t)nv * C, &p.wte_off),
-                           wg_gpt_window(wpe, 0, (uint64_t)T * C, &p.wpe_off)};
+            wg_bind b[] = {wg_binding_window(out, p0 * C, (uint64_t)np * C, &p.out_off), wg_binding_window(tokens, 0, BT, &p.tok_off),
+                           wg_binding_window(wte, v0 * C, (uint64_t)nv * C, &p.wte_off),
+                           wg_binding_window(wpe, 0, (uint64_t)T * C, &p.wpe_off)};
             wg_dispatch(ctx, "embedding_forward", pipe, b, 4, &p, sizeof p, wg_groups((uint64_t)np * C, 256));
             v0 += nv;
         } while (v0 < V);
@@ -50,7 +50,7 @@ void wg_embedding_backward(wgt_backend *be, wgt_view dwte, wgt_view dwpe, wgt_vi
     wg_ctx *ctx = wg_of(be);
     const uint64_t BT = (uint64_t)B * T;
     if (BT == 0 || C == 0) return;
-    WGT_ASSERT(BT <= wg_gpt_binding_limit(be) - WGT_VIEW_ALIGN, "embedding_backward: more tokens than one binding holds");
+    WGT_ASSERT(BT <= wg_binding_limit(be) - WGT_VIEW_ALIGN, "embedding_backward: more tokens than one binding holds");
     WGPUComputePipeline pipe = wg_pipeline(ctx, "12_backward_embedding.wgsl", "embedding_backward", NULL);
     uint64_t rows = rows_per_window(be, C);
     // windows of positions (dout) outside, of vocabulary rows (dwte) inside; one workgroup per position
@@ -59,22 +59,22 @@ void wg_embedding_backward(wgt_backend *be, wgt_view dwte, wgt_view dwpe, wgt_vi
         for (uint64_t v0 = 0; v0 < V; v0 += rows) {
             uint32_t nv = (uint32_t)(V - v0 < rows ? V - v0 : rows);
             eb_params p = {(uint32_t)BT, C, (uint32_t)v0, (uint32_t)(v0 + nv), 0, 0, 0, (uint32_t)p0, (uint32_t)(p0 + np), 0, 0, 0};
-            wg_bind b[] = {wg_gpt_window(dwte, v0 * C, (uint64_t)nv * C, &p.dwte_off),
-                           wg_gpt_window(dout, p0 * C, (uint64_t)np * C, &p.dout_off), wg_gpt_window(tokens, 0, BT, &p.tok_off)};
+            wg_bind b[] = {wg_binding_window(dwte, v0 * C, (uint64_t)nv * C, &p.dwte_off),
+                           wg_binding_window(dout, p0 * C, (uint64_t)np * C, &p.dout_off), wg_binding_window(tokens, 0, BT, &p.tok_off)};
             // workgroups at positions >= p0 + np own nothing in this window: the grid stops there
             wg_dispatch(ctx, "embedding_backward", pipe, b, 3, &p, sizeof p, p0 + np);
         }
     }
     // dwpe: one thread per (t, c), summing over b; windows of whole sequences of dout
-    WGT_ASSERT((uint64_t)T * C <= wg_gpt_binding_limit(be) - WGT_VIEW_ALIGN, "embedding_backward: dwpe larger than one binding");
+    WGT_ASSERT((uint64_t)T * C <= wg_binding_limit(be) - WGT_VIEW_ALIGN, "embedding_backward: dwpe larger than one binding");
     WGPUComputePipeline pw = wg_pipeline(ctx, "12_backward_embedding.wgsl", "embedding_backward_wpe", NULL);
     uint64_t seqs = rows / T;
     WGT_ASSERT(seqs >= 1, "embedding_backward: one sequence of dout is larger than one binding");
     for (uint64_t b0 = 0; b0 < B; b0 += seqs) {
         uint32_t nb = (uint32_t)(B - b0 < seqs ? B - b0 : seqs);
         ebw_params q = {T, C, nb, T * C, 0, 0, 0, 0};
-        wg_bind bw[] = {wg_gpt_window(dwpe, 0, (uint64_t)T * C, &q.dwpe_off),
-                        wg_gpt_window(dout, b0 * T * C, (uint64_t)nb * T * C, &q.dout_off)};
+        wg_bind bw[] = {wg_binding_window(dwpe, 0, (uint64_t)T * C, &q.dwpe_off),
+                        wg_binding_window(dout, b0 * T * C, (uint64_t)nb * T * C, &q.dout_off)};
         wg_dispatch(ctx, "embedding_backward_wpe", pw, bw, 2, &q, sizeof q, wg_groups((uint64_t)T * C, 256));
     }
 }

@@ -3,16 +3,13 @@
 //
 // The logits [R, V] can be larger than one storage binding may be (R = 8192, V = 50257 is
 // 1.6 GB; lavapipe binds at most 128 MiB), so the rows are dispatched in chunks whose binding
-// fits. A chunk's first row rarely starts on a 256-byte boundary, so each binding starts at the
-// aligned element at or below it and the kernel gets the remainder (lbase / tbase / obase).
+// fits (the runtime's wg_binding_limit). A chunk's first row rarely starts on a 256-byte
+// boundary, so each binding is a window from the aligned element at or below it and the kernel
+// gets the remainder (lbase / tbase / obase).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "backend/webgpu/wg_ops.h"
-
-// Test hook: when non-zero, the number of elements one logits binding may hold instead of the
-// device's max_binding_elems, so that tests exercise the chunking at small sizes.
-size_t wg_loss_max_chunk_elems_override = 0;
 
 typedef struct {
     uint32_t R, V;
@@ -23,7 +20,8 @@ typedef struct {
 typedef struct { uint32_t n, p0, p1, p2; } sum_params;
 
 // ------------------------------------------------------------------ cross_entropy settings
-// WGTRAIN_CE_CFG="wg=1024,vec=1,sg=1,reg=4,sm=2,rev=1" (keys left out keep their default):
+// WGTRAIN_CE_CFG="wg=1024,vec=1,sg=1,reg=4,sm=2,rev=1" (keys left out keep their default), a
+// setting of the context (wg_settings.h checks its form; here it is fitted to the device):
 //   wg   threads per row (64..1024, a power of 2)
 //   vec  1: vec4 loads and stores for the body of each row; 0: scalar strided (the first kernel)
 //   sg   1: reductions through subgroup operations (only where every subgroup has one size)
@@ -39,41 +37,15 @@ typedef struct { uint32_t wg, vec, sg, reg, sm, rev; } ce_cfg;
 static const ce_cfg ce_default = {1024, 1, 1, 4, 2, 1};
 static const ce_cfg ce_default_cpu = {256, 1, 1, 0, 0, 1};
 
-static int ce_parse(const char *s, ce_cfg *c) {
-    char buf[128];
-    if (strlen(s) >= sizeof buf) return 0;
-    strcpy(buf, s);
-    for (char *tok = strtok(buf, ", "); tok; tok = strtok(NULL, ", ")) {
-        char *eq = strchr(tok, '='), *end;
-        if (!eq) return 0;
-        *eq = 0;
-        unsigned long v = strtoul(eq + 1, &end, 10);
-        if (end == eq + 1 || *end || v > 1024) return 0;
-        if (!strcmp(tok, "wg")) c->wg = (uint32_t)v;
-        else if (!strcmp(tok, "vec")) c->vec = (uint32_t)v;
-        else if (!strcmp(tok, "sg")) c->sg = (uint32_t)v;
-        else if (!strcmp(tok, "reg")) c->reg = (uint32_t)v;
-        else if (!strcmp(tok, "sm")) c->sm = (uint32_t)v;
-        else if (!strcmp(tok, "rev")) c->rev = (uint32_t)v;
-        else return 0;
-    }
-    return 1;
-}
-
-// The pipeline of the configuration in force (environment over defaults, fitted to the device).
-// The environment is read on every call (a few string operations) so a benchmark can switch.
+// The pipeline of the configuration in force (the settings over the defaults, fitted to the
+// device). The settings are read on every call, so a benchmark or test can switch.
+static uint32_t ce_pick(int set, uint32_t dflt) { return set == WG_AUTO ? dflt : (uint32_t)set; }
 static WGPUComputePipeline ce_pipeline(wg_ctx *ctx) {
-    static char warned[128] = "";
     const wg_device_info *info = wg_ctx_info(ctx);
     const ce_cfg base = info->type == WGPUAdapterType_CPU ? ce_default_cpu : ce_default;
-    ce_cfg c = base;
-    const char *env = getenv("WGTRAIN_CE_CFG");
-    if (env && *env && !ce_parse(env, &c)) {
-        if (strcmp(warned, env)) fprintf(stderr, "wgtrain: WGTRAIN_CE_CFG='%s' is malformed (keys wg, vec, sg, reg, sm, rev "
-                                                 "with integer values); using the defaults\n", env);
-        snprintf(warned, sizeof warned, "%s", env);
-        c = base;
-    }
+    const wg_ce_settings *o = &wg_ctx_settings(ctx)->ce;
+    ce_cfg c = {ce_pick(o->wg, base.wg), ce_pick(o->vec, base.vec), ce_pick(o->sg, base.sg),
+                ce_pick(o->reg, base.reg), ce_pick(o->sm, base.sm), ce_pick(o->rev, base.rev)};
     uint32_t wg_max = info->limits.maxComputeInvocationsPerWorkgroup;
     if (info->limits.maxComputeWorkgroupSizeX < wg_max) wg_max = info->limits.maxComputeWorkgroupSizeX;
     if (c.wg < 64 || (c.wg & (c.wg - 1))) c.wg = base.wg;  // the tree reduction halves
@@ -98,7 +70,7 @@ void wg_cross_entropy(wgt_backend *be, wgt_view logits, wgt_view losses, wgt_vie
                       float alpha, float beta, float inv_norm) {
     wg_ctx *ctx = wg_of(be);
     if (R == 0) return;
-    size_t max_e = wg_loss_max_chunk_elems_override ? wg_loss_max_chunk_elems_override : be->max_binding_elems;
+    size_t max_e = (size_t)wg_binding_limit(be);
     if (max_e > ((size_t)1 << 31)) max_e = (size_t)1 << 31;  // the kernel indexes with u32
     max_e &= ~(size_t)3;  // so that a binding rounded up to whole vec4s still fits
     const size_t slack = WGT_VIEW_ALIGN - 1;  // the most an aligned-down start adds
@@ -109,15 +81,11 @@ void wg_cross_entropy(wgt_backend *be, wgt_view logits, wgt_view losses, wgt_vie
     // vec4 past the tensor (the kernel never reads or writes past the rows).
     for (size_t r0 = 0; r0 < R; r0 += rows_per) {
         size_t rows = R - r0 < rows_per ? R - r0 : rows_per;
-        size_t lo = logits.off + r0 * V, to = targets.off + r0, oo = losses.off + r0;
-        // windows that start at the aligned element at or below each tensor's first row
-        wgt_view lv = wgt_view_of(logits.buf, lo - lo % WGT_VIEW_ALIGN, lo % WGT_VIEW_ALIGN + rows * V);
-        wgt_view tv = wgt_view_of(targets.buf, to - to % WGT_VIEW_ALIGN, to % WGT_VIEW_ALIGN + rows);
-        wgt_view ov = wgt_view_of(losses.buf, oo - oo % WGT_VIEW_ALIGN, oo % WGT_VIEW_ALIGN + rows);
-        ce_params prm = {(uint32_t)rows, V, alpha, beta, inv_norm, (uint32_t)(lo % WGT_VIEW_ALIGN),
-                         (uint32_t)(to % WGT_VIEW_ALIGN), (uint32_t)(oo % WGT_VIEW_ALIGN)};
-        size_t nl = (prm.lbase + rows * V + 3) / 4 * 4;
-        wg_bind b[] = {wg_b(lv, nl), wg_b(ov, prm.obase + rows), wg_b(tv, prm.tbase + rows)};
+        ce_params prm = {(uint32_t)rows, V, alpha, beta, inv_norm, 0, 0, 0};
+        wg_bind b[] = {wg_binding_window(logits, r0 * V, rows * V, &prm.lbase),
+                       wg_binding_window(losses, r0, rows, &prm.obase),
+                       wg_binding_window(targets, r0, rows, &prm.tbase)};
+        b[0].n = (b[0].n + 3) / 4 * 4;  // whole vec4s
         wg_dispatch(ctx, "cross_entropy", p, b, 3, &prm, sizeof prm, rows);
     }
 }

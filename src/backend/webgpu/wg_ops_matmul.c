@@ -9,81 +9,36 @@
 //     the fused dbias: deterministic, no atomics;
 //   - vec4 global loads for each operand whose leading dimension and offset are multiples of 4;
 //   - the raster order of the tiles (groups of row blocks, so neighbours share L2 tiles).
+// The WGTRAIN_MM_* settings of the context (wg_settings.h) can force each choice.
 // It also splits any operand larger than one storage binding (the lm_head's logits and wte) into
-// windows: rows of the operand's slow dimension, bound at a 256-byte-aligned start with the
-// remainder passed to the kernel as an element offset. A split of the reduction dimension
-// accumulates into the output.
+// windows (the runtime's wg_binding_window): rows of the operand's slow dimension, bound at a
+// 256-byte-aligned start with the remainder passed to the kernel as an element offset. A split
+// of the reduction dimension accumulates into the output.
 #include <stdlib.h>
 #include <string.h>
 #include "backend/webgpu/wg_ops.h"
 #include "backend/webgpu/wg_ops_gpt.h"
 
-size_t wg_test_binding_limit = 0;
-
-uint64_t wg_gpt_binding_limit(wgt_backend *be) {
-    uint64_t lim = be->max_binding_elems;
-    if (wg_test_binding_limit && wg_test_binding_limit < lim) lim = wg_test_binding_limit;
-    return lim;
-}
-
-wg_bind wg_gpt_window(wgt_view v, uint64_t start, uint64_t count, uint32_t *rem) {
-    WGT_ASSERT(start <= v.n && count <= v.n - start, "binding window runs past the end of its view");
-    uint64_t abs = v.off + start;
-    uint64_t base = abs / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
-    *rem = (uint32_t)(abs - base);
-    wgt_view w = {v.buf, (size_t)base, (size_t)(count + *rem)};  // starts up to 63 elements before v
-    return wg_b(w, count ? (size_t)(count + *rem) : 0);
-}
-
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 // ------------------------------------------------------------------ settings
-wg_mm_tile_choice wg_mm_tile_override = WG_MM_TILE_AUTO;
-int wg_mm_splitk_override = WG_MM_AUTO;
-int wg_mm_vec4_override = WG_MM_AUTO;
-int wg_mm_group_override = WG_MM_AUTO;
-
-// An integer setting from the environment, read once: unset, empty or "auto" -> WG_MM_AUTO,
-// "off" -> 0, a number >= 0 -> that number; anything else is reported once and ignored.
-static int env_setting(const char *name, int *cache, int *read) {
-    if (*read) return *cache;
-    *read = 1;
-    *cache = WG_MM_AUTO;
-    const char *s = getenv(name);
-    if (!s || !*s || !strcmp(s, "auto")) return *cache;
-    if (!strcmp(s, "off")) return *cache = 0;
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end || v < 0 || v > 1024) {
-        fprintf(stderr, "wgtrain: ignoring %s=%s (expected auto, off or a number)\n", name, s);
-        return *cache;
-    }
-    return *cache = (int)v;
-}
-
-static int setting(int override, const char *env, int *cache, int *read) {
-    return override != WG_MM_AUTO ? override : env_setting(env, cache, read);
-}
-
-// WGTRAIN_MM_SPLITK: auto | off (0) | S (every GEMM through the split path with S slices)
-static int splitk_setting(void) {
-    static int cache, read;
-    return setting(wg_mm_splitk_override, "WGTRAIN_MM_SPLITK", &cache, &read);
-}
-// WGTRAIN_MM_VEC4: 0 | 1 (default 0: on the H200 through Dawn/Vulkan the vec4 operand loads ran
+// The context's WGTRAIN_MM_* settings (wg_settings.h), read on every call; the helpers below
+// resolve their automatic values.
+static const wg_settings *mm_settings(wg_ctx *ctx) { return wg_ctx_settings(ctx); }
+// WGTRAIN_MM_SPLITK: WG_AUTO | 0 (off) | S (every GEMM through the split path with S slices)
+static int splitk_setting(wg_ctx *ctx) { return mm_settings(ctx)->mm_splitk; }
+// WGTRAIN_MM_VEC4: 0 | 1 (auto 0: on the H200 through Dawn/Vulkan the vec4 operand loads ran
 // at 17-19 TFLOP/s against 28-32 for scalar loads in the same sweep, bench_matmul --sweep)
-static int vec4_on(void) {
-    static int cache, read;
-    int v = setting(wg_mm_vec4_override, "WGTRAIN_MM_VEC4", &cache, &read);
-    return v == WG_MM_AUTO ? 0 : v != 0;
+static int vec4_on(wg_ctx *ctx) {
+    int v = mm_settings(ctx)->mm_vec4;
+    return v == WG_AUTO ? 0 : v != 0;
 }
-// WGTRAIN_MM_GROUP: row blocks per raster group (1 = plain row-major order; default MM_GROUP)
+// WGTRAIN_MM_GROUP: row blocks per raster group (1 = plain row-major order; auto MM_GROUP)
 #define MM_GROUP 8
-static uint32_t group_setting(void) {
-    static int cache, read;
-    int v = setting(wg_mm_group_override, "WGTRAIN_MM_GROUP", &cache, &read);
-    return v == WG_MM_AUTO ? MM_GROUP : v < 1 ? 1u : (uint32_t)v;
+static uint32_t group_setting(wg_ctx *ctx) {
+    int v = mm_settings(ctx)->mm_group;
+    return v == WG_AUTO ? MM_GROUP : v < 1 ? 1u : (uint32_t)v;
 }
 
 // ------------------------------------------------------------------ tile shapes and split-K
@@ -140,12 +95,13 @@ typedef struct {
 static mm_plan plan_pick(wg_ctx *ctx, uint32_t M, uint32_t N, uint32_t K) {
     size_t smem = wg_ctx_info(ctx)->limits.maxComputeWorkgroupStorageSize;
     mm_tile big = tile_smem(TILE_BIG) <= smem ? TILE_BIG : TILE_BIG_K8;
-    mm_plan p = {wg_mm_tile_override == WG_MM_TILE_SMALL ? TILE_SMALL : big, 0};
+    const wg_mm_tile_choice tile = mm_settings(ctx)->mm_tile;
+    mm_plan p = {tile == WG_MM_TILE_SMALL ? TILE_SMALL : big, 0};
     uint64_t tiles = tile_count(p.t, M, N);
-    int s = splitk_setting();
+    int s = splitk_setting(ctx);
     if (K > 0 && s > 0) p.splits = (uint32_t)s;
-    else if (K > 0 && s == WG_MM_AUTO) p.splits = splitk_auto(tiles, K);
-    if (wg_mm_tile_override == WG_MM_TILE_AUTO && !p.splits && tiles < MM_MIN_BIG_TILES) p.t = TILE_SMALL;
+    else if (K > 0 && s == WG_AUTO) p.splits = splitk_auto(tiles, K);
+    if (tile == WG_MM_TILE_AUTO && !p.splits && tiles < MM_MIN_BIG_TILES) p.t = TILE_SMALL;
     return p;
 }
 
@@ -173,7 +129,7 @@ static WGPUComputePipeline aux_pipeline(wg_ctx *ctx, const char *entry) {
 // (so C cannot be bound twice).
 #define SCRATCH_GRAIN ((size_t)1 << 20)
 
-static uint64_t scratch_limit(wgt_backend *be) { return min_u64(wg_gpt_binding_limit(be), MM_SCRATCH_MAX); }
+static uint64_t scratch_limit(wgt_backend *be) { return min_u64(wg_binding_limit(be), MM_SCRATCH_MAX); }
 
 // A scratch buffer of at least n elements (n <= scratch_limit).
 static wgt_buf *mm_scratch(wgt_backend *be, size_t n) {
@@ -229,7 +185,7 @@ static wg_bind mm_window(wgt_view v, uint64_t r0, uint64_t rows, uint64_t c0, ui
         if (count == 0 || ld % 4 || abs % 4 || abs + c4 > v.buf->n_elems) *v4 = 0;
         else count = c4;
     }
-    return wg_gpt_window(v, start, count, off);
+    return wg_binding_window(v, start, count, off);
 }
 
 typedef struct {
@@ -267,7 +223,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     int no_v4 = 0;
 
     if (!g->plan.splits) {  // direct: the kernel writes C
-        if (bias_here) { p.flags |= MMF_BIAS; bd[MM_BIAS] = wg_gpt_window(g->bias, n0, nc, &p.bias_off); }
+        if (bias_here) { p.flags |= MMF_BIAS; bd[MM_BIAS] = wg_binding_window(g->bias, n0, nc, &p.bias_off); }
         if (acc_here) p.flags |= MMF_ACC;
         bd[MM_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &p.c_off, &no_v4);
         wg_dispatch3(ctx, mm_entry[g->var], pipe, bd, 4, &p, sizeof p, gx, gy, 1);
@@ -293,7 +249,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     wg_bind rb[4];
     rb[SK_PART] = wg_b(scr, (size_t)(S * per));
     rb[SK_BIAS] = wg_b(scr, 0);  // placeholder, read-only like rb[SK_PART]
-    if (bias_here) { q.flags |= MMF_BIAS; rb[SK_BIAS] = wg_gpt_window(g->bias, n0, nc, &q.bias_off); }
+    if (bias_here) { q.flags |= MMF_BIAS; rb[SK_BIAS] = wg_binding_window(g->bias, n0, nc, &q.bias_off); }
     if (acc_here) q.flags |= MMF_ACC;
     rb[SK_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &q.c_off, &no_v4);
     wgt_view dummy = wgt_view_of(mm_placeholder(g->be), 0, 1);
@@ -301,7 +257,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     uint64_t threads = (uint64_t)mc * nc;
     if (db_here) {
         q.flags |= MMF_ROWSUM;
-        rb[SK_DB] = wg_gpt_window(g->dbias, m0, mc, &q.db_off);
+        rb[SK_DB] = wg_binding_window(g->dbias, m0, mc, &q.db_off);
         threads += mc;
     }
     wg_dispatch(ctx, "matmul_splitk_reduce", aux_pipeline(ctx, "matmul_splitk_reduce"), rb, 4, &q, sizeof q,
@@ -317,12 +273,12 @@ static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_
     wg_ctx *ctx = wg_of(be);
     if (M == 0 || N == 0) return 0;
     const int a_kc = var != MM_TN, b_kc = var == MM_NT;
-    mm_call g = {be, var, plan_pick(ctx, M, N, K), a, b, c, bias, dbias, lda, ldb, ldc, accumulate, 0, vec4_on(),
-                 group_setting()};
+    mm_call g = {be, var, plan_pick(ctx, M, N, K), a, b, c, bias, dbias, lda, ldb, ldc, accumulate, 0, vec4_on(ctx),
+                 group_setting(ctx)};
     const mm_tile t = g.plan.t;
 
     // chunk sizes: every operand's window must fit one binding; grids stay within 65535 a side
-    uint64_t lim = wg_gpt_binding_limit(be);
+    uint64_t lim = wg_binding_limit(be);
     uint64_t maxd = wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension;
     uint64_t cM = min_u64(M, maxd * t.bm), cN = min_u64(N, maxd * t.bn), cK = K ? K : 1;
     cM = min_u64(cM, chunk_rows(lim, ldc, t.bm));
@@ -371,11 +327,11 @@ void wg_matmul_at(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view do
     // dbias[OC] += column sums of dout[N,OC], over row chunks that fit one binding
     wg_ctx *ctx = wg_of(be);
     WGPUComputePipeline pipe = aux_pipeline(ctx, "matmul_at_dbias");
-    uint64_t rows = chunk_rows(wg_gpt_binding_limit(be), OC, 1);
+    uint64_t rows = chunk_rows(wg_binding_limit(be), OC, 1);
     for (uint64_t r0 = 0; r0 < N; r0 += rows) {
         uint32_t rc = (uint32_t)min_u64(rows, N - r0);
         colsum_params p = {rc, OC, OC, 0, 0, 0, 0, 0};
-        wg_bind bd[2] = {wg_gpt_window(dbias, 0, OC, &p.out_off), wg_gpt_window(dout, r0 * OC, (uint64_t)rc * OC, &p.x_off)};
+        wg_bind bd[2] = {wg_binding_window(dbias, 0, OC, &p.out_off), wg_binding_window(dout, r0 * OC, (uint64_t)rc * OC, &p.x_off)};
         wg_dispatch(ctx, "matmul_at_dbias", pipe, bd, 2, &p, sizeof p, wg_groups(OC, 8));
     }
 }
@@ -397,6 +353,6 @@ const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint
     uint64_t S = p.splits ? min_u64(p.splits, cdiv(K, p.t.bk)) : 0;
     if (S) S = cdiv(K, cdiv(cdiv(K, p.t.bk), S) * p.t.bk);
     snprintf(buf, cap, "%ux%u tiles %llu split %llu vec4 %d group %u", p.t.bm, p.t.bn, (unsigned long long)tiles,
-             (unsigned long long)S, vec4_on(), group_setting());
+             (unsigned long long)S, vec4_on(wg_of(be)), group_setting(wg_of(be)));
     return buf;
 }

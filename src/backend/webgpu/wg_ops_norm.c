@@ -2,12 +2,12 @@
 // kernels/11_backward_norm.wgsl (layernorm_backward: dinp per row, then dweight/dbias by columns).
 // One workgroup per row; N*C must fit one storage binding (it does for every GPT-2 activation:
 // the op is not split).
-#include "backend/webgpu/wg_ops_gpt.h"
+#include "backend/webgpu/wg_ops.h"
 
 typedef struct { uint32_t N, C, p0, p1; } ln_params;
 
 static void check_fits(wgt_backend *be, uint64_t NC, const char *op) {
-    if (NC > wg_gpt_binding_limit(be) || NC > UINT32_MAX) {
+    if (NC > wg_binding_limit(be) || NC > UINT32_MAX) {
         fprintf(stderr, "wgtrain: %s of %llu elements exceeds one storage binding\n", op, (unsigned long long)NC);
         WGT_ASSERT(0, "layernorm tensors must fit one storage binding; use a smaller batch or sequence");
     }

@@ -6,7 +6,7 @@
 // the runtime's scratch slot (1024 floats), allocated on first use and freed with the device.
 #include <math.h>
 #include <string.h>
-#include "backend/webgpu/wg_ops_gpt.h"
+#include "backend/webgpu/wg_ops.h"
 
 #define NORM_MAX_WG 1024u   // stage-1 workgroups: enough to fill a large GPU, few to add up
 
@@ -19,7 +19,7 @@ static wgt_buf *norm_scratch(wgt_backend *be) {
 typedef struct { uint32_t n, nwg, g_off, out_off, accumulate, p0, p1, p2; } norm_params;
 
 static size_t elem_chunk(wgt_backend *be) {
-    uint64_t c = (wg_gpt_binding_limit(be) - WGT_VIEW_ALIGN) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
+    uint64_t c = (wg_binding_limit(be) - WGT_VIEW_ALIGN) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
     if (c > (uint64_t)UINT32_MAX - 255) c = ((uint64_t)UINT32_MAX - 255) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
     return (size_t)c;
 }
@@ -38,9 +38,9 @@ void wg_grad_norm_sq(wgt_backend *be, wgt_view norm_sq, wgt_view g, size_t n, ui
         if (nwg > NORM_MAX_WG) nwg = NORM_MAX_WG;
         if (nwg == 0) nwg = 1;
         norm_params p = {(uint32_t)k, (uint32_t)nwg, 0, 0, (accumulate || o > 0) ? 1u : 0u, 0, 0, 0};
-        wg_bind b1[] = {wg_b(part, nwg), wg_gpt_window(g, o, k, &p.g_off)};
+        wg_bind b1[] = {wg_b(part, nwg), wg_binding_window(g, o, k, &p.g_off)};
         wg_dispatch3(ctx, "grad_norm_partial", p1, b1, 2, &p, sizeof p, (uint32_t)nwg, 1, 1);
-        wg_bind b2[] = {wg_gpt_window(norm_sq, 0, 1, &p.out_off), wg_b(part, nwg)};
+        wg_bind b2[] = {wg_binding_window(norm_sq, 0, 1, &p.out_off), wg_b(part, nwg)};
         wg_dispatch3(ctx, "grad_norm_sq", p2, b2, 2, &p, sizeof p, 1, 1, 1);
         o += k;
     } while (o < n);
@@ -51,7 +51,7 @@ typedef struct { float max_norm; uint32_t scale_off, norm_off, p0; } clip_params
 void wg_grad_clip_scale(wgt_backend *be, wgt_view scale, wgt_view norm_sq, float max_norm) {
     wg_ctx *ctx = wg_of(be);
     clip_params p = {max_norm, 0, 0, 0};
-    wg_bind b[] = {wg_gpt_window(scale, 0, 2, &p.scale_off), wg_gpt_window(norm_sq, 0, 1, &p.norm_off)};
+    wg_bind b[] = {wg_binding_window(scale, 0, 2, &p.scale_off), wg_binding_window(norm_sq, 0, 1, &p.norm_off)};
     wg_dispatch3(ctx, "grad_clip_scale", wg_pipeline(ctx, "13_optimizer.wgsl", "grad_clip_scale", NULL), b, 2, &p,
                  sizeof p, 1, 1, 1);
 }
@@ -72,9 +72,9 @@ void wg_adamw(wgt_backend *be, wgt_view params, wgt_view m, wgt_view v, wgt_view
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
         adam_params p = {(uint32_t)k, 0, 0, 0, 0, 0, 0, 0, lr, beta1, beta2, eps, weight_decay, bc1, bc2, 0};
-        wg_bind b[] = {wg_gpt_window(params, o, k, &p.p_off), wg_gpt_window(m, o, k, &p.m_off),
-                       wg_gpt_window(v, o, k, &p.v_off), wg_gpt_window(grads, o, k, &p.g_off),
-                       wg_gpt_window(scale, 0, 1, &p.s_off)};
+        wg_bind b[] = {wg_binding_window(params, o, k, &p.p_off), wg_binding_window(m, o, k, &p.m_off),
+                       wg_binding_window(v, o, k, &p.v_off), wg_binding_window(grads, o, k, &p.g_off),
+                       wg_binding_window(scale, 0, 1, &p.s_off)};
         wg_dispatch(ctx, "adamw", pipe, b, 5, &p, sizeof p, wg_groups(k, 256));
     }
 }

@@ -1,12 +1,12 @@
 // wg_ops_residual.c — dispatch wrappers for kernels/14_residual.wgsl (residual_forward,
 // add_inplace). Tensors larger than one storage binding are processed in windows.
-#include "backend/webgpu/wg_ops_gpt.h"
+#include "backend/webgpu/wg_ops.h"
 
 typedef struct { uint32_t n, out_off, a_off, b_off; } res_params;
 
 // elements per dispatch: one binding (less the alignment slack), whole multiples of 64
 static size_t res_chunk(wgt_backend *be) {
-    uint64_t c = (wg_gpt_binding_limit(be) - WGT_VIEW_ALIGN) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
+    uint64_t c = (wg_binding_limit(be) - WGT_VIEW_ALIGN) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
     if (c > (uint64_t)UINT32_MAX - 255) c = ((uint64_t)UINT32_MAX - 255) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
     return (size_t)c;
 }
@@ -24,7 +24,7 @@ void wg_add_inplace(wgt_backend *be, wgt_view out, wgt_view a, size_t n) {
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
         res_params p = {(uint32_t)k, 0, 0, 0};
-        wg_bind b[] = {wg_gpt_window(out, o, k, &p.out_off), wg_gpt_window(a, o, k, &p.a_off)};
+        wg_bind b[] = {wg_binding_window(out, o, k, &p.out_off), wg_binding_window(a, o, k, &p.a_off)};
         wg_dispatch(ctx, "add_inplace", pipe, b, 2, &p, sizeof p, wg_groups(k, 256));
     }
 }
@@ -41,8 +41,8 @@ void wg_residual_forward(wgt_backend *be, wgt_view out, wgt_view a, wgt_view b, 
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
         res_params p = {(uint32_t)k, 0, 0, 0};
-        wg_bind bd[] = {wg_gpt_window(out, o, k, &p.out_off), wg_gpt_window(a, o, k, &p.a_off),
-                        wg_gpt_window(b, o, k, &p.b_off)};
+        wg_bind bd[] = {wg_binding_window(out, o, k, &p.out_off), wg_binding_window(a, o, k, &p.a_off),
+                        wg_binding_window(b, o, k, &p.b_off)};
         wg_dispatch(ctx, "residual_forward", pipe, bd, 3, &p, sizeof p, wg_groups(k, 256));
     }
 }

@@ -61,6 +61,8 @@ struct wg_ctx {
     char error[2048];   // first uncaptured device error since the last flush
     int lost;
 
+    wg_settings settings;
+
     wgt_buf *scratch[WG_SCRATCH_SLOTS];
 
     int profile;
@@ -277,7 +279,10 @@ static wgt_status choose_adapter(wg_ctx *ctx, const char *want) {
 // ------------------------------------------------------------------ init
 wgt_status wg_ctx_init(wg_ctx **out, const char *adapter, int profile) {
     *out = NULL;
+    wg_settings settings;
+    WGT_TRY(wg_settings_from_env(&settings));  // a malformed setting is the user's to fix: fail early
     wg_ctx *ctx = wgt_calloc(1, sizeof *ctx);
+    ctx->settings = settings;
     ctx->profile = profile;
     WGPUInstanceDescriptor idesc;
     memset(&idesc, 0, sizeof idesc);
@@ -323,8 +328,7 @@ wgt_status wg_ctx_init(wg_ctx **out, const char *adapter, int profile) {
     toggles.disabledToggles = disabled;
     // Bounds clamping costs bandwidth; every kernel bounds-checks its own indices. Opt out with
     // WGTRAIN_ROBUST=1 to debug a suspected out-of-bounds access.
-    const char *robust = getenv("WGTRAIN_ROBUST");
-    if (!(robust && *robust == '1')) { toggles.enabledToggleCount = 1; toggles.enabledToggles = enabled; }
+    if (!ctx->settings.robust) { toggles.enabledToggleCount = 1; toggles.enabledToggles = enabled; }
     WGPUDeviceDescriptor dd;
     memset(&dd, 0, sizeof dd);
     dd.nextInChain = &toggles.chain;
@@ -385,6 +389,24 @@ wgt_status wg_ctx_init(wg_ctx **out, const char *adapter, int profile) {
 
 const wg_device_info *wg_ctx_info(const wg_ctx *ctx) { return &ctx->info; }
 uint64_t wg_max_binding_elems(const wg_ctx *ctx) { return ctx->info.limits.maxStorageBufferBindingSize / 4; }
+wg_settings *wg_ctx_settings(wg_ctx *ctx) { return &ctx->settings; }
+
+// ------------------------------------------------------------------ binding windows
+uint64_t wg_binding_limit(wgt_backend *be) {
+    const wg_ctx *ctx = be->impl;
+    uint64_t lim = be->max_binding_elems, test = ctx->settings.binding_limit;
+    return test && test < lim ? test : lim;
+}
+
+wg_bind wg_binding_window(wgt_view v, uint64_t start, uint64_t count, uint32_t *rem) {
+    WGT_ASSERT(start <= v.n && count <= v.n - start, "binding window runs past the end of its view");
+    uint64_t abs = v.off + start;
+    uint64_t base = abs / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
+    *rem = (uint32_t)(abs - base);
+    // starts up to 63 elements before v: the kernel adds *rem
+    wg_bind b = {{v.buf, (size_t)base, (size_t)(count + *rem)}, count ? (size_t)(count + *rem) : 0};
+    return b;
+}
 
 static void bg_cache_clear(wg_ctx *ctx) {
     for (size_t i = 0; i < ctx->cap_bgs; i++)

@@ -1,11 +1,13 @@
 // wg_runtime.h — the WebGPU runtime under the webgpu backend: device setup, buffers, the
-// pipeline cache, the per-step command encoder, uniform parameters and 2-D dispatch splitting.
+// pipeline cache, the per-step command encoder, uniform parameters, 2-D dispatch splitting, the
+// binding windows of ops whose tensors exceed one storage binding, and the settings (wg_settings.h).
 // Kernel wrappers (wg_ops_*.c) use only this header and wgpu_abi.h.
 #ifndef WGT_WG_RUNTIME_H
 #define WGT_WG_RUNTIME_H
 #include <stdint.h>
 #include <stdio.h>
 #include "backend/backend.h"
+#include "backend/webgpu/wg_settings.h"
 #include "backend/webgpu/wgpu_abi.h"
 
 typedef struct wg_ctx wg_ctx;
@@ -31,9 +33,14 @@ typedef struct {
 
 // adapter: NULL/""/"auto" best; "gpu" a real GPU only; "cpu" the software rasterizer
 // (lavapipe); anything else: a case-insensitive substring of the adapter's name.
+// The settings are read from the environment first (wg_settings_from_env): a malformed one fails
+// with WGT_ERR_ARG before any device is touched.
 wgt_status wg_ctx_init(wg_ctx **out, const char *adapter, int profile);
 void wg_ctx_free(wg_ctx *ctx);
 const wg_device_info *wg_ctx_info(const wg_ctx *ctx);
+// The context's settings, which the op wrappers read on every call: tests and benchmarks change
+// fields (directly or with wg_settings_set) between ops.
+wg_settings *wg_ctx_settings(wg_ctx *ctx);
 const char *wg_backend_type_name(WGPUBackendType t);
 const char *wg_adapter_type_name(WGPUAdapterType t);
 const char *wg_feature_name(WGPUFeatureName f);
@@ -62,6 +69,16 @@ void wg_dispatch(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const wg
 void wg_dispatch3(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const wg_bind *binds, int nb,
                   const void *params, size_t params_size, uint32_t gx, uint32_t gy, uint32_t gz);
 uint64_t wg_max_binding_elems(const wg_ctx *ctx);
+
+// Binding windows, for ops whose tensors can exceed one storage binding (maxStorageBufferBindingSize).
+// The largest binding in elements that ops split against: the backend's max_binding_elems (which a
+// test may lower), lowered further by the binding_limit setting when that is nonzero. be is a
+// webgpu backend.
+uint64_t wg_binding_limit(wgt_backend *be);
+// A binding of `count` elements starting `start` elements into view v, bound from the
+// 256-byte-aligned element at or below that start; *rem receives the offset of the wanted first
+// element inside the binding (the kernel adds it). count 0 binds a placeholder.
+wg_bind wg_binding_window(wgt_view v, uint64_t start, uint64_t count, uint32_t *rem);
 
 // Scratch buffers owned by the context, for ops whose signature has no room for temporaries:
 // one per slot, grown to at least n elements on request (contents are not kept when it grows),

@@ -1,0 +1,76 @@
+// wg_settings.h — the WebGPU backend's tuning and debugging settings: one struct per device
+// context, filled from the environment once by wg_ctx_init and read by the op wrappers through
+// wg_ctx_settings(ctx). Tests and benchmarks change fields (or call wg_settings_set) between ops
+// instead of setting environment variables or globals; a change applies from the next op.
+//
+// The environment variables (docs/webgpu-settings.md is the same list with background):
+// unset or empty means the default; a malformed or out-of-range value is a user error:
+// wg_ctx_init fails with WGT_ERR_ARG and a message naming the variable and its accepted form.
+//
+//   variable                    accepted values        meaning (default)
+//   WGTRAIN_ROBUST              0 | 1                  1: Dawn's bounds clamping on, to debug a
+//                                                      suspected out-of-bounds access (0: off, every
+//                                                      kernel checks its own bounds). Read when the
+//                                                      device is created; changing it later does nothing.
+//   WGTRAIN_MM_TILE             auto | big | small     matmul tile shape (auto: per device and shape)
+//   WGTRAIN_MM_SPLITK           auto | off | 0..1024   split-K: off or 0 never; S >= 1 every GEMM
+//                                                      through the split path with up to S slices
+//                                                      (auto: outputs of few tiles with a long K)
+//   WGTRAIN_MM_VEC4             auto | 0 | 1           vec4 operand loads where aligned (auto: 0)
+//   WGTRAIN_MM_GROUP            auto | 1..1024         row blocks per raster group, 1 = row-major
+//                                                      (auto: 8)
+//   WGTRAIN_ATTN_FWD_CFG        k=v,...                attention forward tiles, keys nl, tr, bc, sg
+//                                                      (integers), e.g. "nl=8,tr=2,bc=64,sg=1"
+//   WGTRAIN_ATTN_BWD_CFG        k=v,...                attention backward: v=auto|stream|split|short|
+//                                                      fused, kv=/q=/st=BQxBK[/RQSxRKS], ncp=N
+//   WGTRAIN_ATTN_UNROLL         auto | 0 | 1           unrolled head-dimension loops (auto: on real
+//                                                      GPUs, off on software adapters)
+//   WGTRAIN_CE_CFG              k=v,...                cross_entropy kernel: wg=64..1024 (power of
+//                                                      2), vec=0|1, sg=0|1, reg=0..16, sm=0..1024,
+//                                                      rev=0|1; keys left out keep the default
+//   WGTRAIN_TEST_BINDING_LIMIT  0 | 256..2^62          TEST ONLY: the ops split tensors as if one
+//                                                      storage binding held at most this many
+//                                                      elements (0: the device's limit)
+//
+// The attention and cross_entropy texts are checked for their form here; whether a setting fits
+// the device and head size is decided by the op (wg_ops_attention.c, wg_ops_loss.c document the
+// keys), which reports one that does not fit once on stderr and runs its default instead.
+#ifndef WGT_WG_SETTINGS_H
+#define WGT_WG_SETTINGS_H
+#include <stdint.h>
+#include "core/error.h"
+
+#define WG_AUTO (-1)  // an integer setting left to the automatic choice
+
+typedef enum { WG_MM_TILE_AUTO, WG_MM_TILE_BIG, WG_MM_TILE_SMALL } wg_mm_tile_choice;
+
+// cross_entropy variant; each field WG_AUTO keeps the device's default
+typedef struct { int wg, vec, sg, reg, sm, rev; } wg_ce_settings;
+
+typedef struct {
+    int robust;                  // WGTRAIN_ROBUST: 0 or 1
+    wg_mm_tile_choice mm_tile;   // WGTRAIN_MM_TILE
+    int mm_splitk;               // WGTRAIN_MM_SPLITK: WG_AUTO, 0 (off) or S >= 1
+    int mm_vec4;                 // WGTRAIN_MM_VEC4: WG_AUTO, 0 or 1
+    int mm_group;                // WGTRAIN_MM_GROUP: WG_AUTO or >= 1
+    char attn_fwd[256];          // WGTRAIN_ATTN_FWD_CFG ("" = the defaults)
+    char attn_bwd[256];          // WGTRAIN_ATTN_BWD_CFG ("" = the defaults)
+    int attn_unroll;             // WGTRAIN_ATTN_UNROLL: WG_AUTO, 0 or 1
+    wg_ce_settings ce;           // WGTRAIN_CE_CFG
+    uint64_t binding_limit;      // WGTRAIN_TEST_BINDING_LIMIT: elements, 0 = the device's
+} wg_settings;
+
+// Every field at its default (as with no variable set).
+void wg_settings_default(wg_settings *s);
+// Sets the field of environment variable `name` from `value` as if the environment held it
+// (NULL or "" restores that field's default). On a malformed value nothing changes and the
+// result is WGT_ERR_ARG with a message naming the variable and the accepted form; an unknown
+// name is WGT_ERR_ARG too.
+wgt_status wg_settings_set(wg_settings *s, const char *name, const char *value);
+// The defaults, then every variable of the list above that is set. Called by wg_ctx_init.
+wgt_status wg_settings_from_env(wg_settings *s);
+
+// Provided by wg_ops_attention.c: whether an attention setting text has the form of
+// WGTRAIN_ATTN_FWD_CFG (backward = 0) or WGTRAIN_ATTN_BWD_CFG (backward = 1).
+int wg_attention_cfg_parses(const char *text, int backward);
+#endif
