@@ -71,20 +71,26 @@ int wgt_op_dims(const wgt_op_desc *d, int b, wgt_op_dim *dims) {
         WGT_ASSERT(nd < WGT_OP_MAX_DIMS, "a shape in op_list.h has too many dimensions");
         wgt_op_dim *dim = &dims[nd++];
         memset(dim, 0, sizeof *dim);
-        dim->factor = 1;
         if (p[0] == '>' && p[1] == '=') { dim->atleast = 1; p += 2; }
-        for (;;) {
-            if (isdigit((unsigned char)*p)) {
-                dim->factor *= strtoull(p, (char **)&p, 10);
-            } else {
-                const char *q = p;
-                while (isalnum((unsigned char)*q) || *q == '_') q++;
-                int si = scalar_index(d, p, (size_t)(q - p));
-                WGT_ASSERT(si >= 0 && dim->nsym < 3, "a shape in op_list.h names an unknown scalar");
-                dim->sym[dim->nsym++] = si;
-                p = q;
+        for (;;) {  // terms joined by '+'
+            WGT_ASSERT(dim->nterm < 3, "a shape in op_list.h has too many terms");
+            wgt_op_term *t = &dim->term[dim->nterm++];
+            t->factor = 1;
+            for (;;) {  // factors joined by '*'
+                if (isdigit((unsigned char)*p)) {
+                    t->factor *= strtoull(p, (char **)&p, 10);
+                } else {
+                    const char *q = p;
+                    while (isalnum((unsigned char)*q) || *q == '_') q++;
+                    int si = scalar_index(d, p, (size_t)(q - p));
+                    WGT_ASSERT(si >= 0 && t->nsym < 3, "a shape in op_list.h names an unknown scalar");
+                    t->sym[t->nsym++] = si;
+                    p = q;
+                }
+                if (*p != '*') break;
+                p++;
             }
-            if (*p != '*') break;
+            if (*p != '+') break;
             p++;
         }
         if (*p == 0) return nd;
@@ -98,12 +104,16 @@ static uint64_t mul_sat(uint64_t a, uint64_t b) {
 }
 
 uint64_t wgt_op_dim_value(const wgt_op_dim *dim, const double *s) {
-    uint64_t v = dim->factor;
-    for (int k = 0; k < dim->nsym; k++) {
-        double x = s[dim->sym[k]];
-        v = (x >= 0 && x < 18446744073709551616.0) ? mul_sat(v, (uint64_t)x) : UINT64_MAX;
+    uint64_t sum = 0;
+    for (int i = 0; i < dim->nterm; i++) {
+        uint64_t v = dim->term[i].factor;
+        for (int k = 0; k < dim->term[i].nsym; k++) {
+            double x = s[dim->term[i].sym[k]];
+            v = (x >= 0 && x < 18446744073709551616.0) ? mul_sat(v, (uint64_t)x) : UINT64_MAX;
+        }
+        sum = v > UINT64_MAX - sum ? UINT64_MAX : sum + v;
     }
-    return v;
+    return sum;
 }
 
 uint64_t wgt_op_need(const wgt_op_desc *d, int b, const double *s) {

@@ -46,13 +46,22 @@ static inline int wgt_role_optional(wgt_role r) { return r == WGT_ROLE_IN_OPT ||
 const char *wgt_role_name(wgt_role r);  // "out", "in+out", "in", ...
 const char *wgt_type_name(wgt_type t);  // "float32", "int32", "uint32", "size"
 
-// One dimension of a shape: the product of `factor` and the named scalars; `atleast` for ">=".
+// One dimension of a shape: a sum of terms, each the product of `factor` and named scalars
+// ("NH*HS+2*NKV*HS"); `atleast` for ">=".
 typedef struct {
     uint64_t factor;
     int nsym;
     int sym[3];  // scalar indexes
+} wgt_op_term;
+typedef struct {
+    int nterm;
+    wgt_op_term term[3];
     int atleast;
 } wgt_op_dim;
+// The scalar a dimension is when it is one plain name ("N"), else -1.
+static inline int wgt_op_dim_symbol(const wgt_op_dim *d) {
+    return d->nterm == 1 && d->term[0].nsym == 1 && d->term[0].factor == 1 && !d->atleast ? d->term[0].sym[0] : -1;
+}
 
 // Parses binding b's shape into dims; returns the number of dimensions. A malformed shape in
 // op_list.h is a bug and aborts.

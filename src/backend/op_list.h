@@ -21,9 +21,10 @@
 //            IN_OPT     read, may be absent (a view without a buffer), e.g. no bias
 //            INOUT_OPT  accumulated, may be absent, e.g. no dbias
 //     type   F32 | I32 | U32, 4-byte elements
-//     shape  dimensions separated by commas, each a product of scalar names and integers
-//            ("N,OC", "B,T,3*C"); ">=T" means at least T (the op reads the first T rows of a
-//            longer tensor). A view must hold at least the product of its shape.
+//     shape  dimensions separated by commas, each a sum of products of scalar names and
+//            integers ("N,OC", "B,T,3*C", "B,T,NH*HS+2*NKV*HS"); ">=T" means at least T (the op
+//            reads the first T rows of a longer tensor). A view must hold at least the product
+//            of its shape.
 //   SCAL(name, type, default, lo, hi)
 //     type     U32 | SIZE (size_t) | F32
 //     default  a number, or WGT_REQ when there is none (sizes, found from the shapes by

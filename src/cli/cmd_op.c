@@ -82,18 +82,31 @@ static void shape_text(char *buf, size_t cap, const size_t *dims, int nd) {
 // Matches one dimension of a binding's shape with a value. Returns 1 if it learned a scalar,
 // 0 if nothing changed (checked, or not yet decidable), -1 on a contradiction.
 static int unify(op_call *c, int b, const wgt_op_dim *dim, uint64_t value) {
-    uint64_t known = dim->factor;
+    // the known terms' sum, and the one unknown scalar with its known coefficient
+    uint64_t known_sum = 0, coef = 0;
     int unknown = -1, n_unknown = 0;
-    for (int k = 0; k < dim->nsym; k++) {
-        int si = dim->sym[k];
-        if (isnan(c->s[si])) { unknown = si; n_unknown++; }
-        else known *= (uint64_t)c->s[si];
+    for (int i = 0; i < dim->nterm; i++) {
+        uint64_t prod = dim->term[i].factor;
+        int term_unknown = 0;
+        for (int k = 0; k < dim->term[i].nsym; k++) {
+            int si = dim->term[i].sym[k];
+            if (isnan(c->s[si])) {
+                if (si != unknown) n_unknown++;
+                unknown = si;
+                term_unknown++;
+            } else {
+                prod *= (uint64_t)c->s[si];
+            }
+        }
+        if (term_unknown > 1) n_unknown = 2;  // a product of unknowns: not solvable here
+        if (term_unknown) coef += prod;
+        else known_sum += prod;
     }
-    if (dim->atleast) return n_unknown ? 0 : (value >= known ? 0 : -1);
-    if (n_unknown == 0) return value == known ? 0 : -1;
+    if (dim->atleast) return n_unknown ? 0 : (value >= known_sum ? 0 : -1);
+    if (n_unknown == 0) return value == known_sum ? 0 : -1;
     if (n_unknown > 1) return 0;
-    if (known == 0 || value % known) return -1;
-    c->s[unknown] = (double)(value / known);
+    if (value < known_sum || coef == 0 || (value - known_sum) % coef) return -1;
+    c->s[unknown] = (double)((value - known_sum) / coef);
     c->s_from[unknown] = c->d->b[b].name;
     return 1;
 }
@@ -133,8 +146,8 @@ static wgt_status match_shapes(op_call *c, int *changed) {
             if (r < 0) return shape_mismatch(c, b);
             if (r > 0) *changed = 1;
         }
-        if (nd != k && dims[0].nsym == 1 && dims[0].factor == 1 && !dims[0].atleast) {  // for output shapes
-            c->lead_sym[b] = dims[0].sym[0];
+        if (nd != k && wgt_op_dim_symbol(&dims[0]) >= 0) {  // for output shapes
+            c->lead_sym[b] = wgt_op_dim_symbol(&dims[0]);
             c->lead_nd[b] = nd >= k ? nd - k + 1 : 0;
             for (int j = 0; j < c->lead_nd[b]; j++) c->lead[b][j] = sh[j];
         }
@@ -213,8 +226,8 @@ static wgt_status fill_shape(op_call *c, int b) {
     // left out) keeps that input's spelling: matmul of [B, T, C] gives [B, T, OC]
     int lead_from = -1;
     for (int i = 0; i < d->nb && lead_from < 0; i++)
-        if (c->have[i] && c->lead_nd[i] >= 0 && dims[0].nsym == 1 && dims[0].factor == 1 && !dims[0].atleast &&
-            c->lead_sym[i] == dims[0].sym[0])
+        if (c->have[i] && c->lead_nd[i] >= 0 && wgt_op_dim_symbol(&dims[0]) >= 0 &&
+            c->lead_sym[i] == wgt_op_dim_symbol(&dims[0]))
             lead_from = i;
     int first = 0;
     if (lead_from >= 0) {
