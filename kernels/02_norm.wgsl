@@ -1,4 +1,5 @@
-// 02_norm.wgsl — LayerNorm forward (GPT-2: eps 1e-5, biased variance, weight and bias).
+// 02_norm.wgsl — LayerNorm forward (GPT-2: eps 1e-5, biased variance, weight and bias) and
+// RMSNorm forward (LLaMA: no mean, no bias, eps from the config).
 // One workgroup per row (flat_wg: N may exceed 65535); the 256 threads stride over the C
 // columns. Two passes over the row, first the mean and then the squared deviations, so that
 // rows with a large mean do not lose the variance to cancellation (E[x²] - E[x]² would).
@@ -42,4 +43,31 @@ fn layernorm_forward(@builtin(local_invocation_index) lid : u32, @builtin(workgr
         lf_mean[row] = mean;
         lf_rstd[row] = rstd;
     }
+}
+
+// RMSNorm: out = x·rstd·weight, rstd = 1/sqrt(mean(x²) + eps); one workgroup per row like the
+// LayerNorm above. rstd is saved for the backward.
+struct RMSParams { N : u32, C : u32, eps : f32, p0 : u32 };
+
+@group(0) @binding(0) var<storage, read_write> rf_out : array<f32>;
+@group(0) @binding(1) var<storage, read_write> rf_rstd : array<f32>;
+@group(0) @binding(2) var<storage, read> rf_inp : array<f32>;
+@group(0) @binding(3) var<storage, read> rf_weight : array<f32>;
+@group(0) @binding(4) var<uniform> rf_p : RMSParams;
+
+@compute @workgroup_size(256)
+fn rmsnorm_forward(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
+                   @builtin(num_workgroups) nwg : vec3<u32>) {
+    let row = flat_wg(wid, nwg);
+    if (row >= rf_p.N || rf_p.C == 0u) { return; }   // uniform across the workgroup
+    let C = rf_p.C;
+    let base = row * C;
+    var q = 0.0;
+    for (var c = lid; c < C; c += 256u) {
+        let x = rf_inp[base + c];
+        q += x * x;
+    }
+    let rstd = 1.0 / sqrt(wg_reduce_sum(q, lid) / f32(C) + rf_p.eps);
+    for (var c = lid; c < C; c += 256u) { rf_out[base + c] = rf_inp[base + c] * rstd * rf_weight[c]; }
+    if (lid == 0u) { rf_rstd[row] = rstd; }
 }

@@ -1,10 +1,12 @@
-// 11_backward_norm.wgsl — LayerNorm backward, as two kernels because the parameter gradients
-// are reductions across rows and WGSL has no float atomics:
+// 11_backward_norm.wgsl — LayerNorm and RMSNorm backward, each as two kernels because the
+// parameter gradients are reductions across rows and WGSL has no float atomics:
 //   layernorm_backward: one workgroup per row, dinp += rstd·(dxhat - mean(dxhat) - xhat·mean(dxhat·xhat))
 //     with dxhat = dout·weight (dinp accumulates: the residual stream's gradient is already there);
 //   layernorm_backward_params: column-parallel dweight += Σ_n dout·xhat, dbias += Σ_n dout. A
 //     workgroup owns 8 columns; its 256 threads are 32 row slices × 8 columns (a warp reads 4 rows
 //     × 32 contiguous bytes), and the 32 partials are added in a fixed order: deterministic.
+//   rmsnorm_backward / rmsnorm_backward_params: the same shapes for RMSNorm, with
+//     dinp += rstd·(dxhat - xhat·mean(dxhat·xhat)), xhat = x·rstd, and dweight += Σ_n dout·xhat.
 
 struct LNBParams { N : u32, C : u32, p0 : u32, p1 : u32 };
 
@@ -80,5 +82,55 @@ fn layernorm_backward_params(@builtin(local_invocation_index) lid : u32, @builti
         }
         lp_dweight[c] += tw;
         lp_dbias[c] += tb;
+    }
+}
+
+@group(0) @binding(0) var<storage, read_write> rb_dinp : array<f32>;
+@group(0) @binding(1) var<storage, read> rb_dout : array<f32>;
+@group(0) @binding(2) var<storage, read> rb_inp : array<f32>;
+@group(0) @binding(3) var<storage, read> rb_weight : array<f32>;
+@group(0) @binding(4) var<storage, read> rb_rstd : array<f32>;
+@group(0) @binding(5) var<uniform> rb_p : LNBParams;
+
+@compute @workgroup_size(256)
+fn rmsnorm_backward(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
+                    @builtin(num_workgroups) nwg : vec3<u32>) {
+    let row = flat_wg(wid, nwg);
+    if (row >= rb_p.N) { return; }   // uniform across the workgroup
+    let C = rb_p.C;
+    let base = row * C;
+    let rs = rb_rstd[row];
+    var s = 0.0;
+    for (var c = lid; c < C; c += 256u) { s += rb_dout[base + c] * rb_weight[c] * (rb_inp[base + c] * rs); }
+    let mean_dx = wg_reduce_sum(s, lid) / f32(C);
+    for (var c = lid; c < C; c += 256u) {
+        let xh = rb_inp[base + c] * rs;
+        rb_dinp[base + c] += rs * (rb_dout[base + c] * rb_weight[c] - xh * mean_dx);
+    }
+}
+
+@group(0) @binding(0) var<storage, read_write> rp_dweight : array<f32>;
+@group(0) @binding(1) var<storage, read> rp_dout : array<f32>;
+@group(0) @binding(2) var<storage, read> rp_inp : array<f32>;
+@group(0) @binding(3) var<storage, read> rp_rstd : array<f32>;
+@group(0) @binding(4) var<uniform> rp_p : LNBParams;
+
+@compute @workgroup_size(256)
+fn rmsnorm_backward_params(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
+                           @builtin(num_workgroups) nwg : vec3<u32>) {
+    let col = lid % 8u;
+    let slice = lid / 8u;
+    let c = flat_wg(wid, nwg) * 8u + col;
+    let C = rp_p.C;
+    var sw = 0.0;
+    if (c < C) {
+        for (var n = slice; n < rp_p.N; n += 32u) { sw += rp_dout[n * C + c] * (rp_inp[n * C + c] * rp_rstd[n]); }
+    }
+    lp_w[lid] = sw;
+    workgroupBarrier();
+    if (slice == 0u && c < C) {
+        var tw = 0.0;
+        for (var k = 0u; k < 32u; k++) { tw += lp_w[k * 8u + col]; }
+        rp_dweight[c] += tw;
     }
 }

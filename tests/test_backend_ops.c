@@ -47,6 +47,14 @@ static void prep_layernorm_bwd(const wgt_op_desc *d, float **h, const double *s)
     free(bias);
 }
 
+// rmsnorm_backward needs the rstd of its input
+static void prep_rmsnorm_bwd(const wgt_op_desc *d, float **h, const double *s) {
+    uint32_t N = (uint32_t)s[scalar_of(d, "N")], C = (uint32_t)s[scalar_of(d, "C")];
+    float *out = malloc((size_t)N * C * 4);
+    cpu_rmsnorm_forward(out, h[bind_of(d, "rstd")], h[bind_of(d, "inp")], h[bind_of(d, "weight")], N, C, 1e-5f);
+    free(out);
+}
+
 // attention_backward needs the forward's out and lse
 static void prep_attention_bwd(const wgt_op_desc *d, float **h, const double *s) {
     uint32_t B = (uint32_t)s[scalar_of(d, "B")], T = (uint32_t)s[scalar_of(d, "T")], C = (uint32_t)s[scalar_of(d, "C")],
@@ -86,6 +94,10 @@ static const op_case cases[] = {
     {"embedding_backward", "B=3,T=17,C=40,V=11", 1e-5, 1e-5, NULL},
     {"layernorm_forward", "N=37,C=200", 1e-5, 1e-5, NULL},
     {"layernorm_backward", "N=37,C=200", 1e-5, 1e-5, prep_layernorm_bwd},
+    {"rmsnorm_forward", "N=37,C=200", 1e-5, 1e-5, NULL},
+    {"rmsnorm_forward", "N=3,C=1000,eps=1e-6", 1e-5, 1e-5, NULL},
+    {"rmsnorm_backward", "N=37,C=200", 1e-5, 1e-5, prep_rmsnorm_bwd},
+    {"rmsnorm_backward", "N=300,C=24", 1e-5, 1e-5, prep_rmsnorm_bwd},
     {"matmul", "N=37,C=68,OC=50", 1e-5, 1e-5, NULL},
     {"matmul", "N=130,C=256,OC=129", 1e-5, 1e-5, NULL},
     {"matmul_t", "N=37,C=68,OC=50", 1e-5, 1e-5, NULL},

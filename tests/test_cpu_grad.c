@@ -302,6 +302,49 @@ static void test_layernorm_grad(void) {
     free(dx0); free(dwt0); free(dbs0); free(nx); free(nw); free(nb);
 }
 
+// ---------------------------------------------------------------- rmsnorm
+
+// LLaMA's RMSNorm written directly in double: y = x / sqrt(mean(x²) + eps) · w
+static void d_rmsnorm(double *out, const double *x, const double *wt, uint32_t N, uint32_t C, double eps) {
+    for (uint32_t n = 0; n < N; n++) {
+        const double *xr = x + (size_t)n * C;
+        double ms = 0;
+        for (uint32_t c = 0; c < C; c++) ms += xr[c] * xr[c];
+        double rs = 1 / sqrt(ms / C + eps);
+        for (uint32_t c = 0; c < C; c++) out[(size_t)n * C + c] = xr[c] * rs * wt[c];
+    }
+}
+typedef struct { double *x, *wt, *out; const float *w; uint32_t N, C; double eps; } rms_ctx;
+static double rms_loss(void *p) {
+    rms_ctx *c = p;
+    d_rmsnorm(c->out, c->x, c->wt, c->N, c->C, c->eps);
+    return dot_w(c->out, c->w, (size_t)c->N * c->C);
+}
+
+static void test_rmsnorm_grad(void) {
+    const uint32_t N = 3, C = 8;
+    const float eps = 1e-2f;  // large, so that a wrong eps placement shows in every row
+    float *x = frandom(N * C, -2, 2), *wt = frandom(C, 0.5f, 1.5f), *w = frandom(N * C, -1, 1);
+    for (uint32_t c = 0; c < C; c++) x[C + c] = 0.01f * (float)c;  // a row of small values, where eps matters
+    float *out = falloc(N * C), *rstd = falloc(N);
+    cpu_rmsnorm_forward(out, rstd, x, wt, N, C, eps);
+    rms_ctx c = {to_double(x, N * C), to_double(wt, C), dalloc(N * C), w, N, C, eps};
+    d_rmsnorm(c.out, c.x, c.wt, N, C, eps);
+    check_fwd("rmsnorm_forward vs double", out, c.out, N * C);
+
+    float *dx = frandom(N * C, -1, 1), *dwt = frandom(C, -1, 1);
+    float *dx0 = malloc(N * C * 4), *dwt0 = malloc(C * 4);
+    memcpy(dx0, dx, N * C * 4); memcpy(dwt0, dwt, C * 4);
+    cpu_rmsnorm_backward(dx, dwt, w, x, wt, rstd, N, C);
+    for (uint32_t i = 0; i < N * C; i++) dx[i] -= dx0[i];
+    for (uint32_t i = 0; i < C; i++) dwt[i] -= dwt0[i];
+    double *nx = fd_grad(c.x, N * C, rms_loss, &c), *nw = fd_grad(c.wt, C, rms_loss, &c);
+    check_grad("rmsnorm_backward dinp (+=)", dx, nx, N * C);
+    check_grad("rmsnorm_backward dweight (+=)", dwt, nw, C);
+    free(x); free(wt); free(w); free(out); free(rstd); free(c.x); free(c.wt); free(c.out);
+    free(dx); free(dwt); free(dx0); free(dwt0); free(nx); free(nw);
+}
+
 // ---------------------------------------------------------------- matmul
 
 static void d_matmul(double *out, const double *x, const double *W, const double *b, uint32_t N, uint32_t C, uint32_t OC) {
@@ -690,6 +733,7 @@ int main(void) {
     test_cross_entropy_grad();
     test_embedding_grad();
     test_layernorm_grad();
+    test_rmsnorm_grad();
     test_matmul_grad();
     test_matmul_big();
     test_attention_grad();

@@ -49,6 +49,8 @@
     X(embedding_backward, "dwte[tokens[p],:] += dout[p,:]; dwpe[t,:] += sum over b of dout[b,t,:]") \
     X(layernorm_forward, "out = (inp - mean) * rstd * weight + bias per row (eps 1e-5); saves mean, rstd") \
     X(layernorm_backward, "dinp += ..., dweight += ..., dbias += ...")                         \
+    X(rmsnorm_forward, "out = inp * rstd * weight per row, rstd = 1/sqrt(mean(inp^2) + eps); saves rstd") \
+    X(rmsnorm_backward, "dinp += rstd * (dxhat - xhat * mean(dxhat * xhat)), dweight += ..., dxhat = dout * weight") \
     X(matmul, "out[N,OC] = inp[N,C] . weight[OC,C]^T + bias[OC] (bias optional)")              \
     X(matmul_t, "dinp[N,C] = dout[N,OC] . weight[OC,C]")                                       \
     X(matmul_at, "dweight[OC,C] += dout^T . inp; dbias[OC] += column sums of dout (optional)") \
@@ -92,7 +94,7 @@
     SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
     SCAL(V, U32, WGT_REQ, 1, WGT_U32_MAX)
 
-// ---- normalisation (docs/kernels.md#layernorm) ----
+// ---- normalisation (docs/kernels.md#layernorm_forward, #rmsnorm_forward) ----
 #define WGT_OP_layernorm_forward(BIND, SCAL)                                                       \
     BIND(out, OUT, F32, "N,C") BIND(mean, OUT, F32, "N") BIND(rstd, OUT, F32, "N")                 \
     BIND(inp, IN, F32, "N,C") BIND(weight, IN, F32, "C") BIND(bias, IN, F32, "C")                  \
@@ -102,6 +104,16 @@
     BIND(dout, IN, F32, "N,C") BIND(inp, IN, F32, "N,C") BIND(weight, IN, F32, "C")                \
     BIND(mean, IN, F32, "N") BIND(rstd, IN, F32, "N") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX)        \
     SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)
+
+// RMSNorm (LLaMA): no mean, no bias; eps from the model's config
+#define WGT_OP_rmsnorm_forward(BIND, SCAL)                                                         \
+    BIND(out, OUT, F32, "N,C") BIND(rstd, OUT, F32, "N") BIND(inp, IN, F32, "N,C")                 \
+    BIND(weight, IN, F32, "C") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) \
+    SCAL(eps, F32, 1e-5, 0, 1)
+#define WGT_OP_rmsnorm_backward(BIND, SCAL)                                                        \
+    BIND(dinp, INOUT, F32, "N,C") BIND(dweight, INOUT, F32, "C") BIND(dout, IN, F32, "N,C")        \
+    BIND(inp, IN, F32, "N,C") BIND(weight, IN, F32, "C") BIND(rstd, IN, F32, "N")                  \
+    SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)
 
 // ---- matmul family (docs/kernels.md#matmul) ----
 #define WGT_OP_matmul(BIND, SCAL)                                                                  \
