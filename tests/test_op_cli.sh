@@ -71,7 +71,7 @@ fi
 
 if run_both cross_entropy --in logits="$tmp/logits.npy" --in targets="$tmp/targets.npy" --set alpha=0.1 \
         --out logits="$tmp/dl_BE.npy" --out losses="$tmp/loss_BE.npy"; then
-    # tolerances as in test_kernels_seed.c: f32 sums over V = 1000 logits against double ones
+    # tolerances as in test_kernels_activation_loss.c: f32 sums over V = 1000 logits against double ones
     if "$PY" - "$tmp" <<'EOF'
 import sys, numpy as np
 d = sys.argv[1]

@@ -1,4 +1,4 @@
-// test_kernels_seed.c — the seed kernels (SPEC §2: gelu_inplace, swiglu_combine, cross_entropy,
+// test_kernels_activation_loss.c — the seed kernels (SPEC §2: gelu_inplace, swiglu_combine, cross_entropy,
 // sum_losses, ffn_gelu_backward, ffn_swiglu_backward) in WGSL against the C reference, on random
 // data and on the edge cases of SPEC §6: inputs ±80, ±100, ±1000, ±1e4, ±3e38, NaN, ±Inf;
 // V not a multiple of 256, V < 256, V = 50257, R > 65535 (2-D dispatch), ignored targets,
