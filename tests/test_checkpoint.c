@@ -1,8 +1,10 @@
 // test_checkpoint.c — the training run's persistent state and the pieces resume relies on:
 // checkpoint round trip and every refusal (truncation, flipped bytes, magic, version, another
-// model), the run configuration's JSON round trip and resume-flag checks, the learning-rate
-// schedule, the data loader's windows (deterministic, targets = inputs shifted, validation
-// covering every token once) and the sampler's filters.
+// model), the run configuration's JSON round trip and resume-flag checks, the model config's
+// JSON (family, old files, refusals), the learning-rate schedule, the data loader's windows
+// (deterministic, targets = inputs shifted, validation covering every token once) and the
+// sampler's filters.
+#include <cjson/cJSON.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdint.h>
@@ -220,6 +222,66 @@ static void test_config_json_and_resume(void) {
     CHECK(train_config_preset(&f, "huge") != WGT_OK && strstr(wgt_last_error(), "tiny"), "unknown preset: %s", wgt_last_error());
 }
 
+// The model's part of the configuration (model.h): its JSON round trip, configurations written
+// before model families existed (no "arch") reading as GPT-2, an unknown family or a missing
+// size refused by name, and the model comparison naming the family.
+static char *edit_model_json(const train_config *c, const char *del, const char *arch) {
+    char *js = train_config_to_json(c);
+    cJSON *root = cJSON_Parse(js), *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    free(js);
+    if (del) cJSON_DeleteItemFromObjectCaseSensitive(model, del);
+    if (arch) cJSON_ReplaceItemInObjectCaseSensitive(model, "arch", cJSON_CreateString(arch));
+    js = cJSON_Print(root);
+    cJSON_Delete(root);
+    return js;
+}
+
+static void test_model_config(void) {
+    train_config c = test_config(), back;
+    char *js = model_config_to_json(&c.model);
+    model_config mc;
+    model_config_delta d;
+    CHECK(model_config_from_json(&mc, js, "test") == WGT_OK && !model_config_diff(&mc, &c.model, &d) &&
+              !strcmp(mc.arch, "gpt2"), "model config round trip: %s", wgt_last_error());
+    CHECK(strstr(js, "\"arch\"") != NULL, "the model JSON lacks its family: %s", js);
+    free(js);
+    js = edit_model_json(&c, "arch", NULL);
+    CHECK(train_config_from_json(&back, js, "test") == WGT_OK && !strcmp(back.model.arch, MODEL_ARCH_DEFAULT) &&
+              back.model.n_layer == c.model.n_layer, "a configuration without arch: %s", wgt_last_error());
+    free(js);
+    js = edit_model_json(&c, NULL, "nosuch");
+    CHECK(train_config_from_json(&back, js, "test") != WGT_OK && strstr(wgt_last_error(), "unknown model family 'nosuch'") &&
+              strstr(wgt_last_error(), "gpt2"), "unknown family: %s", wgt_last_error());
+    free(js);
+    js = edit_model_json(&c, "d_ff", NULL);
+    CHECK(train_config_from_json(&back, js, "test") != WGT_OK && strstr(wgt_last_error(), "model.d_ff"),
+          "missing d_ff: %s", wgt_last_error());
+    free(js);
+    train_config other = c;
+    snprintf(other.model.arch, sizeof other.model.arch, "other");
+    CHECK(model_config_diff(&other.model, &c.model, &d) && !strcmp(d.key, "arch"), "diff of families: %s", d.key);
+    CHECK(train_config_check_model(&c, &other, "test") != WGT_OK && strstr(wgt_last_error(), "arch"),
+          "another family not refused by name: %s", wgt_last_error());
+    CHECK(model_config_check(&other.model) != WGT_OK && strstr(wgt_last_error(), "unknown model family"),
+          "unknown family passes the check: %s", wgt_last_error());
+    other = c;
+    other.model.d_ff = 77;
+    CHECK(model_config_diff(&c.model, &other.model, &d) && !strcmp(d.key, "d_ff") && !strcmp(d.b, "77"),
+          "diff of d_ff: %s %s %s", d.key, d.a, d.b);
+    // --arch on the command line: an unknown family is refused when the run is checked
+    const char *argv_arch[] = {"x", "--arch", "nosuch"};
+    train_flags given = {{0}};
+    wgt_status st = WGT_OK;
+    int i = 1;
+    train_config f;
+    memset(&f, 0, sizeof f);
+    CHECK(train_config_parse_flag(&f, &given, 3, (char **)argv_arch, &i, &st) && st == WGT_OK, "--arch not parsed");
+    other = c;
+    train_config_apply_flags(&other, &f, &given);
+    CHECK(train_config_finish(&other) != WGT_OK && strstr(wgt_last_error(), "nosuch"), "--arch nosuch: %s",
+          wgt_last_error());
+}
+
 static void test_lr_schedule(void) {
     train_config c = test_config();
     c.lr = 1e-3, c.min_lr = 1e-4, c.warmup = 10, c.steps = 111;
@@ -339,6 +401,7 @@ int main(void) {
     }
     test_roundtrip_and_damage();
     test_config_json_and_resume();
+    test_model_config();
     test_lr_schedule();
     test_dataset();
     test_sampler();

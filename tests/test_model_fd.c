@@ -1,6 +1,6 @@
 // test_model_fd.c — whole-model gradients of the C reference GPT-2 (cpu backend) against
 // finite differences of its own loss. test_cpu_grad.c checks every backward op alone; this test
-// checks what those checks cannot see: the schedule in src/model/gpt2.c (which buffer feeds
+// checks what those checks cannot see: the GPT-2 schedule in src/model/ (which buffer feeds
 // which op, residual gradient accumulation, weight tying of wte as the lm_head, the loss options
 // and the normalisation by the number of valid targets). A wrong wiring gives a gradient that is
 // right for some other function, and only a derivative of the real loss catches that.
@@ -8,10 +8,10 @@
 // Method: directional derivatives. The forward is float32, so per-coordinate differences of tiny
 // gradient entries would drown in rounding; instead, for a direction d (unit L2 norm) we compare
 //     D(h) = [-L(p+2hd) + 8 L(p+hd) - 8 L(p-hd) + L(p-2hd)] / 12h       (5-point stencil)
-// with g·d (g from gpt2_backward, dot product in double). Directions, per parameter tensor: the
+// with g·d (g from model_backward, dot product in double). Directions, per parameter tensor: the
 // normalised gradient of that tensor (checks its magnitude: g·ĝ = |g|) and two random Gaussian
 // directions (check its orientation); plus two directions over all tensors at once.
-// L is the loss the gradient is of: inv_norm · Σ row losses (gpt2_loss_sum), inv_norm = 1/valid.
+// L is the loss the gradient is of: inv_norm · Σ row losses (model_loss_sum), inv_norm = 1/valid.
 //
 // Tolerances, measured on this model. The loss sum comes back as a float32 and carries the
 // float32 rounding of the forward: ~1.3e-7 of noise on L (~2.5). The stencil divides it by h and
@@ -35,8 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "testlib.h"
-#include "model/gpt2.h"
+#include "model/model.h"
 
 #define FD_H 0.005
 #define FD_ATOL 2e-4
@@ -53,14 +54,14 @@ static double urand(void) {
 static double nrand(void) { return sqrt(-2.0 * log(urand() + 1e-300)) * cos(6.283185307179586 * urand()); }
 
 typedef struct {
-    gpt2 *m;
+    wgt_model *m;
     int np, B, T, V;
     size_t *n;        // elements per tensor
     float **p0;       // original parameters per tensor
     double **g;       // gradient per tensor (double copy)
     double *gnorm;    // |g| per tensor
     int32_t *tok, *tgt;
-    gpt2_loss_opts lo;
+    model_loss_opts lo;
     float inv_norm;
 } fdctx;
 
@@ -70,43 +71,42 @@ static void die(const char *what) {
 }
 
 // O(1) parameters: matrices N(0, 1/fan_in)·2 (so activations stay O(1) through the layers),
-// embeddings N(0, 0.5), biases N(0, 0.1), norm weights 1 + N(0, 0.1).
-static void set_params(gpt2 *m) {
-    for (int i = 0; i < gpt2_param_count(m); i++) {
-        const char *nm = gpt2_param_name(m, i);
-        size_t n = gpt2_param_size(m, i);
+// embeddings N(0, 0.5), biases N(0, 0.1), norm weights 1 + N(0, 0.1); the roles come from the
+// parameter table (matrices are [out, in], so fan_in is shape[1]).
+static void set_params(wgt_model *m) {
+    for (int i = 0; i < model_param_count(m); i++) {
+        const model_param_info *p = model_param(m, i);
+        size_t n = p->n;
         float *x = malloc(n * 4);
-        int is_ln = strstr(nm, "ln_") != NULL, is_w = strstr(nm, "weight") != NULL;
-        int is_emb = !strncmp(nm, "wte", 3) || !strncmp(nm, "wpe", 3);
-        double fan_in = (double)gpt2_cfg(m)->d_model;
-        if (strstr(nm, "mlp.c_proj.weight")) fan_in = gpt2_cfg(m)->d_ff;
+        int is_norm_w = p->init == MODEL_INIT_ONES, is_emb = (p->flags & MODEL_T_EMBEDDING) != 0, is_w = p->ndim == 2;
+        double fan_in = (double)p->shape[1];
         for (size_t k = 0; k < n; k++) {
             double r = nrand();
-            if (is_ln && is_w) x[k] = (float)(1.0 + 0.1 * r);
+            if (is_norm_w) x[k] = (float)(1.0 + 0.1 * r);
             else if (is_emb) x[k] = (float)(0.5 * r);
             else if (is_w) x[k] = (float)(2.0 * r / sqrt(fan_in));
             else x[k] = (float)(0.1 * r);
         }
-        if (gpt2_param_set(m, i, x) != WGT_OK) die("param_set");
+        if (model_param_set(m, i, x) != WGT_OK) die("param_set");
         free(x);
     }
 }
 
 static double loss_at(fdctx *c) {
-    if (gpt2_forward(c->m, c->tok, c->tgt, c->lo, c->inv_norm) != WGT_OK) die("forward");
+    if (model_forward(c->m, c->tok, c->tgt, c->lo, c->inv_norm) != WGT_OK) die("forward");
     double s;
-    if (gpt2_loss_sum(c->m, &s) != WGT_OK) die("loss_sum");
+    if (model_loss_sum(c->m, &s) != WGT_OK) die("loss_sum");
     return s * c->inv_norm;
 }
 
 // Gradients of the current parameters into c->g.
 static double compute_grads(fdctx *c) {
-    gpt2_zero_grad(c->m);
+    model_zero_grad(c->m);
     double L = loss_at(c);
-    gpt2_backward(c->m);
+    model_backward(c->m);
     for (int i = 0; i < c->np; i++) {
         float *gf = malloc(c->n[i] * 4);
-        if (gpt2_param_get(c->m, i, gf, 1) != WGT_OK) die("param_get");
+        if (model_param_get(c->m, i, gf, 1) != WGT_OK) die("param_get");
         double s = 0;
         for (size_t k = 0; k < c->n[i]; k++) { c->g[i][k] = gf[k]; s += (double)gf[k] * gf[k]; }
         c->gnorm[i] = sqrt(s);
@@ -120,7 +120,7 @@ static void set_shift(fdctx *c, int lo, int hi, double **d, double s) {
     for (int i = lo; i < hi; i++) {
         float *x = malloc(c->n[i] * 4);
         for (size_t k = 0; k < c->n[i]; k++) x[k] = (float)(c->p0[i][k] + s * d[i][k]);
-        if (gpt2_param_set(c->m, i, x) != WGT_OK) die("param_set");
+        if (model_param_set(c->m, i, x) != WGT_OK) die("param_set");
         free(x);
     }
 }
@@ -137,23 +137,23 @@ static double fd_dir(fdctx *c, int lo, int hi, double **d) {
     return (-f[0] + 8 * f[1] - 8 * f[2] + f[3]) / (12 * h);
 }
 
-static fdctx ctx_new(wgt_backend *be, const gpt2_config *cfg, int B, int T) {
+static fdctx ctx_new(wgt_backend *be, const model_config *cfg, int B, int T) {
     fdctx c;
     memset(&c, 0, sizeof c);
-    if (gpt2_init(&c.m, be, cfg, B, T) != WGT_OK) die("gpt2_init");
-    if (gpt2_init_random(c.m, 7) != WGT_OK) die("gpt2_init_random");
+    if (model_init(&c.m, be, cfg, B, T) != WGT_OK) die("model_init");
+    if (model_init_random(c.m, 7) != WGT_OK) die("model_init_random");
     set_params(c.m);
-    c.np = gpt2_param_count(c.m);
+    c.np = model_param_count(c.m);
     c.B = B; c.T = T; c.V = cfg->vocab;
     c.n = calloc(c.np, sizeof *c.n);
     c.p0 = calloc(c.np, sizeof *c.p0);
     c.g = calloc(c.np, sizeof *c.g);
     c.gnorm = calloc(c.np, sizeof *c.gnorm);
     for (int i = 0; i < c.np; i++) {
-        c.n[i] = gpt2_param_size(c.m, i);
+        c.n[i] = model_param(c.m, i)->n;
         c.p0[i] = malloc(c.n[i] * 4);
         c.g[i] = calloc(c.n[i], sizeof(double));
-        if (gpt2_param_get(c.m, i, c.p0[i], 0) != WGT_OK) die("param_get");
+        if (model_param_get(c.m, i, c.p0[i], 0) != WGT_OK) die("param_get");
     }
     c.tok = malloc(sizeof(int32_t) * B * T);
     c.tgt = malloc(sizeof(int32_t) * B * T);
@@ -167,7 +167,7 @@ static fdctx ctx_new(wgt_backend *be, const gpt2_config *cfg, int B, int T) {
 static void ctx_free(fdctx *c) {
     for (int i = 0; i < c->np; i++) { free(c->p0[i]); free(c->g[i]); }
     free(c->n); free(c->p0); free(c->g); free(c->gnorm); free(c->tok); free(c->tgt);
-    gpt2_free(c->m);
+    model_free(c->m);
 }
 
 static int count_valid(const fdctx *c) {
@@ -217,9 +217,9 @@ static void fd_case(fdctx *c, const char *case_name) {
     double gmin = INFINITY, gmax = 0;
     worst_ratio = 0;
     double **d = dir_alloc(c);
-    char lab[96];
+    char lab[160];
     for (int i = 0; i < c->np; i++) {
-        snprintf(lab, sizeof lab, "%s %s", case_name, gpt2_param_name(c->m, i));
+        snprintf(lab, sizeof lab, "%s %s", case_name, model_param(c->m, i)->name);
         if (c->gnorm[i] < gmin) gmin = c->gnorm[i];
         if (c->gnorm[i] > gmax) gmax = c->gnorm[i];
         CHECK(c->gnorm[i] > 0 && isfinite(c->gnorm[i]), "%s: gradient norm %g (every tensor should get a gradient)",
@@ -249,7 +249,95 @@ static void fd_case(fdctx *c, const char *case_name) {
            worst_ratio);
 }
 
-static const gpt2_config CFG = {.n_layer = 2, .n_head = 2, .d_model = 8, .d_ff = 16, .vocab = 11, .max_seq = 6};
+// The parameter table of a GPT-2 config: one tensor per kind and layer, in layout order,
+// decayed tensors first in one range, every tensor aligned and disjoint.
+static void check_table(wgt_model *m) {
+    const model_config *c = model_cfg(m);
+    const int np = model_param_count(m);
+    CHECK(np == 2 + 12 * c->n_layer + 2, "%d tensors for %d layers", np, c->n_layer);
+    size_t decay_end = 0, total = 0;
+    for (int i = 0; i < np; i++) {
+        const model_param_info *p = model_param(m, i);
+        if (p->flags & MODEL_T_DECAY) decay_end += (p->n + WGT_VIEW_ALIGN - 1) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
+        total += (p->n + WGT_VIEW_ALIGN - 1) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
+    }
+    CHECK(total == model_state_elems(m), "state of %zu elements, tensors need %zu", model_state_elems(m), total);
+    int ok_range = 1, ok_align = 1, ok_overlap = 1;
+    for (int i = 0; i < np; i++) {
+        const model_param_info *p = model_param(m, i);
+        int decayed = (p->flags & MODEL_T_DECAY) != 0;
+        ok_range &= decayed ? p->off + p->n <= decay_end : p->off >= decay_end;
+        ok_align &= p->off % WGT_VIEW_ALIGN == 0 && p->off + p->n <= total;
+        if (i + 1 < np) {  // each range keeps table order
+            const model_param_info *q = model_param(m, i + 1);
+            if (((q->flags & MODEL_T_DECAY) != 0) == decayed) ok_overlap &= q->off >= p->off + p->n;
+        }
+    }
+    CHECK(ok_range, "decayed tensors do not form one leading range of %zu elements", decay_end);
+    CHECK(ok_align && ok_overlap, "tensor offsets unaligned (%d) or overlapping (%d)", ok_align, ok_overlap);
+    const model_param_info *w = model_param(m, 0), *q = model_param(m, 2 + 12 * (c->n_layer - 1) + 2),
+                           *lnf = model_param(m, np - 2);
+    char want[64];
+    snprintf(want, sizeof want, "h.%d.attn.c_attn.weight", c->n_layer - 1);
+    CHECK(!strcmp(w->name, "wte.weight") && w->shape[0] == (size_t)c->vocab && w->shape[1] == (size_t)c->d_model &&
+              (w->flags & MODEL_T_EMBEDDING) && (w->flags & MODEL_T_DECAY),
+          "tensor 0 is %s [%zu, %zu]", w->name, w->shape[0], w->shape[1]);
+    CHECK(!strcmp(q->name, want) && q->ndim == 2 && q->shape[0] == 3 * (size_t)c->d_model &&
+              (q->flags & MODEL_T_HF_TRANSPOSED) && q->init == MODEL_INIT_NORMAL,
+          "the last layer's qkv weight is %s", q->name);
+    CHECK(!strcmp(lnf->name, "ln_f.weight") && lnf->init == MODEL_INIT_ONES && !(lnf->flags & MODEL_T_DECAY),
+          "tensor np-2 is %s", lnf->name);
+}
+
+// 256 layers (the most a config allows; a fixed table of 1024 tensors once made 86 and more
+// abort): the table, init, a training step and a safetensors round trip at a tiny width.
+static void test_deep(wgt_backend *be) {
+    const model_config deep = {.arch = "gpt2", .n_layer = 256, .n_head = 1, .d_model = 4, .d_ff = 8, .vocab = 7,
+                               .max_seq = 3};
+    wgt_model *m, *m2;
+    wgt_status st = model_init(&m, be, &deep, 1, 3);
+    CHECK(st == WGT_OK, "256 layers: model_init: %s", wgt_last_error());
+    if (st != WGT_OK) return;
+    check_table(m);
+    CHECK(model_init_random(m, 3) == WGT_OK, "256 layers: init_random: %s", wgt_last_error());
+    int32_t tok[3] = {1, 5, 6}, tgt[3] = {5, 6, 0};
+    double s = NAN;
+    float norm = NAN;
+    model_zero_grad(m);
+    CHECK(model_forward(m, tok, tgt, (model_loss_opts){0.0f, 0.0f}, 1.0f / 3) == WGT_OK, "forward: %s", wgt_last_error());
+    model_backward(m);
+    model_update(m, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1);
+    CHECK(model_loss_sum(m, &s) == WGT_OK && model_grad_norm(m, &norm) == WGT_OK, "readback: %s", wgt_last_error());
+    CHECK(isfinite(s) && fabs(s / 3 - log(7.0)) < 0.1 && isfinite(norm) && norm > 0,
+          "256 layers: loss %g (log V = %g), gradient norm %g", s / 3, log(7.0), norm);
+    // save in Hugging Face naming and load into a second model: the same parameters
+    char path[512];
+    snprintf(path, sizeof path, "%s/wgt_test_model_fd_%d.safetensors", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+             (int)getpid());
+    CHECK(model_save_safetensors(m, path, 0) == WGT_OK, "save: %s", wgt_last_error());
+    if (model_init(&m2, be, &deep, 1, 3) == WGT_OK) {
+        CHECK(model_load_safetensors(m2, path) == WGT_OK, "load: %s", wgt_last_error());
+        size_t n = model_state_elems(m);
+        float *a = malloc(n * 4 * 3), *b = malloc(n * 4 * 3);
+        model_state_download(m, a, a + n, a + 2 * n);
+        model_state_download(m2, b, b + n, b + 2 * n);
+        CHECK(!memcmp(a, b, n * 4), "parameters differ after a safetensors round trip");
+        free(a);
+        free(b);
+        model_free(m2);
+    }
+    unlink(path);
+    // one layer more than a config allows is refused by name, not an abort
+    model_config over = deep;
+    over.n_layer = 257;
+    CHECK(model_init(&m2, be, &over, 1, 3) != WGT_OK && strstr(wgt_last_error(), "n_layer"), "257 layers: %s",
+          wgt_last_error());
+    model_free(m);
+    printf("deep: 256 layers, %d tensors: init, step, safetensors round trip\n", 2 + 12 * 256 + 2);
+}
+
+static const model_config CFG = {
+    .arch = "gpt2", .n_layer = 2, .n_head = 2, .d_model = 8, .d_ff = 16, .vocab = 11, .max_seq = 6};
 enum { B_ = 2, T_ = 5 };
 
 int main(void) {
@@ -257,9 +345,13 @@ int main(void) {
     wgt_backend *be;
     if (backend_cpu_init(&be) != WGT_OK) die("cpu backend");
 
+    // ---- 0. the parameter table, and the deepest config
+    test_deep(be);
+
     // ---- 1. plain cross entropy, every target valid
     fdctx c = ctx_new(be, &CFG, B_, T_);
-    c.lo = (gpt2_loss_opts){0.0f, 0.0f};
+    check_table(c.m);
+    c.lo = (model_loss_opts){0.0f, 0.0f};
     c.inv_norm = 1.0f / (float)count_valid(&c);
     double L_plain = compute_grads(&c);
     printf("plain: loss %.6f (log V = %.6f)\n", L_plain, log((double)CFG.vocab));
@@ -273,15 +365,15 @@ int main(void) {
     // gradient again. atol 1e-7·|g|max + rtol 1e-5: the two sums differ only in the rounding of
     // one float addition per element (and BLAS's beta=1 path), ~1e-7 relative.
     {
-        gpt2_zero_grad(c.m);
-        for (int rep = 0; rep < 2; rep++) { loss_at(&c); gpt2_backward(c.m); }
+        model_zero_grad(c.m);
+        for (int rep = 0; rep < 2; rep++) { loss_at(&c); model_backward(c.m); }
         for (int i = 0; i < c.np; i++) {
             float *g2 = malloc(c.n[i] * 4), *ref = malloc(c.n[i] * 4);
-            if (gpt2_param_get(c.m, i, g2, 1) != WGT_OK) die("param_get");
+            if (model_param_get(c.m, i, g2, 1) != WGT_OK) die("param_get");
             double mx = 0;
             for (size_t k = 0; k < c.n[i]; k++) { ref[k] = (float)(2 * c.g[i][k]); if (fabs(ref[k]) > mx) mx = fabs(ref[k]); }
-            char what[96];
-            snprintf(what, sizeof what, "accumulated gradient of %s", gpt2_param_name(c.m, i));
+            char what[160];
+            snprintf(what, sizeof what, "accumulated gradient of %s", model_param(c.m, i)->name);
             CHECK_CLOSE(what, g2, ref, c.n[i], 1e-7 * mx, 1e-5);
             free(g2); free(ref);
         }
@@ -289,7 +381,7 @@ int main(void) {
 
     // ---- 2. label smoothing alpha and z-loss beta. beta = 0.05 instead of the default 1e-4 so
     // that the z-loss term moves the gradient far more than the tolerance (checked below).
-    c.lo = (gpt2_loss_opts){0.1f, 0.05f};
+    c.lo = (model_loss_opts){0.1f, 0.05f};
     double L_ab = compute_grads(&c);
     printf("alpha/beta: loss %.6f\n", L_ab);
     {
@@ -308,7 +400,7 @@ int main(void) {
 
     // ---- 3. ignored targets (negative, = V, far above V) with the default beta = 1e-4;
     // inv_norm = 1/valid. Row 0's last target is ignored, which the invariance check below uses.
-    c.lo = (gpt2_loss_opts){0.0f, 1e-4f};
+    c.lo = (model_loss_opts){0.0f, 1e-4f};
     c.tgt[T_ - 1] = -1;
     c.tgt[2] = CFG.vocab;
     c.tgt[T_ + 1] = 1000;
@@ -336,8 +428,9 @@ int main(void) {
                 a[k] = (float)c.g[i][k]; b[k] = (float)g_before[i][k];
                 if (fabs(b[k]) > mx) mx = fabs(b[k]);
             }
-            char what[96];
-            snprintf(what, sizeof what, "gradient of %s after changing an ignored position's input", gpt2_param_name(c.m, i));
+            char what[160];
+            snprintf(what, sizeof what, "gradient of %s after changing an ignored position's input",
+                     model_param(c.m, i)->name);
             CHECK_CLOSE(what, a, b, c.n[i], 1e-7 * mx, 1e-6);
             free(a); free(b);
         }

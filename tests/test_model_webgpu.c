@@ -2,7 +2,7 @@
 // elsewhere) against the C reference, the way llm.c's test_gpt2 checks its CUDA model: the
 // logits, the loss, every parameter gradient, then 10 AdamW steps (the loss of every step, the
 // gradient norm, and the final parameters and both AdamW moments). The kernel tests compare
-// each op alone; this one checks the kernels composed by src/model/gpt2.c, with every buffer at
+// each op alone; this one checks the kernels composed by src/model/ (GPT-2), with every buffer at
 // its real offset, the weight-tied lm_head, the loss options and the optimizer's chunking.
 //
 // Configs:
@@ -52,7 +52,7 @@
 // backend_pair.h defines helpers (static) that this test does not use
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "backend_pair.h"
-#include "model/gpt2.h"
+#include "model/model.h"
 #include "core/clock.h"
 
 #define LOGIT_REL 3e-5
@@ -70,7 +70,7 @@
 
 typedef struct {
     const char *name;
-    gpt2_config cfg;
+    model_config cfg;
     int B, T, steps;
     float alpha, beta, clip;
     size_t binding_limit;  // 0: the device's
@@ -101,25 +101,24 @@ static int check_scaled(const char *what, const float *got, const float *ref, si
     return CHECK_CLOSE(what, got, ref, n, rel * mx, rtol);
 }
 
-// O(1)-scale parameters, the same on both models.
-static void set_params(gpt2 *mc, gpt2 *mg, uint64_t seed) {
+// O(1)-scale parameters, the same on both models; roles from the parameter table (matrices are
+// [out, in]: fan_in is shape[1]).
+static void set_params(wgt_model *mc, wgt_model *mg, uint64_t seed) {
     trng_state = seed;
-    const gpt2_config *c = gpt2_cfg(mc);
-    for (int i = 0; i < gpt2_param_count(mc); i++) {
-        const char *nm = gpt2_param_name(mc, i);
-        size_t n = gpt2_param_size(mc, i);
+    for (int i = 0; i < model_param_count(mc); i++) {
+        const model_param_info *p = model_param(mc, i);
+        size_t n = p->n;
         float *x = malloc(n * 4);
-        int is_ln = strstr(nm, "ln_") != NULL, is_w = strstr(nm, "weight") != NULL;
-        int is_emb = !strncmp(nm, "wte", 3) || !strncmp(nm, "wpe", 3);
-        double fan_in = strstr(nm, "mlp.c_proj.weight") ? c->d_ff : c->d_model;
+        int is_norm_w = p->init == MODEL_INIT_ONES, is_emb = (p->flags & MODEL_T_EMBEDDING) != 0, is_w = p->ndim == 2;
+        double fan_in = (double)p->shape[1];
         for (size_t k = 0; k < n; k++) {
             double r = trng_normal();
-            if (is_ln && is_w) x[k] = (float)(1.0 + 0.1 * r);
+            if (is_norm_w) x[k] = (float)(1.0 + 0.1 * r);
             else if (is_emb) x[k] = (float)(0.5 * r);
             else if (is_w) x[k] = (float)(r / sqrt(fan_in));
             else x[k] = (float)(0.1 * r);
         }
-        if (gpt2_param_set(mc, i, x) != WGT_OK || gpt2_param_set(mg, i, x) != WGT_OK) die("param_set");
+        if (model_param_set(mc, i, x) != WGT_OK || model_param_set(mg, i, x) != WGT_OK) die("param_set");
         free(x);
     }
 }
@@ -129,11 +128,11 @@ static void set_params(gpt2 *mc, gpt2 *mg, uint64_t seed) {
 // the computed one is rounding noise (the attention backward's dK sums to zero over the keys).
 // AdamW normalises that noise to steps of ±lr with backend-dependent signs, so these elements
 // are checked against the hard bound only, and their gradient is checked to be at noise level.
-static int key_bias_range(gpt2 *m, int i, size_t *lo, size_t *hi) {
-    const char *nm = gpt2_param_name(m, i), *suffix = ".attn.c_attn.bias";
+static int key_bias_range(wgt_model *m, int i, size_t *lo, size_t *hi) {
+    const char *nm = model_param(m, i)->name, *suffix = ".attn.c_attn.bias";
     size_t len = strlen(nm), ls = strlen(suffix);
     if (len < ls || strcmp(nm + len - ls, suffix) != 0) return 0;
-    *lo = (size_t)gpt2_cfg(m)->d_model;
+    *lo = (size_t)model_cfg(m)->d_model;
     *hi = 2 * *lo;
     return 1;
 }
@@ -142,19 +141,19 @@ static void run_case(bpair *bp, const mcase *mc) {
     double t0 = wgt_now_s();
     worst_seen = 0;
     // The split config lowers the backend's max_binding_elems (a field of the public backend
-    // interface) before the model is made: gpt2.c chunks the optimizer by it and every op wrapper
+    // interface) before the model is made: model.c chunks the optimizer by it and every op wrapper
     // that splits (matmul family, loss, embedding, residual, AdamW) splits against it.
     size_t saved_limit = bp->gpu->max_binding_elems;
     if (mc->binding_limit) bp->gpu->max_binding_elems = mc->binding_limit;
-    const gpt2_config *cfg = &mc->cfg;
+    const model_config *cfg = &mc->cfg;
     const int B = mc->B, T = mc->T, V = cfg->vocab;
     const size_t BT = (size_t)B * T;
-    gpt2 *mcpu, *mgpu;
-    if (gpt2_init(&mcpu, bp->cpu, cfg, B, T) != WGT_OK) die("gpt2_init (cpu)");
-    if (gpt2_init(&mgpu, bp->gpu, cfg, B, T) != WGT_OK) die("gpt2_init (webgpu)");
-    if (gpt2_init_random(mcpu, 1) != WGT_OK || gpt2_init_random(mgpu, 1) != WGT_OK) die("gpt2_init_random");
+    wgt_model *mcpu, *mgpu;
+    if (model_init(&mcpu, bp->cpu, cfg, B, T) != WGT_OK) die("model_init (cpu)");
+    if (model_init(&mgpu, bp->gpu, cfg, B, T) != WGT_OK) die("model_init (webgpu)");
+    if (model_init_random(mcpu, 1) != WGT_OK || model_init_random(mgpu, 1) != WGT_OK) die("model_init_random");
     set_params(mcpu, mgpu, 0x5eed0000ull + (uint64_t)V);
-    const int np = gpt2_param_count(mcpu);
+    const int np = model_param_count(mcpu);
 
     int32_t *tok = malloc(BT * 4), *tgt = malloc(BT * 4);
     int valid = 0;
@@ -163,15 +162,15 @@ static void run_case(bpair *bp, const mcase *mc) {
         tgt[i] = (i % 11 == 3) ? -1 : (int32_t)(trng_u32() % V);  // every 11th target ignored
         valid += tgt[i] >= 0;
     }
-    gpt2_loss_opts lo = {mc->alpha, mc->beta};
+    model_loss_opts lo = {mc->alpha, mc->beta};
     float inv_norm = 1.0f / (float)valid;
     char what[160];
 
     // ---- logits
     {
         float *lc = malloc(BT * V * 4), *lg = malloc(BT * V * 4);
-        if (gpt2_forward_logits(mcpu, tok, lc) != WGT_OK) die("forward_logits (cpu)");
-        if (gpt2_forward_logits(mgpu, tok, lg) != WGT_OK) die("forward_logits (webgpu)");
+        if (model_forward_logits(mcpu, tok, lc) != WGT_OK) die("forward_logits (cpu)");
+        if (model_forward_logits(mgpu, tok, lg) != WGT_OK) die("forward_logits (webgpu)");
         snprintf(what, sizeof what, "%s: logits", mc->name);
         check_scaled(what, lg, lc, BT * V, LOGIT_REL, LOGIT_RTOL);
         free(lc);
@@ -182,13 +181,13 @@ static void run_case(bpair *bp, const mcase *mc) {
     float lr = 1e-3f;
     float *pc = NULL, *pg = NULL;
     for (int s = 0; s <= mc->steps; s++) {
-        gpt2 *ms[2] = {mcpu, mgpu};
+        wgt_model *ms[2] = {mcpu, mgpu};
         double loss[2];
         for (int k = 0; k < 2; k++) {
-            gpt2_zero_grad(ms[k]);
-            if (gpt2_forward(ms[k], tok, tgt, lo, inv_norm) != WGT_OK) die("forward");
-            gpt2_backward(ms[k]);
-            if (gpt2_loss_sum(ms[k], &loss[k]) != WGT_OK) die("loss_sum");
+            model_zero_grad(ms[k]);
+            if (model_forward(ms[k], tok, tgt, lo, inv_norm) != WGT_OK) die("forward");
+            model_backward(ms[k]);
+            if (model_loss_sum(ms[k], &loss[k]) != WGT_OK) die("loss_sum");
             loss[k] *= inv_norm;
         }
         double rt = s == 0 ? LOSS_RTOL : STEP_LOSS_RTOL;
@@ -199,17 +198,17 @@ static void run_case(bpair *bp, const mcase *mc) {
                    fabs(loss[1] - loss[0]) / fabs(loss[0]));
         if (s == 0) {
             for (int i = 0; i < np; i++) {
-                size_t n = gpt2_param_size(mcpu, i);
+                size_t n = model_param(mcpu, i)->n;
                 float *gc = malloc(n * 4), *gg = malloc(n * 4);
-                if (gpt2_param_get(mcpu, i, gc, 1) != WGT_OK || gpt2_param_get(mgpu, i, gg, 1) != WGT_OK) die("param_get");
-                snprintf(what, sizeof what, "%s: gradient of %s", mc->name, gpt2_param_name(mcpu, i));
+                if (model_param_get(mcpu, i, gc, 1) != WGT_OK || model_param_get(mgpu, i, gg, 1) != WGT_OK) die("param_get");
+                snprintf(what, sizeof what, "%s: gradient of %s", mc->name, model_param(mcpu, i)->name);
                 check_scaled(what, gg, gc, n, GRAD_REL, GRAD_RTOL);
                 size_t klo, khi;
                 if (key_bias_range(mcpu, i, &klo, &khi)) {
                     // |dK-bias| <= 1e-4·max|dbias|: float noise of a sum over B·T rows that cancels to 0
                     double mx = max_abs(gc, n), kc = max_abs(gc + klo, khi - klo), kg = max_abs(gg + klo, khi - klo);
                     CHECK(kc <= 1e-4 * mx && kg <= 1e-4 * mx, "%s: %s: the key-bias gradient should be ~0, got max "
-                          "%.3g (cpu) %.3g (webgpu) against max %.3g", mc->name, gpt2_param_name(mcpu, i), kc, kg, mx);
+                          "%.3g (cpu) %.3g (webgpu) against max %.3g", mc->name, model_param(mcpu, i)->name, kc, kg, mx);
                 }
                 free(gc);
                 free(gg);
@@ -217,10 +216,10 @@ static void run_case(bpair *bp, const mcase *mc) {
         }
         if (s == mc->steps) break;
         // weight decay 0.1, beta2 0.95 as GPT-2 trainings use; clip as the case says
-        gpt2_update(mcpu, lr, 0.9f, 0.95f, 1e-8f, 0.1f, mc->clip, s + 1);
-        gpt2_update(mgpu, lr, 0.9f, 0.95f, 1e-8f, 0.1f, mc->clip, s + 1);
+        model_update(mcpu, lr, 0.9f, 0.95f, 1e-8f, 0.1f, mc->clip, s + 1);
+        model_update(mgpu, lr, 0.9f, 0.95f, 1e-8f, 0.1f, mc->clip, s + 1);
         float nc, ng;
-        if (gpt2_grad_norm(mcpu, &nc) != WGT_OK || gpt2_grad_norm(mgpu, &ng) != WGT_OK) die("grad_norm");
+        if (model_grad_norm(mcpu, &nc) != WGT_OK || model_grad_norm(mgpu, &ng) != WGT_OK) die("grad_norm");
         CHECK(fabs(ng - nc) <= NORM_RTOL * fabs(nc), "%s: step %d gradient norm webgpu %.9g vs cpu %.9g", mc->name, s,
               ng, nc);
         if (s == 0 && mc->clip > 0)
@@ -229,21 +228,21 @@ static void run_case(bpair *bp, const mcase *mc) {
     }
 
     // ---- final parameters and AdamW moments
-    size_t ne = gpt2_state_elems(mcpu);
+    size_t ne = model_state_elems(mcpu);
     pc = malloc(ne * 4);
     pg = malloc(ne * 4);
     float *m1c = malloc(ne * 4), *v1c = malloc(ne * 4), *m1g = malloc(ne * 4), *v1g = malloc(ne * 4);
-    if (gpt2_state_download(mcpu, pc, m1c, v1c) != WGT_OK) die("state_download (cpu)");
-    if (gpt2_state_download(mgpu, pg, m1g, v1g) != WGT_OK) die("state_download (webgpu)");
+    if (model_state_download(mcpu, pc, m1c, v1c) != WGT_OK) die("state_download (cpu)");
+    if (model_state_download(mgpu, pg, m1g, v1g) != WGT_OK) die("state_download (webgpu)");
     snprintf(what, sizeof what, "%s: AdamW m after %d steps", mc->name, mc->steps);
     check_scaled(what, m1g, m1c, ne, MOM_REL, MOM_RTOL);
     snprintf(what, sizeof what, "%s: AdamW v after %d steps", mc->name, mc->steps);
     check_scaled(what, v1g, v1c, ne, MOM_REL, MOM_RTOL);
     // parameters, per tensor, with the outlier allowance explained at the top
     for (int i = 0; i < np; i++) {
-        size_t n = gpt2_param_size(mcpu, i);
+        size_t n = model_param(mcpu, i)->n;
         float *a = malloc(n * 4), *b = malloc(n * 4);
-        if (gpt2_param_get(mcpu, i, b, 0) != WGT_OK || gpt2_param_get(mgpu, i, a, 0) != WGT_OK) die("param_get");
+        if (model_param_get(mcpu, i, b, 0) != WGT_OK || model_param_get(mgpu, i, a, 0) != WGT_OK) die("param_get");
         double tight = PARAM_ATOL_LR * lr, hard = 2.5 * lr * mc->steps;
         size_t outliers = 0, beyond_hard = 0, worst_i = 0, klo, khi;
         double worst = 0;
@@ -259,18 +258,18 @@ static void run_case(bpair *bp, const mcase *mc) {
         CHECK(outliers <= allowed && beyond_hard == 0,
               "%s: %s after %d AdamW steps: %zu of %zu elements beyond %.2g (+rtol %g), %zu allowed; %zu beyond %.2g; "
               "worst [%zu] webgpu %.9g cpu %.9g",
-              mc->name, gpt2_param_name(mcpu, i), mc->steps, outliers, n, tight, PARAM_RTOL, allowed, beyond_hard, hard,
+              mc->name, model_param(mcpu, i)->name, mc->steps, outliers, n, tight, PARAM_RTOL, allowed, beyond_hard, hard,
               worst_i, a[worst_i], b[worst_i]);
         if (getenv("WGT_TEST_VERBOSE"))
-            printf("    %s: param %s worst diff %.2e, %zu outliers\n", mc->name, gpt2_param_name(mcpu, i), worst, outliers);
+            printf("    %s: param %s worst diff %.2e, %zu outliers\n", mc->name, model_param(mcpu, i)->name, worst, outliers);
         free(a);
         free(b);
     }
     free(pc); free(pg); free(m1c); free(v1c); free(m1g); free(v1g);
     free(tok);
     free(tgt);
-    gpt2_free(mcpu);
-    gpt2_free(mgpu);
+    model_free(mcpu);
+    model_free(mgpu);
     bp->gpu->max_binding_elems = saved_limit;
     printf("%-6s L=%d NH=%d C=%d F=%d V=%d B=%d T=%d: %d steps, worst error %.3f of the tolerance, %.1f s\n", mc->name,
            cfg->n_layer, cfg->n_head, cfg->d_model, cfg->d_ff, V, B, T, mc->steps, worst_seen, wgt_now_s() - t0);
@@ -280,14 +279,14 @@ int main(void) {
     double t0 = wgt_now_s();
     bpair bp = bpair_open();
     const mcase cases[] = {
-        {"odd", {.n_layer = 2, .n_head = 3, .d_model = 36, .d_ff = 100, .vocab = 77, .max_seq = 40}, 2, 37, 10,
-         0.1f, 1e-4f, 0.5f, 0},
-        {"gpt", {.n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 256, .vocab = 1000, .max_seq = 64}, 2, 64, 10,
-         0.0f, 0.0f, 0.0f, 0},
-        {"split", {.n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 256, .vocab = 1000, .max_seq = 64}, 2, 64, 3,
-         0.0f, 1e-4f, 1.0f, 65536},
-        {"big-V", {.n_layer = 1, .n_head = 2, .d_model = 64, .d_ff = 128, .vocab = 50257, .max_seq = 700}, 1, 700, 1,
-         0.0f, 1e-4f, 0.0f, 0},
+        {"odd", {.arch = "gpt2", .n_layer = 2, .n_head = 3, .d_model = 36, .d_ff = 100, .vocab = 77, .max_seq = 40},
+         2, 37, 10, 0.1f, 1e-4f, 0.5f, 0},
+        {"gpt", {.arch = "gpt2", .n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 256, .vocab = 1000, .max_seq = 64},
+         2, 64, 10, 0.0f, 0.0f, 0.0f, 0},
+        {"split", {.arch = "gpt2", .n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 256, .vocab = 1000, .max_seq = 64},
+         2, 64, 3, 0.0f, 1e-4f, 1.0f, 65536},
+        {"big-V", {.arch = "gpt2", .n_layer = 1, .n_head = 2, .d_model = 64, .d_ff = 128, .vocab = 50257, .max_seq = 700},
+         1, 700, 1, 0.0f, 1e-4f, 0.0f, 0},
     };
     const char *large = getenv("WGTRAIN_TEST_LARGE");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -165,6 +165,18 @@ EOF
 check "eval --shard" bash -c "'$W' eval --run '$T/A' --device cpu --shard '$T/data/val_000.bin' --batches 1 >/dev/null"
 check "eval --help" bash -c "'$W' eval --help >/dev/null"
 
+section "model families and depth"
+# 256 layers (the most --layers allows) at a tiny width: 86 and more once passed validation and
+# then aborted building the model
+out=$($W train "${M[@]}" --out "$T/D" --layers 256 --heads 1 --d-model 8 --d-ff 8 --seq 8 --batch 1 --steps 1 2>&1); rc=$?
+check "train --layers 256 runs (exit $rc: ${out: -300})" test $rc -eq 0
+check "config.json names the model family" $PY -c "
+import json, sys; c = json.load(open(sys.argv[1]))
+sys.exit(0 if c['model']['arch'] == 'gpt2' and c['model']['n_layer'] == 256 else 1)" "$T/D/config.json"
+expect_fail "--layers 257" "--layers must be between" $W train "${M[@]}" --out "$T/E0" --layers 257
+expect_fail "--arch nonsense" "unknown model family 'nonsense'" $W train "${M[@]}" --out "$T/E9" --arch nonsense
+expect_fail "resume with another family" "--arch 'nonsense' differs" $W train --out "$T/A" --resume --arch nonsense
+
 section "bad inputs"
 : >"$T/empty.txt"
 expect_fail "empty corpus" "empty" $W prepare --input "$T/empty.txt" --out "$T/d1"

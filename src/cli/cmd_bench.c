@@ -1,4 +1,4 @@
-// cmd_bench.c — `wgtrain bench`: training throughput of a GPT-2 config on random tokens
+// cmd_bench.c — `wgtrain bench`: training throughput of a model config on random tokens
 // (tokens/s over timed steps after warm-up) and, with --profile on WebGPU, a per-kernel GPU time
 // table from timestamp queries. Its presets are the benchmark anchors of SPEC §7 (tiny = the 2-core
 // CPU anchor, gpt2-124m = the H200 anchor), kept apart from `train`'s presets on purpose.
@@ -7,29 +7,29 @@
 #include <string.h>
 #include <time.h>
 #include "cli/cli.h"
-#include "model/gpt2.h"
+#include "model/model.h"
 #include "core/clock.h"
 
 
 static void usage(void) {
-    printf("usage: wgtrain bench [--preset tiny|small|gpt2-124m] [--layers L --heads NH --d-model C --d-ff F --vocab V]\n"
-           "                     [--batch B] [--seq T] [--steps N] [--warmup W] [--device cpu|webgpu|auto] [--adapter A]\n"
-           "                     [--profile]\n"
+    printf("usage: wgtrain bench [--preset tiny|small|gpt2-124m] [--arch NAME] [--layers L --heads NH --d-model C --d-ff F]\n"
+           "                     [--vocab V] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
+           "                     [--device cpu|webgpu|auto] [--adapter A] [--profile]\n"
            "  Times full training steps (forward, loss, backward, AdamW) on random tokens and prints tokens/s.\n"
            "  --profile (webgpu) also prints the GPU time of every kernel, from timestamp queries.\n");
 }
 
-typedef struct { const char *name; int L, NH, C, F, V, T, B; } preset;
+typedef struct { const char *name, *arch; int L, NH, C, F, V, T, B; } preset;
 static const preset presets[] = {
-    {"tiny", 4, 4, 128, 512, 512, 128, 8},
-    {"small", 6, 6, 384, 1536, 16384, 256, 8},
-    {"gpt2-124m", 12, 12, 768, 3072, 50257, 1024, 8},
+    {"tiny", "gpt2", 4, 4, 128, 512, 512, 128, 8},
+    {"small", "gpt2", 6, 6, 384, 1536, 16384, 256, 8},
+    {"gpt2-124m", "gpt2", 12, 12, 768, 3072, 50257, 1024, 8},
 };
 
 static wgt_status bench_main(int argc, char **argv) {
     const preset *p = &presets[0];
     long L = -1, NH = -1, C = -1, F = -1, Vv = -1, B = -1, T = -1, steps = 10, warmup = 2;
-    const char *device = "auto", *adapter = NULL;
+    const char *device = "auto", *adapter = NULL, *arch = NULL;
     int profile = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -43,6 +43,7 @@ static wgt_status bench_main(int argc, char **argv) {
             if (!p) return wgt_fail(WGT_ERR_ARG, "unknown preset '%s'; use tiny, small or gpt2-124m", v);
         } else if (!strcmp(a, "--device") || !strcmp(a, "--backend")) device = v;
         else if (!strcmp(a, "--adapter")) adapter = v;
+        else if (!strcmp(a, "--arch")) arch = v;
         else if (!strcmp(a, "--layers")) WGT_TRY(cli_parse_long(a, v, 1, 256, &L));
         else if (!strcmp(a, "--heads")) WGT_TRY(cli_parse_long(a, v, 1, 1024, &NH));
         else if (!strcmp(a, "--d-model")) WGT_TRY(cli_parse_long(a, v, 1, 65536, &C));
@@ -54,14 +55,17 @@ static wgt_status bench_main(int argc, char **argv) {
         else if (!strcmp(a, "--warmup")) WGT_TRY(cli_parse_long(a, v, 0, 1000, &warmup));
         else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
     }
-    gpt2_config cfg = {L > 0 ? L : p->L, NH > 0 ? NH : p->NH, C > 0 ? C : p->C, F > 0 ? F : p->F, Vv > 0 ? Vv : p->V,
-                       T > 0 ? T : p->T};
+    model_config cfg = {"", L > 0 ? L : p->L, NH > 0 ? NH : p->NH, C > 0 ? C : p->C, F > 0 ? F : p->F,
+                        Vv > 0 ? Vv : p->V, T > 0 ? T : p->T};
+    if (strlen(arch ? arch : p->arch) >= sizeof cfg.arch) return wgt_fail(WGT_ERR_ARG, "--arch '%s' is too long", arch);
+    snprintf(cfg.arch, sizeof cfg.arch, "%s", arch ? arch : p->arch);
+    WGT_TRY(model_config_check(&cfg));
     int bB = B > 0 ? B : p->B, bT = cfg.max_seq;
     wgt_backend *be;
     WGT_TRY(cli_backend_open(&be, device, adapter, 0));
-    gpt2 *m = NULL;
-    wgt_status st = gpt2_init(&m, be, &cfg, bB, bT);
-    if (st == WGT_OK) st = gpt2_init_random(m, 1);
+    wgt_model *m = NULL;
+    wgt_status st = model_init(&m, be, &cfg, bB, bT);
+    if (st == WGT_OK) st = model_init_random(m, 1);
     size_t BT = (size_t)bB * bT;
     int32_t *tok = wgt_malloc(BT * 4), *tgt = wgt_malloc(BT * 4);
     uint64_t s = 42;
@@ -71,19 +75,19 @@ static wgt_status bench_main(int argc, char **argv) {
     }
     for (size_t i = 0; i < BT; i++) tgt[i] = (i + 1 < BT) ? tok[i + 1] : tok[0];
     if (st == WGT_OK)
-        printf("bench: %s backend%s%s%s, L=%d NH=%d C=%d F=%d V=%d, B=%d T=%d, %.1fM parameters\n", be->name,
+        printf("bench: %s backend%s%s%s, %s L=%d NH=%d C=%d F=%d V=%d, B=%d T=%d, %.1fM parameters\n", be->name,
                be->device_name ? " (" : "", be->device_name ? be->device_name(be) : "", be->device_name ? ")" : "",
-               cfg.n_layer, cfg.n_head, cfg.d_model, cfg.d_ff, cfg.vocab, bB, bT, gpt2_num_params(m) / 1e6);
-    gpt2_loss_opts lo = {0.0f, 0.0f};
+               cfg.arch, cfg.n_layer, cfg.n_head, cfg.d_model, cfg.d_ff, cfg.vocab, bB, bT, model_num_params(m) / 1e6);
+    model_loss_opts lo = {0.0f, 0.0f};
     double t0 = 0, loss = 0;
     for (long i = 0; i < warmup + steps && st == WGT_OK; i++) {
         if (i == warmup) { st = be->sync(be); t0 = wgt_now_s(); }
-        gpt2_zero_grad(m);
-        st = gpt2_forward(m, tok, tgt, lo, 1.0f / (float)BT);
+        model_zero_grad(m);
+        st = model_forward(m, tok, tgt, lo, 1.0f / (float)BT);
         if (st != WGT_OK) break;
-        gpt2_backward(m);
-        gpt2_update(m, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, (int)i + 1);
-        st = gpt2_loss_sum(m, &loss);  // the one readback a training step makes
+        model_backward(m);
+        model_update(m, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, (int)i + 1);
+        st = model_loss_sum(m, &loss);  // the one readback a training step makes
     }
     double dt = wgt_now_s() - t0;
     if (st == WGT_OK) {
@@ -95,21 +99,21 @@ static wgt_status bench_main(int argc, char **argv) {
             printf("(--profile times GPU kernels; it applies to the webgpu device only)\n");
         } else {
             // a second backend with timestamp queries, so the timed run above is not perturbed
-            gpt2_free(m);
+            model_free(m);
             m = NULL;
             be->free(be);
             st = backend_webgpu_init_ex(&be, adapter ? adapter : "auto", 1);
             if (st == WGT_OK && (!be->profile_reset || !be->profile_report))
                 st = wgt_fail(WGT_ERR_DEVICE, "this backend offers no per-kernel profiling");
-            if (st == WGT_OK) st = gpt2_init(&m, be, &cfg, bB, bT);
-            if (st == WGT_OK) st = gpt2_init_random(m, 1);
+            if (st == WGT_OK) st = model_init(&m, be, &cfg, bB, bT);
+            if (st == WGT_OK) st = model_init_random(m, 1);
             for (int i = 0; i < 2 && st == WGT_OK; i++) {
                 if (i == 1) be->profile_reset(be);
-                gpt2_zero_grad(m);
-                st = gpt2_forward(m, tok, tgt, lo, 1.0f / (float)BT);
+                model_zero_grad(m);
+                st = model_forward(m, tok, tgt, lo, 1.0f / (float)BT);
                 if (st != WGT_OK) break;
-                gpt2_backward(m);
-                gpt2_update(m, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, i + 1);
+                model_backward(m);
+                model_update(m, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, i + 1);
                 st = be->sync(be);
             }
             if (st == WGT_OK) {
@@ -120,7 +124,7 @@ static wgt_status bench_main(int argc, char **argv) {
     }
     free(tok);
     free(tgt);
-    gpt2_free(m);
+    model_free(m);
     be->free(be);
     return st;
 }

@@ -53,7 +53,7 @@ static wgt_status eval_main(int argc, char **argv) {
     if (st == WGT_OK && dataset_val_tokens(ds) < 2)
         st = wgt_fail(WGT_ERR_CONFIG, "the validation data has %zu token(s); at least 2 are needed", dataset_val_tokens(ds));
     wgt_backend *be = NULL;
-    gpt2 *m = NULL;
+    wgt_model *m = NULL;
     if (st == WGT_OK) st = cli_backend_open(&be, device, adapter, 0);
     if (st == WGT_OK) st = run_model_open(&m, be, &ck, c->batch, c->seq, run);
     double loss = 0;
@@ -67,7 +67,7 @@ static wgt_status eval_main(int argc, char **argv) {
         printf("tokens %zu\nloss %.6f\nperplexity %.6g\n", targets, loss, exp(loss));
         printf("unigram entropy of the train tokens: %.4f (a model that ignores context)\n", dataset_unigram_entropy(ds));
     }
-    gpt2_free(m);
+    model_free(m);
     if (be) be->free(be);
     dataset_free(ds);
     checkpoint_free(&ck);

@@ -1,18 +1,19 @@
-// cmd_grad.c — `wgtrain grad`: loss and every parameter's gradient of a GPT-2 checkpoint on one
-// batch, on either backend; with --steps N it also runs N AdamW steps on that batch and prints
-// each step's loss (used to compare training against PyTorch).
+// cmd_grad.c — `wgtrain grad`: loss and every parameter's gradient of a Hugging Face checkpoint
+// (of any model family: --arch) on one batch, on either backend; with --steps N it also runs N
+// AdamW steps on that batch and prints each step's loss (used to compare training against PyTorch).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
 #include "core/npy.h"
-#include "model/gpt2.h"
+#include "model/model.h"
 
 static void usage(void) {
-    printf("usage: wgtrain grad --model M.safetensors --heads NH --tokens T.npy [--backend cpu|webgpu] [--adapter A]\n"
-           "                    [--out G.safetensors] [--alpha A] [--beta B] [--steps N --lr X --weight-decay W\n"
+    printf("usage: wgtrain grad --model M.safetensors --heads NH --tokens T.npy [--arch NAME] [--backend cpu|webgpu]\n"
+           "                    [--adapter A] [--out G.safetensors] [--alpha A] [--beta B] [--steps N --lr X --weight-decay W\n"
            "                    --beta1 B1 --beta2 B2 --eps E --clip C] [--logits L.npy]\n"
+           "  --arch NAME: the model family of M (default " MODEL_ARCH_DEFAULT "); its Hugging Face names and layout.\n"
            "  tokens: int32 [B, T+1]; inputs are [:, :-1], targets [:, 1:] (a negative target is ignored).\n"
            "  Prints `loss <value>`: the mean cross-entropy over the targets (plus label smoothing / z-loss\n"
            "  terms when --alpha / --beta are given; both default to 0 here). --out writes each parameter's\n"
@@ -21,7 +22,8 @@ static void usage(void) {
 }
 
 static wgt_status grad_main(int argc, char **argv) {
-    const char *model = NULL, *tokens_path = NULL, *out = NULL, *backend = "cpu", *adapter = NULL, *logits_path = NULL;
+    const char *model = NULL, *tokens_path = NULL, *out = NULL, *backend = "cpu", *adapter = NULL, *logits_path = NULL,
+               *arch = MODEL_ARCH_DEFAULT;
     long heads = 0, steps = 0;
     double alpha = 0, beta = 0, lr = 1e-4, wd = 0.0, b1 = 0.9, b2 = 0.999, eps = 1e-8, clip = 0;
     for (int i = 1; i < argc; i++) {
@@ -35,6 +37,7 @@ static wgt_status grad_main(int argc, char **argv) {
         else if (!strcmp(a, "--logits")) logits_path = v;
         else if (!strcmp(a, "--backend") || !strcmp(a, "--device")) backend = v;
         else if (!strcmp(a, "--adapter")) adapter = v;
+        else if (!strcmp(a, "--arch")) arch = v;
         else if (!strcmp(a, "--heads")) WGT_TRY(cli_parse_long(a, v, 1, 4096, &heads));
         else if (!strcmp(a, "--steps")) WGT_TRY(cli_parse_long(a, v, 0, 1000000, &steps));
         else if (!strcmp(a, "--alpha")) WGT_TRY(cli_parse_double(a, v, &alpha));
@@ -51,8 +54,8 @@ static wgt_status grad_main(int argc, char **argv) {
         return wgt_fail(WGT_ERR_ARG, "--model, --heads and --tokens are required (see --help)");
     if (alpha < 0 || alpha > 1) return wgt_fail(WGT_ERR_ARG, "--alpha must be in [0, 1], got %g", alpha);
     if (beta < 0) return wgt_fail(WGT_ERR_ARG, "--beta must be >= 0, got %g", beta);
-    gpt2_config cfg;
-    WGT_TRY(gpt2_config_from_safetensors(&cfg, model, (int)heads));
+    model_config cfg;
+    WGT_TRY(model_config_from_safetensors(&cfg, arch, model, (int)heads));
     npy_array tk;
     WGT_TRY(npy_load(&tk, tokens_path));
     wgt_status st = WGT_OK;
@@ -82,37 +85,37 @@ static wgt_status grad_main(int argc, char **argv) {
         if (st == WGT_OK && !valid) st = wgt_fail(WGT_ERR_FORMAT, "'%s' has no valid target (all are ignored)", tokens_path);
     }
     wgt_backend *be = NULL;
-    gpt2 *m = NULL;
+    wgt_model *m = NULL;
     if (st == WGT_OK) st = cli_backend_open(&be, backend, adapter, 0);
-    if (st == WGT_OK) st = gpt2_init(&m, be, &cfg, (int)B, (int)T);
-    if (st == WGT_OK) st = gpt2_load_safetensors(m, model);
-    gpt2_loss_opts lo = {(float)alpha, (float)beta};
+    if (st == WGT_OK) st = model_init(&m, be, &cfg, (int)B, (int)T);
+    if (st == WGT_OK) st = model_load_safetensors(m, model);
+    model_loss_opts lo = {(float)alpha, (float)beta};
     if (st == WGT_OK && logits_path) {
         npy_array la = {NPY_F32, 3, {B, T, (size_t)cfg.vocab}, B * T * (size_t)cfg.vocab, NULL};
         la.data = wgt_malloc(la.n * 4);
-        st = gpt2_forward_logits(m, inp, la.data);
+        st = model_forward_logits(m, inp, la.data);
         if (st == WGT_OK) st = npy_save(logits_path, &la);
         npy_free(&la);
     }
     for (long s = 0; s <= steps && st == WGT_OK; s++) {
-        gpt2_zero_grad(m);
-        st = gpt2_forward(m, inp, tgt, lo, 1.0f / (float)valid);
+        model_zero_grad(m);
+        st = model_forward(m, inp, tgt, lo, 1.0f / (float)valid);
         if (st != WGT_OK) break;
-        gpt2_backward(m);
+        model_backward(m);
         double sum;
-        st = gpt2_loss_sum(m, &sum);
+        st = model_loss_sum(m, &sum);
         if (st != WGT_OK) break;
         if (s == 0) {
             printf("loss %.9g\n", sum / valid);
-            if (out) st = gpt2_save_safetensors(m, out, 1);
+            if (out) st = model_save_safetensors(m, out, 1);
         }
         if (steps) {
             printf("step %ld loss %.9g\n", s, sum / valid);
-            if (s < steps) gpt2_update(m, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, (float)clip, (int)s + 1);
+            if (s < steps) model_update(m, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, (float)clip, (int)s + 1);
         }
     }
     if (st == WGT_OK) st = be->sync(be);
-    gpt2_free(m);
+    model_free(m);
     if (be) be->free(be);
     free(inp);
     free(tgt);

@@ -53,7 +53,7 @@ static wgt_status sample_main(int argc, char **argv) {
 
     checkpoint ck;
     WGT_TRY(run_checkpoint_read(&ck, run));
-    const gpt2_config *mc = &ck.cfg.model;
+    const model_config *mc = &ck.cfg.model;
     const int T = mc->max_seq, V = mc->vocab;
     // the run's copy of the tokenizer; older runs or moved files: the data directory's
     char tp[TRAIN_PATH_MAX];
@@ -74,12 +74,12 @@ static wgt_status sample_main(int argc, char **argv) {
     size_t n_ids = 0;
     if (st == WGT_OK) st = tokenizer_encode(tok, (const uint8_t *)prompt, strlen(prompt), &ids, &n_ids);
     wgt_backend *be = NULL;
-    gpt2 *m = NULL;
+    wgt_model *m = NULL;
     if (st == WGT_OK) st = cli_backend_open(&be, device, adapter, 0);
     if (st == WGT_OK) st = run_model_open(&m, be, &ck, 1, T, run);
     checkpoint_free(&ck);
     if (st != WGT_OK) {
-        gpt2_free(m);
+        model_free(m);
         if (be) be->free(be);
         tokenizer_free(tok);
         free(ids);
@@ -99,7 +99,7 @@ static wgt_status sample_main(int argc, char **argv) {
         // the last T tokens; positions after them are padding that causal attention never sees
         size_t w = len < (size_t)T ? len : (size_t)T;
         for (int i = 0; i < T; i++) window[i] = (size_t)i < w ? ctx[len - w + (size_t)i] : 0;
-        st = gpt2_forward_logits(m, window, logits);
+        st = model_forward_logits(m, window, logits);
         if (st != WGT_OK) break;
         int next = sampler_pick(&sp, logits + (w - 1) * (size_t)V);
         ctx[len++] = next;
@@ -115,7 +115,7 @@ static wgt_status sample_main(int argc, char **argv) {
     free(window);
     free(ctx);
     free(ids);
-    gpt2_free(m);
+    model_free(m);
     be->free(be);
     tokenizer_free(tok);
     return st;

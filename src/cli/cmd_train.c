@@ -10,7 +10,7 @@
 static void usage(void) {
     printf("usage: wgtrain train --data DATA_DIR --out RUN_DIR [--preset NAME] [--steps N] [--batch B] [--seq T]\n"
            "                     [--lr X] [--seed S] [--device auto|cpu|webgpu] [--adapter A] [--resume] [options]\n"
-           "Trains a GPT-2 model on the shards of DATA_DIR (see `wgtrain prepare`). RUN_DIR receives config.json,\n"
+           "Trains a model (--arch; GPT-2 in every preset) on the shards of DATA_DIR (see `wgtrain prepare`). RUN_DIR receives config.json,\n"
            "metrics.jsonl, loss.svg, ckpt.bin (the full training state), model.safetensors (Hugging Face names) and\n"
            "tokenizer.bin; `wgtrain sample` and `wgtrain eval` read them.\n\n"
            "session options:\n"

@@ -26,7 +26,7 @@ typedef struct {
 typedef struct {
     train_config cfg;
     ckpt_progress pr;
-    size_t n;                // elements of each state array (gpt2_state_elems)
+    size_t n;                // elements of each state array (model_state_elems)
     float *params, *m, *v;   // malloc'd by checkpoint_read
 } checkpoint;
 

@@ -21,7 +21,7 @@ typedef struct {
     size_t off, size;     // size: only for strings
     double lo, hi;        // accepted range of numbers, inclusive
     int resume_mutable;   // may differ from the checkpoint on --resume
-    int model;            // part of the model's shape (compared when loading weights)
+    int model;            // a model_config field: its JSON and comparison are model.c's (model_config_*)
     const char *arg, *help;
 } field;
 
@@ -29,6 +29,8 @@ typedef struct {
 static const field fields[] = {
     {NULL, "preset", "--preset", FT_STR, OFF(preset), sizeof(((train_config *)0)->preset), 0, 0, 0, 0, "NAME",
      "tiny (default), small or gpt2-124m: the defaults of everything below"},
+    {"model", "arch", "--arch", FT_STR, OFF(model.arch), sizeof(((train_config *)0)->model.arch), 0, 0, 0, 1, "NAME",
+     "model family, e.g. gpt2 (default: the preset's)"},
     {"model", "n_layer", "--layers", FT_INT, OFF(model.n_layer), 0, 1, 256, 0, 1, "L", "transformer blocks"},
     {"model", "n_head", "--heads", FT_INT, OFF(model.n_head), 0, 1, 4096, 0, 1, "NH", "attention heads"},
     {"model", "d_model", "--d-model", FT_INT, OFF(model.d_model), 0, 1, 65536, 0, 1, "C", "embedding width"},
@@ -91,22 +93,22 @@ wgt_status train_config_preset(train_config *c, const char *name) {
     c->seed = 1;
     c->val_batches = 8;
     c->log_every = 10;
-    gpt2_config *m = &c->model;
+    model_config *m = &c->model;
     if (!strcmp(name, "tiny")) {
         // Sized for a 2-core CPU (measured on the Brown corpus, vocabulary 16384): about 2.7 K
         // tokens/s, so 600 updates of 8 x 64 tokens take 2-3 minutes and bring the validation
         // loss from 9.7 to about 6.3, a nat below the unigram entropy (7.26). Sequences of 64
         // beat 128 at equal time: twice the updates, and this model uses little context.
-        *m = (gpt2_config){4, 4, 128, 512, 0, 64};
+        *m = (model_config){"gpt2", 4, 4, 128, 512, 0, 64};
         c->batch = 8, c->seq = 64, c->steps = 600, c->warmup = 40, c->lr = 2e-3;
         c->val_every = 50, c->val_batches = 16, c->ckpt_every = 200;
     } else if (!strcmp(name, "small")) {
         // ~10 M parameters besides the embeddings: minutes on a GPU, hours on a CPU.
-        *m = (gpt2_config){6, 6, 384, 1536, 0, 256};
+        *m = (model_config){"gpt2", 6, 6, 384, 1536, 0, 256};
         c->batch = 16, c->seq = 256, c->steps = 3000, c->warmup = 100, c->lr = 1e-3;
         c->val_every = 100, c->val_batches = 16, c->ckpt_every = 500;
     } else if (!strcmp(name, "gpt2-124m")) {
-        *m = (gpt2_config){12, 12, 768, 3072, 0, 1024};
+        *m = (model_config){"gpt2", 12, 12, 768, 3072, 0, 1024};
         c->batch = 8, c->seq = 1024, c->steps = 10000, c->warmup = 700, c->lr = 6e-4;
         c->val_every = 250, c->val_batches = 16, c->ckpt_every = 1000;
     } else {
@@ -219,16 +221,10 @@ wgt_status train_config_check_resume(const train_config *ck, const train_config 
 }
 
 wgt_status train_config_check_model(const train_config *want, const train_config *have, const char *what) {
-    for (int k = 0; k < N_FIELDS; k++) {
-        const field *f = &fields[k];
-        if (!f->model || field_equal(want, have, f)) continue;
-        char a[64], b[64];
-        field_format(have, f, a, sizeof a);
-        field_format(want, f, b, sizeof b);
-        return wgt_fail(WGT_ERR_FORMAT, "%s has %s = %s but %s was expected: it belongs to a different model", what,
-                        f->key, a, b);
-    }
-    return WGT_OK;
+    model_config_delta d;
+    if (!model_config_diff(&have->model, &want->model, &d)) return WGT_OK;
+    return wgt_fail(WGT_ERR_FORMAT, "%s has %s = %s but %s was expected: it belongs to a different model", what, d.key,
+                    d.a, d.b);
 }
 
 void train_config_print_flags(FILE *out) {
@@ -252,7 +248,7 @@ wgt_status train_config_finish(train_config *c) {
         return wgt_fail(WGT_ERR_CONFIG, "--d-model %d is not a multiple of --heads %d; pick sizes with d_model = heads x "
                         "head size (e.g. --d-model %d)", c->model.d_model, c->model.n_head,
                         (c->model.d_model / c->model.n_head + 1) * c->model.n_head);
-    WGT_TRY(gpt2_config_check(&c->model));
+    WGT_TRY(model_config_check(&c->model));
     if (c->seq > c->model.max_seq)
         return wgt_fail(WGT_ERR_CONFIG, "--seq %d exceeds the model's maximum sequence length %d; use --seq %d or less, "
                         "or a larger --max-seq", c->seq, c->model.max_seq, c->model.max_seq);
@@ -271,6 +267,11 @@ char *train_config_to_json(const train_config *c) {
     cJSON_AddNumberToObject(root, "version", 1);
     for (int k = 0; k < N_FIELDS; k++) {
         const field *f = &fields[k];
+        if (f->model) {  // the model's section is the model's own JSON, in the place of its first field
+            if (!cJSON_GetObjectItemCaseSensitive(root, "model"))
+                cJSON_AddItemToObject(root, "model", model_config_to_cjson(&c->model));
+            continue;
+        }
         cJSON *obj = root;
         if (f->section) {
             obj = cJSON_GetObjectItemCaseSensitive(root, f->section);
@@ -307,8 +308,10 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
     else if (!cJSON_IsNumber(ver) || ver->valuedouble != 1)
         st = wgt_fail(WGT_ERR_FORMAT, "%s: run configuration version %g; this build reads version 1", what,
                       cJSON_IsNumber(ver) ? ver->valuedouble : -1.0);
+    if (st == WGT_OK) st = model_config_from_cjson(&c->model, cJSON_GetObjectItemCaseSensitive(root, "model"), what);
     for (int k = 0; k < N_FIELDS && st == WGT_OK; k++) {
         const field *f = &fields[k];
+        if (f->model) continue;  // read above
         const cJSON *obj = f->section ? cJSON_GetObjectItemCaseSensitive(root, f->section) : root;
         const cJSON *it = obj ? cJSON_GetObjectItemCaseSensitive(obj, f->key) : NULL;
         if (f->type == FT_STR) {
@@ -319,8 +322,7 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
         } else {
             // min_lr may hold its "unset" value -1 outside the flag's range
             int ok = cJSON_IsNumber(it) && isfinite(it->valuedouble) &&
-                     ((it->valuedouble >= f->lo && it->valuedouble <= f->hi) || (f->off == OFF(min_lr) && it->valuedouble == -1) ||
-                      (f->model && it->valuedouble == 0));
+                     ((it->valuedouble >= f->lo && it->valuedouble <= f->hi) || (f->off == OFF(min_lr) && it->valuedouble == -1));
             if (ok && f->type != FT_DOUBLE && it->valuedouble != floor(it->valuedouble)) ok = 0;
             if (!ok)
                 st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration lacks %s.%s or its value is out of range", what,

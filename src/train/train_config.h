@@ -6,13 +6,13 @@
 #define WGT_TRAIN_CONFIG_H
 #include <stdint.h>
 #include <stdio.h>
-#include "model/gpt2.h"
+#include "model/model.h"
 
 #define TRAIN_PATH_MAX 4096
 
 typedef struct {
     char preset[32];
-    gpt2_config model;
+    model_config model;        // the family and its sizes (JSON: model_config_to_cjson)
     int batch, seq, grad_accum;
     long steps, warmup;
     double lr, min_lr;         // min_lr < 0: lr / 10 (resolved by train_config_finish)
@@ -43,7 +43,8 @@ void train_config_apply_flags(train_config *dst, const train_config *src, const 
 // Fails, naming the flag and both values, if a given flag changes a field a resumed run must
 // keep (the model, the batch, the optimizer...). --steps, the intervals and --data may change.
 wgt_status train_config_check_resume(const train_config *ckpt, const train_config *flags, const train_flags *f);
-// Fails, naming the first field that differs, if two configs describe different models.
+// Fails, naming the first field that differs (model_config_diff), if two configs describe
+// different models.
 wgt_status train_config_check_model(const train_config *want, const train_config *have, const char *what);
 // Prints the flags with their help text (for `wgtrain train --help`).
 void train_config_print_flags(FILE *out);

@@ -64,38 +64,38 @@ wgt_status run_checkpoint_read(checkpoint *ck, const char *run_dir) {
     return checkpoint_read(ck, p);
 }
 
-wgt_status run_model_open(gpt2 **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir) {
+wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir) {
     *out = NULL;
-    gpt2 *m;
-    WGT_TRY(gpt2_init(&m, be, &ck->cfg.model, B, T));
+    wgt_model *m;
+    WGT_TRY(model_init(&m, be, &ck->cfg.model, B, T));
     char p[TRAIN_PATH_MAX];
     wgt_status st = run_path(p, sizeof p, run_dir, RUN_CKPT_FILE);
-    if (st == WGT_OK) st = checkpoint_check_model(ck, &ck->cfg, gpt2_state_elems(m), p);
-    if (st == WGT_OK) st = gpt2_state_upload(m, ck->params, ck->m, ck->v);
+    if (st == WGT_OK) st = checkpoint_check_model(ck, &ck->cfg, model_state_elems(m), p);
+    if (st == WGT_OK) st = model_state_upload(m, ck->params, ck->m, ck->v);
     if (st != WGT_OK) {
-        gpt2_free(m);
+        model_free(m);
         return st;
     }
     *out = m;
     return WGT_OK;
 }
 
-wgt_status train_evaluate(gpt2 *m, const dataset *ds, int B, int T, long max_batches, double *loss, size_t *targets) {
+wgt_status train_evaluate(wgt_model *m, const dataset *ds, int B, int T, long max_batches, double *loss, size_t *targets) {
     size_t windows = dataset_val_windows(ds, T), all = (windows + (size_t)B - 1) / (size_t)B, batches = all;
     if (max_batches > 0 && (size_t)max_batches < batches) batches = (size_t)max_batches;
     int32_t *inp = wgt_malloc((size_t)B * T * 4), *tgt = wgt_malloc((size_t)B * T * 4);
     double sum = 0;
     size_t count = 0;
     wgt_status st = WGT_OK;
-    gpt2_loss_opts plain = {0.0f, 0.0f};
+    model_loss_opts plain = {0.0f, 0.0f};
     for (size_t b = 0; b < batches && st == WGT_OK; b++) {
         // a subset is spread evenly over the validation set: the first batches alone would all
         // come from its first documents
         size_t valid = dataset_val_batch(ds, b * all / batches, B, T, inp, tgt);
         if (!valid) continue;
-        st = gpt2_forward(m, inp, tgt, plain, 1.0f);
+        st = model_forward(m, inp, tgt, plain, 1.0f);
         double s = 0;
-        if (st == WGT_OK) st = gpt2_loss_sum(m, &s);
+        if (st == WGT_OK) st = model_loss_sum(m, &s);
         sum += s;
         count += valid;
     }
@@ -218,12 +218,12 @@ wgt_status trainer_init(trainer **out, const train_config *flags, const train_fl
     t->entropy = dataset_unigram_entropy(t->ds);
     t->last_ckpt_step = t->resumed ? (long)t->pr.step : -1;
     if (!t->resumed) t->pr.data_rng = rng_seed_stream((uint64_t)c->seed, STREAM_DATA);
-    const gpt2_config *mc = &c->model;
+    const model_config *mc = &c->model;
     printf("train: data %s: %zu train tokens, %zu val tokens, vocabulary %d\n", c->data_dir,
            dataset_train_tokens(t->ds), dataset_val_tokens(t->ds), mc->vocab);
     printf("train: unigram entropy of the train tokens: %.4f nats/token (a model that ignores context reaches this "
            "loss; learning shows as loss below it)\n", t->entropy);
-    printf("train: model (preset %s): %d layers, %d heads, d_model %d, d_ff %d, vocabulary %d, max_seq %d\n", c->preset,
+    printf("train: model %s (preset %s): %d layers, %d heads, d_model %d, d_ff %d, vocabulary %d, max_seq %d\n", mc->arch, c->preset,
            mc->n_layer, mc->n_head, mc->d_model, mc->d_ff, mc->vocab, mc->max_seq);
     printf("train: %d x %d tokens x %d micro-batch%s = %d tokens per update, %ld updates; lr %g (warmup %ld, cosine to "
            "%g), weight decay %g, clip %g, label smoothing %g, z-loss %g, seed %ld\n", c->batch, c->seq, c->grad_accum,
@@ -262,15 +262,15 @@ typedef struct {
     float *params, *m, *v;  // host copies of the state, allocated once
 } state_buf;
 
-static wgt_status save_all(trainer *t, gpt2 *m, state_buf *sb, int tty) {
+static wgt_status save_all(trainer *t, wgt_model *m, state_buf *sb, int tty) {
     double t0 = wgt_now_s();
     char p[TRAIN_PATH_MAX];
-    WGT_TRY(gpt2_state_download(m, sb->params, sb->m, sb->v));
+    WGT_TRY(model_state_download(m, sb->params, sb->m, sb->v));
     WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_CKPT_FILE));
-    WGT_TRY(checkpoint_write(p, &t->cfg, &t->pr, sb->params, sb->m, sb->v, gpt2_state_elems(m)));
+    WGT_TRY(checkpoint_write(p, &t->cfg, &t->pr, sb->params, sb->m, sb->v, model_state_elems(m)));
     // model.safetensors is a by-product for other tools; ckpt.bin (written first) is the truth
     WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_MODEL_FILE));
-    WGT_TRY(gpt2_save_safetensors(m, p, 0));
+    WGT_TRY(model_save_safetensors(m, p, 0));
     t->last_ckpt_step = (long)t->pr.step;
     printf("%scheckpoint: step %llu written to %s/%s (%.1f s)\n", tty ? "\r\033[K" : "", (unsigned long long)t->pr.step,
            t->o.run_dir, RUN_CKPT_FILE, wgt_now_s() - t0);
@@ -280,7 +280,7 @@ static wgt_status save_all(trainer *t, gpt2 *m, state_buf *sb, int tty) {
 static wgt_status write_plot(trainer *t) {
     char p[TRAIN_PATH_MAX], title[256];
     WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_PLOT_FILE));
-    const gpt2_config *mc = &t->cfg.model;
+    const model_config *mc = &t->cfg.model;
     snprintf(title, sizeof title, "wgtrain: L=%d C=%d NH=%d V=%d, %d x %d tokens/update", mc->n_layer, mc->d_model,
              mc->n_head, mc->vocab, t->cfg.batch * t->cfg.grad_accum, t->cfg.seq);
     return plot_loss_svg(p, &t->hist, t->entropy, title);
@@ -291,22 +291,22 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     const train_config *c = &t->cfg;
     const int B = c->batch, T = c->seq, K = c->grad_accum;
     const size_t BT = (size_t)B * T;
-    gpt2 *m = NULL;
+    wgt_model *m = NULL;
     wgt_status st;
     printf("train: device %s\n", be->name);
     if (t->resumed) {
         st = run_model_open(&m, be, &t->ck, B, T, t->o.run_dir);
         checkpoint_free(&t->ck);  // uploaded: the host copy is no longer needed
     } else {
-        st = gpt2_init(&m, be, &c->model, B, T);
-        if (st == WGT_OK) st = gpt2_init_random(m, rng_seed_stream((uint64_t)c->seed, STREAM_INIT));
+        st = model_init(&m, be, &c->model, B, T);
+        if (st == WGT_OK) st = model_init_random(m, rng_seed_stream((uint64_t)c->seed, STREAM_INIT));
     }
     if (st != WGT_OK) {
-        gpt2_free(m);
+        model_free(m);
         return st;
     }
-    printf("train: %.2f M parameters\n", gpt2_num_params(m) / 1e6);
-    size_t n = gpt2_state_elems(m);
+    printf("train: %.2f M parameters\n", model_num_params(m) / 1e6);
+    size_t n = model_state_elems(m);
     state_buf sb = {wgt_malloc(n * 4), wgt_malloc(n * 4), wgt_malloc(n * 4)};
     int32_t *inp = wgt_malloc(BT * 4), *tgt = wgt_malloc(BT * 4);
     metrics_log ml = {0};
@@ -317,7 +317,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     int tty = isatty(STDOUT_FILENO);
     g_stop = 0;
     void (*old_int)(int) = signal(SIGINT, on_signal), (*old_term)(int) = signal(SIGTERM, on_signal);
-    const gpt2_loss_opts lo = {(float)c->label_smoothing, (float)c->z_loss};
+    const model_loss_opts lo = {(float)c->label_smoothing, (float)c->z_loss};
     const float inv_norm = (float)(1.0 / ((double)BT * K));  // every target of our windows is valid
     const double t_session = wgt_now_s(), elapsed0 = t->pr.elapsed_s;
     const long step0 = (long)t->pr.step;
@@ -329,14 +329,14 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         if (g_stop) break;
         long step = (long)t->pr.step;  // 0-based index of this update
         double t0 = wgt_now_s(), lr = train_lr_at(c, step), loss_sum = 0;
-        gpt2_zero_grad(m);
+        model_zero_grad(m);
         for (int k = 0; k < K && st == WGT_OK; k++) {
             dataset_train_batch(t->ds, &t->pr.data_rng, B, T, inp, tgt);
-            st = gpt2_forward(m, inp, tgt, lo, inv_norm);
+            st = model_forward(m, inp, tgt, lo, inv_norm);
             if (st != WGT_OK) break;
-            gpt2_backward(m);
+            model_backward(m);
             double s;
-            st = gpt2_loss_sum(m, &s);
+            st = model_loss_sum(m, &s);
             loss_sum += s;
         }
         if (st != WGT_OK) break;
@@ -354,9 +354,9 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
                 break;
             }
         } else {
-            gpt2_update(m, (float)lr, (float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
+            model_update(m, (float)lr, (float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
                         (float)c->clip, (int)t->pr.updates + 1);
-            st = gpt2_grad_norm(m, &gnorm);
+            st = model_grad_norm(m, &gnorm);
             if (st != WGT_OK) break;
             if (!isfinite(gnorm)) {
                 // the device skipped the update (a non-finite norm makes adamw leave everything as it was)
@@ -434,6 +434,6 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     free(sb.v);
     free(inp);
     free(tgt);
-    gpt2_free(m);
+    model_free(m);
     return st;
 }

@@ -5,7 +5,7 @@
 #ifndef WGT_TRAINER_H
 #define WGT_TRAINER_H
 #include "backend/backend.h"
-#include "model/gpt2.h"
+#include "model/model.h"
 #include "train/checkpoint.h"
 #include "train/dataset.h"
 #include "train/train_config.h"
@@ -23,12 +23,12 @@ wgt_status run_path(char *dst, size_t n, const char *run_dir, const char *name);
 // Reads RUN_DIR/ckpt.bin, refusing a missing or damaged file with a message saying so.
 wgt_status run_checkpoint_read(checkpoint *ck, const char *run_dir);
 // A model of the checkpoint's config for batches of B x T, holding the checkpoint's state.
-wgt_status run_model_open(gpt2 **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir);
+wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir);
 
 // Mean cross-entropy (no label smoothing, no z-loss: comparable to the entropy) over
 // max_batches validation batches spread evenly over the set (0: all of them), always the same
 // ones. The model must be built for B x T.
-wgt_status train_evaluate(gpt2 *m, const dataset *ds, int B, int T, long max_batches, double *loss, size_t *targets);
+wgt_status train_evaluate(wgt_model *m, const dataset *ds, int B, int T, long max_batches, double *loss, size_t *targets);
 
 typedef struct {
     const char *run_dir;

@@ -1,0 +1,651 @@
+// model.c — the part of every model that does not depend on its family: the registry of
+// families, the config (checks, JSON, comparison), and everything driven by the family's
+// tensor table: the memory layout, binding the family's named views, initialisation,
+// safetensors in Hugging Face naming, checkpoint state, the loss and the optimizer. A family
+// (gpt2.c) adds its table, its activations and its forward and backward op lists.
+//
+// Memory: parameters, gradients and the two AdamW moments are each one buffer with every
+// tensor at a 256-byte aligned offset, weight-decayed tensors first so that AdamW runs as two
+// contiguous ranges; activations are one buffer per tensor.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model/model_impl.h"
+
+// ------------------------------------------------------------------ families
+
+static const model_arch *const archs[] = {&model_arch_gpt2};
+#define N_ARCHS (int)(sizeof archs / sizeof archs[0])
+
+const model_arch *model_arch_find(const char *name) {
+    for (int i = 0; i < N_ARCHS; i++)
+        if (!strcmp(archs[i]->name, name)) return archs[i];
+    return NULL;
+}
+
+static wgt_status unknown_arch(const char *name) {
+    char known[256] = "";
+    for (int i = 0; i < N_ARCHS; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", archs[i]->name);
+    return wgt_fail(WGT_ERR_CONFIG, "unknown model family '%s'; this build has: %s", name, known);
+}
+
+// ------------------------------------------------------------------ config
+
+// The sizes every family has (JSON keys, and the largest value JSON accepts).
+static const model_config_field shared_fields[] = {
+    {"n_layer", offsetof(model_config, n_layer), MODEL_CF_INT, 256},
+    {"n_head", offsetof(model_config, n_head), MODEL_CF_INT, 4096},
+    {"d_model", offsetof(model_config, d_model), MODEL_CF_INT, 65536},
+    {"d_ff", offsetof(model_config, d_ff), MODEL_CF_INT, 262144},
+    {"vocab", offsetof(model_config, vocab), MODEL_CF_INT, 65536},
+    {"max_seq", offsetof(model_config, max_seq), MODEL_CF_INT, 1 << 20},
+};
+#define N_SHARED (int)(sizeof shared_fields / sizeof shared_fields[0])
+
+static double cf_get(const model_config *c, const model_config_field *f) {
+    const char *p = (const char *)c + f->off;
+    return f->type == MODEL_CF_INT ? *(const int *)p : *(const double *)p;
+}
+static void cf_set(model_config *c, const model_config_field *f, double v) {
+    char *p = (char *)c + f->off;
+    if (f->type == MODEL_CF_INT) *(int *)p = (int)v;
+    else *(double *)p = v;
+}
+static void cf_format(const model_config *c, const model_config_field *f, char *buf, size_t n) {
+    if (f->type == MODEL_CF_INT) snprintf(buf, n, "%d", (int)cf_get(c, f));
+    else {
+        // the shortest form that reads back exactly
+        double v = cf_get(c, f);
+        for (int prec = 15; prec <= 17; prec++) {
+            snprintf(buf, n, "%.*g", prec, v);
+            if (strtod(buf, NULL) == v) break;
+        }
+    }
+}
+
+// Calls fn on every field of c's family (shared first); stops at a nonzero return.
+typedef int (*cf_visit)(const model_config_field *f, void *ctx);
+static int each_field(const model_arch *a, cf_visit fn, void *ctx) {
+    for (int i = 0; i < N_SHARED; i++) if (fn(&shared_fields[i], ctx)) return 1;
+    for (int i = 0; a && i < a->n_config_fields; i++) if (fn(&a->config_fields[i], ctx)) return 1;
+    return 0;
+}
+
+wgt_status model_config_check(const model_config *c) {
+    const model_arch *a = model_arch_find(c->arch);
+    if (!a) return unknown_arch(c->arch);
+    if (c->n_layer < 1 || c->n_layer > 256) return wgt_fail(WGT_ERR_CONFIG, "n_layer must be 1..256, got %d", c->n_layer);
+    if (c->n_head < 1) return wgt_fail(WGT_ERR_CONFIG, "n_head must be at least 1, got %d", c->n_head);
+    if (c->d_model < 1 || c->d_model % c->n_head)
+        return wgt_fail(WGT_ERR_CONFIG, "d_model (%d) must be a positive multiple of n_head (%d)", c->d_model, c->n_head);
+    if (c->d_model / c->n_head > 128)
+        return wgt_fail(WGT_ERR_CONFIG, "head size d_model/n_head = %d is above the supported 128; use more heads",
+                        c->d_model / c->n_head);
+    if (c->d_ff < 1) return wgt_fail(WGT_ERR_CONFIG, "d_ff must be at least 1, got %d", c->d_ff);
+    if (c->vocab < 1 || c->vocab > 65536)
+        return wgt_fail(WGT_ERR_CONFIG, "vocab must be 1..65536 (tokens are stored as uint16), got %d", c->vocab);
+    if (c->max_seq < 1) return wgt_fail(WGT_ERR_CONFIG, "max_seq must be at least 1, got %d", c->max_seq);
+    return a->config_check ? a->config_check(c) : WGT_OK;
+}
+
+typedef struct { const model_config *c; cJSON *obj; } to_json_ctx;
+static int field_to_json(const model_config_field *f, void *p) {
+    to_json_ctx *x = p;
+    char num[40];
+    cf_format(x->c, f, num, sizeof num);
+    cJSON_AddRawToObject(x->obj, f->key, num);
+    return 0;
+}
+
+cJSON *model_config_to_cjson(const model_config *c) {
+    cJSON *obj = cJSON_CreateObject();
+    WGT_ASSERT(obj, "cJSON_CreateObject failed (out of memory)");
+    cJSON_AddStringToObject(obj, "arch", c->arch);
+    to_json_ctx x = {c, obj};
+    each_field(model_arch_find(c->arch), field_to_json, &x);
+    return obj;
+}
+
+char *model_config_to_json(const model_config *c) {
+    cJSON *obj = model_config_to_cjson(c);
+    char *s = cJSON_Print(obj);
+    cJSON_Delete(obj);
+    WGT_ASSERT(s, "cJSON_Print failed (out of memory)");
+    return s;
+}
+
+typedef struct { model_config *c; const cJSON *obj; const char *what; wgt_status st; } from_json_ctx;
+static int field_from_json(const model_config_field *f, void *p) {
+    from_json_ctx *x = p;
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(x->obj, f->key);
+    int ok = cJSON_IsNumber(it) && isfinite(it->valuedouble) && it->valuedouble >= 0 && it->valuedouble <= f->hi;
+    if (ok && f->type == MODEL_CF_INT && it->valuedouble != floor(it->valuedouble)) ok = 0;
+    if (!ok) {
+        x->st = wgt_fail(WGT_ERR_FORMAT, "%s: the model configuration lacks model.%s or its value is out of range",
+                         x->what, f->key);
+        return 1;
+    }
+    cf_set(x->c, f, it->valuedouble);
+    return 0;
+}
+
+wgt_status model_config_from_cjson(model_config *c, const cJSON *obj, const char *what) {
+    memset(c, 0, sizeof *c);
+    if (!cJSON_IsObject(obj))
+        return wgt_fail(WGT_ERR_FORMAT, "%s: the configuration has no \"model\" object", what);
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(obj, "arch");
+    if (!arch) snprintf(c->arch, sizeof c->arch, "%s", MODEL_ARCH_DEFAULT);  // written before families existed
+    else if (!cJSON_IsString(arch) || strlen(arch->valuestring) >= sizeof c->arch)
+        return wgt_fail(WGT_ERR_FORMAT, "%s: the model configuration's \"arch\" is not a family name", what);
+    else snprintf(c->arch, sizeof c->arch, "%s", arch->valuestring);
+    const model_arch *a = model_arch_find(c->arch);
+    if (!a) {
+        char msg[512];
+        unknown_arch(c->arch);
+        snprintf(msg, sizeof msg, "%s", wgt_last_error());
+        return wgt_fail(WGT_ERR_FORMAT, "%s: %s (written by another wgtrain?)", what, msg);
+    }
+    from_json_ctx x = {c, obj, what, WGT_OK};
+    each_field(a, field_from_json, &x);
+    return x.st;
+}
+
+wgt_status model_config_from_json(model_config *c, const char *json, const char *what) {
+    cJSON *obj = cJSON_Parse(json);
+    if (!obj) {
+        memset(c, 0, sizeof *c);
+        return wgt_fail(WGT_ERR_FORMAT, "%s: the model configuration is not valid JSON", what);
+    }
+    wgt_status st = model_config_from_cjson(c, obj, what);
+    cJSON_Delete(obj);
+    return st;
+}
+
+typedef struct { const model_config *a, *b; model_config_delta *d; } diff_ctx;
+static int field_diff(const model_config_field *f, void *p) {
+    diff_ctx *x = p;
+    if (cf_get(x->a, f) == cf_get(x->b, f)) return 0;
+    snprintf(x->d->key, sizeof x->d->key, "%s", f->key);
+    cf_format(x->a, f, x->d->a, sizeof x->d->a);
+    cf_format(x->b, f, x->d->b, sizeof x->d->b);
+    return 1;
+}
+
+int model_config_diff(const model_config *a, const model_config *b, model_config_delta *d) {
+    if (strcmp(a->arch, b->arch)) {
+        snprintf(d->key, sizeof d->key, "arch");
+        snprintf(d->a, sizeof d->a, "'%s'", a->arch);
+        snprintf(d->b, sizeof d->b, "'%s'", b->arch);
+        return 1;
+    }
+    diff_ctx x = {a, b, d};
+    return each_field(model_arch_find(a->arch), field_diff, &x);
+}
+
+const st_tensor *model_st_find(const model_arch *a, const st_file *f, const char *name) {
+    const st_tensor *t = st_find(f, name);
+    if (t || !a->hf_prefix) return t;
+    char buf[192];
+    snprintf(buf, sizeof buf, "%s%s", a->hf_prefix, name);
+    return st_find(f, buf);
+}
+
+wgt_status model_config_from_safetensors(model_config *c, const char *arch, const char *path, int n_head) {
+    memset(c, 0, sizeof *c);
+    const model_arch *a = model_arch_find(arch);
+    if (!a) return unknown_arch(arch);
+    st_file *f;
+    WGT_TRY(st_open(&f, path));
+    snprintf(c->arch, sizeof c->arch, "%s", a->name);
+    wgt_status st = a->config_from_safetensors(c, f, path, n_head);
+    st_close(f);
+    if (st == WGT_OK) st = model_config_check(c);
+    return st;
+}
+
+size_t model_dim_size(const model_config *c, model_dim d) {
+    switch (d) {
+    case DIM_NONE: return 0;
+    case DIM_C: return (size_t)c->d_model;
+    case DIM_3C: return 3 * (size_t)c->d_model;
+    case DIM_F: return (size_t)c->d_ff;
+    case DIM_V: return (size_t)c->vocab;
+    case DIM_MAXT: return (size_t)c->max_seq;
+    }
+    WGT_ASSERT(0, "unknown model_dim");
+    return 0;
+}
+
+// ------------------------------------------------------------------ layout and memory
+
+static size_t align_up(size_t n) { return (n + WGT_VIEW_ALIGN - 1) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN; }
+
+static void add_tensor(wgt_model *m, const model_tensor_desc *d, int layer) {
+    model_tensor *t = &m->t[m->np++];
+    model_param_info *p = &t->info;
+    t->desc = d;
+    t->layer = layer;
+    int len = snprintf(p->name, sizeof p->name, d->hf_name, layer);
+    WGT_ASSERT(len > 0 && (size_t)len < sizeof p->name, "a tensor name is longer than model_param_info.name");
+    p->ndim = d->shape[1] == DIM_NONE ? 1 : 2;
+    p->shape[0] = model_dim_size(&m->c, d->shape[0]);
+    p->shape[1] = model_dim_size(&m->c, d->shape[1]);
+    p->n = p->ndim == 2 ? p->shape[0] * p->shape[1] : p->shape[0];
+    p->flags = d->flags;
+    p->init = d->init;
+}
+
+// Expands the family's tensor table into the parameter table and gives every tensor its offset.
+static void layout(wgt_model *m) {
+    const model_arch *a = m->arch;
+    const int L = m->c.n_layer;
+    int count = 0;
+    for (int i = 0; i < a->n_tensors; i++) count += a->tensors[i].per_layer ? L : 1;
+    m->t = wgt_calloc((size_t)count, sizeof *m->t);
+    for (int i = 0; i < a->n_tensors;) {
+        int j = i + 1;  // [i, j): one global entry, or a run of per-layer ones
+        if (a->tensors[i].per_layer) while (j < a->n_tensors && a->tensors[j].per_layer) j++;
+        if (!a->tensors[i].per_layer) add_tensor(m, &a->tensors[i], -1);
+        else for (int l = 0; l < L; l++) for (int k = i; k < j; k++) add_tensor(m, &a->tensors[k], l);
+        i = j;
+    }
+    WGT_ASSERT(m->np == count, "tensor table expansion miscounted");
+    size_t off = 0;
+    for (int pass = 1; pass >= 0; pass--) {  // decayed tensors first
+        for (int i = 0; i < m->np; i++) {
+            model_param_info *p = &m->t[i].info;
+            if (!!(p->flags & MODEL_T_DECAY) != pass) continue;
+            p->off = off;
+            off += align_up(p->n);
+        }
+        if (pass == 1) m->decay_end = off;
+    }
+    m->n_elems = off;
+}
+
+// Points the family's view structs (globals, then one per layer) at each tensor of `state`.
+static void bind_views(wgt_model *m, wgt_view state, void *globals, void *layers) {
+    const model_arch *a = m->arch;
+    for (int i = 0; i < m->np; i++) {
+        const model_tensor *t = &m->t[i];
+        size_t size = t->layer < 0 ? a->globals_size : a->layer_size;
+        char *base = t->layer < 0 ? globals : (char *)layers + (size_t)t->layer * a->layer_size;
+        WGT_ASSERT(t->desc->field + sizeof(wgt_view) <= size, "a tensor's field lies outside the family's view struct");
+        *(wgt_view *)(base + t->desc->field) = model_subview(state, t->info.off, t->info.n);
+    }
+    // the structs hold only views, and every one must belong to a tensor
+    WGT_ASSERT(a->globals_size % sizeof(wgt_view) == 0 && a->layer_size % sizeof(wgt_view) == 0,
+               "the family's view structs must hold only wgt_views");
+    const wgt_view *g = globals, *l = layers;
+    for (size_t k = 0; k < a->globals_size / sizeof(wgt_view); k++)
+        WGT_ASSERT(g[k].buf, "a view of the family's globals struct has no tensor in the table");
+    for (size_t k = 0; k < (size_t)m->c.n_layer * a->layer_size / sizeof(wgt_view); k++)
+        WGT_ASSERT(l[k].buf, "a view of the family's per-layer struct has no tensor in the table");
+}
+
+static void track(wgt_model *m, wgt_buf *b) {
+    if (m->nbufs == m->cap_bufs) {
+        int cap = m->cap_bufs ? 2 * m->cap_bufs : 64;
+        wgt_buf **nb = wgt_calloc((size_t)cap, sizeof *nb);
+        if (m->nbufs) memcpy(nb, m->bufs, (size_t)m->nbufs * sizeof *nb);
+        free(m->bufs);
+        m->bufs = nb;
+        m->cap_bufs = cap;
+    }
+    m->bufs[m->nbufs++] = b;
+}
+
+void model_alloc(wgt_model *m, wgt_view *v, size_t n, const char *label, int may_exceed) {
+    *v = model_no_view();
+    if (m->alloc_st != WGT_OK) return;
+    if (n > m->be->max_binding_elems && !may_exceed) {
+        m->alloc_st = wgt_fail(WGT_ERR_CONFIG, "activation '%s' needs %.1f MiB, above the device's %.1f MiB storage "
+                               "binding limit; use a smaller batch (--batch) or sequence length (--seq)", label,
+                               n * 4 / 1048576.0, m->be->max_binding_elems * 4 / 1048576.0);
+        return;
+    }
+    wgt_buf *b = NULL;
+    m->alloc_st = m->be->buf_alloc(m->be, &b, n, label);
+    if (m->alloc_st != WGT_OK) return;
+    track(m, b);
+    *v = model_view(b, 0, n);
+}
+
+wgt_status model_init(wgt_model **out, wgt_backend *be, const model_config *cfg, int B, int T) {
+    *out = NULL;
+    WGT_TRY(model_config_check(cfg));
+    if (B < 1) return wgt_fail(WGT_ERR_CONFIG, "batch size must be at least 1, got %d", B);
+    if (T < 1 || T > cfg->max_seq)
+        return wgt_fail(WGT_ERR_CONFIG, "sequence length %d is outside 1..%d (the model's maximum sequence length)", T,
+                        cfg->max_seq);
+    wgt_model *m = wgt_calloc(1, sizeof *m);
+    m->arch = model_arch_find(cfg->arch);
+    m->be = be;
+    m->c = *cfg;
+    m->B = B;
+    m->T = T;
+    layout(m);
+    for (int i = 0; i < m->np; i++) {
+        const model_param_info *p = &m->t[i].info;
+        if (p->n <= be->max_binding_elems || (p->flags & MODEL_T_MAY_EXCEED_BINDING)) continue;
+        wgt_status st = wgt_fail(WGT_ERR_CONFIG, "the tensor %s (%zu x %zu) is larger than this device's storage binding "
+                                 "limit (%.0f MiB) and its ops bind it whole; use a smaller vocabulary or d_model on "
+                                 "this device", p->name, p->shape[0], p->shape[1], be->max_binding_elems * 4 / 1048576.0);
+        model_free(m);
+        return st;
+    }
+    const size_t BT = (size_t)B * T;
+    model_alloc(m, &m->params, m->n_elems, "params", 1);
+    model_alloc(m, &m->grads, m->n_elems, "grads", 1);
+    model_alloc(m, &m->m1, m->n_elems, "adam_m", 1);
+    model_alloc(m, &m->v1, m->n_elems, "adam_v", 1);
+    model_alloc(m, &m->tokens, BT, "tokens", 0);
+    model_alloc(m, &m->targets, BT, "targets", 0);
+    model_alloc(m, &m->logits, BT * cfg->vocab, "logits", 1);  // the lm_head matmuls and the loss split it
+    model_alloc(m, &m->losses, BT, "losses", 0);
+    model_alloc(m, &m->loss_sum, 1, "loss_sum", 0);
+    model_alloc(m, &m->norm_sq, 1, "norm_sq", 0);
+    model_alloc(m, &m->scale, 2, "clip_scale", 0);
+    wgt_status st = m->alloc_st;
+    if (st == WGT_OK) {
+        const model_arch *a = m->arch;
+        size_t lsize = (size_t)cfg->n_layer * a->layer_size;
+        m->pg = wgt_calloc(1, a->globals_size ? a->globals_size : 1);
+        m->gg = wgt_calloc(1, a->globals_size ? a->globals_size : 1);
+        m->pl = wgt_calloc(1, lsize ? lsize : 1);
+        m->gl = wgt_calloc(1, lsize ? lsize : 1);
+        bind_views(m, m->params, m->pg, m->pl);
+        bind_views(m, m->grads, m->gg, m->gl);
+        st = a->init(m);
+        if (st == WGT_OK) st = m->alloc_st;
+    }
+    if (st == WGT_OK) st = be->sync(be);
+    if (st != WGT_OK) {
+        model_free(m);
+        return st;
+    }
+    *out = m;
+    return WGT_OK;
+}
+
+void model_free(wgt_model *m) {
+    if (!m) return;
+    for (int i = 0; i < m->nbufs; i++) m->be->buf_free(m->be, m->bufs[i]);
+    free(m->bufs);
+    free(m->t);
+    free(m->pg);
+    free(m->pl);
+    free(m->gg);
+    free(m->gl);
+    free(m->acts);
+    free(m);
+}
+
+const model_config *model_cfg(const wgt_model *m) { return &m->c; }
+
+size_t model_num_params(const wgt_model *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->np; i++) n += m->t[i].info.n;
+    return n;
+}
+
+int model_param_count(const wgt_model *m) { return m->np; }
+const model_param_info *model_param(const wgt_model *m, int i) {
+    WGT_ASSERT(i >= 0 && i < m->np, "model_param: index out of range");
+    return &m->t[i].info;
+}
+static wgt_view tensor_view(wgt_view state, const model_param_info *p) { return model_subview(state, p->off, p->n); }
+wgt_status model_param_get(wgt_model *m, int i, float *dst, int grad) {
+    const model_param_info *p = model_param(m, i);
+    return m->be->download(m->be, dst, tensor_view(grad ? m->grads : m->params, p), p->n);
+}
+wgt_status model_param_set(wgt_model *m, int i, const float *src) {
+    const model_param_info *p = model_param(m, i);
+    WGT_TRY(m->be->upload(m->be, tensor_view(m->params, p), src, p->n));
+    return m->be->sync(m->be);
+}
+
+// ------------------------------------------------------------------ init
+
+static uint64_t rng_next(uint64_t *s) {  // splitmix64
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static float rng_normal(uint64_t *s) {
+    double u = ((rng_next(s) >> 11) + 0.5) / 9007199254740992.0, v = (rng_next(s) >> 11) / 9007199254740992.0;
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+wgt_status model_init_random(wgt_model *m, uint64_t seed) {
+    float *h = wgt_calloc(m->n_elems, sizeof(float));
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    const float resid_std = 0.02f / sqrtf(2.0f * m->c.n_layer);
+    // one random stream through the tensors in table order
+    for (int i = 0; i < m->np; i++) {
+        const model_param_info *p = &m->t[i].info;
+        float *d = h + p->off;
+        switch (p->init) {
+        case MODEL_INIT_ZEROS: break;
+        case MODEL_INIT_ONES: for (size_t k = 0; k < p->n; k++) d[k] = 1.0f; break;
+        case MODEL_INIT_NORMAL: for (size_t k = 0; k < p->n; k++) d[k] = 0.02f * rng_normal(&s); break;
+        case MODEL_INIT_RESIDUAL: for (size_t k = 0; k < p->n; k++) d[k] = resid_std * rng_normal(&s); break;
+        }
+    }
+    wgt_status st = m->be->upload(m->be, m->params, h, m->n_elems);
+    free(h);
+    if (st == WGT_OK) {
+        m->be->fill_zero(m->be, m->m1, m->n_elems);
+        m->be->fill_zero(m->be, m->v1, m->n_elems);
+        m->be->fill_zero(m->be, m->grads, m->n_elems);
+        st = m->be->sync(m->be);
+    }
+    return st;
+}
+
+// ------------------------------------------------------------------ safetensors
+
+// Marks the file's tensor t as accounted for.
+static void mark(const st_file *f, const st_tensor *t, unsigned char *used) {
+    for (int k = 0; k < st_count(f); k++)
+        if (st_at(f, k) == t) used[k] = 1;
+}
+
+wgt_status model_load_safetensors(wgt_model *m, const char *path) {
+    st_file *f;
+    WGT_TRY(st_open(&f, path));
+    unsigned char *used = wgt_calloc((size_t)st_count(f) + 1, 1);
+    wgt_status st = WGT_OK;
+    float *tmp = NULL;
+    size_t tmp_n = 0;
+    for (int i = 0; i < m->np && st == WGT_OK; i++) {
+        const model_param_info *p = &m->t[i].info;
+        const st_tensor *t = model_st_find(m->arch, f, p->name);
+        if (!t) {
+            st = wgt_fail(WGT_ERR_FORMAT, "'%s' lacks tensor '%s' needed by this model config", path, p->name);
+            break;
+        }
+        mark(f, t, used);
+        int tr = !!(p->flags & MODEL_T_HF_TRANSPOSED);
+        size_t e0 = tr ? p->shape[1] : p->shape[0], e1 = tr ? p->shape[0] : p->shape[1];
+        int shape_ok = t->ndim == p->ndim && t->shape[0] == e0 && (p->ndim == 1 || t->shape[1] == e1);
+        if (!shape_ok) {
+            st = wgt_fail(WGT_ERR_FORMAT, "'%s': tensor '%s' has shape [%zu%s%zu] but the model expects [%zu%s%zu]", path,
+                          p->name, t->shape[0], t->ndim > 1 ? ", " : "", t->ndim > 1 ? t->shape[1] : 0, e0,
+                          p->ndim > 1 ? ", " : "", p->ndim > 1 ? e1 : 0);
+            break;
+        }
+        const float *src = t->data;
+        if (tr) {
+            if (tmp_n < p->n) {
+                free(tmp);
+                tmp = wgt_malloc(p->n * 4);
+                tmp_n = p->n;
+            }
+            size_t R = p->shape[0], Cc = p->shape[1];  // internal [R, Cc] = HF [Cc, R]^T
+            for (size_t r = 0; r < R; r++)
+                for (size_t c = 0; c < Cc; c++) tmp[r * Cc + c] = t->data[c * R + r];
+            src = tmp;
+        }
+        st = m->be->upload(m->be, tensor_view(m->params, p), src, p->n);
+    }
+    // anything else in the file must be one of the family's known non-parameters
+    for (int k = 0; k < m->arch->n_hf_ignored && st == WGT_OK; k++) {
+        const model_hf_name *h = &m->arch->hf_ignored[k];
+        for (int l = 0; l < (h->per_layer ? m->c.n_layer : 1); l++) {
+            char name[128];
+            snprintf(name, sizeof name, h->hf_name, l);
+            const st_tensor *t = model_st_find(m->arch, f, name);
+            if (t) mark(f, t, used);
+        }
+    }
+    for (int k = 0; k < st_count(f) && st == WGT_OK; k++)
+        if (!used[k])
+            st = wgt_fail(WGT_ERR_FORMAT, "'%s' has tensor '%s' that this %s config does not use (wrong --heads, or not "
+                          "a %s checkpoint?)", path, st_at(f, k)->name, m->arch->name, m->arch->name);
+    free(used);
+    free(tmp);
+    st_close(f);
+    if (st == WGT_OK) st = m->be->sync(m->be);
+    return st;
+}
+
+wgt_status model_save_safetensors(wgt_model *m, const char *path, int grads) {
+    float *h = wgt_malloc(m->n_elems * 4);
+    float *hf = wgt_malloc(m->n_elems * 4);
+    wgt_status st = m->be->download(m->be, h, grads ? m->grads : m->params, m->n_elems);
+    if (st != WGT_OK) {
+        free(h);
+        free(hf);
+        return st;
+    }
+    st_writer *w = st_writer_new();
+    for (int i = 0; i < m->np; i++) {
+        const model_param_info *p = &m->t[i].info;
+        float *d = hf + p->off;
+        size_t shape[2];
+        if (p->flags & MODEL_T_HF_TRANSPOSED) {
+            size_t R = p->shape[0], Cc = p->shape[1];
+            for (size_t r = 0; r < R; r++)
+                for (size_t c = 0; c < Cc; c++) d[c * R + r] = h[p->off + r * Cc + c];
+            shape[0] = Cc;
+            shape[1] = R;
+        } else {
+            memcpy(d, h + p->off, p->n * 4);
+            shape[0] = p->shape[0];
+            shape[1] = p->shape[1];
+        }
+        st_writer_add(w, p->name, p->ndim, shape, d);
+    }
+    st = st_writer_finish(w, path);
+    free(h);
+    free(hf);
+    return st;
+}
+
+// ------------------------------------------------------------------ state
+
+size_t model_state_elems(const wgt_model *m) { return m->n_elems; }
+
+wgt_status model_state_download(wgt_model *m, float *params, float *m1, float *v1) {
+    WGT_TRY(m->be->download(m->be, params, m->params, m->n_elems));
+    WGT_TRY(m->be->download(m->be, m1, m->m1, m->n_elems));
+    return m->be->download(m->be, v1, m->v1, m->n_elems);
+}
+
+wgt_status model_state_upload(wgt_model *m, const float *params, const float *m1, const float *v1) {
+    WGT_TRY(m->be->upload(m->be, m->params, params, m->n_elems));
+    WGT_TRY(m->be->upload(m->be, m->m1, m1, m->n_elems));
+    WGT_TRY(m->be->upload(m->be, m->v1, v1, m->n_elems));
+    return m->be->sync(m->be);
+}
+
+// ------------------------------------------------------------------ forward, loss, backward
+
+static wgt_status upload_batch(wgt_model *m, const int32_t *tokens, const int32_t *targets) {
+    const size_t BT = (size_t)m->B * m->T;
+    for (size_t i = 0; i < BT; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->c.vocab)
+            return wgt_fail(WGT_ERR_FORMAT, "token id %d at position %zu is outside the vocabulary 0..%d; the data does "
+                            "not belong to this model (check --data and the tokenizer)", tokens[i], i, m->c.vocab - 1);
+    WGT_TRY(m->be->upload(m->be, m->tokens, tokens, BT));
+    if (targets) {
+        uint32_t *t = wgt_malloc(BT * 4);
+        for (size_t i = 0; i < BT; i++)
+            t[i] = (targets[i] < 0 || targets[i] >= m->c.vocab) ? UINT32_MAX : (uint32_t)targets[i];
+        wgt_status st = m->be->upload(m->be, m->targets, t, BT);
+        free(t);
+        WGT_TRY(st);
+    }
+    return WGT_OK;
+}
+
+wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *targets, model_loss_opts lo, float inv_norm) {
+    WGT_TRY(upload_batch(m, tokens, targets));
+    m->arch->forward(m);
+    wgt_backend *be = m->be;
+    const uint32_t BT = (uint32_t)m->B * (uint32_t)m->T;
+    be->cross_entropy(be, m->logits, m->losses, m->targets, BT, (uint32_t)m->c.vocab, lo.alpha, lo.beta, inv_norm);
+    be->sum_losses(be, m->loss_sum, m->losses, BT);
+    m->have_forward = 1;
+    return WGT_OK;
+}
+
+wgt_status model_forward_logits(wgt_model *m, const int32_t *tokens, float *logits) {
+    WGT_TRY(upload_batch(m, tokens, NULL));
+    m->arch->forward(m);
+    m->have_forward = 0;  // logits are not dlogits: no backward from here
+    return m->be->download(m->be, logits, m->logits, (size_t)m->B * m->T * m->c.vocab);
+}
+
+wgt_status model_loss_sum(wgt_model *m, double *sum) {
+    float s;
+    WGT_TRY(m->be->download(m->be, &s, m->loss_sum, 1));
+    *sum = s;
+    return WGT_OK;
+}
+
+void model_zero_grad(wgt_model *m) { m->be->fill_zero(m->be, m->grads, m->n_elems); }
+
+void model_backward(wgt_model *m) {
+    WGT_ASSERT(m->have_forward, "model_backward needs a model_forward with targets first");
+    m->have_forward = 0;
+    m->arch->backward(m);
+}
+
+// ------------------------------------------------------------------ optimizer
+
+// Elements of a whole-state range that one op may bind at once.
+static size_t chunk_elems(const wgt_model *m) {
+    size_t c = m->be->max_binding_elems / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
+    return c ? c : WGT_VIEW_ALIGN;
+}
+
+void model_update(wgt_model *m, float lr, float beta1, float beta2, float eps, float weight_decay, float max_norm, int t) {
+    wgt_backend *be = m->be;
+    const size_t ch = chunk_elems(m);
+    for (size_t o = 0, n; o < m->n_elems; o += n) {
+        n = m->n_elems - o < ch ? m->n_elems - o : ch;
+        be->grad_norm_sq(be, m->norm_sq, model_subview(m->grads, o, n), n, o > 0);
+    }
+    be->grad_clip_scale(be, m->scale, m->norm_sq, max_norm);
+    for (int group = 0; group < 2; group++) {  // decayed tensors, then the others
+        size_t lo = group ? m->decay_end : 0, hi = group ? m->n_elems : m->decay_end;
+        for (size_t o = lo, n; o < hi; o += n) {
+            n = hi - o < ch ? hi - o : ch;
+            be->adamw(be, model_subview(m->params, o, n), model_subview(m->m1, o, n), model_subview(m->v1, o, n),
+                      model_subview(m->grads, o, n), m->scale, n, lr, beta1, beta2, eps,
+                      group ? 0.0f : weight_decay, (uint32_t)t);
+        }
+    }
+}
+
+wgt_status model_grad_norm(wgt_model *m, float *norm) {
+    float s[2];
+    WGT_TRY(m->be->download(m->be, s, m->scale, 2));
+    *norm = s[1];
+    return WGT_OK;
+}

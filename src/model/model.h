@@ -1,0 +1,130 @@
+// model.h — the model interface: everything the trainer, checkpoints and the commands (train,
+// grad, bench, sample, eval) know of a model. A family of models (GPT-2 is the first) is a
+// model_arch found by name; a model_config names its family and sizes and travels as JSON in
+// config.json and checkpoints; a model's parameters are a table of tensors with Hugging Face
+// names. How to add a family: docs/adding-a-model.md.
+#ifndef WGT_MODEL_H
+#define WGT_MODEL_H
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "backend/backend.h"
+
+#define MODEL_ARCH_MAX 16
+// The family of configs that predate the "arch" field, and of `wgtrain grad` without --arch.
+#define MODEL_ARCH_DEFAULT "gpt2"
+
+typedef struct {
+    char arch[MODEL_ARCH_MAX];  // the family, e.g. "gpt2" (model_arch_find)
+    // sizes every family has
+    int n_layer;  // L: transformer blocks
+    int n_head;   // NH: attention heads
+    int d_model;  // C: embedding width
+    int d_ff;     // F: MLP hidden width
+    int vocab;    // V
+    int max_seq;  // maxT: the longest sequence the model takes
+    // Family-specific fields go below this line (the LLaMA family: n_kv_heads, rope_theta,
+    // rms_eps, tie_embeddings), each with a line in its family's config field table so that
+    // JSON, comparison and validation handle it; 0 in families that do not use it.
+} model_config;
+
+// ---- families
+typedef struct model_arch model_arch;  // defined in model_impl.h, for the families themselves
+const model_arch *model_arch_find(const char *name);  // NULL: no such family in this build
+
+// ---- configuration
+// Validates every field (an unknown family lists the known ones) with a message naming it.
+wgt_status model_config_check(const model_config *c);
+// The config as a JSON object {"arch": ..., "n_layer": ..., ...}; a JSON object without "arch"
+// is a config written before families existed and reads as MODEL_ARCH_DEFAULT. from_* checks
+// that each field is present and of the right type and range (0 is read as "not set yet");
+// model_config_check is what decides that the model can be built.
+cJSON *model_config_to_cjson(const model_config *c);
+wgt_status model_config_from_cjson(model_config *c, const cJSON *obj, const char *what);
+char *model_config_to_json(const model_config *c);  // malloc'd
+wgt_status model_config_from_json(model_config *c, const char *json, const char *what);
+// The first field in which a and b differ, with both values formatted: returns 0 when they
+// describe the same model.
+typedef struct {
+    char key[32], a[64], b[64];
+} model_config_delta;
+int model_config_diff(const model_config *a, const model_config *b, model_config_delta *d);
+// Infers the config of family `arch` from a Hugging Face safetensors file. The number of heads
+// is not stored there, so it is given.
+wgt_status model_config_from_safetensors(model_config *c, const char *arch, const char *path, int n_head);
+
+// ---- a model on a backend, for batches of B x T tokens
+typedef struct wgt_model wgt_model;
+// Validates the config and that the device can hold it; allocates everything once.
+wgt_status model_init(wgt_model **out, wgt_backend *be, const model_config *c, int B, int T);
+void model_free(wgt_model *m);
+const model_config *model_cfg(const wgt_model *m);
+size_t model_num_params(const wgt_model *m);
+// The family's initialisation (GPT-2: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)),
+// biases 0, norm weights 1); zeroes the gradients and the AdamW moments.
+wgt_status model_init_random(wgt_model *m, uint64_t seed);
+
+// ---- the parameter table
+enum {
+    MODEL_T_DECAY = 1 << 0,                // AdamW weight decay applies
+    MODEL_T_HF_TRANSPOSED = 1 << 1,        // Hugging Face files store it [in, out] (GPT-2's Conv1D)
+    MODEL_T_MAY_EXCEED_BINDING = 1 << 2,   // the ops that touch it split it: it may be larger than
+                                           // one storage binding (the others must fit one)
+    MODEL_T_EMBEDDING = 1 << 3,            // rows looked up by token or position (not a matmul weight)
+};
+typedef enum {
+    MODEL_INIT_ZEROS,     // biases
+    MODEL_INIT_ONES,      // norm weights
+    MODEL_INIT_NORMAL,    // N(0, 0.02)
+    MODEL_INIT_RESIDUAL,  // N(0, 0.02 / sqrt(2 L)): projections into the residual stream
+} model_init_kind;
+typedef struct {
+    char name[64];         // Hugging Face name, e.g. "h.3.attn.c_attn.weight"
+    int ndim;              // 1 or 2
+    size_t shape[2];       // internal shape: matrices are [out, in]
+    size_t n;              // elements
+    unsigned flags;        // MODEL_T_*
+    model_init_kind init;
+    size_t off;            // where it starts in the state arrays (model_state_download)
+} model_param_info;
+int model_param_count(const wgt_model *m);
+const model_param_info *model_param(const wgt_model *m, int i);
+// Host copies of tensor i (internal layout) for tests; grad != 0 reads its gradient.
+wgt_status model_param_get(wgt_model *m, int i, float *dst, int grad);
+wgt_status model_param_set(wgt_model *m, int i, const float *src);
+
+// ---- training
+typedef struct {
+    float alpha;  // label smoothing
+    float beta;   // z-loss
+} model_loss_opts;
+// tokens: B*T int32 inputs; targets: B*T int32 (a target < 0 or >= V is ignored). Uploads the
+// batch, runs the forward pass and the loss (the logits become dlogits in place). inv_norm
+// scales the gradient: 1/(valid targets of the whole accumulated batch).
+wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *targets, model_loss_opts lo,
+                         float inv_norm);
+// Forward pass only (no backward possible afterwards): the B*T*V logits to the host.
+wgt_status model_forward_logits(wgt_model *m, const int32_t *tokens, float *logits);
+// Backward of the last model_forward; gradients accumulate into the gradient buffer.
+void model_backward(wgt_model *m);
+void model_zero_grad(wgt_model *m);
+// The sum of the per-row losses of the last forward (one readback).
+wgt_status model_loss_sum(wgt_model *m, double *sum);
+// Global-norm clipping (max_norm <= 0: off) and AdamW (t: 1-based update count), all on the
+// device; decay applies to the MODEL_T_DECAY tensors. Reads nothing back.
+void model_update(wgt_model *m, float lr, float beta1, float beta2, float eps, float weight_decay, float max_norm,
+                  int t);
+// The gradient norm of the last update (before clipping; NaN/inf: the update was skipped).
+wgt_status model_grad_norm(wgt_model *m, float *norm);
+
+// ---- state for checkpoints: parameters and both AdamW moments, n = model_state_elems(m)
+// elements each, in the layout of the parameter table's offsets (decayed tensors first).
+size_t model_state_elems(const wgt_model *m);
+wgt_status model_state_download(wgt_model *m, float *params, float *m1, float *v1);
+wgt_status model_state_upload(wgt_model *m, const float *params, const float *m1, const float *v1);
+
+// ---- Hugging Face safetensors (the family's names and layout)
+// Loading refuses a missing tensor, a wrong shape and a tensor the model does not use.
+wgt_status model_load_safetensors(wgt_model *m, const char *path);
+wgt_status model_save_safetensors(wgt_model *m, const char *path, int grads);  // grads: the gradients
+#endif

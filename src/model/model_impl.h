@@ -1,0 +1,117 @@
+// model_impl.h — what a model family implements and what it gets from model.c: the family
+// descriptor (model_arch), the static tensor table it describes its parameters with, the
+// shared model struct, and the helpers that make every backend view of the model. Only
+// src/model/ includes this; everything else uses model.h. Steps: docs/adding-a-model.md.
+#ifndef WGT_MODEL_IMPL_H
+#define WGT_MODEL_IMPL_H
+#include "core/safetensors.h"
+#include "model/model.h"
+
+// ---- views: the only places the model makes a wgt_view (so that a change to wgt_view, such
+// as an element count, is made here)
+// n elements of buffer b from element off.
+static inline wgt_view model_view(wgt_buf *b, size_t off, size_t n) { return wgt_view_of(b, off, n); }
+// n elements of view v from element off (a chunk of a larger range).
+static inline wgt_view model_subview(wgt_view v, size_t off, size_t n) { return wgt_view_sub(v, off, n); }
+// "no tensor" (an op's optional bias).
+static inline wgt_view model_no_view(void) { return wgt_view_none(); }
+
+// ---- the tensor table
+// The sizes a tensor's shape is written in; model_dim_size evaluates them from the config.
+typedef enum { DIM_NONE, DIM_C, DIM_3C, DIM_F, DIM_V, DIM_MAXT } model_dim;
+size_t model_dim_size(const model_config *c, model_dim d);
+
+// One kind of parameter tensor. Expanded at init, in table order, into the parameter table:
+// a run of consecutive per-layer entries becomes that run for layer 0, then for layer 1, ...
+typedef struct {
+    const char *hf_name;   // Hugging Face name; a per-layer one has one %d for the layer
+    int per_layer;
+    model_dim shape[2];    // internal shape (matrices [out, in]); DIM_NONE second: a vector
+    unsigned flags;        // MODEL_T_*
+    model_init_kind init;
+    size_t field;          // offsetof its wgt_view in the family's globals or per-layer struct
+} model_tensor_desc;
+
+// A Hugging Face tensor name that is not a parameter.
+typedef struct {
+    const char *hf_name;  // a per-layer one has one %d for the layer
+    int per_layer;
+} model_hf_name;
+
+// A family-specific config field (model_config members below the shared ones).
+typedef enum { MODEL_CF_INT, MODEL_CF_DOUBLE } model_cf_type;
+typedef struct {
+    const char *key;   // JSON key and the name in messages
+    size_t off;        // offsetof in model_config
+    model_cf_type type;
+    double hi;         // JSON accepts 0..hi; the family's config_check decides what it supports
+} model_config_field;
+
+struct model_arch {
+    const char *name;  // "gpt2"
+    const model_tensor_desc *tensors;
+    int n_tensors;
+    // struct sizes of the family's parameter views: one of globals, one per layer. model.c
+    // fills one set over the parameters and one over the gradients from the tensor table.
+    size_t globals_size, layer_size;
+    const model_config_field *config_fields;  // family-specific config fields (may be none)
+    int n_config_fields;
+    // Hugging Face files: a prefix their names may carry ("transformer." in GPT2LMHeadModel
+    // files; NULL: none), and tensors they may hold that are not parameters (buffers, a tied
+    // lm_head), which loading skips
+    const char *hf_prefix;
+    const model_hf_name *hf_ignored;
+    int n_hf_ignored;
+    // Checks beyond the shared ones (NULL: none).
+    wgt_status (*config_check)(const model_config *c);
+    // Fills c's sizes from a Hugging Face file (c->arch is set by the caller).
+    wgt_status (*config_from_safetensors)(model_config *c, const st_file *f, const char *path, int n_head);
+    // Allocates the activations (model_alloc) and sets m->acts; the views are bound already.
+    wgt_status (*init)(wgt_model *m);
+    // m->tokens -> m->logits [B*T, V].
+    void (*forward)(wgt_model *m);
+    // m->logits holding dlogits -> gradients (accumulated).
+    void (*backward)(wgt_model *m);
+};
+
+// The families of this build (model.c's registry lists them).
+extern const model_arch model_arch_gpt2;
+
+typedef struct {
+    model_param_info info;
+    const model_tensor_desc *desc;
+    int layer;  // -1: not per-layer
+} model_tensor;
+
+struct wgt_model {
+    const model_arch *arch;
+    wgt_backend *be;
+    model_config c;
+    int B, T;
+    model_tensor *t;   // the parameter table, t[0..np)
+    int np;
+    size_t n_elems;    // state elements, with the alignment padding
+    size_t decay_end;  // state [0, decay_end) is weight-decayed
+    wgt_view params, grads, m1, v1;  // the whole state arrays
+    // the family's view structs over the parameters and over the gradients: globals, then
+    // an array of n_layer per-layer structs
+    void *pg, *pl, *gg, *gl;
+    void *acts;        // the family's activations (malloc'd by its init; freed by model_free)
+    // shared by every family
+    wgt_view tokens, targets;  // [B*T] i32 / u32
+    wgt_view logits;           // [B*T, V] (dlogits after the loss)
+    wgt_view losses, loss_sum; // [B*T], [1]
+    wgt_view norm_sq, scale;   // [1], [2]: gradient norm and clip scale
+    wgt_buf **bufs;            // every device buffer, freed together
+    int nbufs, cap_bufs;
+    wgt_status alloc_st;       // first failure of model_alloc
+    int have_forward;
+};
+
+// Allocates a zeroed device buffer of n elements as *v, named `label` in messages. It must fit
+// one storage binding unless may_exceed. After a failure it does nothing more; the first
+// failure is m->alloc_st.
+void model_alloc(wgt_model *m, wgt_view *v, size_t n, const char *label, int may_exceed);
+// A tensor of a Hugging Face file by its name, with or without the family's prefix.
+const st_tensor *model_st_find(const model_arch *a, const st_file *f, const char *name);
+#endif
