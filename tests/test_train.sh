@@ -63,6 +63,7 @@ check "metrics rows carry the fields" grep -qE '^\{"step": 6, "loss": [0-9.]+, "
 check "four validation measurements" test "$(grep -c val_loss "$T/A/metrics.jsonl")" -eq 4
 check "loss.svg is an SVG with the entropy line" grep -q "unigram entropy" "$T/A/loss.svg"
 check "loss.svg is well-formed XML" $PY -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$T/A/loss.svg"
+check "loss.svg has the learning-rate and gradient-norm panels" bash -c "grep -q '>lr<' '$T/A/loss.svg' && grep -q '>grad norm<' '$T/A/loss.svg'"
 check "the validation loss falls" $PY - "$T/A/metrics.jsonl" <<'EOF'
 import json, sys
 v = [json.loads(l)["val_loss"] for l in open(sys.argv[1]) if "val_loss" in l]

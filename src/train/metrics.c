@@ -7,22 +7,32 @@
 #include <string.h>
 #include "core/fileutil.h"
 
-static void grow(double **a, double **b, size_t n, size_t *cap) {
+// Makes room for element n in the k parallel arrays a[0..k-1] of capacity *cap.
+static void grow(size_t n, size_t *cap, int k, double **a[]) {
     if (n < *cap) return;
     *cap = *cap ? *cap * 2 : 256;
-    *a = realloc(*a, *cap * sizeof **a);
-    *b = realloc(*b, *cap * sizeof **b);
-    WGT_ASSERT(*a && *b, "out of host memory");
+    for (int i = 0; i < k; i++) {
+        *a[i] = realloc(*a[i], *cap * sizeof **a[i]);
+        WGT_ASSERT(*a[i], "out of host memory");
+    }
 }
 
 void metrics_history_add(metrics_history *h, const metrics_row *r) {
+    grow(h->no, &h->capo, 3, (double **[]){&h->ostep, &h->lr, &h->gnorm});
+    h->ostep[h->no] = (double)r->step;
+    h->lr[h->no] = r->lr;
+    h->gnorm[h->no++] = isfinite(r->grad_norm) ? r->grad_norm : NAN;
+    if (r->skipped) {
+        grow(h->ns, &h->caps, 1, (double **[]){&h->sstep});
+        h->sstep[h->ns++] = (double)r->step;
+    }
     if (isfinite(r->loss)) {
-        grow(&h->step, &h->loss, h->n, &h->cap);
+        grow(h->n, &h->cap, 2, (double **[]){&h->step, &h->loss});
         h->step[h->n] = (double)r->step;
         h->loss[h->n++] = r->loss;
     }
     if (isfinite(r->val_loss)) {
-        grow(&h->vstep, &h->vloss, h->nv, &h->capv);
+        grow(h->nv, &h->capv, 2, (double **[]){&h->vstep, &h->vloss});
         h->vstep[h->nv] = (double)r->step;
         h->vloss[h->nv++] = r->val_loss;
     }
@@ -33,6 +43,10 @@ void metrics_history_free(metrics_history *h) {
     free(h->loss);
     free(h->vstep);
     free(h->vloss);
+    free(h->ostep);
+    free(h->lr);
+    free(h->gnorm);
+    free(h->sstep);
     memset(h, 0, sizeof *h);
 }
 
@@ -96,7 +110,9 @@ wgt_status metrics_log_rewind(const char *path, long max_step, metrics_history *
         const cJSON *s = o ? cJSON_GetObjectItemCaseSensitive(o, "step") : NULL;
         if (cJSON_IsNumber(s) && s->valuedouble <= (double)max_step) {
             atomic_file_write(&af, line, (size_t)len);
-            metrics_row r = {(long)s->valuedouble, num_or_nan(o, "loss"), num_or_nan(o, "val_loss"), 0, 0, 0, 0, 0};
+            const cJSON *sk = cJSON_GetObjectItemCaseSensitive(o, "skipped");
+            metrics_row r = {(long)s->valuedouble, num_or_nan(o, "loss"), num_or_nan(o, "val_loss"), num_or_nan(o, "lr"),
+                             num_or_nan(o, "grad_norm"), 0, 0, cJSON_IsTrue(sk)};
             metrics_history_add(h, &r);
         }
         cJSON_Delete(o);

@@ -13,12 +13,17 @@ typedef struct {
     int skipped;            // the update was skipped (non-finite loss or gradient)
 } metrics_row;
 
-// Loss history for the plot: every train loss, and the validation measurements.
+// History for the plot: every finite train loss, the validation measurements, the learning
+// rate and gradient norm of every update, and the steps whose update was skipped.
 typedef struct {
     double *step, *loss;
     size_t n, cap;
     double *vstep, *vloss;
     size_t nv, capv;
+    double *ostep, *lr, *gnorm;  // gnorm NAN where it was not finite
+    size_t no, capo;
+    double *sstep;
+    size_t ns, caps;
 } metrics_history;
 
 void metrics_history_add(metrics_history *h, const metrics_row *r);

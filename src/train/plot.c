@@ -7,12 +7,18 @@
 #include "core/fileutil.h"
 
 #define W 820.0
-#define H 480.0
+#define H 700.0
 #define ML 70.0   // margins: room for tick labels on the left and below
 #define MR 24.0
-#define MT 44.0
-#define MB 52.0
 #define MAX_POINTS 1500  // more train points than pixels only bloat the file: average them
+
+// The three panels, top to bottom: loss, learning rate, gradient norm (pixel rows).
+#define LOSS_TOP 44.0
+#define LOSS_BOTTOM 420.0
+#define LR_TOP 448.0
+#define LR_BOTTOM 538.0
+#define GN_TOP 566.0
+#define GN_BOTTOM 656.0
 
 typedef struct {
     char *p;
@@ -52,12 +58,63 @@ static double nice_step(double span, int want) {
     return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
 }
 
+// A panel: data ranges, its pixel rows, and whether y is drawn on a log scale.
 typedef struct {
     double x0, x1, y0, y1;
+    double top, bottom;
+    int logy;
 } frame;
 
+static double ymap(const frame *f, double y) { return f->logy ? log10(y) : y; }
 static double px(const frame *f, double x) { return ML + (x - f->x0) / (f->x1 - f->x0) * (W - ML - MR); }
-static double py(const frame *f, double y) { return H - MB - (y - f->y0) / (f->y1 - f->y0) * (H - MT - MB); }
+static double py(const frame *f, double y) {
+    return f->bottom - (ymap(f, y) - ymap(f, f->y0)) / (ymap(f, f->y1) - ymap(f, f->y0)) * (f->bottom - f->top);
+}
+
+// Grid, ticks, the frame and the y label of a panel; x labels only under the bottom panel.
+static void axes(sbuf *b, const frame *f, double xs, double ys, const char *ylabel, int xlabels) {
+    for (double x = f->x0; x <= f->x1 + xs / 2; x += xs) {
+        sb_printf(b, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#e5e5e5\"/>\n", px(f, x), f->top,
+                  px(f, x), f->bottom);
+        sb_printf(b, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\"/>\n", px(f, x), f->bottom,
+                  px(f, x), f->bottom + 5);
+        if (xlabels)
+            sb_printf(b, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n", px(f, x), f->bottom + 19, x);
+    }
+    if (f->logy) {  // decades
+        for (double y = pow(10, ceil(log10(f->y0))); y <= f->y1 * 1.0001; y *= 10) {
+            sb_printf(b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", ML, py(f, y), W - MR,
+                      py(f, y));
+            sb_printf(b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", ML - 8, py(f, y) + 4, y);
+        }
+    } else {
+        for (double y = f->y0; y <= f->y1 + ys / 2; y += ys) {
+            sb_printf(b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", ML, py(f, y), W - MR,
+                      py(f, y));
+            sb_printf(b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML - 5, py(f, y), ML,
+                      py(f, y));
+            sb_printf(b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", ML - 8, py(f, y) + 4,
+                      fabs(y) < ys / 1e6 ? 0.0 : y);
+        }
+    }
+    sb_printf(b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n", ML, f->top,
+              W - ML - MR, f->bottom - f->top);
+    sb_printf(b, "<text transform=\"translate(18 %.0f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n",
+              (f->top + f->bottom) / 2, ylabel);
+}
+
+// A linear panel's y range and tick step from the finite values of y (at least a small span).
+static double fit_linear(frame *f, const double *y, size_t n, int from_zero) {
+    f->y0 = from_zero ? 0 : INFINITY, f->y1 = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(y[i])) f->y0 = fmin(f->y0, y[i]), f->y1 = fmax(f->y1, y[i]);
+    if (!isfinite(f->y0) || !isfinite(f->y1)) f->y0 = 0, f->y1 = 1;
+    if (f->y1 - f->y0 < 1e-12 * fmax(1, fabs(f->y1))) f->y1 = f->y0 + fmax(1e-12, fabs(f->y0));
+    double ys = nice_step(f->y1 - f->y0, 3);
+    f->y0 = floor(f->y0 / ys) * ys;
+    f->y1 = ceil(f->y1 / ys) * ys;
+    return ys;
+}
 
 static void polyline(sbuf *b, const frame *f, const double *x, const double *y, size_t n, const char *style) {
     if (!n) return;
@@ -87,15 +144,14 @@ wgt_status plot_loss_svg(const char *path, const metrics_history *h, double entr
         for (size_t i = g - w; i <= g + w; i++) y += sy[i];
         ey[g] = y / (double)(2 * w + 1);
     }
-    frame f = {0, 1, INFINITY, -INFINITY};
+    frame f = {0, 1, INFINITY, -INFINITY, LOSS_TOP, LOSS_BOTTOM, 0};
     for (size_t i = 0; i < m; i++) f.x1 = fmax(f.x1, sx[i]), f.y0 = fmin(f.y0, sy[i]), f.y1 = fmax(f.y1, sy[i]);
     for (size_t i = 0; i < h->nv; i++)
         f.x1 = fmax(f.x1, h->vstep[i]), f.y0 = fmin(f.y0, h->vloss[i]), f.y1 = fmax(f.y1, h->vloss[i]);
     if (isfinite(entropy)) f.y0 = fmin(f.y0, entropy), f.y1 = fmax(f.y1, entropy);
     if (!isfinite(f.y0)) f.y0 = 0, f.y1 = 1;
     if (f.y1 - f.y0 < 1e-3) f.y0 -= 0.5, f.y1 += 0.5;
-    double xs = nice_step(f.x1 - f.x0, 8), ys = nice_step(f.y1 - f.y0, 6);
-    f.x1 = ceil(f.x1 / xs) * xs;
+    double xs, ys = nice_step(f.y1 - f.y0, 6);
     f.y0 = floor(f.y0 / ys) * ys;
     f.y1 = ceil(f.y1 / ys) * ys;
 
@@ -106,22 +162,12 @@ wgt_status plot_loss_svg(const char *path, const metrics_history *h, double entr
                   "text-anchor=\"middle\">", (ML + W - MR) / 2);
     xml_text(&b, title);
     sb_printf(&b, "</text>\n");
-    // grid, ticks and labels
-    for (double x = f.x0; x <= f.x1 + xs / 2; x += xs) {
-        sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#e5e5e5\"/>\n", px(&f, x), MT, px(&f, x), H - MB);
-        sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\"/>\n", px(&f, x), H - MB, px(&f, x), H - MB + 5);
-        sb_printf(&b, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n", px(&f, x), H - MB + 19, x);
-    }
-    for (double y = f.y0; y <= f.y1 + ys / 2; y += ys) {
-        sb_printf(&b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", ML, py(&f, y), W - MR, py(&f, y));
-        sb_printf(&b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"black\"/>\n", ML - 5, py(&f, y), ML, py(&f, y));
-        sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", ML - 8, py(&f, y) + 4, fabs(y) < ys / 1e6 ? 0.0 : y);
-    }
-    sb_printf(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n", ML, MT,
-              W - ML - MR, H - MT - MB);
-    sb_printf(&b, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">step (optimizer updates)</text>\n", (ML + W - MR) / 2, H - 12);
-    sb_printf(&b, "<text transform=\"translate(18 %.0f) rotate(-90)\" text-anchor=\"middle\">loss (nats/token)</text>\n",
-              (MT + H - MB) / 2);
+    for (size_t i = 0; i < h->no; i++) f.x1 = fmax(f.x1, h->ostep[i]);
+    xs = nice_step(f.x1 - f.x0, 8);
+    f.x1 = ceil(f.x1 / xs) * xs;
+    axes(&b, &f, xs, ys, "loss (nats/token)", 0);
+    sb_printf(&b, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">step (optimizer updates)</text>\n", (ML + W - MR) / 2,
+              H - 12);
     // curves
     if (isfinite(entropy)) {
         sb_printf(&b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#777\" stroke-dasharray=\"6 4\"/>\n", ML,
@@ -135,7 +181,7 @@ wgt_status plot_loss_svg(const char *path, const metrics_history *h, double entr
     for (size_t i = 0; i < h->nv; i++)
         sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#ff7f0e\"/>\n", px(&f, h->vstep[i]), py(&f, h->vloss[i]));
     // legend
-    double lx = W - MR - 220, ly = MT + 14;
+    double lx = W - MR - 220, ly = LOSS_TOP + 14;
     sb_printf(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"210\" height=\"%d\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#ccc\"/>\n",
               lx - 8, ly - 12, h->nv ? 62 : 44);
     const char *names[] = {"train loss", "train loss (smoothed)", "validation loss"};
@@ -147,6 +193,38 @@ wgt_status plot_loss_svg(const char *path, const metrics_history *h, double entr
         if (i == 0 && n) sb_printf(&b, " (last %.3f)", h->loss[n - 1]);
         if (i == 2 && h->nv) sb_printf(&b, " (last %.3f)", h->vloss[h->nv - 1]);
         sb_printf(&b, "</text>\n");
+    }
+    // skipped updates: red marks along the top of the loss panel
+    for (size_t i = 0; i < h->ns; i++)
+        sb_printf(&b, "<path d=\"M%.1f %.0f l-4 -8 h8 z\" fill=\"#d62728\"/>\n", px(&f, h->sstep[i]), LOSS_TOP + 9);
+    if (h->ns)
+        sb_printf(&b, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#d62728\">%zu skipped update%s (non-finite gradient)</text>\n",
+                  ML + 8, LOSS_TOP + 24, h->ns, h->ns == 1 ? "" : "s");
+    // learning rate, linear from 0
+    frame fl = {f.x0, f.x1, 0, 1, LR_TOP, LR_BOTTOM, 0};
+    double lys = fit_linear(&fl, h->lr, h->no, 1);
+    axes(&b, &fl, xs, lys, "lr", 0);
+    polyline(&b, &fl, h->ostep, h->lr, h->no, "stroke=\"#2ca02c\" stroke-width=\"1.5\"");
+    // gradient norm (before clipping): log scale when it spans more than a decade
+    frame fg = {f.x0, f.x1, 0, 1, GN_TOP, GN_BOTTOM, 0};
+    double gmin = INFINITY, gmax = 0;
+    for (size_t i = 0; i < h->no; i++)
+        if (isfinite(h->gnorm[i]) && h->gnorm[i] > 0) gmin = fmin(gmin, h->gnorm[i]), gmax = fmax(gmax, h->gnorm[i]);
+    double gys = 1;
+    if (gmax > 0 && gmax / gmin > 10) {
+        fg.logy = 1;
+        fg.y0 = pow(10, floor(log10(gmin)));
+        fg.y1 = pow(10, ceil(log10(gmax)));
+    } else {
+        gys = fit_linear(&fg, h->gnorm, h->no, 1);
+    }
+    axes(&b, &fg, xs, gys, "grad norm", 1);
+    // the polyline skips non-finite norms (and zeros on a log scale) by breaking into segments
+    for (size_t i = 0; i < h->no;) {
+        size_t k = i;
+        while (k < h->no && isfinite(h->gnorm[k]) && (!fg.logy || h->gnorm[k] > 0)) k++;
+        polyline(&b, &fg, h->ostep + i, h->gnorm + i, k - i, "stroke=\"#9467bd\" stroke-width=\"1.5\"");
+        i = k + 1;
     }
     sb_printf(&b, "</svg>\n");
     free(sx);
