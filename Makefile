@@ -6,7 +6,8 @@ DAWN    := third_party/dawn
 BUILD   := build
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -Isrc -MMD -MP
-LDLIBS  := -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
+# rpath: Dawn beside the binary (build/) or in the install's lib/wgtrain (make install)
+LDLIBS  := -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib/wgtrain' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
 
 LIB_SRC := $(filter-out src/cli/%,$(shell find src -name '*.c' | sort))
 CLI_SRC := $(shell find src/cli -name '*.c' | sort)
@@ -65,8 +66,17 @@ bench: $(BENCHES)
 test: all
 	bash tests/run_all.sh
 
+# make install PREFIX=DIR: the command in DIR/bin, Dawn's library in DIR/lib/wgtrain (found
+# through the binary's rpath), the documents in DIR/share/doc/wgtrain
+PREFIX ?= /usr/local
+install: $(BUILD)/wgtrain
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/wgtrain $(DESTDIR)$(PREFIX)/share/doc/wgtrain
+	install -m 755 $(BUILD)/wgtrain $(DESTDIR)$(PREFIX)/bin/wgtrain
+	install -m 644 $(BUILD)/libwebgpu_wrapper.so $(DESTDIR)$(PREFIX)/lib/wgtrain/libwebgpu_wrapper.so
+	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/wgtrain/
+
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all test bench clean
+.PHONY: all test bench install clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -228,6 +228,12 @@ expect_fail "flipped byte" "checksum" $W eval --run "$T/C1" --device cpu
 head -c 5000 "$T/A/ckpt.bin" >"$T/C2/ckpt.bin"
 expect_fail "truncated checkpoint" "truncated" $W train --out "$T/C2" --resume --device cpu
 
+section "make install"
+make -s install PREFIX="$T/inst" >/dev/null 2>&1
+check "make install: PREFIX/bin/wgtrain runs and finds Dawn in PREFIX/lib/wgtrain" \
+    bash -c "'$T/inst/bin/wgtrain' info --help >/dev/null && test -f '$T/inst/lib/wgtrain/libwebgpu_wrapper.so'"
+check "make install: the documents in PREFIX/share/doc/wgtrain" test -f "$T/inst/share/doc/wgtrain/architecture.md"
+
 echo
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]
