@@ -17,7 +17,7 @@
 // forward 4·HS·P (QKᵀ, PV), backward 10·HS·P (S recomputed, dP, dV, dK, dQ) for every variant,
 // so that the rates compare time; split-dKdV really does 14·HS·P (S and dP twice).
 //
-// Usage: bench_attention [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile] [--sweep]
+// Usage: bench_attention [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]
 //                        [--budget SECONDS] [--B N] [--T N] [--NH N] [--HS N]
 // --budget: the sweep skips the settings it has not reached after this many seconds (default 60;
 // the most promising ones come first).
@@ -393,7 +393,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--NH") && i + 1 < argc) over[2] = atol(argv[++i]);
         else if (!strcmp(a, "--HS") && i + 1 < argc) over[3] = atol(argv[++i]);
         else {
-            printf("usage: bench_attention [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
+            printf("usage: bench_attention [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
                    "                       [--budget SECONDS] [--B N] [--T N] [--NH N] [--HS N]\n");
             return strcmp(a, "--help") ? 2 : 0;
         }

@@ -14,7 +14,7 @@
 // "of copy" = GB/s against copy_vec4's GB/s of the same size class. Wall-clock around the closing
 // sync is shown too (buffer copies carry no timestamps: wall-clock only).
 //
-// Usage: bench_kernels [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--wall]
+// Usage: bench_kernels [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--wall]
 // --small divides every size by 64 so that the software GPU finishes in seconds; --wall turns
 // the timestamps off (wall-clock only; --profile, the former switch, is accepted).
 #include <math.h>
@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--profile")) profile = 1;
         else if (!strcmp(argv[i], "--wall")) profile = 0;
         else {
-            printf("usage: bench_kernels [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--wall]\n"
+            printf("usage: bench_kernels [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--wall]\n"
                    "  Bandwidth of the seed kernels as a fraction of a WGSL vec4 copy on the same device.\n"
                    "  --adapter  WebGPU adapter (default gpu: a real GPU only; cpu = lavapipe)\n"
                    "  --small    every size / 64, for a smoke test on the software GPU\n"

@@ -15,7 +15,7 @@
 // same inputs (the timed calls of matmul_at accumulate, so its expected value is scaled by the
 // call count).
 //
-// Usage: bench_matmul [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile] [--sweep]
+// Usage: bench_matmul [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]
 //                     [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1] [--group G]
 //                     [--only NAME]
 // --small shrinks every shape (÷16 rows, ÷8 columns) so that the software GPU finishes quickly.
@@ -226,7 +226,7 @@ int main(int argc, char **argv) {
             for (int k = 0; k < 3; k++) if (!strcmp(o, op_name[k])) only = k;
             if (only < 0) { fprintf(stderr, "bench_matmul: --only takes matmul, matmul_t or matmul_at\n"); return 2; }
         } else {
-            printf("usage: bench_matmul [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
+            printf("usage: bench_matmul [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
                    "                    [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1] [--group G]\n"
                    "                    [--only matmul|matmul_t|matmul_at]\n"
                    "  --sweep   time every shape under a list of GEMM settings (ignores the four setting flags)\n"

@@ -228,6 +228,18 @@ expect_fail "flipped byte" "checksum" $W eval --run "$T/C1" --device cpu
 head -c 5000 "$T/A/ckpt.bin" >"$T/C2/ckpt.bin"
 expect_fail "truncated checkpoint" "truncated" $W train --out "$T/C2" --resume --device cpu
 
+section "which device"
+out=$($W info --device cpu 2>&1)
+check "info --device cpu says it is the C backend" grep -q "the C backend" <<<"$out"
+expect_fail "--adapter cpu (one meaning per word)" "is --adapter software, and the C backend is --device cpu" $W info --adapter cpu
+out=$($W train "${M[@]}" --out "$T/DW" --steps 1 --device webgpu 2>&1)
+if grep -q "software GPU" <<<"$($W info 2>&1 | grep -i 'type:')" || grep -q "llvmpipe" <<<"$out"; then
+    check "train on the software GPU names it and warns" grep -q "warning: this WebGPU adapter is a software GPU" <<<"$out"
+else
+    check "train on a real GPU names it without the software warning" bash -c "! grep -q 'software GPU' <<<\"\$1\"" _ "$out"
+fi
+check "train prints the device's name" grep -q "train: device webgpu (" <<<"$out"
+
 section "make install"
 make -s install PREFIX="$T/inst" >/dev/null 2>&1
 check "make install: PREFIX/bin/wgtrain runs and finds Dawn in PREFIX/lib/wgtrain" \

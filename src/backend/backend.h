@@ -76,6 +76,9 @@ struct wgt_backend {
     // Tools (wgtrain bench, info lines) use these instead of reaching into `impl`.
     // The device's name for reports ("NVIDIA H200", "llvmpipe (LLVM ...)").
     const char *(*device_name)(wgt_backend *be);
+    // Nonzero when the device is a software rasterizer (Mesa lavapipe): correct, but far slower
+    // than the C backend for training.
+    int (*device_is_software)(wgt_backend *be);
     // Per-kernel GPU time, on a backend opened with profiling (backend_webgpu_init_ex, profile=1):
     // profile_reset forgets what was timed so far; profile_report waits for queued work, writes a
     // table of kernel, calls, total ms and share to f (when not NULL) and returns the total GPU ms.

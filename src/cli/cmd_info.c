@@ -8,11 +8,22 @@ int cmd_info(int argc, char **argv) {
     const char *adapter = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
-            printf("usage: wgtrain info [--adapter auto|gpu|cpu|NAME]\n"
-                   "  Prints the WebGPU adapter wgtrain picks (a real GPU first, else Mesa lavapipe),\n"
-                   "  its backend, features and limits.\n");
+            printf("usage: wgtrain info [--adapter auto|gpu|software|NAME]\n"
+                   "  Prints the WebGPU adapter wgtrain picks (a real GPU first, else Mesa lavapipe, the\n"
+                   "  software GPU), its backend, features and limits. --device cpu is the C backend, which\n"
+                   "  has no adapter.\n");
             return 0;
-        } else if ((!strcmp(argv[i], "--adapter") || !strcmp(argv[i], "--device")) && i + 1 < argc) {
+        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+            const char *d = argv[++i];
+            if (!strcmp(d, "cpu")) {
+                printf("device:       cpu (the C backend: OpenMP threads and OpenBLAS; no WebGPU adapter)\n");
+                return 0;
+            }
+            if (strcmp(d, "webgpu") && strcmp(d, "auto")) {
+                fprintf(stderr, "wgtrain info: unknown device '%s'; use cpu, webgpu or auto\n", d);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--adapter") && i + 1 < argc) {
             adapter = argv[++i];
         } else {
             fprintf(stderr, "wgtrain info: unknown option '%s' (see --help)\n", argv[i]);

@@ -293,7 +293,11 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     const size_t BT = (size_t)B * T;
     wgt_model *m = NULL;
     wgt_status st;
-    printf("train: device %s\n", be->name);
+    printf("train: device %s%s%s%s\n", be->name, be->device_name ? " (" : "", be->device_name ? be->device_name(be) : "",
+           be->device_name ? ")" : "");
+    if (be->device_is_software && be->device_is_software(be))
+        printf("train: warning: this WebGPU adapter is a software GPU; it trains about 10x slower than --device cpu "
+               "(it is there to check the WGSL kernels)\n");
     if (t->resumed) {
         st = run_model_open(&m, be, &t->ck, B, T, t->o.run_dir);
         checkpoint_free(&t->ck);  // uploaded: the host copy is no longer needed

@@ -16,6 +16,7 @@ static void be_fill_zero(wgt_backend *be, wgt_view dst, size_t n) { wg_fill_zero
 static void be_copy(wgt_backend *be, wgt_view dst, wgt_view src, size_t n) { wg_copy(wg_of(be), dst, src, n); }
 static wgt_status be_sync(wgt_backend *be) { return wg_flush(wg_of(be), 1); }
 static const char *be_device_name(wgt_backend *be) { return wg_ctx_info(wg_of(be))->name; }
+static int be_device_is_software(wgt_backend *be) { return wg_ctx_info(wg_of(be))->type == WGPUAdapterType_CPU; }
 static void be_profile_reset(wgt_backend *be) { wg_profile_reset(wg_of(be)); }
 static double be_profile_report(wgt_backend *be, FILE *f) {
     return f ? wg_profile_report(wg_of(be), f) : wg_profile_total_ms(wg_of(be));
@@ -58,6 +59,7 @@ wgt_status backend_webgpu_init_ex(wgt_backend **out, const char *adapter, int pr
     WGT_OPS(FILL)
     // optional entries
     be->device_name = be_device_name;
+    be->device_is_software = be_device_is_software;
     if (profile) {
         be->profile_reset = be_profile_reset;
         be->profile_report = be_profile_report;

@@ -223,8 +223,12 @@ static void adapter_describe(WGPUAdapter a, wg_device_info *info) {
 }
 
 static wgt_status choose_adapter(wg_ctx *ctx, const char *want) {
+    // one meaning per word: "cpu" is the C backend (--device cpu), never an adapter
+    if (want && !strcasecmp(want, "cpu"))
+        return wgt_fail(WGT_ERR_ARG, "--adapter cpu is not an adapter: the software GPU (Mesa lavapipe) is --adapter "
+                        "software, and the C backend is --device cpu");
     int want_gpu = want && !strcasecmp(want, "gpu");
-    int want_cpu = want && (!strcasecmp(want, "cpu") || !strcasecmp(want, "lavapipe"));
+    int want_cpu = want && (!strcasecmp(want, "software") || !strcasecmp(want, "lavapipe"));
     int want_name = want && *want && strcasecmp(want, "auto") && !want_gpu && !want_cpu;
     // Candidates: the high-performance choice, the low-power choice, the fallback (software).
     struct { WGPUPowerPreference pp; int fb; } tries[] = {
