@@ -423,7 +423,7 @@ static void forward_body(gpt2 *m) {
                               PV(m, m->params, LP(l, P_LN1B)), BT, C);                                  // ln1 [B,T,C]
         be->matmul(be, V(a->qkv), V(a->ln1), PV(m, m->params, LP(l, P_QKVW)), PV(m, m->params, LP(l, P_QKVB)), BT, C,
                    3 * C);                                                                             // qkv [B,T,3C]
-        be->attention_forward(be, V(a->atty), V(a->lse), V(a->qkv), B, T, C, NH);                       // atty [B,T,C], lse [B,NH,T]
+        be->attention_forward(be, V(a->atty), V(a->lse), V(a->qkv), B, T, NH, NH, C / NH);             // atty [B,T,C], lse [B,NH,T]
         be->matmul(be, V(m->scratch_c), V(a->atty), PV(m, m->params, LP(l, P_ATTPROJW)),
                    PV(m, m->params, LP(l, P_ATTPROJB)), BT, C, C);                                      // attproj [B,T,C]
         be->residual_forward(be, V(a->res2), V(a->res), V(m->scratch_c), (size_t)BT * C);               // res2 [B,T,C]
@@ -498,7 +498,7 @@ void gpt2_backward(gpt2 *m) {
         // attention: res2 = res + attproj(attn(qkv(ln1(res))))
         be->matmul_t(be, V(m->dtmp), V(m->dres), PV(m, P, LP(l, P_ATTPROJW)), BT, C, C);                // datty [B,T,C]
         be->matmul_at(be, PV(m, G, LP(l, P_ATTPROJW)), PV(m, G, LP(l, P_ATTPROJB)), V(m->dres), V(a->atty), BT, C, C);
-        be->attention_backward(be, V(m->dqkv), V(m->dtmp), V(a->qkv), V(a->atty), V(a->lse), B, T, C, NH); // dqkv [B,T,3C]
+        be->attention_backward(be, V(m->dqkv), V(m->dtmp), V(a->qkv), V(a->atty), V(a->lse), B, T, NH, NH, C / NH); // dqkv [B,T,3C]
         be->matmul_t(be, V(m->dtmp), V(m->dqkv), PV(m, P, LP(l, P_QKVW)), BT, C, 3 * C);                // dln1 [B,T,C]
         be->matmul_at(be, PV(m, G, LP(l, P_QKVW)), PV(m, G, LP(l, P_QKVB)), V(m->dqkv), V(a->ln1), BT, C, 3 * C);
         be->layernorm_backward(be, V(m->dres), PV(m, G, LP(l, P_LN1W)), PV(m, G, LP(l, P_LN1B)), V(m->dtmp), V(a->res),
