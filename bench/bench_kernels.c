@@ -1,5 +1,5 @@
-// bench_kernels.c — bandwidth of the seed kernels (SPEC §2) on one WebGPU device, as a fraction
-// of a device-to-device copy measured in the same run (SPEC §7: report speed against a ceiling
+// bench_kernels.c — bandwidth of the activation and loss kernels (docs/kernels.md) on one WebGPU device, as a fraction
+// of a device-to-device copy measured in the same run (docs/architecture.md#performance-principles: report speed against a ceiling
 // measured alongside, not against a datasheet).
 //
 // The ceiling is copy_vec4 (kernels/15_copy.wgsl): a WGSL kernel that copies one vec4 a thread,
@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--wall")) profile = 0;
         else {
             printf("usage: bench_kernels [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--wall]\n"
-                   "  Bandwidth of the seed kernels as a fraction of a WGSL vec4 copy on the same device.\n"
+                   "  Bandwidth of the activation and loss kernels as a fraction of a WGSL vec4 copy on the same device.\n"
                    "  --adapter  WebGPU adapter (default gpu: a real GPU only; cpu = lavapipe)\n"
                    "  --small    every size / 64, for a smoke test on the software GPU\n"
                    "  --reps N   calls per timed submit (default 20)\n"

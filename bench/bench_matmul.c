@@ -1,6 +1,6 @@
 // bench_matmul.c — TFLOP/s of the three GEMMs (matmul, matmul_t, matmul_at) at the shapes of a
 // GPT-2 124M training step (B*T = 8192 rows), the tied lm_head (V = 50257) and 4096³, against
-// the FP32 FMA ceiling measured in the same run by a register-only kernel (SPEC §7: a ceiling
+// the FP32 FMA ceiling measured in the same run by a register-only kernel (docs/architecture.md#performance-principles: a ceiling
 // from the same device, driver and moment). The matmuls are most of a training step's FLOPs.
 //
 // The GEMM wrapper has choices that only a measurement can settle (split-K, vec4 global loads,

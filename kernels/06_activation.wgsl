@@ -1,4 +1,5 @@
-// 06_activation.wgsl — FFN activations (seed document 003): GeLU in place, fused silu(gate)*up.
+// 06_activation.wgsl — FFN activations: GeLU in place and fused silu(gate)*up
+// (docs/kernels.md#gelu_inplace, #swiglu_combine).
 // One thread per element (or per 4 elements), no shared memory, no barriers. The host defines
 // the element type EW (and EB, EU to match): f32, or vec4<f32> when n is a multiple of 4 — 16-byte
 // loads and stores move the same bytes with a quarter of the instructions. All the math below is
@@ -6,7 +7,7 @@
 
 struct Params { n : u32, p0 : u32, p1 : u32, p2 : u32 };
 
-// tanh-approximated GeLU. The clamp only bounds the cubic inside tanh (seed review finding 1):
+// tanh-approximated GeLU. The clamp only bounds the cubic inside tanh (docs/kernels.md#gelu_inplace):
 // clamping the output too would make gelu(1000) = 100. tanh of a large argument is computed
 // from exp of a non-positive number so that no driver can return NaN for it.
 fn tanh_safe(z : EW) -> EW {

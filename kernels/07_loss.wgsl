@@ -1,4 +1,4 @@
-// 07_loss.wgsl — fused softmax cross-entropy (seed document 002) and the loss sum.
+// 07_loss.wgsl — fused softmax cross-entropy (docs/kernels.md#cross_entropy) and the loss sum.
 //
 // cross_entropy: one workgroup of CE_WG threads per row of logits, in place (dlogits overwrite
 // the logits). The logits are bound as vec4s; a row starts at an arbitrary element, so each row

@@ -1,4 +1,4 @@
-// 09_backward_ffn.wgsl — element-wise part of the FFN backward (seed document 000): the
+// 09_backward_ffn.wgsl — element-wise part of the FFN backward (docs/kernels.md#ffn_gelu_backward): the
 // gradients through GeLU and through SwiGLU's silu(gate) * up. The GEMMs around them are
 // matmul_t / matmul_at. One thread per element (or per 4: the host defines the element type EW as
 // f32 or vec4<f32>, with EB / EU the matching bool and u32 types; the math is component-wise),
@@ -58,7 +58,7 @@ fn ffn_gelu_backward(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(nu
 @group(0) @binding(4) var<storage, read> sb_up : array<EW>;
 @group(0) @binding(5) var<uniform> sb_params : FfnParams;
 
-// One sigmoid per element gives silu = x s and silu' = s (1 + x (1 - s)) (seed finding 1).
+// One sigmoid per element gives silu = x s and silu' = s (1 + x (1 - s)) (docs/kernels.md#ffn_swiglu_backward).
 @compute @workgroup_size(256)
 fn ffn_swiglu_backward(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
     let i = flat_id(gid, nwg);

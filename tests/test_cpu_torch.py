@@ -7,7 +7,7 @@ point every kernel test uses, so nothing here links against the library. PyTorch
 reference in float64 from the very float32 logits the C code sees:
   loss_r = F.cross_entropy(l_r, t_r, label_smoothing=alpha) + beta * logsumexp(l_r)^2
 for rows with t_r < V, 0 for the others, and dlogits = d(sum_r loss_r * inv_norm)/dlogits by
-autograd. PyTorch's label smoothing mixes (1-alpha)*one_hot + alpha/V, which is SPEC §2's
+autograd. PyTorch's label smoothing mixes (1-alpha)*one_hot + alpha/V, which is docs/kernels.md#cross_entropy's
 target distribution, so the two definitions agree term for term.
 
 Tolerances (|c - ref| <= atol + rtol*|ref|): the C reference reduces each row in double and
@@ -51,7 +51,7 @@ def report(ok, what, detail=""):
 
 
 def torch_reference(logits, targets, alpha, beta, inv_norm):
-    """Per-row losses and dlogits of SPEC §2 by PyTorch autograd, in float64."""
+    """Per-row losses and dlogits of docs/kernels.md#cross_entropy by PyTorch autograd, in float64."""
     R, V = logits.shape
     l = torch.tensor(logits, dtype=torch.float64, requires_grad=True)
     t = torch.tensor(targets.astype(np.int64))

@@ -1,6 +1,6 @@
-// test_kernels_activation_loss.c — the seed kernels (SPEC §2: gelu_inplace, swiglu_combine, cross_entropy,
+// test_kernels_activation_loss.c — the activation and loss kernels (docs/kernels.md: gelu_inplace, swiglu_combine, cross_entropy,
 // sum_losses, ffn_gelu_backward, ffn_swiglu_backward) in WGSL against the C reference, on random
-// data and on the edge cases of SPEC §6: inputs ±80, ±100, ±1000, ±1e4, ±3e38, NaN, ±Inf;
+// data and on the edge cases of docs/numerics.md#edge-cases: inputs ±80, ±100, ±1000, ±1e4, ±3e38, NaN, ±Inf;
 // V not a multiple of 256, V < 256, V = 50257, R > 65535 (2-D dispatch), ignored targets,
 // label smoothing and z-loss, large logits, rows holding non-finite logits, and logits larger
 // than one storage binding (the wrapper's row chunking).
@@ -78,7 +78,7 @@ static void ew_run(bpair *p, ew_kind k, const char *what, size_t n, const float 
     if (o2.n) bt_free(p, &o2);
 }
 
-// The edge values of SPEC §6 plus ordinary ones around them.
+// The edge values of docs/numerics.md#edge-cases plus ordinary ones around them.
 static float edge_vals[40];
 static size_t n_edge;
 static void edge_init(void) {
@@ -114,7 +114,7 @@ static void test_gelu(bpair *p) {
 
     float *g;
     ew_run(p, K_GELU, "gelu_inplace edge values", n_edge, edge_vals, NULL, NULL, EW_ATOL, EW_RTOL, &g);
-    // the seed finding: gelu(x) = x for large x (the clamp is only inside tanh), 0 for very
+    // docs/kernels.md#gelu_inplace: gelu(x) = x for large x (the clamp is only inside tanh), 0 for very
     // negative x, and never NaN for a finite input
     int large_ok = 1, neg_ok = 1, finite_ok = 1;
     for (size_t i = 0; i < n_edge; i++) {

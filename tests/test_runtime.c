@@ -17,7 +17,7 @@
 //     value of each variable makes it fail with WGT_ERR_ARG and a message naming the variable and
 //     the accepted form, before any device is made; valid values reach wg_ctx_settings (and the
 //     test-only binding limit reaches wg_binding_limit); the backend's optional entries are there.
-//   - the adapter choice: "cpu" gives the CPU (software) adapter, "auto" never the Null
+//   - the adapter choice: "software" gives the CPU (software) adapter, "cpu" is refused, "auto" never the Null
 //     backend, a name that matches nothing fails with a message listing the adapters found, and
 //     with no Vulkan driver at all (a child with VK_DRIVER_FILES pointing nowhere) wg_ctx_init
 //     fails with a clear message instead of computing nothing on Dawn's Null adapter.
@@ -329,18 +329,23 @@ static void check_settings(void) {
 static void check_adapters(void) {
     wg_ctx *ctx;
     char cpu_name[256] = "";
-    // "cpu": the software adapter (lavapipe)
+    // "cpu" is the C backend, never an adapter: refused with the words to use
     wgt_status st = wg_ctx_init(&ctx, "cpu", 0);
+    CHECK(st == WGT_ERR_ARG && strstr(wgt_last_error(), "--adapter software"), "--adapter cpu: %s",
+          st == WGT_OK ? "accepted" : wgt_last_error());
+    if (st == WGT_OK) wg_ctx_free(ctx);
+    // "software": the software adapter (lavapipe)
+    st = wg_ctx_init(&ctx, "software", 0);
     // a GPU machine may have no software adapter installed: then the refusal must list what exists
     if (st != WGT_OK && !getenv("WGTRAIN_TEST_ADAPTER"))
-        CHECK(st == WGT_OK, "--adapter cpu failed: %s", wgt_last_error());
+        CHECK(st == WGT_OK, "--adapter software failed: %s", wgt_last_error());
     else if (st != WGT_OK)
-        CHECK(st == WGT_ERR_DEVICE && strstr(wgt_last_error(), "found:"), "--adapter cpu refusal: %s", wgt_last_error());
+        CHECK(st == WGT_ERR_DEVICE && strstr(wgt_last_error(), "found:"), "--adapter software refusal: %s", wgt_last_error());
     if (st == WGT_OK) {
         const wg_device_info *inf = wg_ctx_info(ctx);
-        CHECK(inf->type == WGPUAdapterType_CPU, "--adapter cpu gave '%s' of type %s", inf->name,
+        CHECK(inf->type == WGPUAdapterType_CPU, "--adapter software gave '%s' of type %s", inf->name,
               wg_adapter_type_name(inf->type));
-        CHECK(inf->backend != WGPUBackendType_Null, "--adapter cpu gave the Null backend");
+        CHECK(inf->backend != WGPUBackendType_Null, "--adapter software gave the Null backend");
         snprintf(cpu_name, sizeof cpu_name, "%s", inf->name);
         printf("cpu adapter: '%s' (%s, %s)\n", inf->name, wg_adapter_type_name(inf->type),
                wg_backend_type_name(inf->backend));

@@ -1,5 +1,5 @@
 // test_wgpu_abi.c — checks our own webgpu.h declarations (src/backend/webgpu/wgpu_abi.h) against
-// the pinned Dawn library, without going through the runtime. Why: SPEC §4 lists where this
+// the pinned Dawn library, without going through the runtime. Why: docs/architecture.md#the-pinned-dawn-and-its-abi lists where this
 // Dawn differs from the headers found elsewhere (WGPULimits of 152 bytes, feature ids shifted by
 // one from 0x50006 up, a work-done callback with a message, ...). A wrong declaration does not
 // fail to link; it silently reads the wrong field, overwrites the stack or passes userdata in
@@ -353,7 +353,7 @@ static void check_features(WGPUAdapter a, int is_cpu, int *f16, int *sg, int *ts
     *ts = has_in_list(&sf, 0x03);
     *f16 = has_in_list(&sf, 0x0A);
     *sg = has_in_list(&sf, 0x11);
-    if (is_cpu) {  // SPEC §4: Mesa 25 lavapipe has all three
+    if (is_cpu) {  // docs/architecture.md#adapters: Mesa 25 lavapipe has all three
         CHECK(*f16 && *sg && *ts, "lavapipe should offer shader-f16, subgroups and timestamp-query (got %d %d %d)",
               *f16, *sg, *ts);
     }

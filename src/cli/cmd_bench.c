@@ -1,6 +1,6 @@
 // cmd_bench.c — `wgtrain bench`: training throughput of a model config on random tokens
 // (tokens/s over timed steps after warm-up) and, with --profile on WebGPU, a per-kernel GPU time
-// table from timestamp queries. Its presets are the benchmark anchors of SPEC §7 (tiny = the 2-core
+// table from timestamp queries. Its presets are the benchmark anchors of docs/architecture.md#reference-points (tiny = the 2-core
 // CPU anchor, gpt2-124m = the H200 anchor), kept apart from `train`'s presets on purpose.
 #include <stdio.h>
 #include <stdlib.h>

@@ -80,7 +80,7 @@ const char *const train_preset_names[] = {"tiny", "small", "gpt2-124m", NULL};
 
 wgt_status train_config_preset(train_config *c, const char *name) {
     memset(c, 0, sizeof *c);
-    // shared defaults (GPT-2 / llm.c practice); SPEC: z-loss beta 1e-4
+    // shared defaults (GPT-2 / llm.c practice); z-loss beta 1e-4 (docs/kernels.md#cross_entropy)
     c->grad_accum = 1;
     c->min_lr = -1;
     c->weight_decay = 0.1;

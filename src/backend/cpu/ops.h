@@ -1,7 +1,7 @@
 // ops.h — the C reference of every op: plain functions on host pointers, one per kernel.
 // Each cpu_<kernel> takes its arguments in the same order as the backend.h op (outputs,
 // then inputs, then sizes / scalars), so the CPU backend is a thin forwarder and the WGSL
-// tests can call the reference directly on arrays they own. The math follows SPEC §2–3
+// tests can call the reference directly on arrays they own. The math follows docs/kernels.md
 // exactly; element-wise ops compute in f32 like the kernels, while reductions (softmax sums,
 // layernorm statistics, norms, bias and weight column sums) accumulate in double so the
 // reference is at least as accurate as any kernel it judges.
@@ -32,7 +32,7 @@ static inline float cpu_sigmoid(float x) {
 }
 
 // The tanh-GeLU "inner" argument with the input clamped to [-100, 100]: the clamp only keeps
-// x³ small; the outer factor uses the unclamped x (SPEC §2, seed review finding 1).
+// x³ small; the outer factor uses the unclamped x (docs/kernels.md#gelu_inplace).
 #define CPU_GELU_CLAMP 100.0f
 static inline float cpu_gelu_clamp(float x) {
     // fmaxf/fminf return the non-NaN operand, so NaN maps to a bound here; the outer x still
@@ -42,6 +42,14 @@ static inline float cpu_gelu_clamp(float x) {
 static inline float cpu_gelu_inner(float xc) {
     return 0.7978845608f * (xc + 0.044715f * xc * xc * xc);
 }
+
+// ---- host helpers (not ops) ----
+
+// The rotary-embedding tables of rope_forward / rope_backward, [maxT, HS] each, as Hugging Face
+// LLaMA builds them: inv_freq[i] = 1 / theta^(2i/HS) for i < HS/2, angle[t, i] = t·inv_freq[i],
+// emb = cat(angle, angle); cos_tab = cos(emb), sin_tab = sin(emb). Computed in double and
+// rounded to f32 (HF forms the angles in f32, which differs by up to ~t·6e-8 rad). HS must be even.
+void cpu_rope_tables(float *cos_tab, float *sin_tab, uint32_t maxT, uint32_t HS, double theta);
 
 // ---- the references: cpu_<op>(outputs, inputs, sizes) for every op of op_list.h, e.g.
 //   void cpu_matmul(float *out, const float *inp, const float *weight, const float *bias,

@@ -21,7 +21,7 @@ void cpu_ffn_gelu_backward(float *grad_pre, const float *grad_hidden, const floa
         grad_pre[i] = cpu_nan_guard(grad_hidden[i] * gelu_grad(pre_gelu[i]));
 }
 
-// One sigmoid per element gives both silu = x·s and silu' = s·(1 + x·(1 - s)) (seed finding 1).
+// One sigmoid per element gives both silu = x·s and silu' = s·(1 + x·(1 - s)) (docs/kernels.md#ffn_swiglu_backward).
 void cpu_ffn_swiglu_backward(float *grad_gate, float *grad_up, const float *grad_hidden,
                              const float *gate, const float *up, size_t n) {
     #pragma omp parallel for schedule(static) if (n > 65536)

@@ -3,7 +3,7 @@
 // double: the reference should be the most accurate party in every kernel comparison.
 #include "backend/cpu/ops.h"
 
-// Per row r with target t < V (SPEC §2):
+// Per row r with target t < V (docs/kernels.md#cross_entropy):
 //   lse  = max + log(max(denom, 1e-30)),  denom = Σ exp(l - max)
 //   loss = lse - (1-α)·l[t] - α·mean(l) + β·lse²
 //   dl[v] = ((p[v] - ((1-α)·[v==t] + α/V)) + 2β·lse·p[v]) · inv_norm

@@ -269,7 +269,7 @@ static wgt_status choose_adapter(wg_ctx *ctx, const char *want) {
         if (best) wgpuAdapterRelease(best);
         if (want && *want && strcasecmp(want, "auto"))
             return wgt_fail(WGT_ERR_DEVICE, "no WebGPU adapter matches --adapter '%s'; found: %s. "
-                            "Use 'auto', 'gpu', 'cpu' or a part of one of these names", want, seen[0] ? seen : "none");
+                            "Use 'auto', 'gpu', 'software' or a part of one of these names", want, seen[0] ? seen : "none");
         return wgt_fail(WGT_ERR_DEVICE, "no usable WebGPU adapter (found: %s%s%s). wgtrain needs a Vulkan driver: a GPU "
                         "driver, or Mesa 25 lavapipe (run scripts/setup.sh); Dawn's Null adapter computes nothing and is "
                         "refused. Use --device cpu to train on the CPU backend instead",

@@ -1,7 +1,7 @@
 // wgpu_abi.h — our own declarations of the subset of the webgpu.h C ABI that wgtrain uses,
 // written to match the pinned Dawn (npm bun-webgpu-linux-x64@0.1.7, Dawn of June 2025).
 // Why our own: the headers found elsewhere describe other Dawn revisions, and this build
-// differs from them (SPEC §4): WGPULimits is 152 bytes (maxImmediateSize replaces the four
+// differs from them (docs/architecture.md#the-pinned-dawn-and-its-abi): WGPULimits is 152 bytes (maxImmediateSize replaces the four
 // per-stage storage limits), the queue-work-done callback carries a message, and feature ids
 // from 0x50006 up are shifted by one. tests/test_wgpu_abi.c checks these against the library.
 #ifndef WGT_WGPU_ABI_H
