@@ -11,7 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 PRESETS = {"tiny": (4, 4, 128, 512, 512, 128, 8), "small": (6, 6, 384, 1536, 16384, 256, 8),
-           "gpt2-124m": (12, 12, 768, 3072, 50257, 1024, 8)}
+           "gpt2-124m": (12, 12, 768, 3072, 50257, 1024, 8), "seeds": (12, 12, 768, 3072, 16384, 512, 8)}
 
 
 class Block(nn.Module):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # train_vs_pytorch.sh — one GPT-2 training step timed in PyTorch (strict fp32) and in wgtrain in
 # the same run, and their ratio.
-#   GPU:  bench/train_vs_pytorch.sh gpu   (GPT-2 124M, B=8, T=1024; wgtrain on WebGPU)
+#   GPU:  bench/train_vs_pytorch.sh gpu [PRESET]  (default gpt2-124m: B=8, T=1024; seeds: the
+#         kernel documents' reference model, T=512, V=16384; wgtrain on WebGPU)
 #   CPU:  bench/train_vs_pytorch.sh cpu   (tiny config, 2 threads each, wgtrain's CPU backend)
 # Env: WGTRAIN (default build/wgtrain), PYTHON (default python3), STEPS.
 set -euo pipefail
@@ -11,8 +12,9 @@ W=${WGTRAIN:-build/wgtrain}
 PY=${PYTHON:-python3}
 STEPS=${STEPS:-10}
 if [[ $mode == gpu ]]; then
-    t=$($PY bench/torch_gpt2.py --preset gpt2-124m --device cuda --steps "$STEPS" | tee /dev/stderr | sed -n 's/.*torch tokens\/s \([0-9.]*\).*/\1/p')
-    w=$($W bench --preset gpt2-124m --device webgpu --adapter gpu --steps "$STEPS" --profile | tee /dev/stderr | sed -n 's/.* \([0-9.]*\) tokens\/s.*/\1/p')
+    preset=${2:-gpt2-124m}
+    t=$($PY bench/torch_gpt2.py --preset "$preset" --device cuda --steps "$STEPS" | tee /dev/stderr | sed -n 's/.*torch tokens\/s \([0-9.]*\).*/\1/p')
+    w=$($W bench --preset "$preset" --device webgpu --adapter gpu --steps "$STEPS" --profile | tee /dev/stderr | sed -n 's/.* \([0-9.]*\) tokens\/s.*/\1/p')
 else
     threads=${THREADS:-2}
     t=$(OMP_NUM_THREADS=$threads $PY bench/torch_gpt2.py --preset tiny --device cpu --threads "$threads" --steps "$STEPS" | tee /dev/stderr | sed -n 's/.*torch tokens\/s \([0-9.]*\).*/\1/p')

@@ -1,7 +1,9 @@
 // cmd_bench.c — `wgtrain bench`: training throughput of a model config on random tokens
 // (tokens/s over timed steps after warm-up) and, with --profile on WebGPU, a per-kernel GPU time
-// table from timestamp queries. Its presets are the benchmark anchors of docs/architecture.md#reference-points (tiny = the 2-core
-// CPU anchor, gpt2-124m = the H200 anchor), kept apart from `train`'s presets on purpose.
+// table from timestamp queries. Its presets are the benchmark anchors of
+// docs/architecture.md#reference-points (tiny = the 2-core CPU anchor, gpt2-124m = the H200
+// anchor; seeds = the reference model of the original kernel documents: 12 layers, d_model 768,
+// d_ff 3072, T 512, vocab 16384), kept apart from `train`'s presets on purpose.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,7 @@
 
 
 static void usage(void) {
-    printf("usage: wgtrain bench [--preset tiny|small|gpt2-124m] [--arch NAME] [--layers L --heads NH --d-model C --d-ff F]\n"
+    printf("usage: wgtrain bench [--preset tiny|small|gpt2-124m|seeds] [--arch NAME] [--layers L --heads NH --d-model C --d-ff F]\n"
            "                     [--vocab V] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
            "                     [--device cpu|webgpu|auto] [--adapter A] [--profile]\n"
            "  Times full training steps (forward, loss, backward, AdamW) on random tokens and prints tokens/s.\n"
@@ -24,6 +26,7 @@ static const preset presets[] = {
     {"tiny", "gpt2", 4, 4, 128, 512, 512, 128, 8},
     {"small", "gpt2", 6, 6, 384, 1536, 16384, 256, 8},
     {"gpt2-124m", "gpt2", 12, 12, 768, 3072, 50257, 1024, 8},
+    {"seeds", "gpt2", 12, 12, 768, 3072, 16384, 512, 8},
 };
 
 static wgt_status bench_main(int argc, char **argv) {
@@ -40,7 +43,7 @@ static wgt_status bench_main(int argc, char **argv) {
         if (!strcmp(a, "--preset")) {
             p = NULL;
             for (size_t k = 0; k < sizeof presets / sizeof presets[0]; k++) if (!strcmp(presets[k].name, v)) p = &presets[k];
-            if (!p) return wgt_fail(WGT_ERR_ARG, "unknown preset '%s'; use tiny, small or gpt2-124m", v);
+            if (!p) return wgt_fail(WGT_ERR_ARG, "unknown preset '%s'; use tiny, small, gpt2-124m or seeds", v);
         } else if (!strcmp(a, "--device") || !strcmp(a, "--backend")) device = v;
         else if (!strcmp(a, "--adapter")) adapter = v;
         else if (!strcmp(a, "--arch")) arch = v;
