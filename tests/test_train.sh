@@ -245,6 +245,7 @@ make -s install PREFIX="$T/inst" >/dev/null 2>&1
 check "make install: PREFIX/bin/wgtrain runs and finds Dawn in PREFIX/lib/wgtrain" \
     bash -c "'$T/inst/bin/wgtrain' info --help >/dev/null && test -f '$T/inst/lib/wgtrain/libwebgpu_wrapper.so'"
 check "make install: the documents in PREFIX/share/doc/wgtrain" test -f "$T/inst/share/doc/wgtrain/architecture.md"
+check "make install: the installed binary finds GPT-2's tokenizer" bash -c "printf hello | (cd / && '$T/inst/bin/wgtrain' tokenize --tokenizer gpt2) | grep -qx '31373'"
 
 echo
 echo "$pass passed, $fail failed"

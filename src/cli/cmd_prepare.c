@@ -1,5 +1,5 @@
-// cmd_prepare.c — `wgtrain prepare`: text files in, a data directory out (BPE tokenizer,
-// train/val token shards, meta.json). The work is prepare_corpus's; this file is the flags.
+// cmd_prepare.c — `wgtrain prepare`: text files in, a data directory out (BPE tokenizer, trained
+// or GPT-2's, train/val token shards, meta.json). The work is prepare_corpus's; this file is the flags.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,12 +7,16 @@
 #include "data/prepare.h"
 
 static void usage(void) {
-    printf("usage: wgtrain prepare --input PATH... --out DATA_DIR [--vocab N] [--val-fraction F]\n"
+    printf("usage: wgtrain prepare --input PATH... --out DATA_DIR [--vocab N] [--tokenizer bpe|gpt2]\n"
+           "                       [--val-fraction F]\n"
            "  --input PATH...    text files, directories (walked recursively) or quoted glob patterns;\n"
            "                     several may follow one --input, and --input may be repeated\n"
            "  --out DATA_DIR     where tokenizer.bin, train_*.bin, val_*.bin and meta.json go\n"
            "  --vocab N          vocabulary size incl. 256 byte tokens and end-of-text, 257..65535\n"
            "                     (default 16384)\n"
+           "  --tokenizer KIND   bpe: train a new BPE tokenizer on the corpus (default); gpt2: use\n"
+           "                     GPT-2's (50257 tokens, no --vocab; its encoder.json and vocab.bpe\n"
+           "                     go in DATA_DIR instead of tokenizer.bin)\n"
            "  --val-fraction F   share of the documents kept for validation (default 0.1)\n"
            "Prints a summary of the corpus, including the unigram entropy of its tokens: the loss of a\n"
            "model that ignores context, to compare the training loss with.\n");
@@ -23,6 +27,8 @@ static wgt_status prepare_main(int argc, char **argv) {
     int n_inputs = 0;
     const char *out = NULL;
     long vocab = 16384;
+    int vocab_given = 0;
+    prepare_tokenizer kind = PREPARE_TOKENIZER_TRAIN;
     double val_fraction = 0.1;
     wgt_status st = WGT_OK;
     for (int i = 1; i < argc && st == WGT_OK; i++) {
@@ -44,13 +50,20 @@ static wgt_status prepare_main(int argc, char **argv) {
         }
         const char *v = argv[++i];
         if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--vocab")) st = cli_parse_long(a, v, -1000000000L, 1000000000L, &vocab);
+        else if (!strcmp(a, "--vocab")) st = cli_parse_long(a, v, -1000000000L, 1000000000L, &vocab), vocab_given = 1;
+        else if (!strcmp(a, "--tokenizer")) {
+            if (!strcmp(v, "gpt2")) kind = PREPARE_TOKENIZER_GPT2;
+            else if (!strcmp(v, "bpe")) kind = PREPARE_TOKENIZER_TRAIN;
+            else st = wgt_fail(WGT_ERR_ARG, "unknown --tokenizer '%s'; use bpe (train one on the corpus) or gpt2", v);
+        }
         else if (!strcmp(a, "--val-fraction")) st = cli_parse_double(a, v, &val_fraction);
         else st = wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
     }
     if (st == WGT_OK && !n_inputs) st = wgt_fail(WGT_ERR_ARG, "no input given; pass --input with text files, directories or glob patterns (see --help)");
     if (st == WGT_OK && !out) st = wgt_fail(WGT_ERR_ARG, "no output directory given; pass --out DATA_DIR");
-    if (st == WGT_OK) st = prepare_corpus(inputs, n_inputs, out, (int)vocab, val_fraction, 1);
+    if (st == WGT_OK && kind == PREPARE_TOKENIZER_GPT2 && vocab_given)
+        st = wgt_fail(WGT_ERR_ARG, "--vocab does not go with --tokenizer gpt2: GPT-2's vocabulary is fixed (50257 tokens)");
+    if (st == WGT_OK) st = prepare_corpus_with(inputs, n_inputs, out, kind, (int)vocab, val_fraction, 1);
     free(inputs);
     return st;
 }

@@ -4,9 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "cli/cli.h"
-#include "data/tokenizer.h"
+#include "data/text_tokenizer.h"
 #include "train/sampler.h"
 #include "train/trainer.h"
 
@@ -55,24 +54,20 @@ static wgt_status sample_main(int argc, char **argv) {
     WGT_TRY(run_checkpoint_read(&ck, run));
     const model_config *mc = &ck.cfg.model;
     const int T = mc->max_seq, V = mc->vocab;
-    // the run's copy of the tokenizer; older runs or moved files: the data directory's
-    char tp[TRAIN_PATH_MAX];
-    tokenizer *tok = NULL;
-    wgt_status st = run_path(tp, sizeof tp, run, RUN_TOKENIZER_FILE);
-    if (st == WGT_OK && access(tp, R_OK) != 0) {
-        st = run_path(tp, sizeof tp, ck.cfg.data_dir, RUN_TOKENIZER_FILE);
-        if (st == WGT_OK && access(tp, R_OK) != 0)
-            st = wgt_fail(WGT_ERR_IO, "no tokenizer: neither %s nor its data directory %s has %s (data made by other "
-                          "tools?); sampling needs the tokenizer the training data was made with", run, ck.cfg.data_dir,
-                          RUN_TOKENIZER_FILE);
-    }
-    if (st == WGT_OK) st = tokenizer_load(&tok, tp);
-    if (st == WGT_OK && tokenizer_vocab_size(tok) != V)
-        st = wgt_fail(WGT_ERR_FORMAT, "the tokenizer %s has %d tokens but the model has %d: it is not this run's tokenizer", tp,
-                      tokenizer_vocab_size(tok), V);
+    // the run's copy of the tokenizer (its own BPE or GPT-2's); older runs or moved files: the data directory's
+    text_tokenizer *tok = NULL;
+    wgt_status st = text_tokenizer_open_dir(&tok, run);
+    if (st == WGT_OK && !tok) st = text_tokenizer_open_dir(&tok, ck.cfg.data_dir);
+    if (st == WGT_OK && !tok)
+        st = wgt_fail(WGT_ERR_IO, "no tokenizer: neither %s nor its data directory %s has one (%s, or GPT-2's encoder.json "
+                      "+ vocab.bpe; data made by other tools?); sampling needs the tokenizer the training data was made with",
+                      run, ck.cfg.data_dir, RUN_TOKENIZER_FILE);
+    if (st == WGT_OK && text_tokenizer_vocab_size(tok) != V)
+        st = wgt_fail(WGT_ERR_FORMAT, "the tokenizer %s has %d tokens but the model has %d: it is not this run's tokenizer",
+                      text_tokenizer_source(tok), text_tokenizer_vocab_size(tok), V);
     uint16_t *ids = NULL;
     size_t n_ids = 0;
-    if (st == WGT_OK) st = tokenizer_encode(tok, (const uint8_t *)prompt, strlen(prompt), &ids, &n_ids);
+    if (st == WGT_OK) st = text_tokenizer_encode(tok, (const uint8_t *)prompt, strlen(prompt), 0, &ids, &n_ids);
     wgt_backend *be = NULL;
     wgt_model *m = NULL;
     if (st == WGT_OK) st = cli_backend_open(&be, device, adapter, 0);
@@ -81,14 +76,14 @@ static wgt_status sample_main(int argc, char **argv) {
     if (st != WGT_OK) {
         model_free(m);
         if (be) be->free(be);
-        tokenizer_free(tok);
+        text_tokenizer_free(tok);
         free(ids);
         return st;
     }
     // the context: end-of-text (documents start with it in the training data), then the prompt
     size_t cap = 1 + n_ids + (size_t)n_tokens, len = 0;
     int32_t *ctx = wgt_malloc(cap * sizeof *ctx), *window = wgt_malloc((size_t)T * sizeof *window);
-    ctx[len++] = tokenizer_eot(tok);
+    ctx[len++] = text_tokenizer_eot(tok);
     for (size_t i = 0; i < n_ids; i++) ctx[len++] = ids[i];
     float *logits = wgt_malloc((size_t)T * V * sizeof *logits);
     sampler sp;
@@ -104,8 +99,8 @@ static wgt_status sample_main(int argc, char **argv) {
         int next = sampler_pick(&sp, logits + (w - 1) * (size_t)V);
         ctx[len++] = next;
         size_t nb;
-        const uint8_t *bytes = tokenizer_token_bytes(tok, next, &nb);
-        if (next == tokenizer_eot(tok)) fputs("\n" TOKENIZER_EOT_TEXT "\n", stdout);
+        const uint8_t *bytes = text_tokenizer_token_bytes(tok, next, &nb);
+        if (next == text_tokenizer_eot(tok)) fputs("\n" TOKENIZER_EOT_TEXT "\n", stdout);
         else fwrite(bytes, 1, nb, stdout);
         fflush(stdout);
     }
@@ -117,7 +112,7 @@ static wgt_status sample_main(int argc, char **argv) {
     free(ids);
     model_free(m);
     be->free(be);
-    tokenizer_free(tok);
+    text_tokenizer_free(tok);
     return st;
 }
 

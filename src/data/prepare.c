@@ -5,6 +5,8 @@
 #include "data/prepare.h"
 #include "core/fileutil.h"
 #include "data/shard.h"
+#include "data/gpt2_bpe.h"
+#include "data/text_tokenizer.h"
 #include "data/tokenizer.h"
 #include <dirent.h>
 #include <errno.h>
@@ -361,6 +363,12 @@ static wgt_status write_shards(const char *dir, const char *prefix, const uint16
 
 wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir, int vocab_size,
                           double val_fraction, int verbose) {
+    return prepare_corpus_with(inputs, n_inputs, out_dir, PREPARE_TOKENIZER_TRAIN, vocab_size, val_fraction, verbose);
+}
+
+wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *out_dir, prepare_tokenizer kind,
+                               int vocab_size, double val_fraction, int verbose) {
+    if (kind == PREPARE_TOKENIZER_GPT2) vocab_size = TOKENIZER_MIN_VOCAB;  // unused: GPT-2's is fixed
     if (vocab_size < TOKENIZER_MIN_VOCAB || vocab_size > TOKENIZER_MAX_VOCAB)
         return wgt_fail(WGT_ERR_ARG, "--vocab %d is out of range: it must be at least %d (256 byte tokens + the "
                         "end-of-text token) and at most %d (tokens are stored as uint16); try 4096 or 16384",
@@ -376,7 +384,7 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
     corpus c = {0};
     source *srcs = NULL;
     size_t n_srcs = 0, cap_srcs = 0;
-    tokenizer *tok = NULL;
+    text_tokenizer *tt = NULL;
     uint16_t **doc_ids = NULL;
     size_t *doc_n = NULL;
     uint16_t *train = NULL, *val = NULL;
@@ -462,31 +470,47 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
     free(path);
     path = NULL;
     double t1 = wgt_now_s();
-    st = tokenizer_train(&tok, c.text.p, c.text.n, vocab_size);
+    if (kind == PREPARE_TOKENIZER_GPT2) {
+        st = text_tokenizer_open_gpt2(&tt);
+    } else {
+        tokenizer *tok = NULL;
+        st = tokenizer_train(&tok, c.text.p, c.text.n, vocab_size);
+        if (st == WGT_OK) tt = text_tokenizer_from_bpe(tok);
+    }
     if (st != WGT_OK) goto done;
-    int vocab = tokenizer_vocab_size(tok);
-    uint16_t eot = (uint16_t)tokenizer_eot(tok);
-    if (verbose) {
+    int vocab = text_tokenizer_vocab_size(tt);
+    uint16_t eot = (uint16_t)text_tokenizer_eot(tt);
+    if (kind == PREPARE_TOKENIZER_GPT2) {
+        vocab_size = vocab;  // for meta.json's requested_vocab_size
+        if (verbose) printf("prepare: GPT-2's tokenizer (%d tokens) from %s\n", vocab, text_tokenizer_source(tt));
+    } else if (verbose) {
         printf("prepare: tokenizer of %d tokens (%d merges) trained in %.2f s\n", vocab, vocab - TOKENIZER_MIN_VOCAB,
                wgt_now_s() - t1);
         if (vocab < vocab_size)
             printf("prepare: note: the corpus supports only %d of the %d tokens asked for (no pair left that occurs "
                    "twice)\n", vocab, vocab_size);
     }
-    path = join_path(out_dir, PREPARE_TOKENIZER_FILE);
-    st = tokenizer_save(tok, path);
+    st = text_tokenizer_save_dir(tt, out_dir);  // tokenizer.bin, or GPT-2's encoder.json + vocab.bpe
     if (st != WGT_OK) goto done;
-    free(path);
-    path = NULL;
 
     // 3. Tokenize each document (in parallel: the encoder is read-only and keeps its own cache).
     double t2 = wgt_now_s();
     doc_ids = wgt_calloc(c.n_docs, sizeof *doc_ids);
     doc_n = wgt_calloc(c.n_docs, sizeof *doc_n);
-    long nd_l = (long)c.n_docs;
+    long nd_l = (long)c.n_docs, failed = nd_l;
 #pragma omp parallel for schedule(dynamic, 4)
     for (long d = 0; d < nd_l; d++)
-        tokenizer_encode(tok, c.text.p + c.docs[d].off, c.docs[d].len, &doc_ids[d], &doc_n[d]);
+        if (text_tokenizer_encode(tt, c.text.p + c.docs[d].off, c.docs[d].len, 0, &doc_ids[d], &doc_n[d]) != WGT_OK) {
+#pragma omp critical
+            if (d < failed) failed = d;
+        }
+    if (failed < nd_l) {  // again on this thread, for the message (error messages are per thread)
+        uint16_t *ids;
+        size_t k;
+        st = text_tokenizer_encode(tt, c.text.p + c.docs[failed].off, c.docs[failed].len, 0, &ids, &k);
+        if (st == WGT_OK) free(ids), st = wgt_fail(WGT_ERR_ARG, "tokenizing document %ld failed", failed + 1);
+        goto done;
+    }
 
     // 4. Split. Every document is preceded by the end-of-text token (as in llm.c's shards), so
     //    each shard starts with one and a model learns where documents begin.
@@ -539,8 +563,8 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
     if (st == WGT_OK) st = write_shards(out_dir, "val", val, n_val, &val_names);
     if (st != WGT_OK) goto done;
 
-    bb_puts(&meta, "{\n  \"format\": \"wgtrain-data\",\n  \"version\": 1,\n  \"tokenizer\": ");
-    json_str(&meta, PREPARE_TOKENIZER_FILE);
+    bb_puts(&meta, "{\n  \"format\": \"wgtrain-data\",\n  \"version\": 1,\n  ");
+    bb_puts(&meta, text_tokenizer_meta_json(tt));
     bb_printf(&meta, ",\n  \"vocab_size\": %d,\n  \"requested_vocab_size\": %d,\n  \"eot_token\": %d,\n", vocab,
               vocab_size, (int)eot);
     bb_puts(&meta, "  \"train_shards\": [");
@@ -578,7 +602,8 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
         printf("prepare: wrote %s: %s, %zu train shard(s), %zu val shard(s), %s\n"
                "prepare: unigram entropy of the train tokens: %.4f nats/token (%.4f bits): a model that ignores "
                "context reaches this loss\nprepare: done in %.1f s\n",
-               out_dir, PREPARE_TOKENIZER_FILE, train_names.n, val_names.n, PREPARE_META_FILE, entropy,
+               out_dir, kind == PREPARE_TOKENIZER_GPT2 ? GPT2_ENCODER_FILE " + " GPT2_MERGES_FILE : PREPARE_TOKENIZER_FILE,
+               train_names.n, val_names.n, PREPARE_META_FILE, entropy,
                entropy / log(2.0), wgt_now_s() - t0);
 
 done:
@@ -591,7 +616,7 @@ done:
         for (size_t d = 0; d < c.n_docs; d++) free(doc_ids[d]);
     free(doc_ids);
     free(doc_n);
-    tokenizer_free(tok);
+    text_tokenizer_free(tt);
     for (size_t i = 0; i < n_srcs; i++) free(srcs[i].path);
     free(srcs);
     free(c.text.p);

@@ -16,4 +16,10 @@
 // including the unigram entropy of the train tokens (also stored in meta.json).
 wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir, int vocab_size,
                           double val_fraction, int verbose);
+
+// Which tokenizer prepare uses: a new BPE trained on the corpus (vocab_size ids), or GPT-2's
+// (text_tokenizer_open_gpt2; vocab_size is ignored: 50257). meta.json records the kind.
+typedef enum { PREPARE_TOKENIZER_TRAIN = 0, PREPARE_TOKENIZER_GPT2 } prepare_tokenizer;
+wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *out_dir, prepare_tokenizer kind,
+                               int vocab_size, double val_fraction, int verbose);
 #endif

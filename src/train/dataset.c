@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include "data/prepare.h"
 #include "data/shard.h"
-#include "data/tokenizer.h"
+#include "data/text_tokenizer.h"
 #include "train/rng.h"
 
 typedef struct {
@@ -28,6 +28,7 @@ typedef struct {
 
 struct dataset {
     char *tok_path;
+    text_tokenizer *tok;
     int vocab;
     double entropy;
     int have_entropy;
@@ -165,18 +166,14 @@ wgt_status dataset_open(dataset **out, const char *dir) {
                           "TEXT... --out %s`", dir, PREPARE_META_FILE, dir);
     }
     free(meta);
-    // the tokenizer file decides the vocabulary (meta.json only repeats it)
-    if (st == WGT_OK && ds->tok_path) {
-        tokenizer *tok;
-        st = tokenizer_load(&tok, ds->tok_path);
-        if (st == WGT_OK) {
-            int v = tokenizer_vocab_size(tok);
-            if (ds->vocab && ds->vocab != v)
-                st = wgt_fail(WGT_ERR_FORMAT, "%s/%s says the vocabulary has %d tokens but %s has %d; re-run `wgtrain "
-                              "prepare`", dir, PREPARE_META_FILE, ds->vocab, ds->tok_path, v);
-            ds->vocab = v;
-            tokenizer_free(tok);
-        }
+    // the tokenizer decides the vocabulary (meta.json only repeats it)
+    if (st == WGT_OK) st = text_tokenizer_open_dir(&ds->tok, dir);
+    if (st == WGT_OK && ds->tok) {
+        int v = text_tokenizer_vocab_size(ds->tok);
+        if (ds->vocab && ds->vocab != v)
+            st = wgt_fail(WGT_ERR_FORMAT, "%s/%s says the vocabulary has %d tokens but %s has %d; re-run `wgtrain "
+                          "prepare`", dir, PREPARE_META_FILE, ds->vocab, text_tokenizer_source(ds->tok), v);
+        ds->vocab = v;
     }
     if (st == WGT_OK && !ds->train.n)
         st = wgt_fail(WGT_ERR_FORMAT, "%s lists no training shard; re-run `wgtrain prepare`", dir);
@@ -193,6 +190,7 @@ void dataset_free(dataset *ds) {
     shard_set_free(&ds->train);
     shard_set_free(&ds->val);
     free(ds->tok_path);
+    text_tokenizer_free(ds->tok);
     free(ds);
 }
 
@@ -207,6 +205,7 @@ wgt_status dataset_use_val_shard(dataset *ds, const char *path) {
 
 int dataset_vocab(const dataset *ds) { return ds->vocab; }
 const char *dataset_tokenizer_path(const dataset *ds) { return ds->tok_path; }
+const text_tokenizer *dataset_tokenizer(const dataset *ds) { return ds->tok; }
 size_t dataset_train_tokens(const dataset *ds) { return ds->train.total; }
 size_t dataset_val_tokens(const dataset *ds) { return ds->val.total; }
 

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "core/error.h"
+#include "data/text_tokenizer.h"
 
 typedef struct dataset dataset;
 
@@ -19,7 +20,8 @@ void dataset_free(dataset *ds);
 wgt_status dataset_use_val_shard(dataset *ds, const char *path);
 
 int dataset_vocab(const dataset *ds);               // 0 when the directory has no tokenizer
-const char *dataset_tokenizer_path(const dataset *ds);  // NULL when there is none
+const char *dataset_tokenizer_path(const dataset *ds);  // its tokenizer.bin; NULL for none or GPT-2's
+const text_tokenizer *dataset_tokenizer(const dataset *ds);  // either kind; NULL when there is none
 double dataset_unigram_entropy(dataset *ds);        // nats/token of the train tokens
 size_t dataset_train_tokens(const dataset *ds);
 size_t dataset_val_tokens(const dataset *ds);

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/fileutil.h"
-#include "data/tokenizer.h"
+#include "data/text_tokenizer.h"
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/rng.h"
@@ -196,15 +196,9 @@ wgt_status trainer_init(trainer **out, const train_config *flags, const train_fl
         free(json);
     }
     // the run keeps its own tokenizer, so sample works even if the data directory moves
-    if (st == WGT_OK && dataset_tokenizer_path(t->ds) && run_path(p, sizeof p, o->run_dir, RUN_TOKENIZER_FILE) == WGT_OK &&
-        (!t->resumed || !path_exists(p))) {
-        tokenizer *tok;
-        st = tokenizer_load(&tok, dataset_tokenizer_path(t->ds));
-        if (st == WGT_OK) {
-            st = tokenizer_save(tok, p);
-            tokenizer_free(tok);
-        }
-    }
+    // (tokenizer.bin, or GPT-2's encoder.json + vocab.bpe)
+    if (st == WGT_OK && dataset_tokenizer(t->ds) && (!t->resumed || !text_tokenizer_dir_has(o->run_dir)))
+        st = text_tokenizer_save_dir(dataset_tokenizer(t->ds), o->run_dir);
     if (st == WGT_OK) st = run_path(p, sizeof p, o->run_dir, RUN_METRICS_FILE);
     if (st == WGT_OK) {
         if (t->resumed) st = metrics_log_rewind(p, (long)t->pr.step, &t->hist);

