@@ -18,7 +18,8 @@
 // so that the rates compare time; split-dKdV really does 14·HS·P (S and dP twice).
 //
 // Usage: bench_attention [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile] [--sweep]
-//                        [--budget SECONDS] [--B N] [--T N] [--NH N] [--HS N]
+//                        [--budget SECONDS] [--B N] [--T N] [--NH N] [--NKV N] [--HS N]
+// --NKV: kv heads (grouped-query attention; must divide NH; default NH).
 // --budget: the sweep skips the settings it has not reached after this many seconds (default 60;
 // the most promising ones come first).
 // --small: B = 1, T = 256, NH = 2 (HS 64), for a smoke test on the software GPU.
@@ -58,11 +59,12 @@ static void set_cfg(wgt_backend *be, int bwd, const char *cfg) {
 }
 
 
-// Reference of one head (b, h) in double: out and lse rows, dq, dk, dv rows (each [T, HS]).
+// Reference of one query head (b, h) in double: out and lse rows, dq rows, and dk, dv rows of its
+// kv head (each [T, HS]), summed over the query heads of that kv head's group.
 typedef struct { double *out, *lse, *dq, *dk, *dv; } head_ref;
 
 typedef struct {
-    uint32_t B, T, C, NH, HS;
+    uint32_t B, T, C, NH, NKV, HS, W;  // C = NH·HS (out), W = (NH + 2·NKV)·HS (qkv)
     float *qkv, *dout;
     wgt_backend *be;
     wgt_buf *d_qkv, *d_dout, *d_out, *d_lse, *d_dqkv;
@@ -77,8 +79,8 @@ typedef struct {
 } bench;
 
 static head_ref head_reference(const bench *pr, uint32_t b, uint32_t h) {
-    uint32_t T = pr->T, HS = pr->HS, C = pr->C;
-    size_t C3 = 3 * (size_t)C;
+    uint32_t T = pr->T, HS = pr->HS, C = pr->C, GQ = pr->NH / pr->NKV, g = h / GQ;
+    size_t W = pr->W, KC = C + (size_t)g * HS, VC = C + ((size_t)pr->NKV + g) * HS;
     head_ref r;
     r.out = calloc((size_t)T * HS, sizeof(double));
     r.lse = calloc(T, sizeof(double));
@@ -86,46 +88,56 @@ static head_ref head_reference(const bench *pr, uint32_t b, uint32_t h) {
     r.dk = calloc((size_t)T * HS, sizeof(double));
     r.dv = calloc((size_t)T * HS, sizeof(double));
     double *p = malloc((size_t)T * sizeof(double)), *dp = malloc((size_t)T * sizeof(double));
+    double *o = malloc((size_t)HS * sizeof(double));
     double scale = 1.0 / sqrt((double)HS);
-    const float *base = pr->qkv + (size_t)b * T * C3;
+    const float *base = pr->qkv + (size_t)b * T * W;
     const float *gbase = pr->dout + (size_t)b * T * C;
-    for (uint32_t i = 0; i < T; i++) {
-        const float *q = base + i * C3 + h * HS, *g = gbase + (size_t)i * C + h * HS;
-        double mx = -INFINITY;
-        for (uint32_t j = 0; j <= i; j++) {
-            const float *k = base + j * C3 + C + h * HS;
-            double s = 0;
-            for (uint32_t d = 0; d < HS; d++) s += (double)q[d] * k[d];
-            p[j] = s * scale;
-            mx = fmax(mx, p[j]);
-        }
-        double sum = 0;
-        for (uint32_t j = 0; j <= i; j++) sum += exp(p[j] - mx);
-        r.lse[i] = mx + log(sum);
-        double D = 0;
-        for (uint32_t j = 0; j <= i; j++) {
-            p[j] = exp(p[j] - r.lse[i]);
-            const float *v = base + j * C3 + 2 * (size_t)C + h * HS;
-            double d_p = 0;
-            for (uint32_t d = 0; d < HS; d++) {
-                r.out[(size_t)i * HS + d] += p[j] * v[d];
-                d_p += (double)g[d] * v[d];
+    for (uint32_t hh = g * GQ; hh < (g + 1) * GQ; hh++) {  // the group's query heads
+        int own = hh == h;
+        for (uint32_t i = 0; i < T; i++) {
+            const float *q = base + i * W + hh * HS, *gr = gbase + (size_t)i * C + hh * HS;
+            double mx = -INFINITY;
+            for (uint32_t j = 0; j <= i; j++) {
+                const float *k = base + j * W + KC;
+                double s = 0;
+                for (uint32_t d = 0; d < HS; d++) s += (double)q[d] * k[d];
+                p[j] = s * scale;
+                mx = fmax(mx, p[j]);
             }
-            dp[j] = d_p;
-        }
-        for (uint32_t d = 0; d < HS; d++) D += (double)g[d] * r.out[(size_t)i * HS + d];
-        for (uint32_t j = 0; j <= i; j++) {
-            double ds = p[j] * (dp[j] - D);
-            const float *k = base + j * C3 + C + h * HS;
+            double sum = 0;
+            for (uint32_t j = 0; j <= i; j++) sum += exp(p[j] - mx);
+            double lse = mx + log(sum);
+            if (own) r.lse[i] = lse;
+            double D = 0;
+            for (uint32_t d = 0; d < HS; d++) o[d] = 0;
+            for (uint32_t j = 0; j <= i; j++) {
+                p[j] = exp(p[j] - lse);
+                const float *v = base + j * W + VC;
+                double d_p = 0;
+                for (uint32_t d = 0; d < HS; d++) {
+                    o[d] += p[j] * v[d];
+                    d_p += (double)gr[d] * v[d];
+                }
+                dp[j] = d_p;
+            }
             for (uint32_t d = 0; d < HS; d++) {
-                r.dq[(size_t)i * HS + d] += ds * k[d] * scale;
-                r.dk[(size_t)j * HS + d] += ds * q[d] * scale;
-                r.dv[(size_t)j * HS + d] += p[j] * g[d];
+                D += (double)gr[d] * o[d];
+                if (own) r.out[(size_t)i * HS + d] = o[d];
+            }
+            for (uint32_t j = 0; j <= i; j++) {
+                double ds = p[j] * (dp[j] - D);
+                const float *k = base + j * W + KC;
+                for (uint32_t d = 0; d < HS; d++) {
+                    if (own) r.dq[(size_t)i * HS + d] += ds * k[d] * scale;
+                    r.dk[(size_t)j * HS + d] += ds * q[d] * scale;
+                    r.dv[(size_t)j * HS + d] += p[j] * gr[d];
+                }
             }
         }
     }
     free(p);
     free(dp);
+    free(o);
     return r;
 }
 
@@ -149,11 +161,11 @@ static double head_err(const float *got, size_t stride, size_t col0, const doubl
 static int run_once(bench *bn, int v) {
     wgt_backend *be = bn->be;
     if (v < 0) {
-        be->attention_forward(be, V0(bn->d_out), V0(bn->d_lse), V0(bn->d_qkv), bn->B, bn->T, bn->C, bn->NH);
+        be->attention_forward(be, V0(bn->d_out), V0(bn->d_lse), V0(bn->d_qkv), bn->B, bn->T, bn->NH, bn->NKV, bn->HS);
         return v;
     }
     return wg_attention_backward_with(be, v, V0(bn->d_dqkv), V0(bn->d_dout), V0(bn->d_qkv), V0(bn->d_out),
-                                      V0(bn->d_lse), bn->B, bn->T, bn->C, bn->NH);
+                                      V0(bn->d_lse), bn->B, bn->T, bn->NH, bn->NKV, bn->HS);
 }
 
 // The largest error of the two checked heads relative to their largest value. Only the rows of
@@ -175,12 +187,12 @@ static double check(bench *bn, int v) {
                 err = fmax(err, isfinite(g) ? fabs(g - r) / fmax(1, fabs(r)) : INFINITY);
             }
         } else {
-            size_t s = 3 * (size_t)C;
+            size_t s = bn->W, g0 = (size_t)(bn->chk_h[k] / (NH / bn->NKV)) * HS;  // the kv head's columns
             wgt_view vd = wgt_view_of(bn->d_dqkv, b * T * s, T * s);
             if (be->download(be, bn->host, vd, T * s) != WGT_OK) die("download");
             err = fmax(err, head_err(bn->host, s, c0, bn->refs[k].dq, T, HS, 0));
-            err = fmax(err, head_err(bn->host, s, C + c0, bn->refs[k].dk, T, HS, 0));
-            err = fmax(err, head_err(bn->host, s, 2 * (size_t)C + c0, bn->refs[k].dv, T, HS, 0));
+            err = fmax(err, head_err(bn->host, s, C + g0, bn->refs[k].dk, T, HS, 0));
+            err = fmax(err, head_err(bn->host, s, C + (size_t)bn->NKV * HS + g0, bn->refs[k].dv, T, HS, 0));
         }
     }
     return err;
@@ -379,7 +391,7 @@ int main(int argc, char **argv) {
     const char *adapter = "gpu";
     int small = 0, reps = -1, profile = 0, do_sweep = 0;
     double budget = 60;
-    long over[4] = {-1, -1, -1, -1};  // B, T, NH, HS
+    long over[5] = {-1, -1, -1, -1, -1};  // B, T, NH, HS, NKV
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--small")) small = 1;
@@ -392,9 +404,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--T") && i + 1 < argc) over[1] = atol(argv[++i]);
         else if (!strcmp(a, "--NH") && i + 1 < argc) over[2] = atol(argv[++i]);
         else if (!strcmp(a, "--HS") && i + 1 < argc) over[3] = atol(argv[++i]);
+        else if (!strcmp(a, "--NKV") && i + 1 < argc) over[4] = atol(argv[++i]);
         else {
             printf("usage: bench_attention [--adapter auto|gpu|cpu|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
-                   "                       [--budget SECONDS] [--B N] [--T N] [--NH N] [--HS N]\n");
+                   "                       [--budget SECONDS] [--B N] [--T N] [--NH N] [--NKV N] [--HS N]\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
     }
@@ -407,7 +420,10 @@ int main(int argc, char **argv) {
     if (over[2] > 0) bn.NH = (uint32_t)over[2];
     if (over[3] > 0) bn.HS = (uint32_t)over[3];
     if (bn.HS > 128) { fprintf(stderr, "bench_attention: HS above 128 is not supported by the kernels\n"); return 2; }
+    bn.NKV = over[4] > 0 ? (uint32_t)over[4] : bn.NH;
+    if (bn.NH % bn.NKV) { fprintf(stderr, "bench_attention: NKV must divide NH\n"); return 2; }
     bn.C = bn.NH * bn.HS;
+    bn.W = (bn.NH + 2 * bn.NKV) * bn.HS;
     if (reps < 1) reps = small ? 2 : do_sweep ? 5 : 10;
     bn.reps = reps;
     bn.profile = profile;
@@ -417,11 +433,11 @@ int main(int argc, char **argv) {
     wgt_backend *be = bn.be;
     env_cfg_save(be);
     const wg_device_info *info = wg_ctx_info(wg_of(be));
-    uint32_t B = bn.B, T = bn.T, C = bn.C, NH = bn.NH, HS = bn.HS;
-    size_t bt = (size_t)B * T, n3 = bt * 3 * C, nl = (size_t)B * NH * T;
-    printf("attention on %s: B=%u T=%u NH=%u HS=%u (C=%u), %d calls per timing, workgroup memory %u bytes, "
+    uint32_t B = bn.B, T = bn.T, C = bn.C, NH = bn.NH, NKV = bn.NKV, HS = bn.HS;
+    size_t bt = (size_t)B * T, n3 = bt * bn.W, nl = (size_t)B * NH * T;
+    printf("attention on %s: B=%u T=%u NH=%u NKV=%u HS=%u (C=%u), %d calls per timing, workgroup memory %u bytes, "
            "subgroups %s (%u..%u)\n",
-           info->name, B, T, NH, HS, C, reps, info->limits.maxComputeWorkgroupStorageSize,
+           info->name, B, T, NH, NKV, HS, C, reps, info->limits.maxComputeWorkgroupStorageSize,
            info->has_subgroups ? "yes" : "no", info->subgroup_min, info->subgroup_max);
 
     // q and k in ±1.5 give scores of a few units (a realistic, not uniform, softmax)
@@ -454,7 +470,7 @@ int main(int argc, char **argv) {
         if (v < 0) snprintf(label, sizeof label, "forward");
         else if (v == 0)
             snprintf(label, sizeof label, "backward auto (%s)",
-                     variant_name[wg_attention_backward_auto_variant(be, B, T, C, NH)]);
+                     variant_name[wg_attention_backward_auto_variant(be, B, T, NH, NKV, HS)]);
         else snprintf(label, sizeof label, "backward %s", variant_name[v]);
         double err;
         int ran;

@@ -2,11 +2,14 @@
 // scores are never stored; each workgroup keeps a running max and sum per query row (online
 // softmax) and saves the row log-sum-exp for the backward (10_backward_attention.wgsl).
 //
-// Layout: qkv[B,T,3C] (q | k | v; head h in columns h·HS..), out[B,T,C], lse[B,NH,T] (natural
-// log of the sum of exp of the scaled scores q·k/sqrt(HS) over keys s <= t).
+// Layout: qkv[B,T,W], W = C + 2·NKV·HS with C = NH·HS: q (NH heads, head h in columns h·HS..)
+// | k (NKV heads from column C) | v (NKV heads from column vc = C + NKV·HS); query head h reads
+// kv head h / (NH/NKV) (grouped-query attention; NKV = NH is plain multi-head). out[B,T,C],
+// lse[B,NH,T] (natural log of the sum of exp of the scaled scores q·k/sqrt(HS) over keys s <= t).
 //
 // Host constants (prepended as defines, chosen per device in wg_ops_attention.c):
 //   HS    head size;
+//   GQ    query heads per kv head, NH / NKV (a constant, so that GQ = 1 costs nothing);
 //   NL    key lanes per query row group (4, 8 or 16): 256 threads = NG = 256/NL row groups × NL;
 //   TR    query rows per thread: one workgroup handles BR = NG·TR rows of one (b, h);
 //   BC    keys per tile (a power of 2, 16..128, a multiple of NL);
@@ -55,9 +58,10 @@ const FA_NEG : f32 = -1.0e30;
 const FA_LN2 : f32 = 0.6931471805599453;
 
 struct AttnParams {
-    B : u32, T : u32, C : u32, NH : u32,
-    C3 : u32, nblk : u32, hs4 : u32, bc4 : u32,
-    p0 : u32, p1 : u32, p2 : u32, p3 : u32,
+    B : u32, T : u32, C : u32, NH : u32,         // C = NH·HS: out's width, qkv's first k column
+    W : u32, nblk : u32, hs4 : u32, bc4 : u32,   // W: qkv's row width
+    p0 : u32, p1 : u32, p2 : u32, nkv : u32,
+    vc : u32, p4 : u32, p5 : u32, p6 : u32,      // vc: qkv's first v column
     scale_log2 : f32, scale : f32, f0 : f32, f1 : f32,
 };
 
@@ -85,8 +89,9 @@ fn fa_load4(base : u32, c4 : u32) -> vec4<f32> {
     return v;
 }
 
-// This thread's share of the K and V rows k0.. (element i = tid + 256·n of the tile, zero past T).
-fn fa_fetch_kv(tid : u32, b : u32, h : u32, k0 : u32, kr : ptr<function, array<vec4<f32>, NKV>>,
+// This thread's share of the K and V rows k0.. of kv head g (element i = tid + 256·n of the tile,
+// zero past T).
+fn fa_fetch_kv(tid : u32, b : u32, g : u32, k0 : u32, kr : ptr<function, array<vec4<f32>, NKV>>,
                vr : ptr<function, array<vec4<f32>, NKV>>) {
     for (var n = 0u; n < NKV; n++) {
         let i = tid + 256u * n;
@@ -94,9 +99,9 @@ fn fa_fetch_kv(tid : u32, b : u32, h : u32, k0 : u32, kr : ptr<function, array<v
         var kv = vec4<f32>(0.0);
         var vv = vec4<f32>(0.0);
         if (i < BC * HS4 && t < fa_p.T) {
-            let base = (b * fa_p.T + t) * fa_p.C3 + h * HS;
+            let base = (b * fa_p.T + t) * fa_p.W + g * HS;
             kv = fa_load4(base + fa_p.C, i % HS4);
-            vv = fa_load4(base + 2u * fa_p.C, i % HS4);
+            vv = fa_load4(base + fa_p.vc, i % HS4);
         }
         (*kr)[n] = kv;
         (*vr)[n] = vv;
@@ -131,6 +136,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
     let qb = fa_p.nblk - 1u - w / BNH;
     let b = bh / fa_p.NH;
     let h = bh % fa_p.NH;
+    let g = h / GQ;  // kv head
     let q0 = qb * BR;
     let tid = lid.x;
     let rg = tid / NL;
@@ -142,7 +148,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
         let r = i / HS4;
         let t = q0 + r;
         var v = vec4<f32>(0.0);
-        if (t < T) { v = fa_load4((b * T + t) * fa_p.C3 + h * HS, i % HS4) * fa_p.scale_log2; }
+        if (t < T) { v = fa_load4((b * T + t) * fa_p.W + h * HS, i % HS4) * fa_p.scale_log2; }
         fa_q[r * HS4 + ((i % HS4) ^ ((r / TR) & SWM))] = v;
     }
 
@@ -159,7 +165,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
     // latency is hidden behind a tile of FMAs instead of stalling every tile)
     var kr = array<vec4<f32>, NKV>();
     var vr = array<vec4<f32>, NKV>();
-    fa_fetch_kv(tid, b, h, 0u, &kr, &vr);
+    fa_fetch_kv(tid, b, g, 0u, &kr, &vr);
     for (var kt = 0u; kt < n_tiles; kt++) {
         let k0 = kt * BC;
         workgroupBarrier();  // the previous tile's P·V reads are done
@@ -172,7 +178,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
             }
         }
         workgroupBarrier();
-        if (kt + 1u < n_tiles) { fa_fetch_kv(tid, b, h, k0 + BC, &kr, &vr); }
+        if (kt + 1u < n_tiles) { fa_fetch_kv(tid, b, g, k0 + BC, &kr, &vr); }
 
         // scores (explicitly zeroed: a var in a loop is not reliably re-zeroed on every driver)
         var s = array<array<f32, KPT>, TR>();

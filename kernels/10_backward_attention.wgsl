@@ -1,24 +1,34 @@
 // 10_backward_attention.wgsl — backward of causal multi-head attention (05_attention.wgsl).
 // From dout, qkv and the forward's lse, with P recomputed as exp(S·scale - lse) (flash style):
 //   D_t = dout_t · out_t,  dS = P ∘ (dout·Vᵀ - D),  dQ = dS·K·scale,  dK = dSᵀ·Q·scale,  dV = Pᵀ·dout
-// into dqkv[B,T,3C] (overwritten). WGSL has no float atomics, so no two workgroups ever add to
-// the same element; the variants (SPEC §3) differ in how they avoid that:
-//   attention_backward_dkdv + attention_backward_dq (split-dKdV): one workgroup per key block
-//     accumulates dK, dV over the query blocks at or after it; one per query block accumulates dQ
-//     over the key blocks at or before it; both compute P and dS (the scores twice in all);
-//   attention_backward_fused + attention_backward_dq_reduce (fused): the dK/dV pass also forms,
-//     per query tile, the dQ contribution of its key block, dS·K, and writes it to a scratch
-//     buffer (one slot per (key block, query row)); the reduction adds the slots of each row in
-//     a fixed order: deterministic, and the scores are computed once;
-//   attention_backward_stream: one workgroup per (b, h) walks the query blocks in order; dQ of
-//     the block stays in registers, and dK, dV are read-modify-written in dqkv by the thread that
-//     owns them (the same thread every time, so no other invocation ever touches them);
-//   attention_backward_short (split-short, T <= SS): one workgroup per (b, h) keeps the whole
-//     T×T P and dS in workgroup memory, then forms dQ, dK, dV from them.
+// into dqkv[B,T,W] (overwritten), laid out as qkv: dQ (NH heads) | dK (NKV heads from column C)
+// | dV (NKV heads from column vc). Grouped-query attention: query head h reads kv head
+// g = h / GQ, so dK and dV of head g are sums over the GQ query heads g·GQ .. g·GQ + GQ - 1 of
+// their group. WGSL has no float atomics, so no two workgroups ever add to the same element; the
+// variants (SPEC §3) differ in how they avoid that:
+//   attention_backward_dkdv + attention_backward_dq (split-dKdV): one workgroup per (key block,
+//     kv head) accumulates dK, dV over the group's query heads in order and, for each, the query
+//     blocks at or after it; one per (query block, query head) accumulates dQ over the key blocks
+//     at or before it; both compute P and dS (the scores twice in all);
+//   attention_backward_fused + attention_backward_dq_reduce (fused): the dK/dV pass (per key
+//     block and kv head, over the group's query heads as split-dKdV) also forms, per query tile,
+//     the dQ contribution of its key block, dS·K, and writes it to a scratch buffer (one slot
+//     per (query head, key block, query row)); the reduction adds the slots of each row in a
+//     fixed order: deterministic, and the scores are computed once;
+//   attention_backward_stream: one workgroup per (b, kv head) walks the group's query heads and,
+//     for each, the query blocks in order; dQ of the block stays in registers, and dK, dV are
+//     read-modify-written in dqkv by the thread that owns them (the same thread every time, so
+//     no other invocation ever touches them);
+//   attention_backward_short (split-short, T <= SS): one workgroup per (b, kv head); for each
+//     query head of the group it keeps the whole T×T P and dS in workgroup memory, then forms
+//     dQ and adds dK, dV from them (each element always by the same thread).
+// Every sum over a group runs in the fixed order of its query heads. With GQ = 1 (NKV = NH, a
+// host constant) the loops over a group have one constant trip and compile away.
 // attention_backward_dsum runs first for every variant: it stores D_t in dqkv at the first dQ
 // column of (t, h), a slot no other kernel reads after that row's dQ is written.
 //
-// Host constants (chosen per device in wg_ops_attention.c): HS; BQ, BK (query / key tile rows,
+// Host constants (chosen per device in wg_ops_attention.c): HS; GQ (query heads per kv head,
+// NH / NKV); BQ, BK (query / key tile rows,
 // powers of 2) and RQS, RKS (score micro-tile, (BQ/RQS)·(BK/RKS) = 128) for the tiled kernels;
 // NCP (column groups of the products, a power of 2 <= 64); SS for short; UNROLL (constant trip
 // counts for the loops over head columns, a tile's queries and its keys: false on the software
@@ -51,9 +61,10 @@
 const AB_LOG2E : f32 = 1.4426950408889634;
 
 struct AttnParams {
-    B : u32, T : u32, C : u32, NH : u32,
-    C3 : u32, nblk : u32, hs4 : u32, nkb : u32,   // nkb: key blocks (fused scratch layout)
-    ntri : u32, bq : u32, bk4 : u32, p3 : u32,    // ntri: scratch rows per (b, h); bq = BQ, bk4 = BK/4
+    B : u32, T : u32, C : u32, NH : u32,          // C = NH·HS: dout's width, dqkv's first dK column
+    W : u32, nblk : u32, hs4 : u32, nkb : u32,    // W: qkv's row width; nkb: key blocks (fused scratch)
+    ntri : u32, bq : u32, bk4 : u32, nkv : u32,   // ntri: scratch rows per (b, h); bq = BQ, bk4 = BK/4
+    vc : u32, p4 : u32, p5 : u32, p6 : u32,       // vc: first dV column
     scale_log2 : f32, scale : f32, f0 : f32, f1 : f32,
 };
 
@@ -171,7 +182,7 @@ fn ab_fetch_q(u : AttnParams, tid : u32, b : u32, h : u32, q0 : u32) {
         let i = tid + 256u * n;
         let t = q0 + i / HS4;
         if (i < BQ * HS4 && t < T) {
-            x.q[n] = ab_ld(false, (b * T + t) * u.C3 + h * HS, i % HS4);
+            x.q[n] = ab_ld(false, (b * T + t) * u.W + h * HS, i % HS4);
             x.g[n] = ab_ld(true, (b * T + t) * u.C + h * HS, i % HS4);
         }
     }
@@ -195,8 +206,8 @@ fn ab_put_q(tid : u32) {
     }
 }
 
-// Key rows k0.. of K and V (zero past T), into ab_xk.
-fn ab_fetch_k(u : AttnParams, tid : u32, b : u32, h : u32, k0 : u32) {
+// Key rows k0.. of K and V of kv head g (zero past T), into ab_xk.
+fn ab_fetch_k(u : AttnParams, tid : u32, b : u32, g : u32, k0 : u32) {
     let T = u.T;
     ab_xk = KRegs();
     let x = &ab_xk;
@@ -204,9 +215,9 @@ fn ab_fetch_k(u : AttnParams, tid : u32, b : u32, h : u32, k0 : u32) {
         let i = tid + 256u * n;
         let t = k0 + i / HS4;
         if (i < BK * HS4 && t < T) {
-            let base = (b * T + t) * u.C3 + h * HS;
+            let base = (b * T + t) * u.W + g * HS;
             x.k[n] = ab_ld(false, base + u.C, i % HS4);
-            x.v[n] = ab_ld(false, base + 2u * u.C, i % HS4);
+            x.v[n] = ab_ld(false, base + u.vc, i % HS4);
         }
     }
 }
@@ -241,7 +252,7 @@ fn ab_nk4(u : AttnParams) -> u32 {
 // D_t of row t (in dqkv's first dQ column of the head until dQ is written)
 fn ab_dval(u : AttnParams, b : u32, h : u32, t : u32) -> f32 {
     if (t >= u.T) { return 0.0; }
-    return ab_dqkv[(b * u.T + t) * u.C3 + h * HS];
+    return ab_dqkv[(b * u.T + t) * u.W + h * HS];
 }
 
 // ------------------------------------------------------------------ score and fix-up phases
@@ -359,19 +370,19 @@ fn ab_acc_q(u : AttnParams, tid : u32) {
     }
 }
 
-// Writes (or adds) dK, dV of key rows k0 + kg·RKP + j.
-fn ab_store_kv(u : AttnParams, tid : u32, b : u32, h : u32, k0 : u32, add : bool) {
+// Writes (or adds) dK, dV of key rows k0 + kg·RKP + j of kv head g.
+fn ab_store_kv(u : AttnParams, tid : u32, b : u32, g : u32, k0 : u32, add : bool) {
     let yx = ab_map(tid, NCP);
     for (var j = 0u; j < min(RKP, 4u); j++) {
         let kl = yx.x * RKP + j;
         let t = k0 + kl;
         if (kl >= BK || t >= u.T) { continue; }
-        let base = (b * u.T + t) * u.C3 + h * HS;
+        let base = (b * u.T + t) * u.W + g * HS;
         for (var i = 0u; i < CP; i++) {
             let c = yx.y + NCP * i;
             if (c >= HS4) { continue; }
             ab_st(base + u.C, c, ab_dk_acc[j][i] * u.scale, add);
-            ab_st(base + 2u * u.C, c, ab_dv_acc[j][i], add);
+            ab_st(base + u.vc, c, ab_dv_acc[j][i], add);
         }
     }
 }
@@ -383,7 +394,7 @@ fn ab_store_q(u : AttnParams, tid : u32, b : u32, h : u32, q0 : u32) {
         let ql = yx.x * RQP + r;
         let t = q0 + ql;
         if (ql >= BQ || t >= u.T) { continue; }
-        let base = (b * u.T + t) * u.C3 + h * HS;
+        let base = (b * u.T + t) * u.W + h * HS;
         for (var i = 0u; i < CP; i++) {
             let c = yx.y + NCP * i;
             if (c >= HS4) { continue; }
@@ -426,97 +437,111 @@ fn attention_backward_dsum(@builtin(local_invocation_id) lid : vec3<u32>, @built
     if (c4 == 0u && row < ab_pd.B * ab_pd.T * ab_pd.NH) {
         var s = 0.0;
         for (var e = 0u; e < npr; e++) { s = s + ab_dred[lid.x + e]; }
-        ab_dqkv[(row / ab_pd.NH) * ab_pd.C3 + (row % ab_pd.NH) * HS] = s;
+        ab_dqkv[(row / ab_pd.NH) * ab_pd.W + (row % ab_pd.NH) * HS] = s;
     }
 }
 
 // ------------------------------------------------------------------ split-dKdV: dK, dV
-// One workgroup per (key block, b, h); key block 0 (the longest loop) is dispatched first.
+// One workgroup per (key block, b, kv head g); key block 0 (the longest loop) is dispatched first.
+// dK, dV accumulate over the group's query heads in order and, for each, the query blocks at or
+// after the key block.
 @compute @workgroup_size(256)
 fn attention_backward_dkdv(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
                            @builtin(num_workgroups) nwg : vec3<u32>) {
     let u = ab_p;
     let w = flat_wg(wid, nwg);
     let T = u.T;
-    let BNH = u.B * u.NH;
-    if (w >= u.nblk * BNH) { return; }
-    let bh = w % BNH;
-    let b = bh / u.NH;
-    let h = bh % u.NH;
-    let k0 = (w / BNH) * BK;
+    let BNK = u.B * u.nkv;
+    if (w >= u.nblk * BNK) { return; }
+    let bg = w % BNK;
+    let b = bg / u.nkv;
+    let g = bg % u.nkv;
+    let k0 = (w / BNK) * BK;
     let tid = lid.x;
-    ab_fetch_k(u, tid, b, h, k0);
+    ab_fetch_k(u, tid, b, g, k0);
     ab_put_k(tid);
     ab_zero_kv();
     let nqb = (T + BQ - 1u) / BQ;
-    ab_fetch_q(u, tid, b, h, (k0 / BQ) * BQ);
-    for (var qb = k0 / BQ; qb < nqb; qb++) {
-        let q0 = qb * BQ;
-        workgroupBarrier();  // the previous tile's products are done with ab_qd, ab_pp, ab_ds
-        ab_put_q(tid);
-        let lse2 = ab_xq.lse2;
-        let dd = ab_xq.dd;
-        workgroupBarrier();
-        if (qb + 1u < nqb) { ab_fetch_q(u, tid, b, h, q0 + BQ); }
-        ab_score(u, tid, q0, k0, lse2);
-        workgroupBarrier();
-        ab_fixup(tid, dd);
-        workgroupBarrier();
-        ab_acc_kv(u, tid);
+    let qb0 = k0 / BQ;
+    ab_fetch_q(u, tid, b, g * GQ, qb0 * BQ);
+    for (var j = 0u; j < GQ; j++) {
+        let h = g * GQ + j;
+        for (var qb = qb0; qb < nqb; qb++) {
+            let q0 = qb * BQ;
+            workgroupBarrier();  // the previous tile's products are done with ab_qd, ab_pp, ab_ds
+            ab_put_q(tid);
+            let lse2 = ab_xq.lse2;
+            let dd = ab_xq.dd;
+            workgroupBarrier();
+            if (qb + 1u < nqb) { ab_fetch_q(u, tid, b, h, q0 + BQ); }
+            else if (j + 1u < GQ) { ab_fetch_q(u, tid, b, h + 1u, qb0 * BQ); }  // the next head's first block
+            ab_score(u, tid, q0, k0, lse2);
+            workgroupBarrier();
+            ab_fixup(tid, dd);
+            workgroupBarrier();
+            ab_acc_kv(u, tid);
+        }
     }
-    ab_store_kv(u, tid, b, h, k0, false);
+    ab_store_kv(u, tid, b, g, k0, false);
 }
 
 // ------------------------------------------------------------------ fused: dK, dV and dQ slots
 // As attention_backward_dkdv; per query tile also dS·K of this key block for the tile's rows
-// t >= k0, into scratch row (b·NH + h)·ntri + off(kb) + t - k0 with off(kb) = Σ_{j<kb} (T - j·BK).
+// t >= k0 of query head h, into scratch row (b·NH + h)·ntri + off(kb) + t - k0 with
+// off(kb) = Σ_{j<kb} (T - j·BK).
 @compute @workgroup_size(256)
 fn attention_backward_fused(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
                             @builtin(num_workgroups) nwg : vec3<u32>) {
     let u = ab_pf;
     let w = flat_wg(wid, nwg);
     let T = u.T;
-    let BNH = u.B * u.NH;
-    if (w >= u.nblk * BNH) { return; }
-    let bh = w % BNH;
-    let b = bh / u.NH;
-    let h = bh % u.NH;
-    let kb = w / BNH;
+    let BNK = u.B * u.nkv;
+    if (w >= u.nblk * BNK) { return; }
+    let bg = w % BNK;
+    let b = bg / u.nkv;
+    let g = bg % u.nkv;
+    let kb = w / BNK;
     let k0 = kb * BK;
     let tid = lid.x;
     let yx = ab_map(tid, NCP);
-    let srow0 = bh * u.ntri + kb * T - BK * (kb * (kb - 1u) / 2u) - k0;  // scratch row of t = 0
-    ab_fetch_k(u, tid, b, h, k0);
+    let soff = kb * T - BK * (kb * (kb - 1u) / 2u) - k0;  // scratch row of t = 0 inside a head's rows
+    ab_fetch_k(u, tid, b, g, k0);
     ab_put_k(tid);
     ab_zero_kv();
     let nqb = (T + BQ - 1u) / BQ;
-    ab_fetch_q(u, tid, b, h, (k0 / BQ) * BQ);
-    for (var qb = k0 / BQ; qb < nqb; qb++) {
-        let q0 = qb * BQ;
-        workgroupBarrier();
-        ab_put_q(tid);
-        let lse2 = ab_xq.lse2;
-        let dd = ab_xq.dd;
-        workgroupBarrier();
-        if (qb + 1u < nqb) { ab_fetch_q(u, tid, b, h, q0 + BQ); }
-        ab_score(u, tid, q0, k0, lse2);
-        workgroupBarrier();
-        ab_fixup(tid, dd);
-        workgroupBarrier();
-        ab_acc_kv(u, tid);
-        ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
-        ab_acc_q(u, tid);
-        for (var r = 0u; r < RQP; r++) {
-            let ql = yx.x * RQP + r;
-            let t = q0 + ql;
-            if (ql >= BQ || t < k0 || t >= T) { continue; }
-            for (var i = 0u; i < CP; i++) {
-                let c = yx.y + NCP * i;
-                if (c < HS4) { ab_scr[(srow0 + t) * HS4 + c] = ab_dq_acc[r][i]; }
+    let qb0 = k0 / BQ;
+    ab_fetch_q(u, tid, b, g * GQ, qb0 * BQ);
+    for (var j = 0u; j < GQ; j++) {
+        let h = g * GQ + j;
+        let srow0 = (b * u.NH + h) * u.ntri + soff;
+        for (var qb = qb0; qb < nqb; qb++) {
+            let q0 = qb * BQ;
+            workgroupBarrier();
+            ab_put_q(tid);
+            let lse2 = ab_xq.lse2;
+            let dd = ab_xq.dd;
+            workgroupBarrier();
+            if (qb + 1u < nqb) { ab_fetch_q(u, tid, b, h, q0 + BQ); }
+            else if (j + 1u < GQ) { ab_fetch_q(u, tid, b, h + 1u, qb0 * BQ); }
+            ab_score(u, tid, q0, k0, lse2);
+            workgroupBarrier();
+            ab_fixup(tid, dd);
+            workgroupBarrier();
+            ab_acc_kv(u, tid);
+            ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
+            ab_acc_q(u, tid);
+            for (var r = 0u; r < RQP; r++) {
+                let ql = yx.x * RQP + r;
+                let t = q0 + ql;
+                if (ql >= BQ || t < k0 || t >= T) { continue; }
+                for (var i = 0u; i < CP; i++) {
+                    let c = yx.y + NCP * i;
+                    if (c < HS4) { ab_scr[(srow0 + t) * HS4 + c] = ab_dq_acc[r][i]; }
+                }
             }
         }
     }
-    ab_store_kv(u, tid, b, h, k0, false);
+    ab_store_kv(u, tid, b, g, k0, false);
 }
 
 // dQ of row (b, t, h) = scale · Σ over key blocks kb <= t / BK of its scratch rows, in kb order.
@@ -539,7 +564,7 @@ fn attention_backward_dq_reduce(@builtin(global_invocation_id) gid : vec3<u32>,
         let srow = bh * ab_pr.ntri + kb * T - BK * (kb * (kb - 1u) / 2u) + t - kb * BK;
         acc = acc + ab_scr_in[srow * HS4 + c4];
     }
-    ab_st((b * T + t) * ab_pr.C3 + h * HS, c4, acc * ab_pr.scale, false);
+    ab_st((b * T + t) * ab_pr.W + h * HS, c4, acc * ab_pr.scale, false);
 }
 
 // ------------------------------------------------------------------ split-dKdV: dQ
@@ -555,6 +580,7 @@ fn attention_backward_dq(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
     let bh = w % BNH;
     let b = bh / u.NH;
     let h = bh % u.NH;
+    let g = h / GQ;  // kv head
     let q0 = (u.nblk - 1u - w / BNH) * BQ;
     let tid = lid.x;
     ab_fetch_q(u, tid, b, h, q0);
@@ -563,13 +589,13 @@ fn attention_backward_dq(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
     let dd = ab_xq.dd;
     ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
     let nkb = (min(q0 + BQ, T) + BK - 1u) / BK;
-    ab_fetch_k(u, tid, b, h, 0u);
+    ab_fetch_k(u, tid, b, g, 0u);
     for (var kb = 0u; kb < nkb; kb++) {
         let k0 = kb * BK;
         workgroupBarrier();  // the previous tile's products are done with ab_kv, ab_pp, ab_ds
         ab_put_k(tid);
         workgroupBarrier();
-        if (kb + 1u < nkb) { ab_fetch_k(u, tid, b, h, k0 + BK); }
+        if (kb + 1u < nkb) { ab_fetch_k(u, tid, b, g, k0 + BK); }
         ab_score(u, tid, q0, k0, lse2);
         workgroupBarrier();
         ab_fixup(tid, dd);
@@ -581,54 +607,60 @@ fn attention_backward_dq(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
 }
 
 // ------------------------------------------------------------------ streaming
-// One workgroup per (b, h). For each query block in order: dQ in registers over the key blocks
-// at or before it; each key block's dK, dV are written at the first query block that sees it
-// and added to afterwards, always by the same thread (ab_store_kv's ownership is fixed).
+// One workgroup per (b, kv head g). For each query head h of the group in order, and each of its
+// query blocks in order: dQ in registers over the key blocks at or before it; each key block's
+// dK, dV are written at the first query block of the group's first head that sees it and added
+// to afterwards, always by the same thread (ab_store_kv's ownership is fixed).
 @compute @workgroup_size(256)
 fn attention_backward_stream(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
                              @builtin(num_workgroups) nwg : vec3<u32>) {
     let u = ab_p;
-    let bh = flat_wg(wid, nwg);
+    let bg = flat_wg(wid, nwg);
     let T = u.T;
-    if (bh >= u.B * u.NH) { return; }
-    let b = bh / u.NH;
-    let h = bh % u.NH;
+    if (bg >= u.B * u.nkv) { return; }
+    let b = bg / u.nkv;
+    let g = bg % u.nkv;
     let tid = lid.x;
     let nqb = (T + BQ - 1u) / BQ;
-    for (var qb = 0u; qb < nqb; qb++) {
-        let q0 = qb * BQ;
-        ab_fetch_q(u, tid, b, h, q0);
-        let lse2 = ab_xq.lse2;
-        let dd = ab_xq.dd;
-        workgroupBarrier();
-        ab_put_q(tid);
-        ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
-        let nkb = (min(q0 + BQ, T) + BK - 1u) / BK;
-        for (var kb = 0u; kb < nkb; kb++) {
-            let k0 = kb * BK;
-            ab_fetch_k(u, tid, b, h, k0);
+    for (var j = 0u; j < GQ; j++) {
+        let h = g * GQ + j;
+        for (var qb = 0u; qb < nqb; qb++) {
+            let q0 = qb * BQ;
+            ab_fetch_q(u, tid, b, h, q0);
+            let lse2 = ab_xq.lse2;
+            let dd = ab_xq.dd;
             workgroupBarrier();
-            ab_put_k(tid);
-            workgroupBarrier();
-            ab_score(u, tid, q0, k0, lse2);
-            workgroupBarrier();
-            ab_fixup(tid, dd);
-            workgroupBarrier();
-            ab_acc_q(u, tid);
-            ab_zero_kv();
-            ab_acc_kv(u, tid);
-            // first write of key block kb: at the first query block whose rows reach it
-            ab_store_kv(u, tid, b, h, k0, qb != k0 / BQ);
+            ab_put_q(tid);
+            ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
+            let nkb = (min(q0 + BQ, T) + BK - 1u) / BK;
+            for (var kb = 0u; kb < nkb; kb++) {
+                let k0 = kb * BK;
+                ab_fetch_k(u, tid, b, g, k0);
+                workgroupBarrier();
+                ab_put_k(tid);
+                workgroupBarrier();
+                ab_score(u, tid, q0, k0, lse2);
+                workgroupBarrier();
+                ab_fixup(tid, dd);
+                workgroupBarrier();
+                ab_acc_q(u, tid);
+                ab_zero_kv();
+                ab_acc_kv(u, tid);
+                // first write of key block kb: at the first query block of the first head whose rows reach it
+                ab_store_kv(u, tid, b, g, k0, j != 0u || qb != k0 / BQ);
+            }
+            storageBarrier();  // D of this block (in its dQ slots) has been read by every thread
+            ab_store_q(u, tid, b, h, q0);
         }
-        storageBarrier();  // D of this block (in its dQ slots) has been read by every thread
-        ab_store_q(u, tid, b, h, q0);
     }
 }
 
 // ------------------------------------------------------------------ split-short
-// One workgroup per (b, h), T <= SS: P and dS of the whole causal triangle in workgroup memory,
-// then every dQ, dK, dV element as one sum over them. Q, K, V, dout are read from the storage
-// buffers directly (T rows of HS: small).
+// One workgroup per (b, kv head g), T <= SS. For each query head h of the group in order: P and
+// dS of the whole causal triangle in workgroup memory, then every dQ element of h as one sum over
+// them, and every dK, dV element of g written (first head) or added to (the others) by the thread
+// that owns it, the same for every head. Q, K, V, dout are read from the storage buffers directly
+// (T rows of HS: small).
 var<workgroup> as_p : array<f32, SS * SS>;
 var<workgroup> as_ds : array<f32, SS * SS>;
 var<workgroup> as_l : array<f32, SS>;
@@ -646,57 +678,70 @@ fn as_dout(i : u32) -> f32 {
 @compute @workgroup_size(256)
 fn attention_backward_short(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
                             @builtin(num_workgroups) nwg : vec3<u32>) {
-    let bh = flat_wg(wid, nwg);
+    let bg = flat_wg(wid, nwg);
     let T = ab_p.T;
-    if (bh >= ab_p.B * ab_p.NH) { return; }
-    let b = bh / ab_p.NH;
-    let h = bh % ab_p.NH;
+    if (bg >= ab_p.B * ab_p.nkv) { return; }
+    let b = bg / ab_p.nkv;
+    let g = bg % ab_p.nkv;
     let C = ab_p.C;
-    let C3 = ab_p.C3;
+    let W = ab_p.W;
+    let kc = C + g * HS;         // first column of K (dK) of kv head g
+    let vc = ab_p.vc + g * HS;   // first column of V (dV)
     let rows = b * T;  // first row of this batch element
-    for (var t = lid.x; t < T; t = t + 256u) {
-        as_l[t] = ab_lse[bh * T + t] * AB_LOG2E;
-        as_d[t] = ab_dqkv[(rows + t) * C3 + h * HS];
-    }
-    workgroupBarrier();
-    for (var e = lid.x; e < T * T; e = e + 256u) {
-        let i = e / T;  // query
-        let j = e % T;  // key
-        var p = 0.0;
-        var ds = 0.0;
-        if (j <= i) {
-            let qb = (rows + i) * C3 + h * HS;
-            let kb = (rows + j) * C3 + C + h * HS;
-            let gb = (rows + i) * C + h * HS;
-            var s = 0.0;
-            var dp = 0.0;
-            for (var c = 0u; c < HS; c++) {
-                s = s + as_qkv(qb + c) * as_qkv(kb + c);
-                dp = dp + as_dout(gb + c) * as_qkv(kb + C + c);
+    for (var jh = 0u; jh < GQ; jh++) {
+        let h = g * GQ + jh;
+        let bh = b * ab_p.NH + h;
+        // (the previous head's last phase reads neither as_l nor as_d, and the barrier below
+        // orders its reads of as_p, as_ds before this head's writes)
+        for (var t = lid.x; t < T; t = t + 256u) {
+            as_l[t] = ab_lse[bh * T + t] * AB_LOG2E;
+            as_d[t] = ab_dqkv[(rows + t) * W + h * HS];
+        }
+        workgroupBarrier();
+        for (var e = lid.x; e < T * T; e = e + 256u) {
+            let i = e / T;  // query
+            let j = e % T;  // key
+            var p = 0.0;
+            var ds = 0.0;
+            if (j <= i) {
+                let qb = (rows + i) * W + h * HS;
+                let kb = (rows + j) * W + kc;
+                let vb = (rows + j) * W + vc;
+                let gb = (rows + i) * C + h * HS;
+                var s = 0.0;
+                var dp = 0.0;
+                for (var c = 0u; c < HS; c++) {
+                    s = s + as_qkv(qb + c) * as_qkv(kb + c);
+                    dp = dp + as_dout(gb + c) * as_qkv(vb + c);
+                }
+                p = exp2(s * ab_p.scale_log2 - as_l[i]);
+                ds = p * (dp - as_d[i]);
             }
-            p = exp2(s * ab_p.scale_log2 - as_l[i]);
-            ds = p * (dp - as_d[i]);
+            as_p[i * SS + j] = p;
+            as_ds[i * SS + j] = ds;
         }
-        as_p[i * SS + j] = p;
-        as_ds[i * SS + j] = ds;
-    }
-    storageBarrier();  // the D slots have been read before dQ overwrites them
-    workgroupBarrier();
-    let n = T * HS;
-    for (var e = lid.x; e < 3u * n; e = e + 256u) {
-        let part = e / n;  // 0 dQ, 1 dK, 2 dV
-        let t = (e % n) / HS;
-        let c = e % HS;
-        var acc = 0.0;
-        if (part == 0u) {
-            for (var j = 0u; j <= t; j++) { acc = acc + as_ds[t * SS + j] * as_qkv((rows + j) * C3 + C + h * HS + c); }
-            acc = acc * ab_p.scale;
-        } else if (part == 1u) {
-            for (var i = t; i < T; i++) { acc = acc + as_ds[i * SS + t] * as_qkv((rows + i) * C3 + h * HS + c); }
-            acc = acc * ab_p.scale;
-        } else {
-            for (var i = t; i < T; i++) { acc = acc + as_p[i * SS + t] * as_dout((rows + i) * C + h * HS + c); }
+        storageBarrier();  // the D slots have been read before dQ overwrites them
+        workgroupBarrier();
+        let n = T * HS;
+        for (var e = lid.x; e < 3u * n; e = e + 256u) {
+            let part = e / n;  // 0 dQ, 1 dK, 2 dV
+            let t = (e % n) / HS;
+            let c = e % HS;
+            var acc = 0.0;
+            var dst = (rows + t) * W + h * HS + c;
+            if (part == 0u) {
+                for (var j = 0u; j <= t; j++) { acc = acc + as_ds[t * SS + j] * as_qkv((rows + j) * W + kc + c); }
+                acc = acc * ab_p.scale;
+            } else if (part == 1u) {
+                for (var i = t; i < T; i++) { acc = acc + as_ds[i * SS + t] * as_qkv((rows + i) * W + h * HS + c); }
+                acc = acc * ab_p.scale;
+                dst = (rows + t) * W + kc + c;
+            } else {
+                for (var i = t; i < T; i++) { acc = acc + as_p[i * SS + t] * as_dout((rows + i) * C + h * HS + c); }
+                dst = (rows + t) * W + vc + c;
+            }
+            if (part != 0u && jh != 0u) { acc = acc + ab_dqkv[dst]; }  // the group's earlier heads
+            ab_dqkv[dst] = acc;
         }
-        ab_dqkv[(rows + t) * C3 + part * C + h * HS + c] = acc;
     }
 }

@@ -57,9 +57,9 @@ static void prep_rmsnorm_bwd(const wgt_op_desc *d, float **h, const double *s) {
 
 // attention_backward needs the forward's out and lse
 static void prep_attention_bwd(const wgt_op_desc *d, float **h, const double *s) {
-    uint32_t B = (uint32_t)s[scalar_of(d, "B")], T = (uint32_t)s[scalar_of(d, "T")], C = (uint32_t)s[scalar_of(d, "C")],
-             NH = (uint32_t)s[scalar_of(d, "NH")];
-    cpu_attention_forward(h[bind_of(d, "out")], h[bind_of(d, "lse")], h[bind_of(d, "qkv")], B, T, C, NH);
+    uint32_t B = (uint32_t)s[scalar_of(d, "B")], T = (uint32_t)s[scalar_of(d, "T")], NH = (uint32_t)s[scalar_of(d, "NH")],
+             NKV = (uint32_t)s[scalar_of(d, "NKV")], HS = (uint32_t)s[scalar_of(d, "HS")];
+    cpu_attention_forward(h[bind_of(d, "out")], h[bind_of(d, "lse")], h[bind_of(d, "qkv")], B, T, NH, NKV, HS);
 }
 
 // clip and the optimizer read a scale/norm that must be positive
@@ -78,7 +78,9 @@ static void prep_positive(const wgt_op_desc *d, float **h, const double *s) {
 //   element-wise f32    ~1e-6 of the largest: the same formula, libm vs GPU exp/tanh (few ulps)
 //   reductions          the reference sums in double, kernels in f32 in another order:
 //                       ~1e-5 of the largest for sums of 10^2..10^4 terms
-//   attention           online softmax vs two-pass; exp of differences (~1e-5)
+//   attention           online softmax vs two-pass; exp of differences (~1e-5); with grouped
+//                       kv heads dK, dV add a group's query heads (f32 vs double)
+//   rope                x1·c - x2·s per element: one product may be fused (FMA) on one side
 static const op_case cases[] = {
     {"gelu_inplace", "n=4099", 1e-6, 1e-5, NULL},
     {"gelu_inplace", "n=4096", 1e-6, 1e-5, NULL},  // the vec4 path
@@ -103,10 +105,18 @@ static const op_case cases[] = {
     {"matmul_t", "N=37,C=68,OC=50", 1e-5, 1e-5, NULL},
     {"matmul_at", "N=300,C=68,OC=52", 1e-5, 1e-5, NULL},
     {"matmul_at", "N=33,C=130,OC=20", 1e-5, 1e-5, NULL},
-    {"attention_forward", "B=2,T=37,C=64,NH=4", 1e-5, 1e-4, NULL},
-    {"attention_forward", "B=1,T=70,C=96,NH=1", 1e-5, 1e-4, NULL},
-    {"attention_backward", "B=2,T=37,C=64,NH=4", 1e-4, 1e-4, prep_attention_bwd},
-    {"attention_backward", "B=1,T=130,C=32,NH=2", 1e-4, 1e-4, prep_attention_bwd},
+    {"rope_forward", "B=2,T=37,NH=4,NKV=2,HS=16", 1e-6, 1e-5, NULL},
+    {"rope_forward", "B=1,T=5,NH=3,NKV=3,HS=6", 1e-6, 1e-5, NULL},  // HS/2 odd; plain heads
+    {"rope_backward", "B=2,T=37,NH=4,NKV=2,HS=16", 1e-6, 1e-5, NULL},
+    {"rope_backward", "B=1,T=70,NH=2,NKV=1,HS=10", 1e-6, 1e-5, NULL},
+    {"attention_forward", "B=2,T=37,NH=4,NKV=4,HS=16", 1e-5, 1e-4, NULL},
+    {"attention_forward", "B=1,T=70,NH=1,NKV=1,HS=96", 1e-5, 1e-4, NULL},
+    {"attention_forward", "B=2,T=37,NH=8,NKV=2,HS=16", 1e-5, 1e-4, NULL},  // grouped-query
+    {"attention_forward", "B=1,T=45,NH=4,NKV=1,HS=32", 1e-5, 1e-4, NULL},  // one kv head
+    {"attention_backward", "B=2,T=37,NH=4,NKV=4,HS=16", 1e-4, 1e-4, prep_attention_bwd},
+    {"attention_backward", "B=1,T=130,NH=2,NKV=2,HS=16", 1e-4, 1e-4, prep_attention_bwd},
+    {"attention_backward", "B=2,T=37,NH=8,NKV=2,HS=16", 1e-4, 1e-4, prep_attention_bwd},   // grouped-query
+    {"attention_backward", "B=1,T=130,NH=4,NKV=1,HS=16", 1e-4, 1e-4, prep_attention_bwd},  // one kv head, long
     {"residual_forward", "n=1001", 0, 0, NULL},
     {"add_inplace", "n=1001", 0, 0, NULL},
     {"grad_norm_sq", "n=70001", 1e-5, 1e-5, NULL},

@@ -451,18 +451,20 @@ static void test_matmul_big(void) {
 
 // ---------------------------------------------------------------- attention
 
-// out[B,T,C] and lse[B,NH,T] of causal attention, straight from the definition, in double.
-static void d_attention(double *out, double *lse, const double *qkv, uint32_t B, uint32_t T, uint32_t C, uint32_t NH) {
-    uint32_t HS = C / NH;
-    size_t C3 = 3 * (size_t)C;
+// out[B,T,NH·HS] and lse[B,NH,T] of causal attention with grouped kv heads (qkv rows q | k | v of
+// NH, NKV, NKV heads; query head h reads kv head h / (NH/NKV)), straight from the definition, in double.
+static void d_attention(double *out, double *lse, const double *qkv, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
+                        uint32_t HS) {
+    size_t C = (size_t)NH * HS, W = C + 2 * (size_t)NKV * HS;
     double scale = 1 / sqrt((double)HS), *s = dalloc(T);
     for (uint32_t b = 0; b < B; b++)
         for (uint32_t h = 0; h < NH; h++)
             for (uint32_t t = 0; t < T; t++) {
-                const double *q = qkv + ((size_t)b * T + t) * C3 + h * HS;
+                size_t g = h / (NH / NKV), kc = C + g * HS, vc = C + (NKV + g) * HS;
+                const double *q = qkv + ((size_t)b * T + t) * W + h * HS;
                 double mx = -INFINITY, sum = 0;
                 for (uint32_t j = 0; j <= t; j++) {
-                    const double *k = qkv + ((size_t)b * T + j) * C3 + C + h * HS;
+                    const double *k = qkv + ((size_t)b * T + j) * W + kc;
                     s[j] = 0;
                     for (uint32_t d = 0; d < HS; d++) s[j] += q[d] * k[d];
                     s[j] *= scale;
@@ -472,45 +474,49 @@ static void d_attention(double *out, double *lse, const double *qkv, uint32_t B,
                 if (lse) lse[((size_t)b * NH + h) * T + t] = mx + log(sum);
                 for (uint32_t d = 0; d < HS; d++) {
                     double o = 0;
-                    for (uint32_t j = 0; j <= t; j++)
-                        o += exp(s[j] - mx) / sum * qkv[((size_t)b * T + j) * C3 + 2 * C + h * HS + d];
+                    for (uint32_t j = 0; j <= t; j++) o += exp(s[j] - mx) / sum * qkv[((size_t)b * T + j) * W + vc + d];
                     out[((size_t)b * T + t) * C + h * HS + d] = o;
                 }
             }
     free(s);
 }
-typedef struct { double *qkv, *out; const float *w; uint32_t B, T, C, NH; } att_ctx;
+typedef struct { double *qkv, *out; const float *w; uint32_t B, T, NH, NKV, HS; } att_ctx;
 static double att_loss(void *p) {
     att_ctx *c = p;
-    d_attention(c->out, NULL, c->qkv, c->B, c->T, c->C, c->NH);
-    return dot_w(c->out, c->w, (size_t)c->B * c->T * c->C);
+    d_attention(c->out, NULL, c->qkv, c->B, c->T, c->NH, c->NKV, c->HS);
+    return dot_w(c->out, c->w, (size_t)c->B * c->T * c->NH * c->HS);
 }
 
-static void attention_case(uint32_t B, uint32_t T, uint32_t C, uint32_t NH, float spread) {
-    size_t BT = (size_t)B * T, nqkv = BT * 3 * C;
+static void attention_case(uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float spread) {
+    size_t BT = (size_t)B * T, C = (size_t)NH * HS, nqkv = BT * (C + 2 * (size_t)NKV * HS);
     float *qkv = frandom(nqkv, -spread, spread), *w = frandom(BT * C, -1, 1);
     float *out = falloc(BT * C), *lse = falloc(BT * NH), *dqkv = falloc(nqkv);
-    cpu_attention_forward(out, lse, qkv, B, T, C, NH);
-    att_ctx c = {to_double(qkv, nqkv), dalloc(BT * C), w, B, T, C, NH};
+    cpu_attention_forward(out, lse, qkv, B, T, NH, NKV, HS);
+    att_ctx c = {to_double(qkv, nqkv), dalloc(BT * C), w, B, T, NH, NKV, HS};
     double *lsed = dalloc(BT * NH);
-    d_attention(c.out, lsed, c.qkv, B, T, C, NH);
-    char what[128];
-    snprintf(what, sizeof what, "attention_forward out B=%u T=%u C=%u NH=%u", B, T, C, NH);
+    d_attention(c.out, lsed, c.qkv, B, T, NH, NKV, HS);
+    char what[128], tag[64];
+    snprintf(tag, sizeof tag, "B=%u T=%u NH=%u NKV=%u HS=%u", B, T, NH, NKV, HS);
+    snprintf(what, sizeof what, "attention_forward out %s", tag);
     check_fwd(what, out, c.out, BT * C);
-    snprintf(what, sizeof what, "attention_forward lse B=%u T=%u C=%u NH=%u", B, T, C, NH);
+    snprintf(what, sizeof what, "attention_forward lse %s", tag);
     check_fwd(what, lse, lsed, BT * NH);
     for (size_t i = 0; i < nqkv; i++) dqkv[i] = NAN;  // overwrites every element
-    cpu_attention_backward(dqkv, w, qkv, out, lse, B, T, C, NH);
+    cpu_attention_backward(dqkv, w, qkv, out, lse, B, T, NH, NKV, HS);
     double *num = fd_grad(c.qkv, nqkv, att_loss, &c);
-    snprintf(what, sizeof what, "attention_backward dqkv B=%u T=%u C=%u NH=%u", B, T, C, NH);
+    snprintf(what, sizeof what, "attention_backward dqkv %s", tag);
     check_grad(what, dqkv, num, nqkv);
     free(qkv); free(w); free(out); free(lse); free(dqkv); free(c.qkv); free(c.out); free(lsed); free(num);
 }
 
 static void test_attention_grad(void) {
-    attention_case(2, 5, 8, 2, 1.5f);
-    attention_case(1, 7, 12, 3, 3.0f);  // peakier softmax, odd head size
-    attention_case(1, 1, 4, 1, 1.0f);   // T = 1: out = v, dq = dk = 0
+    attention_case(2, 5, 2, 2, 4, 1.5f);
+    attention_case(1, 7, 3, 3, 4, 3.0f);  // peakier softmax, odd head count
+    attention_case(1, 1, 1, 1, 4, 1.0f);  // T = 1: out = v, dq = dk = 0
+    // grouped-query: dK, dV sum over the query heads of a group
+    attention_case(2, 6, 4, 2, 4, 2.0f);
+    attention_case(1, 7, 6, 2, 3, 2.0f);  // 3 query heads a group, odd head size
+    attention_case(1, 5, 4, 1, 2, 1.5f);  // one kv head (multi-query)
 }
 
 // ---------------------------------------------------------------- residual

@@ -1,7 +1,9 @@
 // test_kernels_attention.c — causal multi-head attention in WGSL (05_attention.wgsl forward,
 // 10_backward_attention.wgsl backward, every variant) against the C reference.
 // Shapes: tiny (B=2, T=5, HS=4), T not a multiple of any tile (67, 70, 100), HS = 64 with NH = 2,
-// T = 256, HS = 128, HS not a multiple of 4, T at the split-short limit; inputs scaled so that the
+// T = 256, HS = 128, HS not a multiple of 4, T at the split-short limit; grouped-query heads
+// (NH = 8, NKV = 2 and NH = 4, NKV = 1) through every variant, whose results must also repeat
+// bit for bit (dK, dV summed over a group in a fixed order); inputs scaled so that the
 // scores reach about ±20 in some rows (peaky softmax) and stay near 0 in others; and q, k, v at
 // ±80 (scores in the thousands) for finiteness. Besides the device's defaults, a few other tile
 // settings (through the context's settings, parsed as from the environment) reach the code paths that the
@@ -27,9 +29,6 @@
 #include "core/clock.h"
 
 // test hooks of src/backend/webgpu/wg_ops_attention.c
-int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv,
-                               wgt_view out, wgt_view lse, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
-int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t C, uint32_t NH);
 int wg_attention_fwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
 int wg_attention_bwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
 const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_t cap);
@@ -54,35 +53,39 @@ static int all_finite(const float *x, size_t n) {
     return 1;
 }
 
-// qkv[B,T,3C]: q rows scaled by 0.3, 1 or 3.5 (row t mod 3), k by 2, so that |q·k|/sqrt(HS)
-// spans near-uniform softmax rows and peaky ones (scores up to about ±20); v standard normal.
-static float *make_qkv(uint32_t B, uint32_t T, uint32_t C, float extreme) {
-    size_t n = (size_t)B * T * 3 * C;
+// qkv[B,T,W], W = C + 2·NKV·HS (C = NH·HS): q columns scaled by 0.3, 1 or 3.5 (row t mod 3), k by
+// 2, so that |q·k|/sqrt(HS) spans near-uniform softmax rows and peaky ones (scores up to about
+// ±20); v standard normal.
+static float *make_qkv(uint32_t B, uint32_t T, uint32_t C, uint32_t W, float extreme) {
+    size_t n = (size_t)B * T * W;
     float *x = malloc(n * 4);
     static const float qs[3] = {0.3f, 1.0f, 3.5f};
+    uint32_t kend = C + (W - C) / 2;
     for (size_t r = 0; r < (size_t)B * T; r++)
-        for (uint32_t c = 0; c < 3 * C; c++) {
+        for (uint32_t c = 0; c < W; c++) {
             float v = extreme > 0 ? trng_uniform(-extreme, extreme) : trng_normal();
-            if (extreme <= 0) v *= c < C ? qs[(r % T) % 3] : c < 2 * C ? 2.0f : 1.0f;
-            x[r * 3 * C + c] = v;
+            if (extreme <= 0) v *= c < C ? qs[(r % T) % 3] : c < kend ? 2.0f : 1.0f;
+            x[r * W + c] = v;
         }
     return x;
 }
 
 // One shape under the current settings: forward (out, lse) and the backward variants in `runs`
-// (dqkv). `note` names the settings in the check labels.
-static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, float extreme, int runs,
+// (dqkv). `note` names the settings in the check labels. With grouped kv heads every variant runs
+// twice and must give the same bits.
+static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float extreme, int runs,
                      const char *note) {
     double t0 = wgt_now_s();
     char what[224], tag[160];
-    snprintf(tag, sizeof tag, "B=%u T=%u C=%u NH=%u HS=%u%s%s%s", B, T, C, NH, C / NH, extreme > 0 ? " (±80)" : "",
+    uint32_t C = NH * HS, W = (NH + 2 * NKV) * HS;
+    snprintf(tag, sizeof tag, "B=%u T=%u NH=%u NKV=%u HS=%u%s%s%s", B, T, NH, NKV, HS, extreme > 0 ? " (±80)" : "",
              note ? " " : "", note ? note : "");
-    size_t bt = (size_t)B * T, n3 = bt * 3 * C, nl = (size_t)B * NH * T;
-    float *qkv = make_qkv(B, T, C, extreme);
+    size_t bt = (size_t)B * T, n3 = bt * W, nl = (size_t)B * NH * T;
+    float *qkv = make_qkv(B, T, C, W, extreme);
     btensor tq = bt_new(p, n3, qkv), to = bt_new(p, bt * C, NULL), tl = bt_new(p, nl, NULL);
 
-    p->cpu->attention_forward(p->cpu, bt_c(to), bt_c(tl), bt_c(tq), B, T, C, NH);
-    p->gpu->attention_forward(p->gpu, bt_g(to), bt_g(tl), bt_g(tq), B, T, C, NH);
+    p->cpu->attention_forward(p->cpu, bt_c(to), bt_c(tl), bt_c(tq), B, T, NH, NKV, HS);
+    p->gpu->attention_forward(p->gpu, bt_g(to), bt_g(tl), bt_g(tq), B, T, NH, NKV, HS);
     float *oc, *og, *lc, *lg;
     bt_get(p, to, &oc, &og);
     bt_get(p, tl, &lc, &lg);
@@ -110,21 +113,29 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, 
     btensor tg = bt_new(p, bt * C, dout), td = bt_new(p, n3, NULL);
     p->gpu->upload(p->gpu, bt_g(to), oc, bt * C);
     p->gpu->upload(p->gpu, bt_g(tl), lc, nl);
-    p->cpu->attention_backward(p->cpu, bt_c(td), bt_c(tg), bt_c(tq), bt_c(to), bt_c(tl), B, T, C, NH);
-    float *ref = malloc(n3 * 4), *got = malloc(n3 * 4), *poison = malloc(n3 * 4);
+    p->cpu->attention_backward(p->cpu, bt_c(td), bt_c(tg), bt_c(tq), bt_c(to), bt_c(tl), B, T, NH, NKV, HS);
+    float *ref = malloc(n3 * 4), *got = malloc(n3 * 4), *again = malloc(n3 * 4), *poison = malloc(n3 * 4);
     CHECK(p->cpu->sync(p->cpu) == WGT_OK, "cpu sync");
     p->cpu->download(p->cpu, ref, bt_c(td), n3);
     for (size_t i = 0; i < n3; i++) poison[i] = NAN;  // every element must be overwritten
     float scale = max_abs(ref, n3);
-    int auto_v = wg_attention_backward_auto_variant(p->gpu, B, T, C, NH);
+    int auto_v = wg_attention_backward_auto_variant(p->gpu, B, T, NH, NKV, HS);
     for (int v = 0; v <= 4; v++) {
         if (!(runs & (1 << v))) continue;
         p->gpu->upload(p->gpu, bt_g(td), poison, n3);
-        int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), B, T, C, NH);
+        int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), B, T, NH, NKV,
+                                             HS);
         CHECK(v == 0 ? ran == auto_v : ran == v, "%s: variant %d ran as %d", tag, v, ran);
         CHECK(p->gpu->sync(p->gpu) == WGT_OK, "device error: %s", wgt_last_error());
         p->gpu->download(p->gpu, got, bt_g(td), n3);
         snprintf(what, sizeof what, "backward dqkv %s%s, %s", variant_name[ran], v == 0 ? " (auto)" : "", tag);
+        if (NKV < NH) {  // the group sums run in a fixed order: a second run repeats every bit
+            p->gpu->upload(p->gpu, bt_g(td), poison, n3);
+            wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), B, T, NH, NKV, HS);
+            CHECK(p->gpu->sync(p->gpu) == WGT_OK, "device error: %s", wgt_last_error());
+            p->gpu->download(p->gpu, again, bt_g(td), n3);
+            CHECK(!memcmp(got, again, n3 * 4), "%s: a second run gave other bits", what);
+        }
         if (extreme > 0) {
             CHECK(all_finite(got, n3), "%s: non-finite values", what);
         } else {
@@ -136,7 +147,7 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, 
     }
     if (verbose) fprintf(stderr, "  %s: max |dqkv| %.3g, auto variant %s, %.2f s\n", tag, scale, variant_name[auto_v],
                          wgt_now_s() - t0);
-    free(ref); free(got); free(poison); free(dout); free(qkv);
+    free(ref); free(got); free(again); free(poison); free(dout); free(qkv);
     free(oc); free(og); free(lc); free(lg);
     bt_free(p, &tq); bt_free(p, &to); bt_free(p, &tl); bt_free(p, &tg); bt_free(p, &td);
 }
@@ -153,20 +164,19 @@ static void set_attn(bpair *p, const char *fwd, const char *bwd) {
 // run_case under forward / backward settings given as WGTRAIN_ATTN_FWD_CFG / WGTRAIN_ATTN_BWD_CFG
 // text. All fit lavapipe (32 KiB of workgroup memory, subgroups of 8); a device that refuses one
 // (the wrappers would run their defaults instead) skips the case with a note.
-static void run_with(bpair *p, uint32_t B, uint32_t T, uint32_t C, uint32_t NH, int runs, const char *fwd,
-                     const char *bwd) {
+static void run_with(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, int runs,
+                     const char *fwd, const char *bwd) {
     char note[160], desc[256];
-    int ok = (!fwd || wg_attention_fwd_cfg_ok(p->gpu, C / NH, fwd)) &&
-             (!bwd || wg_attention_bwd_cfg_ok(p->gpu, C / NH, bwd));
+    int ok = (!fwd || wg_attention_fwd_cfg_ok(p->gpu, HS, fwd)) && (!bwd || wg_attention_bwd_cfg_ok(p->gpu, HS, bwd));
     if (!ok) {
         fprintf(stderr, "note: this device refuses '%s' / '%s' at HS=%u; case skipped\n", fwd ? fwd : "",
-                bwd ? bwd : "", C / NH);
+                bwd ? bwd : "", HS);
         return;
     }
     set_attn(p, fwd, bwd);
-    if (verbose) fprintf(stderr, "  settings: %s\n", wg_attention_describe(p->gpu, C / NH, desc, sizeof desc));
+    if (verbose) fprintf(stderr, "  settings: %s\n", wg_attention_describe(p->gpu, HS, desc, sizeof desc));
     snprintf(note, sizeof note, "[%s%s%s]", fwd ? fwd : "", fwd && bwd ? " " : "", bwd ? bwd : "");
-    run_case(p, B, T, C, NH, 0, runs, note);
+    run_case(p, B, T, NH, NKV, HS, 0, runs, note);
     set_attn(p, NULL, NULL);
 }
 
@@ -202,28 +212,36 @@ int main(void) {
     set_attn(&p, NULL, NULL);  // the defaults unless a case sets them
     check_settings(&p);
     int longv = RUN_SPLIT | RUN_FUSED;
-    run_case(&p, 2, 5, 8, 2, 0, RUN_AUTO | RUN_FUSED, NULL);     // tiny: HS = 4, one partial tile
-    run_case(&p, 1, 67, 48, 2, 0, longv, NULL);                  // T just past a tile multiple; HS = 24:
-                                                                 //   vec4 rows not a multiple of 8 (no swizzle)
-    run_case(&p, 2, 100, 128, 2, 0, longv | RUN_STREAM | RUN_AUTO, NULL);  // HS = 64 with NH = 2
-    run_case(&p, 1, 256, 128, 2, 0, longv | RUN_STREAM, NULL);   // T = 256
-    run_case(&p, 1, 56, 128, 2, 0, RUN_SHORT, NULL);             // T at the split-short limit of 32 KiB devices
-    run_case(&p, 1, 70, 128, 1, 0, RUN_SPLIT, NULL);             // HS = 128: the small tiles
-    run_case(&p, 2, 40, 12, 2, 0, RUN_SHORT | RUN_SPLIT, NULL);  // HS = 6: not a multiple of 4 (scalar loads)
-    run_case(&p, 1, 33, 8, 2, 80.0f, RUN_AUTO, NULL);            // ±80 inputs
+    // B, T, NH, NKV, HS
+    run_case(&p, 2, 5, 2, 2, 4, 0, RUN_AUTO | RUN_FUSED, NULL);      // tiny: HS = 4, one partial tile
+    run_case(&p, 1, 67, 2, 2, 24, 0, longv, NULL);                   // T just past a tile multiple; HS = 24:
+                                                                     //   vec4 rows not a multiple of 8 (no swizzle)
+    run_case(&p, 2, 100, 2, 2, 64, 0, longv | RUN_STREAM | RUN_AUTO, NULL);  // HS = 64 with NH = 2
+    run_case(&p, 1, 256, 2, 2, 64, 0, longv | RUN_STREAM, NULL);     // T = 256
+    run_case(&p, 1, 56, 2, 2, 64, 0, RUN_SHORT, NULL);               // T at the split-short limit of 32 KiB devices
+    run_case(&p, 1, 70, 1, 1, 128, 0, RUN_SPLIT, NULL);              // HS = 128: the small tiles
+    run_case(&p, 2, 40, 2, 2, 6, 0, RUN_SHORT | RUN_SPLIT, NULL);    // HS = 6: not a multiple of 4 (scalar loads)
+    run_case(&p, 1, 33, 2, 2, 4, 80.0f, RUN_AUTO, NULL);             // ±80 inputs
+    // grouped-query attention: every variant, T not a multiple of any tile
+    run_case(&p, 2, 67, 8, 2, 8, 0, longv | RUN_STREAM, NULL);       // 4 query heads a kv head
+    run_case(&p, 1, 37, 8, 2, 8, 0, RUN_SHORT | RUN_AUTO, NULL);
+    run_case(&p, 2, 100, 4, 1, 16, 0, longv | RUN_STREAM | RUN_AUTO, NULL);  // one kv head (multi-query)
+    run_case(&p, 1, 45, 4, 1, 16, 0, RUN_SHORT, NULL);
+    run_case(&p, 1, 45, 4, 2, 6, 0, RUN_SHORT | RUN_SPLIT, NULL);    // HS = 6 (scalar loads), 2 a group
     // the unrolled loops of real GPUs: compiling them costs the software rasterizer seconds even at
-    // HS = 4, so one backward kernel (fused: both products) with short tiles
+    // HS = 4, so one backward kernel (fused: both products) with short tiles, plain and grouped
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = 1;
-    run_with(&p, 2, 70, 8, 2, RUN_FUSED, NULL, "kv=8x16");
+    run_with(&p, 2, 70, 2, 2, 4, RUN_FUSED, NULL, "kv=8x16");
+    run_with(&p, 1, 70, 4, 1, 4, RUN_FUSED, NULL, "kv=8x16");
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = WG_AUTO;
     // the H200 defaults (48 KiB at HS = 64) at HS = 32, where they fit 32 KiB: 64-key forward tiles
     // (P larger than the K tile), 16×64 / 64×16 backward tiles with 4 keys or queries a thread
-    run_with(&p, 2, 100, 64, 2, RUN_FUSED | RUN_SPLIT | RUN_STREAM, "nl=8,tr=2,bc=64,sg=1",
+    run_with(&p, 2, 100, 2, 2, 32, RUN_FUSED | RUN_SPLIT | RUN_STREAM, "nl=8,tr=2,bc=64,sg=1",
              "kv=16x64,q=64x16,st=32x32,ncp=16");
     // other settings at HS = 64, T = 100 (partial tiles)
-    run_with(&p, 2, 100, 128, 2, RUN_FUSED, "nl=16,tr=2,bc=16,sg=0", "kv=16x32/2x2,ncp=32");
-    run_with(&p, 2, 100, 128, 2, RUN_SPLIT, "nl=4,tr=1,bc=32,sg=1", "v=split,kv=32x16,q=16x32/1x4");
-    run_with(&p, 2, 100, 128, 2, RUN_FUSED, NULL, "kv=32x16");
+    run_with(&p, 2, 100, 2, 2, 64, RUN_FUSED, "nl=16,tr=2,bc=16,sg=0", "kv=16x32/2x2,ncp=32");
+    run_with(&p, 2, 100, 2, 2, 64, RUN_SPLIT, "nl=4,tr=1,bc=32,sg=1", "v=split,kv=32x16,q=16x32/1x4");
+    run_with(&p, 2, 100, 2, 2, 64, RUN_FUSED, NULL, "kv=32x16");
     bpair_close(&p);
     fprintf(stderr, "attention tests: %.1f s\n", wgt_now_s() - t0);
     return test_finish();

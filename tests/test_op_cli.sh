@@ -38,6 +38,16 @@ np.save(f"{d}/logits_v0.npy", np.zeros((4, 0), dtype=np.float32))
 np.save(f"{d}/targets4.npy", np.zeros(4, dtype=np.int32))
 np.save(f"{d}/targets_f32.npy", np.zeros(R, dtype=np.float32))
 np.save(f"{d}/short_f32.npy", np.ones(4, dtype=np.float32))
+# attention: plain heads (NH = 4, HS = 8) and grouped-query (NH = 4, NKV = 2, HS = 8)
+np.save(f"{d}/qkv_mha.npy", rng.standard_normal((2, 9, 3 * 32)).astype(np.float32))
+np.save(f"{d}/qkv_gqa.npy", rng.standard_normal((2, 9, (4 + 2 * 2) * 8)).astype(np.float32))
+np.save(f"{d}/dout_gqa.npy", rng.standard_normal((2, 9, 32)).astype(np.float32))
+# rope tables as Hugging Face LLaMA builds them (theta 10000), in double rounded to f32
+HS, maxT = 8, 16
+inv = 1.0 / 10000.0 ** (np.arange(0, HS, 2) / HS)
+emb = np.concatenate([np.outer(np.arange(maxT), inv)] * 2, axis=1)
+np.save(f"{d}/cos.npy", np.cos(emb).astype(np.float32)); np.save(f"{d}/sin.npy", np.sin(emb).astype(np.float32))
+np.save(f"{d}/cos3.npy", np.ones((4, 3), np.float32)); np.save(f"{d}/qkv_hs3.npy", np.ones((1, 3, 18), np.float32))
 EOF
 
 # ---- the same kernel on both backends
@@ -98,6 +108,62 @@ EOF
     then ok; else bad "cross_entropy: outputs differ between cpu, webgpu and numpy"; fi
 fi
 
+# attention: NKV defaults to NH when no shape tells it (then HS follows from qkv's width); the
+# backward finds HS from dout and NKV from qkv
+if run_both attention_forward --in qkv="$tmp/qkv_mha.npy" --set NH=4 --out out="$tmp/ao_BE.npy" --out lse="$tmp/al_BE.npy" &&
+   run_both attention_forward --in qkv="$tmp/qkv_gqa.npy" --set NH=4 --set NKV=2 --out out="$tmp/go_BE.npy" \
+        --out lse="$tmp/gl_BE.npy" &&
+   run_both attention_backward --in dout="$tmp/dout_gqa.npy" --in qkv="$tmp/qkv_gqa.npy" --in out="$tmp/go_cpu.npy" \
+        --in lse="$tmp/gl_cpu.npy" --set NH=4 --out dqkv="$tmp/gd_BE.npy"; then
+    # tolerances as in test_backend_ops.c (f32 kernels against double sums)
+    if "$PY" - "$tmp" <<'EOF'
+import sys, numpy as np
+d = sys.argv[1]
+def attn(qkv, NH, NKV, HS):  # causal attention, query head h reads kv head h // (NH // NKV)
+    B, T, _ = qkv.shape; C = NH * HS; x = qkv.astype(np.float64)
+    out = np.zeros((B, T, C)); lse = np.zeros((B, NH, T))
+    for h in range(NH):
+        g = h // (NH // NKV)
+        q = x[..., h*HS:(h+1)*HS]; k = x[..., C+g*HS:C+(g+1)*HS]; v = x[..., C+(NKV+g)*HS:C+(NKV+g+1)*HS]
+        s = q @ k.transpose(0, 2, 1) / np.sqrt(HS) + np.triu(np.full((T, T), -np.inf), 1)
+        m = s.max(-1, keepdims=True); l = m + np.log(np.exp(s - m).sum(-1, keepdims=True))
+        out[..., h*HS:(h+1)*HS] = np.exp(s - l) @ v; lse[:, h] = l[..., 0]
+    return out, lse
+o, l = attn(np.load(f"{d}/qkv_mha.npy"), 4, 4, 8)
+go, gl = attn(np.load(f"{d}/qkv_gqa.npy"), 4, 2, 8)
+for be in ("cpu", "webgpu"):
+    ao, al = np.load(f"{d}/ao_{be}.npy"), np.load(f"{d}/al_{be}.npy")
+    g, glb = np.load(f"{d}/go_{be}.npy"), np.load(f"{d}/gl_{be}.npy")
+    assert ao.shape == (2, 9, 32) and al.shape == (2, 4, 9) and g.shape == (2, 9, 32), (ao.shape, al.shape, g.shape)
+    assert np.allclose(ao, o, atol=1e-5, rtol=1e-4) and np.allclose(al, l, atol=1e-5, rtol=1e-5), be
+    assert np.allclose(g, go, atol=1e-5, rtol=1e-4) and np.allclose(glb, gl, atol=1e-5, rtol=1e-5), be
+dc, dg = np.load(f"{d}/gd_cpu.npy"), np.load(f"{d}/gd_webgpu.npy")
+assert dc.shape == (2, 9, 64) and np.allclose(dg, dc, atol=1e-4 * np.abs(dc).max(), rtol=1e-4), np.abs(dg - dc).max()
+EOF
+    then ok; else bad "attention: outputs differ between cpu, webgpu and numpy"; fi
+fi
+
+# rope on the grouped-query qkv (NKV found from the shapes) against HF's formula in numpy
+if run_both rope_forward --in qkv="$tmp/qkv_gqa.npy" --in cos="$tmp/cos.npy" --in sin="$tmp/sin.npy" --set NH=4 \
+        --out qkv="$tmp/rq_BE.npy"; then
+    if "$PY" - "$tmp" <<'EOF'
+import sys, numpy as np
+d = sys.argv[1]
+x = np.load(f"{d}/qkv_gqa.npy").astype(np.float64); T, HS = x.shape[1], 8
+c, s = np.load(f"{d}/cos.npy")[:T].astype(np.float64), np.load(f"{d}/sin.npy")[:T].astype(np.float64)
+ref = x.copy()
+for h in range(4 + 2):  # the q and k heads
+    y = x[..., h*HS:(h+1)*HS]
+    rot = np.concatenate([-y[..., HS//2:], y[..., :HS//2]], -1)  # rotate_half
+    ref[..., h*HS:(h+1)*HS] = y * c + rot * s
+for be in ("cpu", "webgpu"):
+    r = np.load(f"{d}/rq_{be}.npy")
+    assert r.shape == x.shape and np.allclose(r, ref, atol=2e-6, rtol=1e-6), (be, np.abs(r - ref).max())
+    assert (r[..., 48:] == np.load(f"{d}/qkv_gqa.npy")[..., 48:]).all(), "v changed"
+EOF
+    then ok; else bad "rope_forward: outputs differ between cpu, webgpu and numpy"; fi
+fi
+
 # ---- bad input: non-zero exit (not a crash) and a message containing PATTERN
 expect_fail() {  # description, grep -E pattern, wgtrain arguments...
     local what=$1 pat=$2; shift 2
@@ -128,6 +194,12 @@ for be in cpu webgpu; do
     expect_fail "$be missing required input" "targets" \
         op cross_entropy --backend $be --in logits="$tmp/logits.npy" --out losses="$tmp/o.npy"
 done
+expect_fail "odd rope head size" "HS = 3 is odd" \
+    op rope_forward --in qkv="$tmp/qkv_hs3.npy" --in cos="$tmp/cos3.npy" --in sin="$tmp/cos3.npy" --set NH=2 --out qkv="$tmp/o.npy"
+expect_fail "NKV not dividing NH" "NKV = 5.*divide NH = 6" \
+    op attention_forward --in qkv="$tmp/qkv_mha.npy" --set NH=6 --set NKV=5 --out out="$tmp/o.npy"
+expect_fail "grouped qkv, NKV left to its default" "qkv.*does not fit.*NKV = 3" \
+    op attention_forward --in qkv="$tmp/qkv_gqa.npy" --set NH=3 --out out="$tmp/o.npy"
 expect_fail "unknown op" "unknown op.*no_such_kernel" op no_such_kernel --in x="$tmp/x.npy"
 expect_fail "unknown binding" "no binding.*bogus" op gelu_inplace --in bogus="$tmp/x.npy" --out x="$tmp/o.npy"
 expect_fail "unknown scalar" "no scalar.*gamma" \

@@ -54,7 +54,9 @@
     X(matmul, "out[N,OC] = inp[N,C] . weight[OC,C]^T + bias[OC] (bias optional)")              \
     X(matmul_t, "dinp[N,C] = dout[N,OC] . weight[OC,C]")                                       \
     X(matmul_at, "dweight[OC,C] += dout^T . inp; dbias[OC] += column sums of dout (optional)") \
-    X(attention_forward, "causal attention out = softmax(q k^T / sqrt(HS)) v per head; row lse") \
+    X(rope_forward, "rotary position embedding (rotate-half) of the q and k heads of qkv, in place") \
+    X(rope_backward, "dq, dk through rope_forward (the transposed rotation), in place; dv untouched") \
+    X(attention_forward, "causal attention out = softmax(q k^T / sqrt(HS)) v per head, grouped kv heads; row lse") \
     X(attention_backward, "dqkv from dout, qkv, out, lse")                                     \
     X(residual_forward, "out = a + b (out may be a)")                                          \
     X(add_inplace, "out += a")                                                                 \
@@ -129,16 +131,34 @@
     BIND(dout, IN, F32, "N,OC") BIND(inp, IN, F32, "N,C") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX)    \
     SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
 
-// ---- attention (docs/kernels.md#attention); qkv holds q | k | v, heads contiguous in each ----
+// ---- rotary position embedding (docs/kernels.md#rope) ----
+// In place on the q (NH heads) and k (NKV heads) parts of qkv, HF LLaMA's rotate-half convention
+// at positions 0..T-1: x' = x*cos[t] + rotate_half(x)*sin[t], rotate_half(x) = [-x2, x1] (x1, x2
+// the halves of a head). cos, sin [maxT, HS]: cpu_rope_tables fills them. HS must be even.
+#define WGT_OP_rope_forward(BIND, SCAL)                                                            \
+    BIND(qkv, INOUT, F32, "B,T,NH*HS+2*NKV*HS") BIND(cos, IN, F32, ">=T,HS")                        \
+    BIND(sin, IN, F32, ">=T,HS") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                             \
+    SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
+    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 2, WGT_U32_MAX)
+#define WGT_OP_rope_backward(BIND, SCAL)                                                           \
+    BIND(dqkv, INOUT, F32, "B,T,NH*HS+2*NKV*HS") BIND(cos, IN, F32, ">=T,HS")                       \
+    BIND(sin, IN, F32, ">=T,HS") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                             \
+    SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
+    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 2, WGT_U32_MAX)
+
+// ---- attention (docs/kernels.md#attention); qkv holds q (NH heads) | k (NKV heads) | v (NKV
+// heads), heads contiguous in each; query head h reads kv head h / (NH/NKV); NKV divides NH ----
 #define WGT_OP_attention_forward(BIND, SCAL)                                                       \
-    BIND(out, OUT, F32, "B,T,C") BIND(lse, OUT, F32, "B,NH,T") BIND(qkv, IN, F32, "B,T,3*C")       \
-    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
-    SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)
+    BIND(out, OUT, F32, "B,T,NH*HS") BIND(lse, OUT, F32, "B,NH,T")                                 \
+    BIND(qkv, IN, F32, "B,T,NH*HS+2*NKV*HS") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                 \
+    SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
+    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 128)
 #define WGT_OP_attention_backward(BIND, SCAL)                                                      \
-    BIND(dqkv, OUT, F32, "B,T,3*C") BIND(dout, IN, F32, "B,T,C") BIND(qkv, IN, F32, "B,T,3*C")     \
-    BIND(out, IN, F32, "B,T,C") BIND(lse, IN, F32, "B,NH,T")                                       \
-    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
-    SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)
+    BIND(dqkv, OUT, F32, "B,T,NH*HS+2*NKV*HS") BIND(dout, IN, F32, "B,T,NH*HS")                    \
+    BIND(qkv, IN, F32, "B,T,NH*HS+2*NKV*HS") BIND(out, IN, F32, "B,T,NH*HS")                       \
+    BIND(lse, IN, F32, "B,NH,T") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                             \
+    SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
+    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 128)
 
 // ---- residual, gradient norm, optimizer (docs/kernels.md#residual, #optimizer) ----
 #define WGT_OP_residual_forward(BIND, SCAL)                                                        \

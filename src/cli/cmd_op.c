@@ -3,8 +3,11 @@
 // generic path driven by the op's descriptor (op_desc.h):
 //   1. the given arrays are matched against their bindings' shapes, which finds the sizes
 //      (a shape "N,C" given a [B, T, C] array flattens the leading dimensions into N; a
-//      missing leading dimension, as [T, 3C] for "B,T,3*C", is 1);
-//   2. every scalar is checked against its type and range (op_list.h);
+//      missing leading dimension, as [T, 3C] for "B,T,3*C", is 1); scalars no shape tells then
+//      take their defaults (computed ones in op_extras, as NKV = NH; then op_list.h's), and the
+//      shapes are matched again, which finds the sizes a default implies and checks it;
+//   2. every scalar is checked against its type and range (op_list.h), and the few constraints
+//      between sizes (op_checks: NKV divides NH, an even head size for rope);
 //   3. buffers are allocated, inputs uploaded, in+out bindings not given start at zero;
 //   4. the op runs through its generic call; the outputs asked for are written.
 // In-place bindings are named once: `--in x=a.npy --out x=b.npy`.
@@ -176,11 +179,25 @@ static wgt_status check_scalars(op_call *c) {
     return WGT_OK;
 }
 
-// The few things a shape cannot say, per op: defaults computed from the data and value ranges
-// of integer inputs.
+// Matches the given arrays against their shapes until no size is learned any more.
+static wgt_status match_all(op_call *c) {
+    wgt_status st = WGT_OK;
+    for (int changed = 1; st == WGT_OK && changed;) {
+        changed = 0;
+        st = match_shapes(c, &changed);
+    }
+    return st;
+}
+
+// The few things a shape cannot say, per op: defaults computed from other scalars or from the
+// data, value ranges of integer inputs, and constraints between sizes. Scalars set here are
+// matched against the shapes again afterwards (op_main), which finds the sizes they imply.
 static wgt_status op_extras(op_call *c) {
     const wgt_op_desc *d = c->d;
     int id = (int)(d - wgt_op_descs);
+    // grouped heads: NKV (kv heads) is NH (plain multi-head) unless the shapes tell it
+    int nh = scalar_index(d, "NH"), nkv = scalar_index(d, "NKV");
+    if (nh >= 0 && nkv >= 0 && isnan(c->s[nkv]) && !isnan(c->s[nh])) c->s[nkv] = c->s[nh];
     if (id == WGT_OP_ID_embedding_forward || id == WGT_OP_ID_embedding_backward) {
         int t = bind_index(d, "tokens"), v = scalar_index(d, "V");
         if (isnan(c->s[v])) return WGT_OK;  // reported by check_scalars
@@ -210,6 +227,21 @@ static wgt_status op_extras(op_call *c) {
             c->have[b] = 1;
         }
     }
+    return WGT_OK;
+}
+
+// Constraints between sizes that neither a shape nor a range can state, checked once every
+// scalar is known and in range.
+static wgt_status op_checks(op_call *c) {
+    const wgt_op_desc *d = c->d;
+    int id = (int)(d - wgt_op_descs);
+    int nh = scalar_index(d, "NH"), nkv = scalar_index(d, "NKV"), hs = scalar_index(d, "HS");
+    if (nh >= 0 && nkv >= 0 && fmod(c->s[nh], c->s[nkv]) != 0)
+        return wgt_fail(WGT_ERR_ARG, "%s: NKV = %.0f kv heads must divide NH = %.0f query heads", d->name, c->s[nkv],
+                        c->s[nh]);
+    if ((id == WGT_OP_ID_rope_forward || id == WGT_OP_ID_rope_backward) && fmod(c->s[hs], 2) != 0)
+        return wgt_fail(WGT_ERR_ARG, "%s: HS = %.0f is odd; rotary embedding pairs the two halves of a head, so the head "
+                        "size must be even", d->name, c->s[hs]);
     return WGT_OK;
 }
 
@@ -342,15 +374,17 @@ static wgt_status op_main(int argc, char **argv, int *want_help) {
     if (*want_help) return WGT_OK;
 
     wgt_status st = load_inputs(&c);
-    // sizes: --set values first, then whatever the shapes tell, repeated until nothing changes
-    for (int changed = 1; st == WGT_OK && changed;) {
-        changed = 0;
-        st = match_shapes(&c, &changed);
-    }
+    // sizes: --set values first, then whatever the shapes tell, repeated until nothing changes;
+    // then the defaults (op_extras' computed ones, the list's), and the shapes matched again:
+    // a default may make another size solvable (NKV = NH gives HS from qkv's width) and must
+    // agree with the shapes
+    if (st == WGT_OK) st = match_all(&c);
     if (st == WGT_OK) st = op_extras(&c);
     for (int i = 0; i < d->ns && st == WGT_OK; i++)
         if (isnan(c.s[i]) && !isnan(d->s[i].def)) c.s[i] = d->s[i].def;
+    if (st == WGT_OK) st = match_all(&c);
     if (st == WGT_OK) st = check_scalars(&c);
+    if (st == WGT_OK) st = op_checks(&c);
     // in+out bindings not given start at zero; optional ones not named stay absent
     for (int b = 0; b < d->nb && st == WGT_OK; b++) {
         if (c.have[b]) continue;

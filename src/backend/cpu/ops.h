@@ -43,6 +43,14 @@ static inline float cpu_gelu_inner(float xc) {
     return 0.7978845608f * (xc + 0.044715f * xc * xc * xc);
 }
 
+// ---- host helpers (not ops) ----
+
+// The rotary-embedding tables of rope_forward / rope_backward, [maxT, HS] each, as Hugging Face
+// LLaMA builds them: inv_freq[i] = 1 / theta^(2i/HS) for i < HS/2, angle[t, i] = t·inv_freq[i],
+// emb = cat(angle, angle); cos_tab = cos(emb), sin_tab = sin(emb). Computed in double and
+// rounded to f32 (HF forms the angles in f32, which differs by up to ~t·6e-8 rad). HS must be even.
+void cpu_rope_tables(float *cos_tab, float *sin_tab, uint32_t maxT, uint32_t HS, double theta);
+
 // ---- the references: cpu_<op>(outputs, inputs, sizes) for every op of op_list.h, e.g.
 //   void cpu_matmul(float *out, const float *inp, const float *weight, const float *bias,
 //                   uint32_t N, uint32_t C, uint32_t OC);

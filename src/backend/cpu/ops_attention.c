@@ -1,9 +1,11 @@
-// ops_attention.c — C reference of 05_attention / 10_backward_attention: causal multi-head
-// self-attention on a fused qkv[B,T,3C] (q | k | v, head h at columns h·HS..(h+1)·HS of each).
-// The forward saves the row log-sum-exp of the scaled scores, and the backward recomputes the
-// probabilities from it (flash style), so no T×T matrix is ever stored: the same contract the
-// three WGSL backward variants must meet. Dot products over HS run in f32; the sums over keys
-// (softmax denominator, outputs, dK, dV, dQ) in double.
+// ops_attention.c — C reference of 05_attention / 10_backward_attention: causal self-attention
+// with grouped-query heads on a fused qkv[B, T, W], W = NH·HS + 2·NKV·HS: q (NH heads) | k (NKV
+// heads) | v (NKV heads), each head HS contiguous columns. Query head h reads kv head
+// h / (NH/NKV); NKV = NH is plain multi-head attention. The forward saves the row log-sum-exp of
+// the scaled scores, and the backward recomputes the probabilities from it (flash style), so no
+// T×T matrix is ever stored: the same contract the WGSL backward variants must meet. Dot
+// products over HS run in f32; the sums over keys (softmax denominator, outputs, dK, dV, dQ) and
+// over a group's query heads (dK, dV) in double.
 #include <stdlib.h>
 #include "backend/cpu/ops.h"
 
@@ -13,13 +15,20 @@ static float dot(const float *a, const float *b, uint32_t n) {
     return s;
 }
 
-// For query t of head h: s_j = q_t·k_j / sqrt(HS) for j <= t; lse_t = log Σ_j exp(s_j);
-// out_t = Σ_j exp(s_j - lse_t)·v_j.
-void cpu_attention_forward(float *out, float *lse, const float *qkv,
-                           uint32_t B, uint32_t T, uint32_t C, uint32_t NH) {
-    WGT_ASSERT(NH > 0 && C % NH == 0, "attention needs C divisible by the head count");
-    const uint32_t HS = C / NH;
-    const size_t C3 = 3 * (size_t)C;
+static void check_heads(uint32_t NH, uint32_t NKV, uint32_t HS) {
+    WGT_ASSERT(NH > 0 && NKV > 0 && NH % NKV == 0, "attention needs NKV (kv heads) dividing NH (query heads)");
+    WGT_ASSERT(HS > 0, "attention needs a head size of at least 1");
+}
+
+// For query t of head h (kv head g = h / (NH/NKV)): s_j = q_t·k_j / sqrt(HS) for j <= t;
+// lse_t = log Σ_j exp(s_j); out_t = Σ_j exp(s_j - lse_t)·v_j.
+void cpu_attention_forward(float *out, float *lse, const float *qkv, uint32_t B, uint32_t T, uint32_t NH,
+                           uint32_t NKV, uint32_t HS) {
+    check_heads(NH, NKV, HS);
+    const size_t C = (size_t)NH * HS;            // width of q and of out; first k column
+    const size_t W = C + 2 * (size_t)NKV * HS;   // qkv row
+    const size_t VC = C + (size_t)NKV * HS;      // first v column
+    const uint32_t G = NH / NKV;                 // query heads per kv head
     const float scale = 1.0f / sqrtf((float)HS);
     const size_t rows = (size_t)B * NH * T;
     #pragma omp parallel
@@ -29,12 +38,12 @@ void cpu_attention_forward(float *out, float *lse, const float *qkv,
         // Row cost grows with t, so hand rows out round-robin to balance the causal triangle.
         #pragma omp for schedule(static, 1)
         for (size_t r = 0; r < rows; r++) {
-            size_t t = r % T, bh = r / T, h = bh % NH, b = bh / NH;
-            const float *base = qkv + b * T * C3;
-            const float *q = base + t * C3 + h * HS;
+            size_t t = r % T, bh = r / T, h = bh % NH, b = bh / NH, g = h / G;
+            const float *base = qkv + b * T * W;
+            const float *q = base + t * W + h * HS;
             float mx = -INFINITY;
             for (size_t j = 0; j <= t; j++) {
-                s[j] = dot(q, base + j * C3 + C + h * HS, HS) * scale;
+                s[j] = dot(q, base + j * W + C + g * HS, HS) * scale;
                 mx = fmaxf(mx, s[j]);
             }
             double denom = 0.0;
@@ -43,7 +52,7 @@ void cpu_attention_forward(float *out, float *lse, const float *qkv,
             for (uint32_t d = 0; d < HS; d++) acc[d] = 0.0;
             for (size_t j = 0; j <= t; j++) {
                 double p = exp((double)s[j] - l);
-                const float *v = base + j * C3 + 2 * (size_t)C + h * HS;
+                const float *v = base + j * W + VC + g * HS;
                 for (uint32_t d = 0; d < HS; d++) acc[d] += p * v[d];
             }
             float *o = out + (b * T + t) * C + h * HS;
@@ -57,53 +66,58 @@ void cpu_attention_forward(float *out, float *lse, const float *qkv,
 
 // With P_ij = exp(s_ij - lse_i) recomputed and D_i = Σ_d dO_i·O_i (= Σ_j P_ij·dP_ij):
 //   dP_ij = dO_i·v_j,  dS_ij = P_ij·(dP_ij - D_i)
-//   dq_i = scale·Σ_j dS_ij·k_j,  dk_j = scale·Σ_i dS_ij·q_i,  dv_j = Σ_i P_ij·dO_i
-// One task per (b, h): its dq, dk, dv columns belong to no other task, so the parallel loop
-// needs no atomics, and dk/dv are accumulated in a per-thread double scratch.
+//   dq_i = scale·Σ_j dS_ij·k_j,  dk_j = scale·Σ_h Σ_i dS_ij·q_i,  dv_j = Σ_h Σ_i P_ij·dO_i
+// where Σ_h runs over the query heads of k_j's group. One task per (b, kv head g): it loops over
+// the group's query heads in order, and its dq, dk, dv columns belong to no other task, so the
+// parallel loop needs no atomics; dk/dv are accumulated over the group in a per-thread double
+// scratch. With NKV = NH every group is one head.
 void cpu_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *out,
-                            const float *lse, uint32_t B, uint32_t T, uint32_t C, uint32_t NH) {
-    WGT_ASSERT(NH > 0 && C % NH == 0, "attention needs C divisible by the head count");
-    const uint32_t HS = C / NH;
-    const size_t C3 = 3 * (size_t)C;
+                            const float *lse, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS) {
+    check_heads(NH, NKV, HS);
+    const size_t C = (size_t)NH * HS, W = C + 2 * (size_t)NKV * HS, VC = C + (size_t)NKV * HS;
+    const uint32_t G = NH / NKV;
     const float scale = 1.0f / sqrtf((float)HS);
-    const size_t tasks = (size_t)B * NH;
+    const size_t tasks = (size_t)B * NKV;
     #pragma omp parallel
     {
         double *dk = wgt_malloc((size_t)T * HS * sizeof(double));
         double *dv = wgt_malloc((size_t)T * HS * sizeof(double));
         double *dq = wgt_malloc((size_t)HS * sizeof(double));
         #pragma omp for schedule(dynamic, 1)
-        for (size_t bh = 0; bh < tasks; bh++) {
-            size_t h = bh % NH, b = bh / NH;
-            const float *base = qkv + b * T * C3;
-            float *dbase = dqkv + b * T * C3;
+        for (size_t bg = 0; bg < tasks; bg++) {
+            size_t g = bg % NKV, b = bg / NKV;
+            const float *base = qkv + b * T * W;
+            float *dbase = dqkv + b * T * W;
             memset(dk, 0, (size_t)T * HS * sizeof(double));
             memset(dv, 0, (size_t)T * HS * sizeof(double));
-            for (size_t i = 0; i < T; i++) {
-                const float *q = base + i * C3 + h * HS;
-                const float *go = dout + (b * T + i) * C + h * HS;
-                const float *o = out + (b * T + i) * C + h * HS;
-                double D = 0.0;
-                for (uint32_t d = 0; d < HS; d++) D += (double)go[d] * o[d];
-                double l = lse[bh * T + i];
-                for (uint32_t d = 0; d < HS; d++) dq[d] = 0.0;
-                for (size_t j = 0; j <= i; j++) {
-                    const float *k = base + j * C3 + C + h * HS;
-                    const float *v = base + j * C3 + 2 * (size_t)C + h * HS;
-                    double p = exp((double)(dot(q, k, HS) * scale) - l);
-                    double ds = p * ((double)dot(go, v, HS) - D);
-                    double *dkj = dk + j * HS, *dvj = dv + j * HS;
-                    for (uint32_t d = 0; d < HS; d++) {
-                        dq[d] += ds * k[d];
-                        dkj[d] += ds * q[d];
-                        dvj[d] += p * go[d];
+            for (size_t h = g * G; h < (g + 1) * G; h++) {
+                const size_t bh = b * NH + h;
+                for (size_t i = 0; i < T; i++) {
+                    const float *q = base + i * W + h * HS;
+                    const float *go = dout + (b * T + i) * C + h * HS;
+                    const float *o = out + (b * T + i) * C + h * HS;
+                    double D = 0.0;
+                    for (uint32_t d = 0; d < HS; d++) D += (double)go[d] * o[d];
+                    double l = lse[bh * T + i];
+                    for (uint32_t d = 0; d < HS; d++) dq[d] = 0.0;
+                    for (size_t j = 0; j <= i; j++) {
+                        const float *k = base + j * W + C + g * HS;
+                        const float *v = base + j * W + VC + g * HS;
+                        double p = exp((double)(dot(q, k, HS) * scale) - l);
+                        double ds = p * ((double)dot(go, v, HS) - D);
+                        double *dkj = dk + j * HS, *dvj = dv + j * HS;
+                        for (uint32_t d = 0; d < HS; d++) {
+                            dq[d] += ds * k[d];
+                            dkj[d] += ds * q[d];
+                            dvj[d] += p * go[d];
+                        }
                     }
+                    float *dqi = dbase + i * W + h * HS;
+                    for (uint32_t d = 0; d < HS; d++) dqi[d] = (float)(dq[d] * scale);
                 }
-                float *dqi = dbase + i * C3 + h * HS;
-                for (uint32_t d = 0; d < HS; d++) dqi[d] = (float)(dq[d] * scale);
             }
             for (size_t j = 0; j < T; j++) {
-                float *dkj = dbase + j * C3 + C + h * HS, *dvj = dbase + j * C3 + 2 * (size_t)C + h * HS;
+                float *dkj = dbase + j * W + C + g * HS, *dvj = dbase + j * W + VC + g * HS;
                 for (uint32_t d = 0; d < HS; d++) {
                     dkj[d] = (float)(dk[j * HS + d] * scale);
                     dvj[d] = (float)dv[j * HS + d];

@@ -18,11 +18,19 @@
 // bench/bench_attention --sweep times the sensible settings on a device and prints the line to
 // put first in attn_defaults.
 //
+// Grouped-query attention (NKV < NH kv heads, GQ = NH / NKV query heads each): the forward and
+// split-dKdV's dQ kernel run per query head and read their group's kv head; the kernels that own
+// dK and dV (split-dKdV's first, fused, streaming, split-short) run per kv head and loop over the
+// group's query heads in order, so dK and dV are summed deterministically with no atomics and no
+// scratch. GQ is a pipeline constant: at GQ = 1 (NKV = NH) those loops compile away and the
+// kernels are the multi-head ones.
+//
 // Backward variant rule (wg_attention_backward, variant 0 = auto):
 //   1. split-short   when T <= the largest T whose T×T P and dS fit in workgroup memory
-//                    (56 with 32 KiB, 64 with 48 KiB): one workgroup per (b, h), nothing recomputed;
-//   2. streaming     when B·NH >= WG_ATTN_STREAM_MIN_HEADS: one workgroup per (b, h) already
-//                    fills the device, and streaming computes P and dS once;
+//                    (56 with 32 KiB, 64 with 48 KiB): one workgroup per (b, kv head), nothing
+//                    recomputed;
+//   2. streaming     when B·NKV >= WG_ATTN_STREAM_MIN_HEADS: one workgroup per (b, kv head)
+//                    already fills the device, and streaming computes P and dS once;
 //   3. otherwise the table's long-sequence variant (v=): fused (scores once, dQ through a scratch
 //      buffer of about B·NH·T²/(2·BK)·HS floats and a deterministic reduction; 214 MB at GPT-2
 //      124M's B=8, T=1024) or split-dKdV (scores twice, no scratch). Fused falls back to
@@ -54,10 +62,12 @@ static const struct { const char *fwd, *bwd; } attn_defaults[] = {
 enum { V_AUTO = 0, V_STREAM = 1, V_SPLIT = 2, V_SHORT = 3, V_FUSED = 4 };
 static const char *const variant_names[] = {"auto", "stream", "split", "short", "fused"};
 
+// The uniform of both kernel files (AttnParams there).
 typedef struct {
-    uint32_t B, T, C, NH;
-    uint32_t C3, nblk, hs4, nkb;
-    uint32_t ntri, bq, bk4, p3;
+    uint32_t B, T, C, NH;        // C = NH·HS: width of out / dout, first k column of qkv
+    uint32_t W, nblk, hs4, nkb;  // W = C + 2·NKV·HS: qkv's row; nkb: key blocks (fused), bc4 (forward)
+    uint32_t ntri, bq, bk4, nkv;
+    uint32_t vc, p4, p5, p6;     // vc = C + NKV·HS: first v column
     float scale_log2, scale, f0, f1;
 } attn_params;
 
@@ -313,21 +323,24 @@ static uint64_t fused_elems(uint32_t B, uint32_t T, uint32_t NH, uint32_t HS, ui
 }
 
 // ------------------------------------------------------------------ pipelines and dispatch
-static attn_params make_params(uint32_t B, uint32_t T, uint32_t C, uint32_t NH, uint32_t nblk) {
+static attn_params make_params(uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, uint32_t nblk) {
     attn_params p;
     memset(&p, 0, sizeof p);
-    p.B = B; p.T = T; p.C = C; p.NH = NH; p.C3 = 3 * C; p.nblk = nblk; p.hs4 = hs4_of(C / NH);
-    p.scale = 1.0f / sqrtf((float)(C / NH));  // as the C reference
+    p.B = B; p.T = T; p.C = NH * HS; p.NH = NH; p.W = (NH + 2 * NKV) * HS; p.nblk = nblk; p.hs4 = hs4_of(HS);
+    p.nkv = NKV; p.vc = (NH + NKV) * HS;
+    p.scale = 1.0f / sqrtf((float)HS);  // as the C reference
     p.scale_log2 = p.scale * 1.4426950408889634f;
     return p;
 }
 
-static void check_shapes(wgt_backend *be, uint32_t B, uint32_t T, uint32_t C, uint32_t NH) {
-    WGT_ASSERT(NH > 0 && C % NH == 0, "attention needs C divisible by the head count");
-    uint64_t n = (uint64_t)B * T * 3 * C;
+static void check_shapes(wgt_backend *be, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS) {
+    WGT_ASSERT(NH > 0 && NKV > 0 && NH % NKV == 0, "attention needs NKV (kv heads) dividing NH (query heads)");
+    WGT_ASSERT(HS > 0 && HS <= 128, "attention kernels support head sizes 1..128");
+    uint64_t n = (uint64_t)B * T * ((uint64_t)NH + 2 * (uint64_t)NKV) * HS;
     WGT_ASSERT(n <= UINT32_MAX, "attention kernels index qkv with u32");
     WGT_ASSERT(n <= wg_max_binding_elems(wg_of(be)),
-               "qkv [B,T,3C] exceeds the device's storage binding limit; run attention on fewer sequences at a time");
+               "qkv [B,T,(NH+2NKV)HS] exceeds the device's storage binding limit; run attention on fewer sequences at a "
+               "time");
 }
 
 // qkv / dout / out are bound as vec4 arrays when every head row starts 16-byte aligned.
@@ -335,11 +348,12 @@ static const char *qkv_type(uint32_t HS) {
     return HS % 4 == 0 ? "alias QT=vec4<f32>;const QV4=true;" : "alias QT=f32;const QV4=false;";
 }
 
-static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, fwd_cfg c) {
+static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, uint32_t gq, fwd_cfg c) {
     int sg = c.sg && sg_usable(ctx, c.nl);
-    char defs[360];
-    snprintf(defs, sizeof defs, "const HS=%uu;const NL=%uu;const TR=%uu;const BC=%uu;const SG=%s;const UNROLL=%s;%s%s",
-             HS, c.nl, c.tr, c.bc, sg ? "true" : "false", unroll_ok(ctx) ? "true" : "false", qkv_type(HS),
+    char defs[380];
+    snprintf(defs, sizeof defs,
+             "const HS=%uu;const GQ=%uu;const NL=%uu;const TR=%uu;const BC=%uu;const SG=%s;const UNROLL=%s;%s%s", HS, gq,
+             c.nl, c.tr, c.bc, sg ? "true" : "false", unroll_ok(ctx) ? "true" : "false", qkv_type(HS),
              sg ? "fn fa_sg(x:f32,mx:bool)->f32{var y=x;for(var i=1u;i<NL;i=i<<1u){let z=subgroupShuffleXor(y,i);"
                   "y=select(y+z,max(y,z),mx);}return y;}"
                 : "fn fa_sg(x:f32,mx:bool)->f32{return x;}");
@@ -347,18 +361,18 @@ static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, fwd_cfg c) {
 }
 
 void wg_attention_forward(wgt_backend *be, wgt_view out, wgt_view lse, wgt_view qkv, uint32_t B, uint32_t T,
-                          uint32_t C, uint32_t NH) {
-    if (!B || !T || !C) return;
-    check_shapes(be, B, T, C, NH);
+                          uint32_t NH, uint32_t NKV, uint32_t HS) {
+    if (!B || !T) return;
+    check_shapes(be, B, T, NH, NKV, HS);
     wg_ctx *ctx = wg_of(be);
-    uint32_t HS = C / NH;
     fwd_cfg c = fwd_choose(ctx, HS);
     uint32_t br = (256 / c.nl) * c.tr, nblk = (T + br - 1) / br;
-    attn_params p = make_params(B, T, C, NH, nblk);
+    attn_params p = make_params(B, T, NH, NKV, HS, nblk);
     p.nkb = c.bc / 4;  // the forward's params name this slot bc4: keys / 4 per tile
     size_t bt = (size_t)B * T;
-    wg_bind b[] = {wg_b(out, bt * C), wg_b(lse, (size_t)B * NH * T), wg_b(qkv, bt * 3 * C)};
-    wg_dispatch(ctx, "attention_forward", fwd_pipeline(ctx, HS, c), b, 3, &p, sizeof p, (uint64_t)nblk * B * NH);
+    wg_bind b[] = {wg_b(out, bt * p.C), wg_b(lse, (size_t)B * NH * T), wg_b(qkv, bt * p.W)};
+    wg_dispatch(ctx, "attention_forward", fwd_pipeline(ctx, HS, NH / NKV, c), b, 3, &p, sizeof p,
+                (uint64_t)nblk * B * NH);
 }
 
 // Largest T handled by split-short: P and dS (SS² floats each) plus lse and D (SS each).
@@ -369,26 +383,28 @@ static uint32_t short_max_t(wg_ctx *ctx) {
     return best;
 }
 
-static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t ncp, bwd_tile t,
-                                        uint32_t ss) {
-    char defs[256];
+// gq: query heads per kv head (1 for the kernels that do not loop over a group: one pipeline
+// serves every group size)
+static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
+                                        bwd_tile t, uint32_t ss) {
+    char defs[280];
     snprintf(defs, sizeof defs,
-             "const HS=%uu;const BQ=%uu;const BK=%uu;const RQS=%uu;const RKS=%uu;const NCP=%uu;const SS=%uu;"
-             "const UNROLL=%s;%s",
-             HS, t.bq, t.bk, t.rqs, t.rks, ncp, ss, unroll_ok(ctx) ? "true" : "false", qkv_type(HS));
+             "const HS=%uu;const GQ=%uu;const BQ=%uu;const BK=%uu;const RQS=%uu;const RKS=%uu;const NCP=%uu;"
+             "const SS=%uu;const UNROLL=%s;%s",
+             HS, gq, t.bq, t.bk, t.rqs, t.rks, ncp, ss, unroll_ok(ctx) ? "true" : "false", qkv_type(HS));
     return wg_pipeline(ctx, "10_backward_attention.wgsl", entry, defs);
 }
 
 // The variant the automatic rule picks (see the top of this file): 1 streaming, 2 split-dKdV,
 // 3 split-short, 4 fused. With a variant forced by the configuration, that one.
-int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t C, uint32_t NH) {
+int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
+                                       uint32_t HS) {
     wg_ctx *ctx = wg_of(be);
-    uint32_t HS = C / NH;
     bwd_cfg c = bwd_choose(ctx, HS);
     int v;
     if (c.forced) v = c.variant;
     else if (T <= short_max_t(ctx)) v = V_SHORT;
-    else if ((uint64_t)B * NH >= WG_ATTN_STREAM_MIN_HEADS) v = V_STREAM;
+    else if ((uint64_t)B * NKV >= WG_ATTN_STREAM_MIN_HEADS) v = V_STREAM;  // streaming's workgroups
     else v = c.variant == V_AUTO ? V_SPLIT : c.variant;
     if (v == V_SHORT && T > short_max_t(ctx)) v = V_SPLIT;
     if (v == V_FUSED) {
@@ -403,16 +419,17 @@ int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, 
 // does not fit) falls back to split-dKdV. Returns the variant that ran. Tests and benchmarks use
 // it to run each variant; the model calls wg_attention_backward.
 int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv,
-                               wgt_view out, wgt_view lse, uint32_t B, uint32_t T, uint32_t C, uint32_t NH) {
-    if (!B || !T || !C) return variant;
-    check_shapes(be, B, T, C, NH);
+                               wgt_view out, wgt_view lse, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
+                               uint32_t HS) {
+    if (!B || !T) return variant;
+    check_shapes(be, B, T, NH, NKV, HS);
     wg_ctx *ctx = wg_of(be);
-    uint32_t HS = C / NH;
     bwd_cfg cfg = bwd_choose(ctx, HS);
-    if (variant < 1 || variant > 4) variant = wg_attention_backward_auto_variant(be, B, T, C, NH);
+    if (variant < 1 || variant > 4) variant = wg_attention_backward_auto_variant(be, B, T, NH, NKV, HS);
     if (variant == V_SHORT && T > short_max_t(ctx)) variant = V_SPLIT;
-    size_t bt = (size_t)B * T, n3 = bt * 3 * C;
-    uint64_t bnh = (uint64_t)B * NH;
+    const uint32_t C = NH * HS, gq = NH / NKV;
+    size_t bt = (size_t)B * T, n3 = bt * ((size_t)NH + 2 * (size_t)NKV) * HS;
+    uint64_t bnh = (uint64_t)B * NH, bnk = (uint64_t)B * NKV;  // query heads, kv heads
     wgt_buf *scr = NULL;
     if (variant == V_FUSED) {
         uint64_t n = fused_elems(B, T, NH, HS, cfg.kv.bk);
@@ -427,26 +444,27 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
     const char *redu = "attention_backward_dq_reduce", *dkdv = "attention_backward_dkdv", *dq = "attention_backward_dq";
 
     // D_t = dout_t · out_t into the dQ slots (read by every variant)
-    attn_params pd = make_params(B, T, C, NH, 0);
+    attn_params pd = make_params(B, T, NH, NKV, HS, 0);
     uint32_t npr = pow2_ceil(hs4_of(HS));  // dsum: threads per row
     wg_bind bd[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(out, bt * C)};
-    wg_dispatch(ctx, dsum, bwd_pipeline(ctx, dsum, HS, ncp0, small, 8), bd, 3, &pd, sizeof pd,
+    wg_dispatch(ctx, dsum, bwd_pipeline(ctx, dsum, HS, 1, ncp0, small, 8), bd, 3, &pd, sizeof pd,
                 wg_groups(bt * NH, 256 / npr));
 
+    // the kernels that own dK, dV run one workgroup (per key block) per kv head
     wg_bind b[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T)};
     if (variant == V_SHORT) {
         uint32_t ss = (T + 7) / 8 * 8;
-        attn_params p = make_params(B, T, C, NH, 1);
-        wg_dispatch(ctx, shrt, bwd_pipeline(ctx, shrt, HS, ncp0, small, ss), b, 4, &p, sizeof p, bnh);
+        attn_params p = make_params(B, T, NH, NKV, HS, 1);
+        wg_dispatch(ctx, shrt, bwd_pipeline(ctx, shrt, HS, gq, ncp0, small, ss), b, 4, &p, sizeof p, bnk);
     } else if (variant == V_STREAM) {
         bwd_tile t = cfg.st;
-        attn_params p = make_params(B, T, C, NH, 1);
+        attn_params p = make_params(B, T, NH, NKV, HS, 1);
         p.bq = t.bq;
         p.bk4 = t.bk / 4;
-        wg_dispatch(ctx, strm, bwd_pipeline(ctx, strm, HS, cfg.ncp, t, 8), b, 4, &p, sizeof p, bnh);
+        wg_dispatch(ctx, strm, bwd_pipeline(ctx, strm, HS, gq, cfg.ncp, t, 8), b, 4, &p, sizeof p, bnk);
     } else if (variant == V_FUSED) {
         bwd_tile t = cfg.kv;
-        attn_params p = make_params(B, T, C, NH, (T + t.bk - 1) / t.bk);
+        attn_params p = make_params(B, T, NH, NKV, HS, (T + t.bk - 1) / t.bk);
         p.nkb = p.nblk;
         p.ntri = (uint32_t)fused_rows(T, t.bk);
         p.bq = t.bq;
@@ -454,29 +472,31 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         size_t ns = (size_t)fused_elems(B, T, NH, HS, t.bk);
         wgt_view sv = wgt_view_of(scr, 0, ns);
         wg_bind bf[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T), wg_b(sv, ns)};
-        wg_dispatch(ctx, fusd, bwd_pipeline(ctx, fusd, HS, cfg.ncp, t, 8), bf, 5, &p, sizeof p, (uint64_t)p.nblk * bnh);
+        wg_dispatch(ctx, fusd, bwd_pipeline(ctx, fusd, HS, gq, cfg.ncp, t, 8), bf, 5, &p, sizeof p,
+                    (uint64_t)p.nblk * bnk);
         wg_bind br[] = {wg_b(dqkv, n3), wg_b(sv, ns)};
-        wg_dispatch(ctx, redu, bwd_pipeline(ctx, redu, HS, cfg.ncp, t, 8), br, 2, &p, sizeof p,
+        wg_dispatch(ctx, redu, bwd_pipeline(ctx, redu, HS, 1, cfg.ncp, t, 8), br, 2, &p, sizeof p,
                     wg_groups(bnh * T * hs4_of(HS), 256));
     } else {
         bwd_tile tk = cfg.kv;
-        attn_params pk = make_params(B, T, C, NH, (T + tk.bk - 1) / tk.bk);
+        attn_params pk = make_params(B, T, NH, NKV, HS, (T + tk.bk - 1) / tk.bk);
         pk.bq = tk.bq;
         pk.bk4 = tk.bk / 4;
-        wg_dispatch(ctx, dkdv, bwd_pipeline(ctx, dkdv, HS, cfg.ncp, tk, 8), b, 4, &pk, sizeof pk,
-                    (uint64_t)pk.nblk * bnh);
+        wg_dispatch(ctx, dkdv, bwd_pipeline(ctx, dkdv, HS, gq, cfg.ncp, tk, 8), b, 4, &pk, sizeof pk,
+                    (uint64_t)pk.nblk * bnk);
         bwd_tile tq = cfg.q;
-        attn_params pq = make_params(B, T, C, NH, (T + tq.bq - 1) / tq.bq);
+        attn_params pq = make_params(B, T, NH, NKV, HS, (T + tq.bq - 1) / tq.bq);
         pq.bq = tq.bq;
         pq.bk4 = tq.bk / 4;
-        wg_dispatch(ctx, dq, bwd_pipeline(ctx, dq, HS, cfg.ncp, tq, 8), b, 4, &pq, sizeof pq, (uint64_t)pq.nblk * bnh);
+        wg_dispatch(ctx, dq, bwd_pipeline(ctx, dq, HS, gq, cfg.ncp, tq, 8), b, 4, &pq, sizeof pq,
+                    (uint64_t)pq.nblk * bnh);
     }
     return variant;
 }
 
 void wg_attention_backward(wgt_backend *be, wgt_view dqkv, wgt_view dout, wgt_view qkv, wgt_view out, wgt_view lse,
-                           uint32_t B, uint32_t T, uint32_t C, uint32_t NH) {
-    wg_attention_backward_with(be, 0, dqkv, dout, qkv, out, lse, B, T, C, NH);
+                           uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS) {
+    wg_attention_backward_with(be, 0, dqkv, dout, qkv, out, lse, B, T, NH, NKV, HS);
 }
 
 // ------------------------------------------------------------------ test / bench hooks

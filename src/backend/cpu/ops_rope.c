@@ -1,0 +1,60 @@
+// ops_rope.c — C reference of 04_rope.wgsl: rotary position embedding in the rotate-half
+// convention of Hugging Face LLaMA, in place on the q (NH heads) and k (NKV heads) parts of a
+// fused qkv[B, T, NH·HS + 2·NKV·HS] (v untouched), and the host helper that fills the cos / sin
+// tables. Per head, with x1 = x[0 .. HS/2), x2 = x[HS/2 .. HS) and row t of the tables:
+//   forward   x'  = x·cos + rotate_half(x)·sin,  rotate_half(x) = [-x2, x1]
+//   backward  dx  = dx'·cos + rotate_half^T(dx'·sin),  rotate_half^T(y) = [y2, -y1]
+// (the transpose of the forward's linear map). Element-wise in f32, products rounded before the
+// sum as in PyTorch's (q * cos) + (rotate_half(q) * sin).
+#include "backend/cpu/ops.h"
+
+void cpu_rope_tables(float *cos_tab, float *sin_tab, uint32_t maxT, uint32_t HS, double theta) {
+    WGT_ASSERT(HS >= 2 && HS % 2 == 0, "rope needs an even head size");
+    WGT_ASSERT(theta > 0, "rope needs a positive base theta");
+    const uint32_t H2 = HS / 2;
+    for (uint32_t i = 0; i < H2; i++) {
+        double inv_freq = 1.0 / pow(theta, (double)(2 * i) / (double)HS);
+        for (uint32_t t = 0; t < maxT; t++) {
+            double a = (double)t * inv_freq;
+            float c = (float)cos(a), s = (float)sin(a);
+            size_t r = (size_t)t * HS;
+            cos_tab[r + i] = cos_tab[r + H2 + i] = c;  // emb = cat(freqs, freqs)
+            sin_tab[r + i] = sin_tab[r + H2 + i] = s;
+        }
+    }
+}
+
+// The rotation of every q and k head of rows (b, t), in place; transpose = 1 for the backward.
+static void rope_apply(float *x, const float *ct, const float *st, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
+                       uint32_t HS, int transpose) {
+    WGT_ASSERT(HS >= 2 && HS % 2 == 0, "rope needs an even head size");
+    const size_t W = (size_t)(NH + 2 * (size_t)NKV) * HS, heads = (size_t)NH + NKV, rows = (size_t)B * T;
+    const uint32_t H2 = HS / 2;
+    #pragma omp parallel for schedule(static)
+    for (size_t r = 0; r < rows; r++) {
+        const float *c = ct + (r % T) * HS, *s = st + (r % T) * HS;
+        for (size_t h = 0; h < heads; h++) {
+            float *p = x + r * W + h * HS;
+            for (uint32_t d = 0; d < H2; d++) {
+                float x1 = p[d], x2 = p[d + H2];
+                if (!transpose) {
+                    p[d] = x1 * c[d] - x2 * s[d];
+                    p[d + H2] = x2 * c[d + H2] + x1 * s[d + H2];
+                } else {
+                    p[d] = x1 * c[d] + x2 * s[d + H2];
+                    p[d + H2] = x2 * c[d + H2] - x1 * s[d];
+                }
+            }
+        }
+    }
+}
+
+void cpu_rope_forward(float *qkv, const float *cos, const float *sin, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
+                      uint32_t HS) {
+    rope_apply(qkv, cos, sin, B, T, NH, NKV, HS, 0);
+}
+
+void cpu_rope_backward(float *dqkv, const float *cos, const float *sin, uint32_t B, uint32_t T, uint32_t NH,
+                       uint32_t NKV, uint32_t HS) {
+    rope_apply(dqkv, cos, sin, B, T, NH, NKV, HS, 1);
+}
