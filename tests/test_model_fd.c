@@ -1,4 +1,4 @@
-// test_model_fd.c — whole-model gradients of the C reference GPT-2 (cpu backend) against
+// test_model_fd.c — whole-model gradients of the C reference GPT-2 and LLaMA (cpu backend) against
 // finite differences of its own loss. test_cpu_grad.c checks every backward op alone; this test
 // checks what those checks cannot see: the GPT-2 schedule in src/model/ (which buffer feeds
 // which op, residual gradient accumulation, weight tying of wte as the lm_head, the loss options
@@ -451,6 +451,22 @@ int main(void) {
     }
 
     ctx_free(&c);
+
+    // ---- 5. the LLaMA family (grouped-query attention, RoPE, RMSNorm, SwiGLU), untied and tied;
+    // the same loss, so the same tolerances
+    for (int tie = 0; tie <= 1; tie++) {
+        const model_config ll = {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 16, .d_ff = 24, .vocab = 11,
+                                 .max_seq = 6, .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5,
+                                 .tie_embeddings = tie};
+        fdctx l = ctx_new(be, &ll, B_, T_);
+        l.lo = (model_loss_opts){0.0f, 1e-4f};
+        l.inv_norm = 1.0f / (float)count_valid(&l);
+        double L_ll = compute_grads(&l);
+        printf("llama tie=%d: loss %.6f over %d tensors\n", tie, L_ll, l.np);
+        CHECK(isfinite(L_ll) && L_ll > 0.5 && L_ll < 20, "llama loss %g is implausible", L_ll);
+        fd_case(&l, tie ? "llama-tied" : "llama");
+        ctx_free(&l);
+    }
     be->free(be);
     printf("time %.2f s (CPU)\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
     return test_finish();

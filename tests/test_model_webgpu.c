@@ -1,4 +1,4 @@
-// test_model_webgpu.c — the whole GPT-2 on WebGPU (lavapipe in CI; WGTRAIN_TEST_ADAPTER=gpu
+// test_model_webgpu.c — the whole GPT-2 and LLaMA on WebGPU (lavapipe in CI; WGTRAIN_TEST_ADAPTER=gpu
 // elsewhere) against the C reference, the way llm.c's test_gpt2 checks its CUDA model: the
 // logits, the loss, every parameter gradient, then 10 AdamW steps (the loss of every step, the
 // gradient norm, and the final parameters and both AdamW moments). The kernel tests compare
@@ -12,6 +12,11 @@
 //   split   the gpt config with the backend's max_binding_elems lowered to 64 Ki elements, so
 //           that the lm_head matmuls (logits 128 000 elements), the loss and the optimizer run in
 //           pieces as they do for V=50257 on a 128 MiB-binding device; 3 AdamW steps.
+//   llama   LLaMA, L=2 NH=4 NKV=2 C=40 F=72 V=77 T=37 B=2, untied: grouped-query attention at head
+//           size 10, RoPE, RMSNorm, SwiGLU, q | k | v packed at unaligned offsets; the odd config's
+//           loss options and clipping.
+//   llama-split  LLaMA, L=2 NH=4 NKV=1 C=64 F=172 V=1000 T=64 B=2, tied, with the split config's
+//           binding limit; 3 AdamW steps.
 //   big-V   V=50257 T=700 B=1 (L=1 C=64): logits of 134 MiB, above lavapipe's real 128 MiB
 //           binding limit; 1 AdamW step. About 20 s of lavapipe time and ~0.9 GB of memory (it
 //           doubles this test's time), so it runs only with WGTRAIN_TEST_LARGE=1; the split
@@ -271,7 +276,7 @@ static void run_case(bpair *bp, const mcase *mc) {
     model_free(mcpu);
     model_free(mgpu);
     bp->gpu->max_binding_elems = saved_limit;
-    printf("%-6s L=%d NH=%d C=%d F=%d V=%d B=%d T=%d: %d steps, worst error %.3f of the tolerance, %.1f s\n", mc->name,
+    printf("%-11s L=%d NH=%d C=%d F=%d V=%d B=%d T=%d: %d steps, worst error %.3f of the tolerance, %.1f s\n", mc->name,
            cfg->n_layer, cfg->n_head, cfg->d_model, cfg->d_ff, V, B, T, mc->steps, worst_seen, wgt_now_s() - t0);
 }
 
@@ -284,6 +289,12 @@ int main(void) {
         {"gpt", {.arch = "gpt2", .n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 256, .vocab = 1000, .max_seq = 64},
          2, 64, 10, 0.0f, 0.0f, 0.0f, 0},
         {"split", {.arch = "gpt2", .n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 256, .vocab = 1000, .max_seq = 64},
+         2, 64, 3, 0.0f, 1e-4f, 1.0f, 65536},
+        {"llama", {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 40, .d_ff = 72, .vocab = 77, .max_seq = 40,
+                   .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5, .tie_embeddings = 0},
+         2, 37, 10, 0.1f, 1e-4f, 0.5f, 0},
+        {"llama-split", {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 172, .vocab = 1000,
+                         .max_seq = 64, .n_kv_heads = 1, .rope_theta = 10000, .rms_eps = 1e-5, .tie_embeddings = 1},
          2, 64, 3, 0.0f, 1e-4f, 1.0f, 65536},
         {"big-V", {.arch = "gpt2", .n_layer = 1, .n_head = 2, .d_model = 64, .d_ff = 128, .vocab = 50257, .max_seq = 700},
          1, 700, 1, 0.0f, 1e-4f, 0.0f, 0},

@@ -2,8 +2,9 @@
 # test_train.sh — the trainer end to end on the CPU backend, with a generated corpus and tiny
 # models so it runs in about a minute: prepare, train (metrics, plot, checkpoints), resume
 # equality bit for bit, SIGTERM and SIGKILL at arbitrary moments (the last checkpoint must
-# stay loadable and the finished run must equal one never interrupted), sample, eval, and the
-# messages for bad inputs. Prints "N passed, N failed"; the exit code is the verdict.
+# stay loadable and the finished run must equal one never interrupted), sample, eval, the
+# llama-tiny preset (train, resume, sample, eval, bench), and the messages for bad inputs.
+# Prints "N passed, N failed"; the exit code is the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 W=$PWD/build/wgtrain
@@ -177,6 +178,55 @@ sys.exit(0 if c['model']['arch'] == 'gpt2' and c['model']['n_layer'] == 256 else
 expect_fail "--layers 257" "--layers must be between" $W train "${M[@]}" --out "$T/E0" --layers 257
 expect_fail "--arch nonsense" "unknown model family 'nonsense'" $W train "${M[@]}" --out "$T/E9" --arch nonsense
 expect_fail "resume with another family" "--arch 'nonsense' differs" $W train --out "$T/A" --resume --arch nonsense
+
+section "llama-tiny"
+# the llama-tiny preset end to end on the CPU backend: a few steps, resume equality bit for bit,
+# the run directory's config naming the family (sample and eval need no model flags), bench
+LL=(--data "$T/data" --device cpu --preset llama-tiny --steps 6 --warmup 2 --val-every 3 --val-batches 1 --ckpt-every 3)
+out=$($W train "${LL[@]}" --out "$T/L1" 2>&1); rc=$?
+check "llama-tiny trains (exit $rc: ${out: -300})" test $rc -eq 0
+check "train prints the LLaMA settings" grep -q "2 key/value heads, RoPE base 10000" <<<"$out"
+check "llama-tiny config.json records the family and its settings" $PY -c "
+import json, sys; m = json.load(open(sys.argv[1]))['model']
+sys.exit(0 if (m['arch'], m['n_layer'], m['n_head'], m['n_kv_heads'], m['d_model'], m['d_ff'], m['max_seq'],
+               m['rope_theta'], m['rms_eps'], m['tie_embeddings']) == ('llama', 4, 4, 2, 128, 352, 64, 10000, 1e-5, 1)
+         else 1)" "$T/L1/config.json"
+check "llama model.safetensors has Hugging Face LLaMA names and shapes" $PY - "$T/L1/model.safetensors" <<'EOF'
+import json, struct, sys
+f = open(sys.argv[1], "rb"); h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+want = {"model.embed_tokens.weight": [None, 128], "model.layers.3.self_attn.q_proj.weight": [128, 128],
+        "model.layers.3.self_attn.k_proj.weight": [64, 128], "model.layers.3.self_attn.v_proj.weight": [64, 128],
+        "model.layers.3.self_attn.o_proj.weight": [128, 128], "model.layers.3.mlp.gate_proj.weight": [352, 128],
+        "model.layers.3.mlp.up_proj.weight": [352, 128], "model.layers.3.mlp.down_proj.weight": [128, 352],
+        "model.layers.3.input_layernorm.weight": [128], "model.layers.3.post_attention_layernorm.weight": [128],
+        "model.norm.weight": [128]}
+ok = all(k in h and all(w is None or w == s for w, s in zip(v, h[k]["shape"])) for k, v in want.items())
+sys.exit(0 if ok and "lm_head.weight" not in h and len([k for k in h if k != "__metadata__"]) == 2 + 9 * 4 else 1)
+EOF
+$W train "${LL[@]}" --out "$T/L2" --stop-at 3 >/dev/null 2>&1
+out=$($W train --out "$T/L2" --resume --device cpu 2>&1); rc=$?
+check "llama resume exits 0 ($out)" test $rc -eq 0
+check "llama resumed losses equal the straight run's bit for bit" diff <(losses "$T/L1/metrics.jsonl") <(losses "$T/L2/metrics.jsonl")
+check "llama resumed weights equal the straight run's" cmp -s "$T/L1/model.safetensors" "$T/L2/model.safetensors"
+s1=$($W sample --run "$T/L1" --device cpu --tokens 12 --seed 5 2>&1); rc=$?
+check "sample --run on a llama run ($s1)" test $rc -eq 0 -a ${#s1} -ge 12
+s2=$($W sample --run "$T/L1" --device cpu --tokens 12 --seed 5 2>&1)
+check "llama: the same seed gives the same text" test "$s1" == "$s2"
+check "eval --run on a llama run" bash -c "'$W' eval --run '$T/L1' --device cpu --batches 1 | grep -q perplexity"
+out=$($W train --data "$T/data" --device cpu --arch llama --steps 1 --val-every 0 --out "$T/L3" 2>&1); rc=$?
+check "--arch llama alone takes the llama-tiny preset (exit $rc)" test $rc -eq 0 -a -n "$(grep 'preset llama-tiny' <<<"$out")"
+# a gpt2 preset with --arch llama: the preset's sizes, LLaMA's defaults (untied) under the flags
+out=$($W train "${M[@]}" --preset tiny --arch llama --kv-heads 1 --rope-theta 500000 --rms-eps 1e-6 --steps 2 --out "$T/L4" 2>&1); rc=$?
+check "--preset tiny --arch llama with LLaMA flags (exit $rc: ${out: -200})" test $rc -eq 0
+check "LLaMA flags reach config.json" $PY -c "
+import json, sys; m = json.load(open(sys.argv[1]))['model']
+sys.exit(0 if (m['arch'], m['n_layer'], m['n_kv_heads'], m['rope_theta'], m['rms_eps'], m['tie_embeddings']) ==
+         ('llama', 2, 1, 500000, 1e-6, 0) else 1)" "$T/L4/config.json"
+check "bench --preset llama-tiny" bash -c "'$W' bench --preset llama-tiny --device cpu --steps 1 --warmup 0 --seq 16 --batch 2 | grep -q 'llama L=4 NH=4 NKV=2'"
+expect_fail "--kv-heads on a gpt2 model" "is a setting of the llama family" $W train "${M[@]}" --out "$T/E10" --kv-heads 2
+expect_fail "--kv-heads not dividing --heads" "must divide n_head" $W train "${M[@]}" --out "$T/E11" --arch llama --kv-heads 3 --heads 4 --d-model 32
+expect_fail "an odd head size" "is odd" $W train "${M[@]}" --out "$T/E12" --arch llama --d-model 36 --heads 4
+expect_fail "resume a llama run with other kv heads" "--kv-heads 4 differs" $W train --out "$T/L1" --resume --kv-heads 4
 
 section "bad inputs"
 : >"$T/empty.txt"

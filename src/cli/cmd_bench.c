@@ -14,24 +14,27 @@
 
 
 static void usage(void) {
-    printf("usage: wgtrain bench [--preset tiny|small|gpt2-124m|seeds] [--arch NAME] [--layers L --heads NH --d-model C --d-ff F]\n"
-           "                     [--vocab V] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
+    printf("usage: wgtrain bench [--preset tiny|small|gpt2-124m|seeds|llama-tiny|llama-124m] [--arch NAME]\n"
+           "                     [--layers L --heads NH --kv-heads NKV --d-model C --d-ff F] [--vocab V] [--batch B]\n"
+           "                     [--seq T] [--steps N] [--warmup W]\n"
            "                     [--device cpu|webgpu|auto] [--adapter A] [--profile]\n"
            "  Times full training steps (forward, loss, backward, AdamW) on random tokens and prints tokens/s.\n"
            "  --profile (webgpu) also prints the GPU time of every kernel, from timestamp queries.\n");
 }
 
-typedef struct { const char *name, *arch; int L, NH, C, F, V, T, B; } preset;
+typedef struct { const char *name, *arch; int L, NH, C, F, V, T, B, NKV, tie; } preset;
 static const preset presets[] = {
-    {"tiny", "gpt2", 4, 4, 128, 512, 512, 128, 8},
-    {"small", "gpt2", 6, 6, 384, 1536, 16384, 256, 8},
-    {"gpt2-124m", "gpt2", 12, 12, 768, 3072, 50257, 1024, 8},
-    {"seeds", "gpt2", 12, 12, 768, 3072, 16384, 512, 8},
+    {"tiny", "gpt2", 4, 4, 128, 512, 512, 128, 8, 0, 0},
+    {"small", "gpt2", 6, 6, 384, 1536, 16384, 256, 8, 0, 0},
+    {"gpt2-124m", "gpt2", 12, 12, 768, 3072, 50257, 1024, 8, 0, 0},
+    {"seeds", "gpt2", 12, 12, 768, 3072, 16384, 512, 8, 0, 0},
+    {"llama-tiny", "llama", 4, 4, 128, 352, 512, 128, 8, 2, 1},
+    {"llama-124m", "llama", 12, 12, 768, 2048, 50257, 1024, 8, 4, 1},
 };
 
 static wgt_status bench_main(int argc, char **argv) {
     const preset *p = &presets[0];
-    long L = -1, NH = -1, C = -1, F = -1, Vv = -1, B = -1, T = -1, steps = 10, warmup = 2;
+    long L = -1, NH = -1, NKV = -1, C = -1, F = -1, Vv = -1, B = -1, T = -1, steps = 10, warmup = 2;
     const char *device = "auto", *adapter = NULL, *arch = NULL;
     int profile = 0;
     for (int i = 1; i < argc; i++) {
@@ -43,12 +46,14 @@ static wgt_status bench_main(int argc, char **argv) {
         if (!strcmp(a, "--preset")) {
             p = NULL;
             for (size_t k = 0; k < sizeof presets / sizeof presets[0]; k++) if (!strcmp(presets[k].name, v)) p = &presets[k];
-            if (!p) return wgt_fail(WGT_ERR_ARG, "unknown preset '%s'; use tiny, small, gpt2-124m or seeds", v);
+            if (!p)
+                return wgt_fail(WGT_ERR_ARG, "unknown preset '%s'; use tiny, small, gpt2-124m, seeds, llama-tiny or llama-124m", v);
         } else if (!strcmp(a, "--device") || !strcmp(a, "--backend")) device = v;
         else if (!strcmp(a, "--adapter")) adapter = v;
         else if (!strcmp(a, "--arch")) arch = v;
         else if (!strcmp(a, "--layers")) WGT_TRY(cli_parse_long(a, v, 1, 256, &L));
         else if (!strcmp(a, "--heads")) WGT_TRY(cli_parse_long(a, v, 1, 1024, &NH));
+        else if (!strcmp(a, "--kv-heads")) WGT_TRY(cli_parse_long(a, v, 1, 1024, &NKV));
         else if (!strcmp(a, "--d-model")) WGT_TRY(cli_parse_long(a, v, 1, 65536, &C));
         else if (!strcmp(a, "--d-ff")) WGT_TRY(cli_parse_long(a, v, 1, 1 << 20, &F));
         else if (!strcmp(a, "--vocab")) WGT_TRY(cli_parse_long(a, v, 1, 65536, &Vv));
@@ -58,10 +63,16 @@ static wgt_status bench_main(int argc, char **argv) {
         else if (!strcmp(a, "--warmup")) WGT_TRY(cli_parse_long(a, v, 0, 1000, &warmup));
         else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
     }
-    model_config cfg = {"", L > 0 ? L : p->L, NH > 0 ? NH : p->NH, C > 0 ? C : p->C, F > 0 ? F : p->F,
-                        Vv > 0 ? Vv : p->V, T > 0 ? T : p->T};
+    model_config cfg = {.n_layer = L > 0 ? L : p->L, .n_head = NH > 0 ? NH : p->NH, .d_model = C > 0 ? C : p->C,
+                        .d_ff = F > 0 ? F : p->F, .vocab = Vv > 0 ? Vv : p->V, .max_seq = T > 0 ? T : p->T};
     if (strlen(arch ? arch : p->arch) >= sizeof cfg.arch) return wgt_fail(WGT_ERR_ARG, "--arch '%s' is too long", arch);
     snprintf(cfg.arch, sizeof cfg.arch, "%s", arch ? arch : p->arch);
+    if (!strcmp(cfg.arch, p->arch)) {  // the preset's family: its settings (others: that family's defaults)
+        cfg.n_kv_heads = p->NKV;
+        cfg.tie_embeddings = p->tie;
+    }
+    if (NKV > 0) cfg.n_kv_heads = (int)NKV;
+    model_config_defaults(&cfg);
     WGT_TRY(model_config_check(&cfg));
     int bB = B > 0 ? B : p->B, bT = cfg.max_seq;
     wgt_backend *be;
@@ -78,9 +89,10 @@ static wgt_status bench_main(int argc, char **argv) {
     }
     for (size_t i = 0; i < BT; i++) tgt[i] = (i + 1 < BT) ? tok[i + 1] : tok[0];
     if (st == WGT_OK)
-        printf("bench: %s backend%s%s%s, %s L=%d NH=%d C=%d F=%d V=%d, B=%d T=%d, %.1fM parameters\n", be->name,
+        printf("bench: %s backend%s%s%s, %s L=%d NH=%d%s%.0d C=%d F=%d V=%d, B=%d T=%d, %.1fM parameters\n", be->name,
                be->device_name ? " (" : "", be->device_name ? be->device_name(be) : "", be->device_name ? ")" : "",
-               cfg.arch, cfg.n_layer, cfg.n_head, cfg.d_model, cfg.d_ff, cfg.vocab, bB, bT, model_num_params(m) / 1e6);
+               cfg.arch, cfg.n_layer, cfg.n_head, cfg.n_kv_heads ? " NKV=" : "", cfg.n_kv_heads, cfg.d_model, cfg.d_ff,
+               cfg.vocab, bB, bT, model_num_params(m) / 1e6);
     model_loss_opts lo = {0.0f, 0.0f};
     double t0 = 0, loss = 0;
     for (long i = 0; i < warmup + steps && st == WGT_OK; i++) {

@@ -1,6 +1,7 @@
 // cmd_grad.c — `wgtrain grad`: loss and every parameter's gradient of a Hugging Face checkpoint
-// (of any model family: --arch) on one batch, on either backend; with --steps N it also runs N
-// AdamW steps on that batch and prints each step's loss (used to compare training against PyTorch).
+// (of any model family: its config.json, --config, or --arch and --heads for a GPT-2 file) on
+// one batch, on either backend; with --steps N it also runs N AdamW steps on that batch and
+// prints each step's loss (used to compare training against PyTorch).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +11,13 @@
 #include "model/model.h"
 
 static void usage(void) {
-    printf("usage: wgtrain grad --model M.safetensors --heads NH --tokens T.npy [--arch NAME] [--backend cpu|webgpu]\n"
-           "                    [--adapter A] [--out G.safetensors] [--alpha A] [--beta B] [--steps N --lr X --weight-decay W\n"
-           "                    --beta1 B1 --beta2 B2 --eps E --clip C] [--logits L.npy]\n"
-           "  --arch NAME: the model family of M (default " MODEL_ARCH_DEFAULT "); its Hugging Face names and layout.\n"
+    printf("usage: wgtrain grad --model M.safetensors (--config config.json | --heads NH [--arch NAME]) --tokens T.npy\n"
+           "                    [--backend cpu|webgpu] [--adapter A] [--out G.safetensors] [--alpha A] [--beta B]\n"
+           "                    [--steps N --lr X --weight-decay W --beta1 B1 --beta2 B2 --eps E --clip C] [--logits L.npy]\n"
+           "  --config: M's Hugging Face config.json (model_type \"gpt2\" or \"llama\"): the family and every size; the\n"
+           "  tensors must match it (names, shapes, none missing or extra).\n"
+           "  --heads NH [--arch NAME]: without a config, for a GPT-2 file (the default family, " MODEL_ARCH_DEFAULT "):\n"
+           "  the sizes come from the tensors, the number of heads from NH.\n"
            "  tokens: int32 [B, T+1]; inputs are [:, :-1], targets [:, 1:] (a negative target is ignored).\n"
            "  Prints `loss <value>`: the mean cross-entropy over the targets (plus label smoothing / z-loss\n"
            "  terms when --alpha / --beta are given; both default to 0 here). --out writes each parameter's\n"
@@ -23,7 +27,7 @@ static void usage(void) {
 
 static wgt_status grad_main(int argc, char **argv) {
     const char *model = NULL, *tokens_path = NULL, *out = NULL, *backend = "cpu", *adapter = NULL, *logits_path = NULL,
-               *arch = MODEL_ARCH_DEFAULT;
+               *arch = NULL, *config = NULL;
     long heads = 0, steps = 0;
     double alpha = 0, beta = 0, lr = 1e-4, wd = 0.0, b1 = 0.9, b2 = 0.999, eps = 1e-8, clip = 0;
     for (int i = 1; i < argc; i++) {
@@ -38,6 +42,7 @@ static wgt_status grad_main(int argc, char **argv) {
         else if (!strcmp(a, "--backend") || !strcmp(a, "--device")) backend = v;
         else if (!strcmp(a, "--adapter")) adapter = v;
         else if (!strcmp(a, "--arch")) arch = v;
+        else if (!strcmp(a, "--config")) config = v;
         else if (!strcmp(a, "--heads")) WGT_TRY(cli_parse_long(a, v, 1, 4096, &heads));
         else if (!strcmp(a, "--steps")) WGT_TRY(cli_parse_long(a, v, 0, 1000000, &steps));
         else if (!strcmp(a, "--alpha")) WGT_TRY(cli_parse_double(a, v, &alpha));
@@ -50,12 +55,20 @@ static wgt_status grad_main(int argc, char **argv) {
         else if (!strcmp(a, "--clip")) WGT_TRY(cli_parse_double(a, v, &clip));
         else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
     }
-    if (!model || !tokens_path || !heads)
-        return wgt_fail(WGT_ERR_ARG, "--model, --heads and --tokens are required (see --help)");
+    if (!model || !tokens_path || (!heads && !config))
+        return wgt_fail(WGT_ERR_ARG, "--model, --tokens and either --config or --heads are required (see --help)");
     if (alpha < 0 || alpha > 1) return wgt_fail(WGT_ERR_ARG, "--alpha must be in [0, 1], got %g", alpha);
     if (beta < 0) return wgt_fail(WGT_ERR_ARG, "--beta must be >= 0, got %g", beta);
     model_config cfg;
-    WGT_TRY(model_config_from_safetensors(&cfg, arch, model, (int)heads));
+    if (config) {
+        WGT_TRY(model_config_from_hf_file(&cfg, config));
+        if (arch && strcmp(arch, cfg.arch))
+            return wgt_fail(WGT_ERR_ARG, "--arch %s contradicts %s, which describes a %s model", arch, config, cfg.arch);
+        if (heads && heads != cfg.n_head)
+            return wgt_fail(WGT_ERR_ARG, "--heads %ld contradicts %s, which has %d heads", heads, config, cfg.n_head);
+    } else {
+        WGT_TRY(model_config_from_safetensors(&cfg, arch ? arch : MODEL_ARCH_DEFAULT, model, (int)heads));
+    }
     npy_array tk;
     WGT_TRY(npy_load(&tk, tokens_path));
     wgt_status st = WGT_OK;

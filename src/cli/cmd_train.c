@@ -10,7 +10,7 @@
 static void usage(void) {
     printf("usage: wgtrain train --data DATA_DIR --out RUN_DIR [--preset NAME] [--steps N] [--batch B] [--seq T]\n"
            "                     [--lr X] [--seed S] [--device auto|cpu|webgpu] [--adapter A] [--resume] [options]\n"
-           "Trains a model (--arch; GPT-2 in every preset) on the shards of DATA_DIR (see `wgtrain prepare`). RUN_DIR receives config.json,\n"
+           "Trains a model (--arch gpt2 or llama) on the shards of DATA_DIR (see `wgtrain prepare`). RUN_DIR receives config.json,\n"
            "metrics.jsonl, loss.svg, ckpt.bin (the full training state), model.safetensors (Hugging Face names) and\n"
            "the data's tokenizer (tokenizer.bin, or GPT-2's encoder.json + vocab.bpe); `wgtrain sample` and `wgtrain eval`\n"
            "read them.\n\n"
@@ -25,7 +25,9 @@ static void usage(void) {
            "run configuration (defaults from the preset):\n");
     train_config_print_flags(stdout);
     printf("\npresets: tiny (4 layers, d_model 128, seq 64, batch 8, 600 steps: a few minutes on a 2-core CPU),\n"
-           "         small (6 layers, d_model 384, seq 256, batch 16), gpt2-124m (12 layers, d_model 768, seq 1024)\n");
+           "         small (6 layers, d_model 384, seq 256, batch 16), gpt2-124m (12 layers, d_model 768, seq 1024):\n"
+           "         GPT-2; llama-tiny (tiny's sizes: 4 heads, 2 KV heads, d_ff 352, tied lm_head; the default with\n"
+           "         --arch llama), llama-124m (12 layers, d_model 768, 12 heads, 4 KV heads, d_ff 2048, seq 1024): LLaMA\n");
 }
 
 static wgt_status train_main(int argc, char **argv, int *exit_code) {

@@ -227,6 +227,56 @@ static wgt_status config_from_safetensors(model_config *c, const st_file *f, con
     return WGT_OK;
 }
 
+// ------------------------------------------------------------------ Hugging Face config.json
+
+// GPT2Config: n_embd, n_head, n_layer, vocab_size; n_positions (or the older n_ctx; default
+// 1024); n_inner (null: 4 n_embd). What this build computes in one way only must have that value.
+static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *what) {
+    int n_ctx;
+    WGT_TRY(model_hf_int(o, what, "n_embd", 1, 0, 1, 65536, &c->d_model));
+    WGT_TRY(model_hf_int(o, what, "n_head", 1, 0, 1, 4096, &c->n_head));
+    WGT_TRY(model_hf_int(o, what, "n_layer", 1, 0, 1, 256, &c->n_layer));
+    WGT_TRY(model_hf_int(o, what, "vocab_size", 1, 0, 1, 65536, &c->vocab));
+    WGT_TRY(model_hf_int(o, what, "n_ctx", 0, 1024, 1, 1 << 20, &n_ctx));
+    WGT_TRY(model_hf_int(o, what, "n_positions", 0, n_ctx, 1, 1 << 20, &c->max_seq));
+    WGT_TRY(model_hf_int(o, what, "n_inner", 0, 4 * c->d_model, 1, 262144, &c->d_ff));
+    if (c->d_model % c->n_head)
+        return wgt_fail(WGT_ERR_CONFIG, "%s: n_head (%d) does not divide n_embd (%d)", what, c->n_head, c->d_model);
+    double eps;
+    WGT_TRY(model_hf_double(o, what, "layer_norm_epsilon", 0, 1e-5, 0, 1, &eps));
+    if (eps != 1e-5)
+        return wgt_fail(WGT_ERR_CONFIG, "%s: layer_norm_epsilon is %g; this build's LayerNorm uses 1e-05", what, eps);
+    WGT_TRY(model_hf_expect(o, what, "activation_function", "gelu_new|gelu_pytorch_tanh", 0,
+                            "wgtrain's GELU is the tanh approximation"));
+    WGT_TRY(model_hf_expect(o, what, "tie_word_embeddings", "true", 1, "GPT-2's lm_head is its token embedding here"));
+    WGT_TRY(model_hf_expect(o, what, "scale_attn_weights", "true", 1, "attention scores are scaled by 1/sqrt(head size)"));
+    WGT_TRY(model_hf_expect(o, what, "scale_attn_by_inverse_layer_idx", "false", 1, "not supported"));
+    WGT_TRY(model_hf_expect(o, what, "add_cross_attention", "false", 1, "a decoder-only model has no cross-attention"));
+    return WGT_OK;
+}
+
+static cJSON *config_to_hf(const model_config *c) {
+    cJSON *o = cJSON_CreateObject();
+    WGT_ASSERT(o, "cJSON_CreateObject failed (out of memory)");
+    cJSON *arch = cJSON_AddArrayToObject(o, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString("GPT2LMHeadModel"));
+    cJSON_AddStringToObject(o, "model_type", "gpt2");
+    model_hf_add_number(o, "vocab_size", c->vocab);
+    model_hf_add_number(o, "n_positions", c->max_seq);
+    model_hf_add_number(o, "n_ctx", c->max_seq);
+    model_hf_add_number(o, "n_embd", c->d_model);
+    model_hf_add_number(o, "n_layer", c->n_layer);
+    model_hf_add_number(o, "n_head", c->n_head);
+    model_hf_add_number(o, "n_inner", c->d_ff);
+    cJSON_AddStringToObject(o, "activation_function", "gelu_new");
+    model_hf_add_number(o, "layer_norm_epsilon", 1e-5);
+    model_hf_add_number(o, "initializer_range", 0.02);
+    cJSON_AddBoolToObject(o, "scale_attn_weights", 1);
+    cJSON_AddBoolToObject(o, "tie_word_embeddings", 1);
+    cJSON_AddStringToObject(o, "torch_dtype", "float32");
+    return o;
+}
+
 const model_arch model_arch_gpt2 = {
     .name = "gpt2",
     .tensors = tensors,
@@ -237,6 +287,9 @@ const model_arch model_arch_gpt2 = {
     .hf_ignored = hf_ignored,
     .n_hf_ignored = sizeof hf_ignored / sizeof hf_ignored[0],
     .config_from_safetensors = config_from_safetensors,
+    .hf_model_type = "gpt2",
+    .config_from_hf = config_from_hf,
+    .config_to_hf = config_to_hf,
     .init = init,
     .forward = forward,
     .backward = backward,

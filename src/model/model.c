@@ -15,7 +15,7 @@
 
 // ------------------------------------------------------------------ families
 
-static const model_arch *const archs[] = {&model_arch_gpt2};
+static const model_arch *const archs[] = {&model_arch_gpt2, &model_arch_llama};
 #define N_ARCHS (int)(sizeof archs / sizeof archs[0])
 
 const model_arch *model_arch_find(const char *name) {
@@ -73,9 +73,44 @@ static int each_field(const model_arch *a, cf_visit fn, void *ctx) {
     return 0;
 }
 
+// Whether family a has the config field at offset off.
+static int has_field(const model_arch *a, size_t off) {
+    for (int i = 0; i < a->n_config_fields; i++)
+        if (a->config_fields[i].off == off) return 1;
+    return 0;
+}
+
+// The family-specific fields of the other families must be 0 (not set) in a config of family a.
+static wgt_status check_foreign_fields(const model_config *c, const model_arch *a) {
+    for (int k = 0; k < N_ARCHS; k++) {
+        const model_arch *o = archs[k];
+        for (int i = 0; o != a && i < o->n_config_fields; i++) {
+            const model_config_field *f = &o->config_fields[i];
+            if (has_field(a, f->off) || cf_get(c, f) == 0) continue;
+            char v[40];
+            cf_format(c, f, v, sizeof v);
+            return wgt_fail(WGT_ERR_CONFIG, "%s = %s is a setting of the %s family; a %s model has none (leave it unset)",
+                            f->key, v, o->name, a->name);
+        }
+    }
+    return WGT_OK;
+}
+
+void model_config_defaults(model_config *c) {
+    const model_arch *a = model_arch_find(c->arch);
+    if (a && a->defaults) a->defaults(c);
+}
+
+void model_config_set_arch(model_config *c, const char *arch) {
+    for (int k = 0; k < N_ARCHS; k++)
+        for (int i = 0; i < archs[k]->n_config_fields; i++) cf_set(c, &archs[k]->config_fields[i], 0);
+    snprintf(c->arch, sizeof c->arch, "%s", arch);
+}
+
 wgt_status model_config_check(const model_config *c) {
     const model_arch *a = model_arch_find(c->arch);
     if (!a) return unknown_arch(c->arch);
+    WGT_TRY(check_foreign_fields(c, a));
     if (c->n_layer < 1 || c->n_layer > 256) return wgt_fail(WGT_ERR_CONFIG, "n_layer must be 1..256, got %d", c->n_layer);
     if (c->n_head < 1) return wgt_fail(WGT_ERR_CONFIG, "n_head must be at least 1, got %d", c->n_head);
     if (c->d_model < 1 || c->d_model % c->n_head)
@@ -205,6 +240,164 @@ wgt_status model_config_from_safetensors(model_config *c, const char *arch, cons
     return st;
 }
 
+// ------------------------------------------------------------------ Hugging Face config.json
+
+static const char *json_type(const cJSON *it) {
+    if (cJSON_IsNumber(it)) return "a number";
+    if (cJSON_IsString(it)) return "a string";
+    if (cJSON_IsBool(it)) return "a boolean";
+    if (cJSON_IsArray(it)) return "an array";
+    if (cJSON_IsObject(it)) return "an object";
+    return "null";
+}
+
+wgt_status model_hf_int(const cJSON *o, const char *what, const char *key, int required, int dflt, int lo, int hi,
+                        int *out) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!it || cJSON_IsNull(it)) {
+        if (required) return wgt_fail(WGT_ERR_CONFIG, "%s lacks \"%s\"", what, key);
+        *out = dflt;
+        return WGT_OK;
+    }
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || it->valuedouble != floor(it->valuedouble))
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" must be an integer, got %s", what, key, json_type(it));
+    if (it->valuedouble < lo || it->valuedouble > hi)
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" is %.0f; this build takes %d..%d", what, key, it->valuedouble, lo, hi);
+    *out = (int)it->valuedouble;
+    return WGT_OK;
+}
+
+wgt_status model_hf_double(const cJSON *o, const char *what, const char *key, int required, double dflt, double lo,
+                           double hi, double *out) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!it || cJSON_IsNull(it)) {
+        if (required) return wgt_fail(WGT_ERR_CONFIG, "%s lacks \"%s\"", what, key);
+        *out = dflt;
+        return WGT_OK;
+    }
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" must be a number, got %s", what, key, json_type(it));
+    if (!(it->valuedouble >= lo && it->valuedouble <= hi))
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" is %g; this build takes %g..%g", what, key, it->valuedouble, lo, hi);
+    *out = it->valuedouble;
+    return WGT_OK;
+}
+
+wgt_status model_hf_bool(const cJSON *o, const char *what, const char *key, int dflt, int *out) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!it || cJSON_IsNull(it)) {
+        *out = dflt;
+        return WGT_OK;
+    }
+    if (!cJSON_IsBool(it)) return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" must be true or false, got %s", what, key, json_type(it));
+    *out = cJSON_IsTrue(it);
+    return WGT_OK;
+}
+
+wgt_status model_hf_expect(const cJSON *o, const char *what, const char *key, const char *want, int is_bool,
+                           const char *why) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!it || cJSON_IsNull(it)) return WGT_OK;
+    if (is_bool) {
+        if (cJSON_IsBool(it) && cJSON_IsTrue(it) == !strcmp(want, "true")) return WGT_OK;
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" must be %s: %s", what, key, want, why);
+    }
+    if (cJSON_IsString(it)) {
+        // want: one value or several separated by '|'
+        size_t n = strlen(it->valuestring);
+        for (const char *w = want; *w;) {
+            const char *bar = strchr(w, '|');
+            size_t len = bar ? (size_t)(bar - w) : strlen(w);
+            if (len == n && !strncmp(w, it->valuestring, n)) return WGT_OK;
+            w += len + (bar != NULL);
+        }
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" is \"%s\", this build supports only %s: %s", what, key,
+                        it->valuestring, want, why);
+    }
+    return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" must be %s (got %s): %s", what, key, want, json_type(it), why);
+}
+
+void model_hf_add_number(cJSON *o, const char *key, double v) {
+    char num[40];
+    if (v == floor(v) && fabs(v) < 9007199254740992.0) snprintf(num, sizeof num, "%.0f", v);
+    else
+        for (int prec = 15; prec <= 17; prec++) {
+            snprintf(num, sizeof num, "%.*g", prec, v);
+            if (strtod(num, NULL) == v) break;
+        }
+    cJSON_AddRawToObject(o, key, num);
+}
+
+static const model_arch *arch_by_hf_type(const char *t) {
+    for (int i = 0; i < N_ARCHS; i++)
+        if (archs[i]->hf_model_type && !strcmp(archs[i]->hf_model_type, t)) return archs[i];
+    return NULL;
+}
+
+wgt_status model_config_from_hf_json(model_config *c, const char *json, const char *what) {
+    memset(c, 0, sizeof *c);
+    cJSON *obj = cJSON_Parse(json);
+    if (!cJSON_IsObject(obj)) {
+        cJSON_Delete(obj);
+        return wgt_fail(WGT_ERR_CONFIG, "%s is not a JSON object (a Hugging Face config.json)", what);
+    }
+    wgt_status st = WGT_OK;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(obj, "model_type");
+    const model_arch *a = cJSON_IsString(mt) ? arch_by_hf_type(mt->valuestring) : NULL;
+    if (!cJSON_IsString(mt)) {
+        st = wgt_fail(WGT_ERR_CONFIG, "%s has no \"model_type\" string (a Hugging Face config.json names its model type)",
+                      what);
+    } else if (!a || !a->config_from_hf) {
+        char known[256] = "";
+        for (int i = 0; i < N_ARCHS; i++)
+            if (archs[i]->hf_model_type && archs[i]->config_from_hf)
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s\"%s\"", known[0] ? ", " : "",
+                         archs[i]->hf_model_type);
+        st = wgt_fail(WGT_ERR_CONFIG, "%s: model_type \"%s\" is not a family of this build; it reads %s", what,
+                      mt->valuestring, known);
+    } else {
+        snprintf(c->arch, sizeof c->arch, "%s", a->name);
+        st = a->config_from_hf(c, obj, what);
+    }
+    cJSON_Delete(obj);
+    if (st == WGT_OK && model_config_check(c) != WGT_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", wgt_last_error());
+        st = wgt_fail(WGT_ERR_CONFIG, "%s: %s", what, msg);
+    }
+    return st;
+}
+
+wgt_status model_config_from_hf_file(model_config *c, const char *path) {
+    memset(c, 0, sizeof *c);
+    FILE *f = fopen(path, "rb");
+    if (!f) return wgt_fail(WGT_ERR_IO, "cannot open the model config %s", path);
+    enum { MAX_BYTES = 1 << 24 };  // a config.json is a few kilobytes
+    char *buf = wgt_malloc(MAX_BYTES + 1);
+    size_t n = fread(buf, 1, MAX_BYTES + 1, f);
+    int err = ferror(f);
+    fclose(f);
+    wgt_status st = WGT_OK;
+    if (err) st = wgt_fail(WGT_ERR_IO, "error reading the model config %s", path);
+    else if (n > MAX_BYTES) st = wgt_fail(WGT_ERR_CONFIG, "%s is over 16 MiB: not a config.json", path);
+    else {
+        buf[n] = 0;
+        st = model_config_from_hf_json(c, buf, path);
+    }
+    free(buf);
+    return st;
+}
+
+char *model_config_to_hf_json(const model_config *c) {
+    const model_arch *a = model_arch_find(c->arch);
+    WGT_ASSERT(a && a->config_to_hf, "model_config_to_hf_json: a family without a Hugging Face config");
+    cJSON *obj = a->config_to_hf(c);
+    char *s = cJSON_Print(obj);
+    cJSON_Delete(obj);
+    WGT_ASSERT(s, "cJSON_Print failed (out of memory)");
+    return s;
+}
+
 size_t model_dim_size(const model_config *c, model_dim d) {
     switch (d) {
     case DIM_NONE: return 0;
@@ -213,6 +406,7 @@ size_t model_dim_size(const model_config *c, model_dim d) {
     case DIM_F: return (size_t)c->d_ff;
     case DIM_V: return (size_t)c->vocab;
     case DIM_MAXT: return (size_t)c->max_seq;
+    case DIM_KV: return (size_t)c->n_kv_heads * (size_t)(c->d_model / c->n_head);
     }
     WGT_ASSERT(0, "unknown model_dim");
     return 0;
@@ -237,32 +431,52 @@ static void add_tensor(wgt_model *m, const model_tensor_desc *d, int layer) {
     p->init = d->init;
 }
 
+static int desc_present(const model_arch *a, const model_tensor_desc *d, const model_config *c) {
+    return !a->tensor_absent || !a->tensor_absent(c, d);
+}
+
 // Expands the family's tensor table into the parameter table and gives every tensor its offset.
 static void layout(wgt_model *m) {
     const model_arch *a = m->arch;
     const int L = m->c.n_layer;
     int count = 0;
-    for (int i = 0; i < a->n_tensors; i++) count += a->tensors[i].per_layer ? L : 1;
-    m->t = wgt_calloc((size_t)count, sizeof *m->t);
+    for (int i = 0; i < a->n_tensors; i++)
+        if (desc_present(a, &a->tensors[i], &m->c)) count += a->tensors[i].per_layer ? L : 1;
+    m->t = wgt_calloc((size_t)(count ? count : 1), sizeof *m->t);
     for (int i = 0; i < a->n_tensors;) {
         int j = i + 1;  // [i, j): one global entry, or a run of per-layer ones
         if (a->tensors[i].per_layer) while (j < a->n_tensors && a->tensors[j].per_layer) j++;
-        if (!a->tensors[i].per_layer) add_tensor(m, &a->tensors[i], -1);
-        else for (int l = 0; l < L; l++) for (int k = i; k < j; k++) add_tensor(m, &a->tensors[k], l);
+        if (!a->tensors[i].per_layer) {
+            if (desc_present(a, &a->tensors[i], &m->c)) add_tensor(m, &a->tensors[i], -1);
+        } else {
+            for (int l = 0; l < L; l++)
+                for (int k = i; k < j; k++)
+                    if (desc_present(a, &a->tensors[k], &m->c)) add_tensor(m, &a->tensors[k], l);
+        }
         i = j;
     }
     WGT_ASSERT(m->np == count, "tensor table expansion miscounted");
-    size_t off = 0;
+    size_t end = 0;  // where the last placed tensor ends
     for (int pass = 1; pass >= 0; pass--) {  // decayed tensors first
         for (int i = 0; i < m->np; i++) {
             model_param_info *p = &m->t[i].info;
             if (!!(p->flags & MODEL_T_DECAY) != pass) continue;
-            p->off = off;
-            off += align_up(p->n);
+            if (p->flags & MODEL_T_PACKED) {
+                // right after its predecessor, which must have been the tensor placed last
+                const model_param_info *q = i > 0 ? &m->t[i - 1].info : NULL;
+                WGT_ASSERT(q && m->t[i - 1].layer == m->t[i].layer && !!(q->flags & MODEL_T_DECAY) == pass &&
+                               q->off + q->n == end && q->ndim == 2 && p->ndim == 2 && q->shape[1] == p->shape[1],
+                           "a packed tensor must follow a matrix of the same width, layer and decay in the table");
+                p->off = end;
+            } else {
+                p->off = align_up(end);
+            }
+            end = p->off + p->n;
         }
-        if (pass == 1) m->decay_end = off;
+        end = align_up(end);
+        if (pass == 1) m->decay_end = end;
     }
-    m->n_elems = off;
+    m->n_elems = end;
 }
 
 // Points the family's view structs (globals, then one per layer) at each tensor of `state`.
@@ -275,14 +489,26 @@ static void bind_views(wgt_model *m, wgt_view state, void *globals, void *layers
         WGT_ASSERT(t->desc->field + sizeof(wgt_view) <= size, "a tensor's field lies outside the family's view struct");
         *(wgt_view *)(base + t->desc->field) = model_subview(state, t->info.off, t->info.n);
     }
-    // the structs hold only views, and every one must belong to a tensor
+    // the structs hold only views, and every one must belong to a tensor (or to a tensor that
+    // this config leaves out)
     WGT_ASSERT(a->globals_size % sizeof(wgt_view) == 0 && a->layer_size % sizeof(wgt_view) == 0,
                "the family's view structs must hold only wgt_views");
+    const size_t ng = a->globals_size / sizeof(wgt_view), nl = a->layer_size / sizeof(wgt_view);
+    unsigned char *absent_g = wgt_calloc(ng + 1, 1), *absent_l = wgt_calloc(nl + 1, 1);
+    for (int i = 0; i < a->n_tensors; i++) {
+        const model_tensor_desc *d = &a->tensors[i];
+        if (desc_present(a, d, &m->c)) continue;
+        size_t k = d->field / sizeof(wgt_view);
+        if (d->per_layer && k < nl) absent_l[k] = 1;
+        if (!d->per_layer && k < ng) absent_g[k] = 1;
+    }
     const wgt_view *g = globals, *l = layers;
-    for (size_t k = 0; k < a->globals_size / sizeof(wgt_view); k++)
-        WGT_ASSERT(g[k].buf, "a view of the family's globals struct has no tensor in the table");
-    for (size_t k = 0; k < (size_t)m->c.n_layer * a->layer_size / sizeof(wgt_view); k++)
-        WGT_ASSERT(l[k].buf, "a view of the family's per-layer struct has no tensor in the table");
+    for (size_t k = 0; k < ng; k++)
+        WGT_ASSERT(g[k].buf || absent_g[k], "a view of the family's globals struct has no tensor in the table");
+    for (size_t k = 0; k < (size_t)m->c.n_layer * nl; k++)
+        WGT_ASSERT(l[k].buf || absent_l[k % nl], "a view of the family's per-layer struct has no tensor in the table");
+    free(absent_g);
+    free(absent_l);
 }
 
 static void track(wgt_model *m, wgt_buf *b) {
@@ -454,6 +680,40 @@ static void mark(const st_file *f, const st_tensor *t, unsigned char *used) {
         if (st_at(f, k) == t) used[k] = 1;
 }
 
+// The table entry this config leaves out that has Hugging Face name `name` (NULL: none), and its layer.
+static const model_tensor_desc *absent_desc(const wgt_model *m, const char *name, int *layer) {
+    const model_arch *a = m->arch;
+    for (int i = 0; i < a->n_tensors; i++) {
+        const model_tensor_desc *d = &a->tensors[i];
+        if (desc_present(a, d, &m->c)) continue;
+        for (int l = 0; l < (d->per_layer ? m->c.n_layer : 1); l++) {
+            char nm[128], pre[192];
+            snprintf(nm, sizeof nm, d->hf_name, l);
+            snprintf(pre, sizeof pre, "%s%s", a->hf_prefix ? a->hf_prefix : "", nm);
+            if (!strcmp(nm, name) || !strcmp(pre, name)) {
+                *layer = l;
+                return d;
+            }
+        }
+    }
+    return NULL;
+}
+
+// Whether the file's tensor t, of absent entry d (layer l), is an exact copy of the tensor the
+// family says it may copy; *src names that one (NULL: it may copy none).
+static int absent_copy_ok(const wgt_model *m, const st_file *f, const st_tensor *t, const model_tensor_desc *d, int l,
+                          char *src, size_t n) {
+    const model_arch *a = m->arch;
+    int k = a->absent_copy_of ? a->absent_copy_of(&m->c, d) : -1;
+    if (k < 0 || k >= a->n_tensors) return 0;
+    snprintf(src, n, a->tensors[k].hf_name, l);
+    const st_tensor *u = model_st_find(a, f, src);
+    if (!u || u->ndim != t->ndim || u->n != t->n) return 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (u->shape[i] != t->shape[i]) return 0;
+    return !memcmp(u->data, t->data, t->n * sizeof(float));
+}
+
 wgt_status model_load_safetensors(wgt_model *m, const char *path) {
     st_file *f;
     WGT_TRY(st_open(&f, path));
@@ -502,10 +762,20 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
             if (t) mark(f, t, used);
         }
     }
-    for (int k = 0; k < st_count(f) && st == WGT_OK; k++)
-        if (!used[k])
-            st = wgt_fail(WGT_ERR_FORMAT, "'%s' has tensor '%s' that this %s config does not use (wrong --heads, or not "
-                          "a %s checkpoint?)", path, st_at(f, k)->name, m->arch->name, m->arch->name);
+    for (int k = 0; k < st_count(f) && st == WGT_OK; k++) {
+        if (used[k]) continue;
+        int layer = -1;
+        char src[128] = "";
+        const model_tensor_desc *d = absent_desc(m, st_at(f, k)->name, &layer);
+        if (d && absent_copy_ok(m, f, st_at(f, k), d, layer, src, sizeof src)) continue;  // a copy: nothing to load
+        if (d)
+            st = wgt_fail(WGT_ERR_FORMAT, "'%s' has tensor '%s', which this %s config leaves out: %s%s%s%s", path,
+                          st_at(f, k)->name, m->arch->name, m->arch->tensor_absent(&m->c, d),
+                          src[0] ? " (a file may hold it only as an exact copy of " : "", src, src[0] ? ")" : "");
+        else
+            st = wgt_fail(WGT_ERR_FORMAT, "'%s' has tensor '%s' that this %s config does not use (wrong --heads or "
+                          "config, or not a %s checkpoint?)", path, st_at(f, k)->name, m->arch->name, m->arch->name);
+    }
     free(used);
     free(tmp);
     st_close(f);

@@ -23,9 +23,14 @@ typedef struct {
     int d_ff;     // F: MLP hidden width
     int vocab;    // V
     int max_seq;  // maxT: the longest sequence the model takes
-    // Family-specific fields go below this line (the LLaMA family: n_kv_heads, rope_theta,
-    // rms_eps, tie_embeddings), each with a line in its family's config field table so that
-    // JSON, comparison and validation handle it; 0 in families that do not use it.
+    // Family-specific fields go below this line, each with a line in its family's config field
+    // table so that JSON, comparison and validation handle it; 0 in families that do not use it
+    // (model_config_check refuses a nonzero one).
+    // LLaMA (llama.c):
+    int n_kv_heads;       // NKV: key/value heads (grouped-query attention), dividing n_head
+    double rope_theta;    // RoPE base
+    double rms_eps;       // RMSNorm epsilon
+    int tie_embeddings;   // 1: lm_head is the token embedding (no lm_head.weight)
 } model_config;
 
 // ---- families
@@ -50,8 +55,23 @@ typedef struct {
 } model_config_delta;
 int model_config_diff(const model_config *a, const model_config *b, model_config_delta *d);
 // Infers the config of family `arch` from a Hugging Face safetensors file. The number of heads
-// is not stored there, so it is given.
+// is not stored there, so it is given (families with more settings than the tensors show, such
+// as LLaMA's RoPE base, refuse and ask for a config.json).
 wgt_status model_config_from_safetensors(model_config *c, const char *arch, const char *path, int n_head);
+// Fills the family-specific fields still 0 with the family's defaults (LLaMA: n_kv_heads =
+// n_head, rope_theta 10000, rms_eps 1e-5); an unknown family is left alone.
+void model_config_defaults(model_config *c);
+// Sets the family and clears every family-specific field (what another family's preset left).
+void model_config_set_arch(model_config *c, const char *arch);
+
+// Hugging Face config.json (the model_type decides the family: "gpt2", "llama"), for `grad
+// --config` and the fine-tuning tools. Reading refuses what this build cannot represent exactly
+// (an unknown model_type, rope_scaling, biases, another activation...) and sizes that contradict
+// each other, naming the Hugging Face field; `what` names the file in messages. The writer gives
+// a config.json that Hugging Face transformers reads as the same model (malloc'd).
+wgt_status model_config_from_hf_json(model_config *c, const char *json, const char *what);
+wgt_status model_config_from_hf_file(model_config *c, const char *path);  // reads the file, then as above
+char *model_config_to_hf_json(const model_config *c);
 
 // ---- a model on a backend, for batches of B x T tokens
 typedef struct wgt_model wgt_model;
@@ -61,7 +81,8 @@ void model_free(wgt_model *m);
 const model_config *model_cfg(const wgt_model *m);
 size_t model_num_params(const wgt_model *m);
 // The family's initialisation (GPT-2: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)),
-// biases 0, norm weights 1); zeroes the gradients and the AdamW moments.
+// biases 0, norm weights 1; LLaMA as Hugging Face's LlamaPreTrainedModel: every matrix and the
+// embedding N(0, 0.02), norm weights 1); zeroes the gradients and the AdamW moments.
 wgt_status model_init_random(wgt_model *m, uint64_t seed);
 
 // ---- the parameter table
@@ -71,6 +92,10 @@ enum {
     MODEL_T_MAY_EXCEED_BINDING = 1 << 2,   // the ops that touch it split it: it may be larger than
                                            // one storage binding (the others must fit one)
     MODEL_T_EMBEDDING = 1 << 3,            // rows looked up by token or position (not a matmul weight)
+    MODEL_T_PACKED = 1 << 4,               // stored right after the previous tensor of the table
+                                           // (same layer and decay), without alignment padding: a
+                                           // run of them is one matrix stacked along its rows that
+                                           // one op reads whole (LLaMA's q | k | v projections)
 };
 typedef enum {
     MODEL_INIT_ZEROS,     // biases

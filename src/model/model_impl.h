@@ -18,7 +18,8 @@ static inline wgt_view model_no_view(void) { return wgt_view_none(); }
 
 // ---- the tensor table
 // The sizes a tensor's shape is written in; model_dim_size evaluates them from the config.
-typedef enum { DIM_NONE, DIM_C, DIM_3C, DIM_F, DIM_V, DIM_MAXT } model_dim;
+// DIM_KV: n_kv_heads x head size (LLaMA's k and v projections).
+typedef enum { DIM_NONE, DIM_C, DIM_3C, DIM_F, DIM_V, DIM_MAXT, DIM_KV } model_dim;
 size_t model_dim_size(const model_config *c, model_dim d);
 
 // One kind of parameter tensor. Expanded at init, in table order, into the parameter table:
@@ -64,8 +65,23 @@ struct model_arch {
     int n_hf_ignored;
     // Checks beyond the shared ones (NULL: none).
     wgt_status (*config_check)(const model_config *c);
+    // Tensors a config may leave out (NULL: every table entry is always present): NULL when c has
+    // tensor d, else why not (for the message refusing a file that holds it). An absent tensor
+    // leaves its view empty and is neither in the parameter table nor in the files.
+    const char *(*tensor_absent)(const model_config *c, const model_tensor_desc *d);
+    // An absent tensor that a file may still hold as an exact copy of another (a tied lm_head
+    // that a state dict saved beside the embedding): the index in `tensors` of the one it copies
+    // (same layer), or -1 (NULL: none may). A copy that differs is refused.
+    int (*absent_copy_of)(const model_config *c, const model_tensor_desc *d);
     // Fills c's sizes from a Hugging Face file (c->arch is set by the caller).
     wgt_status (*config_from_safetensors)(model_config *c, const st_file *f, const char *path, int n_head);
+    // Hugging Face config.json: the model_type it has there, reading (c->arch set by the caller;
+    // messages name the Hugging Face keys and `what`) and writing (a new cJSON object).
+    const char *hf_model_type;
+    wgt_status (*config_from_hf)(model_config *c, const cJSON *obj, const char *what);
+    cJSON *(*config_to_hf)(const model_config *c);
+    // Fills the family-specific fields still 0 with defaults (NULL: nothing to fill).
+    void (*defaults)(model_config *c);
     // Allocates the activations (model_alloc) and sets m->acts; the views are bound already.
     wgt_status (*init)(wgt_model *m);
     // m->tokens -> m->logits [B*T, V].
@@ -76,6 +92,7 @@ struct model_arch {
 
 // The families of this build (model.c's registry lists them).
 extern const model_arch model_arch_gpt2;
+extern const model_arch model_arch_llama;
 
 typedef struct {
     model_param_info info;
@@ -114,4 +131,19 @@ struct wgt_model {
 void model_alloc(wgt_model *m, wgt_view *v, size_t n, const char *label, int may_exceed);
 // A tensor of a Hugging Face file by its name, with or without the family's prefix.
 const st_tensor *model_st_find(const model_arch *a, const st_file *f, const char *name);
+
+// ---- Hugging Face config.json fields, for the families' config_from_hf / config_to_hf.
+// A key that is absent or null takes `dflt`, unless `required` (then it is refused); a present
+// value must be of the type and within [lo, hi]. Messages name `what` and the key.
+wgt_status model_hf_int(const cJSON *o, const char *what, const char *key, int required, int dflt, int lo, int hi,
+                        int *out);
+wgt_status model_hf_double(const cJSON *o, const char *what, const char *key, int required, double dflt, double lo,
+                           double hi, double *out);
+wgt_status model_hf_bool(const cJSON *o, const char *what, const char *key, int dflt, int *out);
+// A setting this build has one value of: absent or null is fine; else it must equal `want`
+// (a string, or a JSON literal "false" / "true" when is_bool); `why` ends the refusal.
+wgt_status model_hf_expect(const cJSON *o, const char *what, const char *key, const char *want, int is_bool,
+                           const char *why);
+// Adds a number that reads back exactly.
+void model_hf_add_number(cJSON *o, const char *key, double v);
 #endif

@@ -28,9 +28,10 @@ typedef struct {
 #define OFF(f) offsetof(train_config, f)
 static const field fields[] = {
     {NULL, "preset", "--preset", FT_STR, OFF(preset), sizeof(((train_config *)0)->preset), 0, 0, 0, 0, "NAME",
-     "tiny (default), small or gpt2-124m: the defaults of everything below"},
+     "tiny (default), small, gpt2-124m, llama-tiny (default with --arch llama) or llama-124m: the defaults of "
+     "everything below"},
     {"model", "arch", "--arch", FT_STR, OFF(model.arch), sizeof(((train_config *)0)->model.arch), 0, 0, 0, 1, "NAME",
-     "model family, e.g. gpt2 (default: the preset's)"},
+     "model family: gpt2 or llama (default: the preset's)"},
     {"model", "n_layer", "--layers", FT_INT, OFF(model.n_layer), 0, 1, 256, 0, 1, "L", "transformer blocks"},
     {"model", "n_head", "--heads", FT_INT, OFF(model.n_head), 0, 1, 4096, 0, 1, "NH", "attention heads"},
     {"model", "d_model", "--d-model", FT_INT, OFF(model.d_model), 0, 1, 65536, 0, 1, "C", "embedding width"},
@@ -39,6 +40,14 @@ static const field fields[] = {
      "vocabulary size, only for data without a tokenizer (llm.c shards)"},
     {"model", "max_seq", "--max-seq", FT_INT, OFF(model.max_seq), 0, 1, 1 << 20, 0, 1, "T",
      "the model's maximum sequence length (rows of wpe; default --seq)"},
+    {"model", "n_kv_heads", "--kv-heads", FT_INT, OFF(model.n_kv_heads), 0, 1, 4096, 0, 1, "NKV",
+     "llama: key/value heads, dividing --heads (grouped-query attention; default: the preset's, else --heads)"},
+    {"model", "rope_theta", "--rope-theta", FT_DOUBLE, OFF(model.rope_theta), 0, 1e-30, 1e12, 0, 1, "X",
+     "llama: RoPE base (default 10000)"},
+    {"model", "rms_eps", "--rms-eps", FT_DOUBLE, OFF(model.rms_eps), 0, 1e-30, 0.5, 0, 1, "E",
+     "llama: RMSNorm epsilon (default 1e-5)"},
+    {"model", "tie_embeddings", "--tie-embeddings", FT_INT, OFF(model.tie_embeddings), 0, 0, 1, 0, 1, "0|1",
+     "llama: 1 makes the token embedding the lm_head (default: the preset's, else 0)"},
     {"train", "batch", "--batch", FT_INT, OFF(batch), 0, 1, 1 << 20, 0, 0, "B", "sequences per micro-batch"},
     {"train", "seq", "--seq", FT_INT, OFF(seq), 0, 1, 1 << 20, 0, 0, "T", "tokens per sequence"},
     {"train", "grad_accum", "--grad-accum", FT_INT, OFF(grad_accum), 0, 1, 1 << 20, 0, 0, "K",
@@ -76,7 +85,7 @@ static const field fields[] = {
 #define N_FIELDS (int)(sizeof fields / sizeof fields[0])
 _Static_assert(sizeof fields / sizeof fields[0] <= sizeof(((train_flags *)0)->given), "train_flags too small");
 
-const char *const train_preset_names[] = {"tiny", "small", "gpt2-124m", NULL};
+const char *const train_preset_names[] = {"tiny", "small", "gpt2-124m", "llama-tiny", "llama-124m", NULL};
 
 wgt_status train_config_preset(train_config *c, const char *name) {
     memset(c, 0, sizeof *c);
@@ -99,20 +108,34 @@ wgt_status train_config_preset(train_config *c, const char *name) {
         // tokens/s, so 600 updates of 8 x 64 tokens take 2-3 minutes and bring the validation
         // loss from 9.7 to about 6.3, a nat below the unigram entropy (7.26). Sequences of 64
         // beat 128 at equal time: twice the updates, and this model uses little context.
-        *m = (model_config){"gpt2", 4, 4, 128, 512, 0, 64};
+        *m = (model_config){.arch = "gpt2", .n_layer = 4, .n_head = 4, .d_model = 128, .d_ff = 512, .max_seq = 64};
         c->batch = 8, c->seq = 64, c->steps = 600, c->warmup = 40, c->lr = 2e-3;
         c->val_every = 50, c->val_batches = 16, c->ckpt_every = 200;
     } else if (!strcmp(name, "small")) {
         // ~10 M parameters besides the embeddings: minutes on a GPU, hours on a CPU.
-        *m = (model_config){"gpt2", 6, 6, 384, 1536, 0, 256};
+        *m = (model_config){.arch = "gpt2", .n_layer = 6, .n_head = 6, .d_model = 384, .d_ff = 1536, .max_seq = 256};
         c->batch = 16, c->seq = 256, c->steps = 3000, c->warmup = 100, c->lr = 1e-3;
         c->val_every = 100, c->val_batches = 16, c->ckpt_every = 500;
     } else if (!strcmp(name, "gpt2-124m")) {
-        *m = (model_config){"gpt2", 12, 12, 768, 3072, 0, 1024};
+        *m = (model_config){.arch = "gpt2", .n_layer = 12, .n_head = 12, .d_model = 768, .d_ff = 3072, .max_seq = 1024};
+        c->batch = 8, c->seq = 1024, c->steps = 10000, c->warmup = 700, c->lr = 6e-4;
+        c->val_every = 250, c->val_batches = 16, c->ckpt_every = 1000;
+    } else if (!strcmp(name, "llama-tiny")) {
+        // tiny's budget in LLaMA's form: 2 KV heads, each shared by 2 of the 4 query heads, a SwiGLU
+        // MLP of 3 x 352 (about tiny's 2 x 512 matrix elements), the lm_head tied as in tiny
+        *m = (model_config){.arch = "llama", .n_layer = 4, .n_head = 4, .d_model = 128, .d_ff = 352, .max_seq = 64,
+                            .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5, .tie_embeddings = 1};
+        c->batch = 8, c->seq = 64, c->steps = 600, c->warmup = 40, c->lr = 2e-3;
+        c->val_every = 50, c->val_batches = 16, c->ckpt_every = 200;
+    } else if (!strcmp(name, "llama-124m")) {
+        // gpt2-124m's depth and width with grouped-query attention (3 query heads per KV head) and
+        // a SwiGLU MLP of 3 x 2048 (about GPT-2's 2 x 3072)
+        *m = (model_config){.arch = "llama", .n_layer = 12, .n_head = 12, .d_model = 768, .d_ff = 2048, .max_seq = 1024,
+                            .n_kv_heads = 4, .rope_theta = 10000, .rms_eps = 1e-5, .tie_embeddings = 1};
         c->batch = 8, c->seq = 1024, c->steps = 10000, c->warmup = 700, c->lr = 6e-4;
         c->val_every = 250, c->val_batches = 16, c->ckpt_every = 1000;
     } else {
-        return wgt_fail(WGT_ERR_ARG, "unknown preset '%s'; use tiny, small or gpt2-124m", name);
+        return wgt_fail(WGT_ERR_ARG, "unknown preset '%s'; use tiny, small, gpt2-124m, llama-tiny or llama-124m", name);
     }
     snprintf(c->preset, sizeof c->preset, "%s", name);
     return WGT_OK;
@@ -176,6 +199,23 @@ static wgt_status field_parse(train_config *c, const field *f, const char *s) {
     if (v < f->lo || v > f->hi)
         return wgt_fail(WGT_ERR_ARG, "%s must be between %g and %g, got %s", f->flag, f->lo, f->hi, s);
     field_set_num(c, f, v);
+    return WGT_OK;
+}
+
+wgt_status train_config_start(train_config *c, const train_config *flags, const train_flags *fl) {
+    int arch_given = 0;
+    for (int k = 0; k < N_FIELDS; k++) arch_given |= fl->given[k] && fields[k].off == OFF(model.arch);
+    // no --preset: the first preset of the --arch family (llama-tiny for llama), else tiny
+    const char *preset = flags->preset;
+    for (int k = 0; !preset[0] && arch_given && train_preset_names[k]; k++)
+        if (train_config_preset(c, train_preset_names[k]) == WGT_OK && !strcmp(c->model.arch, flags->model.arch))
+            preset = train_preset_names[k];
+    if (!preset[0]) preset = "tiny";
+    WGT_TRY(train_config_preset(c, preset));
+    c->model.max_seq = 0, c->model.vocab = 0;
+    // another family than the preset's: the preset's sizes stay, its family's own settings go
+    if (arch_given && strcmp(flags->model.arch, c->model.arch)) model_config_set_arch(&c->model, flags->model.arch);
+    train_config_apply_flags(c, flags, fl);
     return WGT_OK;
 }
 
@@ -244,6 +284,7 @@ wgt_status train_config_finish(train_config *c) {
     if (c->model.vocab < 1)
         return wgt_fail(WGT_ERR_CONFIG, "the vocabulary size is unknown: the data directory has no tokenizer; pass --vocab");
     if (c->model.max_seq < 1) c->model.max_seq = c->seq;
+    model_config_defaults(&c->model);
     if (c->model.d_model % c->model.n_head)
         return wgt_fail(WGT_ERR_CONFIG, "--d-model %d is not a multiple of --heads %d; pick sizes with d_model = heads x "
                         "head size (e.g. --d-model %d)", c->model.d_model, c->model.n_head,

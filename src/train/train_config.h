@@ -26,14 +26,20 @@ typedef struct {
 // Names of the presets, NULL-terminated, for --help and error messages.
 extern const char *const train_preset_names[];
 
-// Fills every field from a preset ("tiny", "small", "gpt2-124m"); vocab stays 0 (the data
-// decides it) and data_dir empty.
+// Fills every field from a preset ("tiny", "small", "gpt2-124m", "llama-tiny", "llama-124m");
+// vocab stays 0 (the data decides it) and data_dir empty.
 wgt_status train_config_preset(train_config *c, const char *name);
 
 // Per-flag bookkeeping of a command line: which table fields were given.
 typedef struct {
     unsigned char given[64];
 } train_flags;
+
+// A new run's config: the preset (--preset; without it the first preset of the --arch family,
+// llama-tiny for llama, else tiny)
+// with vocab and max_seq left to the data and --seq, and the given flags on top. An --arch of
+// another family than the preset's keeps the preset's sizes and drops its family's own settings.
+wgt_status train_config_start(train_config *c, const train_config *flags, const train_flags *f);
 
 // Tries argv[*i] as a config flag ("--layers 6", ...). Returns 1 and advances *i past the
 // value when it is one (a bad value sets *st), 0 when it is not a config flag.

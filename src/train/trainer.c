@@ -133,9 +133,7 @@ static void remove_stale_temps(const char *run_dir) {
 static wgt_status init_new(trainer *t, const train_config *flags, const train_flags *given) {
     train_config *c = &t->cfg;
     // the preset first (flags->preset is empty unless --preset was given), then every flag on top
-    WGT_TRY(train_config_preset(c, flags->preset[0] ? flags->preset : "tiny"));
-    c->model.max_seq = 0, c->model.vocab = 0;
-    train_config_apply_flags(c, flags, given);
+    WGT_TRY(train_config_start(c, flags, given));
     if (!c->model.max_seq) c->model.max_seq = c->seq;  // max_seq = --seq unless --max-seq
     if (!c->data_dir[0]) return wgt_fail(WGT_ERR_ARG, "no data directory; pass --data DATA_DIR (see `wgtrain prepare`)");
     char ckp[TRAIN_PATH_MAX];
@@ -219,6 +217,9 @@ wgt_status trainer_init(trainer **out, const train_config *flags, const train_fl
            "loss; learning shows as loss below it)\n", t->entropy);
     printf("train: model %s (preset %s): %d layers, %d heads, d_model %d, d_ff %d, vocabulary %d, max_seq %d\n", mc->arch, c->preset,
            mc->n_layer, mc->n_head, mc->d_model, mc->d_ff, mc->vocab, mc->max_seq);
+    if (mc->n_kv_heads)
+        printf("train: %d key/value heads, RoPE base %g, RMSNorm eps %g, lm_head %s\n", mc->n_kv_heads, mc->rope_theta,
+               mc->rms_eps, mc->tie_embeddings ? "tied to the token embedding" : "of its own");
     printf("train: %d x %d tokens x %d micro-batch%s = %d tokens per update, %ld updates; lr %g (warmup %ld, cosine to "
            "%g), weight decay %g, clip %g, label smoothing %g, z-loss %g, seed %ld\n", c->batch, c->seq, c->grad_accum,
            c->grad_accum > 1 ? "es" : "", c->batch * c->seq * c->grad_accum, c->steps, c->lr, c->warmup, c->min_lr,
@@ -275,8 +276,8 @@ static wgt_status write_plot(trainer *t) {
     char p[TRAIN_PATH_MAX], title[256];
     WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_PLOT_FILE));
     const model_config *mc = &t->cfg.model;
-    snprintf(title, sizeof title, "wgtrain: L=%d C=%d NH=%d V=%d, %d x %d tokens/update", mc->n_layer, mc->d_model,
-             mc->n_head, mc->vocab, t->cfg.batch * t->cfg.grad_accum, t->cfg.seq);
+    snprintf(title, sizeof title, "wgtrain %s: L=%d C=%d NH=%d V=%d, %d x %d tokens/update", mc->arch, mc->n_layer,
+             mc->d_model, mc->n_head, mc->vocab, t->cfg.batch * t->cfg.grad_accum, t->cfg.seq);
     return plot_loss_svg(p, &t->hist, t->entropy, title);
 }
 

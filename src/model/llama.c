@@ -1,0 +1,400 @@
+// llama.c — the LLaMA family on the model interface, in Hugging Face LlamaForCausalLM's names
+// and layout (every linear [out, in], no biases): RMSNorm, rotary position embedding (HF's
+// rotate-half), grouped-query causal attention, SwiGLU MLP, an lm_head of its own or tied to the
+// token embedding. Per block, with x the residual stream:
+//   h = x + o_proj(attention(rope(q|k|v_proj(rmsnorm(x)))))
+//   out = h + down_proj(silu(gate_proj(rmsnorm(h))) * up_proj(rmsnorm(h)))
+// and logits = lm_head(rmsnorm(x_L)). The q, k and v projections are stored packed
+// (MODEL_T_PACKED) so that they form one [C + 2 KV, C] matrix: one matmul writes the q | k | v
+// rows that the RoPE and attention ops take. There is no position embedding: the token lookup
+// is embedding_forward with an all-zero position table (x + 0 = x exactly in IEEE arithmetic),
+// whose gradient embedding_backward writes into a scratch nobody reads.
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backend/cpu/ops.h"  // cpu_rope_tables: the host helper that fills the cos / sin tables
+#include "model/model_impl.h"
+
+// ------------------------------------------------------------------ config
+
+#define HS_OF(c) ((c)->d_model / (c)->n_head)
+
+static const model_config_field config_fields[] = {
+    {"n_kv_heads", offsetof(model_config, n_kv_heads), MODEL_CF_INT, 4096},
+    {"rope_theta", offsetof(model_config, rope_theta), MODEL_CF_DOUBLE, 1e12},
+    {"rms_eps", offsetof(model_config, rms_eps), MODEL_CF_DOUBLE, 1},
+    {"tie_embeddings", offsetof(model_config, tie_embeddings), MODEL_CF_INT, 1},
+};
+
+static wgt_status config_check(const model_config *c) {
+    if (c->n_kv_heads < 1 || c->n_head % c->n_kv_heads)
+        return wgt_fail(WGT_ERR_CONFIG, "n_kv_heads (%d) must divide n_head (%d): each key/value head serves an equal "
+                        "group of query heads", c->n_kv_heads, c->n_head);
+    if (HS_OF(c) % 2)
+        return wgt_fail(WGT_ERR_CONFIG, "head size d_model/n_head = %d/%d = %d is odd; RoPE rotates pairs of "
+                        "dimensions, so it must be even", c->d_model, c->n_head, HS_OF(c));
+    if (!(c->rope_theta > 0)) return wgt_fail(WGT_ERR_CONFIG, "rope_theta must be above 0, got %g", c->rope_theta);
+    if (!(c->rms_eps > 0 && c->rms_eps < 1)) return wgt_fail(WGT_ERR_CONFIG, "rms_eps must be in (0, 1), got %g", c->rms_eps);
+    if (c->tie_embeddings != 0 && c->tie_embeddings != 1)
+        return wgt_fail(WGT_ERR_CONFIG, "tie_embeddings must be 0 or 1, got %d", c->tie_embeddings);
+    return WGT_OK;
+}
+
+static void defaults(model_config *c) {
+    if (!c->n_kv_heads) c->n_kv_heads = c->n_head;
+    if (!c->rope_theta) c->rope_theta = 10000.0;
+    if (!c->rms_eps) c->rms_eps = 1e-5;
+}
+
+// ------------------------------------------------------------------ parameters
+
+typedef struct {            // one block's tensors (parameters, or their gradients)
+    wgt_view q_w, k_w, v_w; // [C, C], [KV, C], [KV, C]: packed, one [C + 2 KV, C] matrix (qkv_of)
+    wgt_view o_w;           // [C, C]
+    wgt_view gate_w, up_w;  // [F, C], [F, C]
+    wgt_view down_w;        // [C, F]
+    wgt_view ln1_w, ln2_w;  // [C] input_layernorm, [C] post_attention_layernorm
+} block_params;
+
+typedef struct {
+    wgt_view embed;    // [V, C]: the token embedding (and the lm_head when tied)
+    wgt_view norm_w;   // [C]
+    wgt_view lm_head;  // [V, C]; empty when tied
+} top_params;
+
+enum {
+    D = MODEL_T_DECAY,
+    X = MODEL_T_MAY_EXCEED_BINDING,
+    E = MODEL_T_EMBEDDING,
+    PK = MODEL_T_PACKED,
+};
+#define TOP(f) offsetof(top_params, f)
+#define BLK(f) offsetof(block_params, f)
+// In the order of LlamaForCausalLM's state dict. Matrices and the embedding are decayed, norm
+// weights not; everything is N(0, 0.02) (initializer_range) but the norm weights, which are 1.
+// The embedding is bound whole by the embedding kernels, so it must fit one storage binding; the
+// ops split everything else.
+static const model_tensor_desc tensors[] = {
+    {"model.embed_tokens.weight", 0, {DIM_V, DIM_C}, D | E, MODEL_INIT_NORMAL, TOP(embed)},
+    {"model.layers.%d.self_attn.q_proj.weight", 1, {DIM_C, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(q_w)},
+    {"model.layers.%d.self_attn.k_proj.weight", 1, {DIM_KV, DIM_C}, D | X | PK, MODEL_INIT_NORMAL, BLK(k_w)},
+    {"model.layers.%d.self_attn.v_proj.weight", 1, {DIM_KV, DIM_C}, D | X | PK, MODEL_INIT_NORMAL, BLK(v_w)},
+    {"model.layers.%d.self_attn.o_proj.weight", 1, {DIM_C, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(o_w)},
+    {"model.layers.%d.mlp.gate_proj.weight", 1, {DIM_F, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(gate_w)},
+    {"model.layers.%d.mlp.up_proj.weight", 1, {DIM_F, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(up_w)},
+    {"model.layers.%d.mlp.down_proj.weight", 1, {DIM_C, DIM_F}, D | X, MODEL_INIT_NORMAL, BLK(down_w)},
+    {"model.layers.%d.input_layernorm.weight", 1, {DIM_C}, X, MODEL_INIT_ONES, BLK(ln1_w)},
+    {"model.layers.%d.post_attention_layernorm.weight", 1, {DIM_C}, X, MODEL_INIT_ONES, BLK(ln2_w)},
+    {"model.norm.weight", 0, {DIM_C}, X, MODEL_INIT_ONES, TOP(norm_w)},
+    {"lm_head.weight", 0, {DIM_V, DIM_C}, D | X, MODEL_INIT_NORMAL, TOP(lm_head)},  // absent when tied
+};
+
+// A tied config has no lm_head.weight; a file may still hold one that is an exact copy of the
+// embedding (what a tied model's state dict holds).
+static int is_lm_head(const model_tensor_desc *d) { return !d->per_layer && d->field == TOP(lm_head); }
+static const char *tensor_absent(const model_config *c, const model_tensor_desc *d) {
+    if (is_lm_head(d) && c->tie_embeddings)
+        return "it ties lm_head to the token embedding (tie_embeddings 1; tie_word_embeddings true in a Hugging Face "
+               "config.json)";
+    return NULL;
+}
+static int absent_copy_of(const model_config *c, const model_tensor_desc *d) {
+    for (int i = 0; is_lm_head(d) && i < (int)(sizeof tensors / sizeof tensors[0]); i++)
+        if (!tensors[i].per_layer && tensors[i].field == TOP(embed)) return i;
+    return -1;
+}
+
+// Older Hugging Face LLaMA files also hold each layer's rotary inverse frequencies (a buffer).
+static const model_hf_name hf_ignored[] = {
+    {"model.layers.%d.self_attn.rotary_emb.inv_freq", 1},
+};
+
+static top_params *P(wgt_model *m) { return m->pg; }
+static top_params *G(wgt_model *m) { return m->gg; }
+static block_params *PL(wgt_model *m, int l) { return (block_params *)m->pl + l; }
+static block_params *GL(wgt_model *m, int l) { return (block_params *)m->gl + l; }
+
+// The packed q | k | v projection of a block (parameters or gradients): one [C + 2 KV, C] matrix.
+static wgt_view qkv_of(const block_params *b) {
+    WGT_ASSERT(b->k_w.buf == b->q_w.buf && b->k_w.off == b->q_w.off + b->q_w.n && b->v_w.off == b->k_w.off + b->k_w.n,
+               "the q, k and v projections are not packed");
+    return model_view(b->q_w.buf, b->q_w.off, b->q_w.n + b->k_w.n + b->v_w.n);
+}
+// The lm_head: its own matrix, or the token embedding.
+static wgt_view lm_head_of(const wgt_model *m, const top_params *t) { return m->c.tie_embeddings ? t->embed : t->lm_head; }
+
+// ------------------------------------------------------------------ activations
+
+typedef struct {
+    wgt_view res;           // [B,T,C] the block's input: the residual stream
+    wgt_view ln1, rstd1;    // [B,T,C], [B,T] input_layernorm
+    wgt_view qkv;           // [B,T,C+2KV] q | k | v, q and k rotated (what attention saw)
+    wgt_view atty, lse;     // [B,T,C], [B,NH,T]
+    wgt_view res2;          // [B,T,C] res + attention branch
+    wgt_view ln2, rstd2;    // [B,T,C], [B,T] post_attention_layernorm
+    wgt_view gate, up, hid; // [B,T,F] gate_proj, up_proj, silu(gate) * up
+} block_acts;
+
+typedef struct {
+    wgt_view res_final;      // [B,T,C] the last block's output
+    wgt_view lnf, rstdf;     // [B,T,C], [B,T] model.norm
+    wgt_view scratch_c;      // [B,T,C] a branch's output before its residual add; in the backward
+                             // the up_proj part of d(ln2)
+    wgt_view dres, dtmp;     // [B,T,C] backward: the residual gradient, a branch's input gradient
+    wgt_view dqkv;           // [B,T,C+2KV]
+    wgt_view dhid, dgate, dup;  // [B,T,F]
+    wgt_view zero_pos;       // [T,C] zeros: the position table embedding_forward adds
+    wgt_view dpos;           // [T,C] embedding_backward's gradient of it, never read
+    wgt_view cos, sin;       // [T,HS] RoPE tables for positions 0..T-1
+    block_acts h[];          // per layer
+} acts;
+
+static acts *A(wgt_model *m) { return m->acts; }
+
+static wgt_status init(wgt_model *m) {
+    const model_config *c = &m->c;
+    const size_t BT = (size_t)m->B * m->T, C = c->d_model, F = c->d_ff, NH = c->n_head, HS = HS_OF(c),
+                 QKV = C + 2 * (size_t)c->n_kv_heads * HS, T = m->T;
+    acts *a = wgt_calloc(1, sizeof *a + (size_t)c->n_layer * sizeof a->h[0]);
+    m->acts = a;
+    for (int l = 0; l < c->n_layer; l++) {
+        block_acts *h = &a->h[l];
+        model_alloc(m, &h->res, BT * C, "res", 0);
+        model_alloc(m, &h->ln1, BT * C, "ln1", 0);
+        model_alloc(m, &h->rstd1, BT, "rstd1", 0);
+        model_alloc(m, &h->qkv, BT * QKV, "qkv", 0);
+        model_alloc(m, &h->atty, BT * C, "atty", 0);
+        model_alloc(m, &h->lse, (size_t)m->B * NH * T, "lse", 0);
+        model_alloc(m, &h->res2, BT * C, "res2", 0);
+        model_alloc(m, &h->ln2, BT * C, "ln2", 0);
+        model_alloc(m, &h->rstd2, BT, "rstd2", 0);
+        model_alloc(m, &h->gate, BT * F, "gate", 0);
+        model_alloc(m, &h->up, BT * F, "up", 0);
+        model_alloc(m, &h->hid, BT * F, "swiglu", 0);
+    }
+    model_alloc(m, &a->res_final, BT * C, "res_final", 0);
+    model_alloc(m, &a->lnf, BT * C, "lnf", 0);
+    model_alloc(m, &a->rstdf, BT, "rstdf", 0);
+    model_alloc(m, &a->scratch_c, BT * C, "scratch_c", 0);
+    model_alloc(m, &a->dres, BT * C, "dres", 0);
+    model_alloc(m, &a->dtmp, BT * C, "dtmp", 0);
+    model_alloc(m, &a->dqkv, BT * QKV, "dqkv", 0);
+    model_alloc(m, &a->dhid, BT * F, "dhid", 0);
+    model_alloc(m, &a->dgate, BT * F, "dgate", 0);
+    model_alloc(m, &a->dup, BT * F, "dup", 0);
+    model_alloc(m, &a->zero_pos, T * C, "zero_pos", 0);  // zero-filled by the allocation, never written
+    model_alloc(m, &a->dpos, T * C, "dpos", 0);
+    model_alloc(m, &a->cos, T * HS, "rope_cos", 0);
+    model_alloc(m, &a->sin, T * HS, "rope_sin", 0);
+    if (m->alloc_st != WGT_OK) return m->alloc_st;
+    // the RoPE tables, once per model
+    float *ct = wgt_malloc(T * HS * sizeof(float)), *st_ = wgt_malloc(T * HS * sizeof(float));
+    cpu_rope_tables(ct, st_, (uint32_t)T, (uint32_t)HS, c->rope_theta);
+    wgt_status st = m->be->upload(m->be, a->cos, ct, T * HS);
+    if (st == WGT_OK) st = m->be->upload(m->be, a->sin, st_, T * HS);
+    free(ct);
+    free(st_);
+    return st;
+}
+
+// ------------------------------------------------------------------ forward
+
+// x = block input h[l].res; out = next block's input (or res_final):
+//   res2 = x + o_proj(attention(rope(qkv(rmsnorm(x)))))
+//   out = res2 + down_proj(silu(gate_proj(rmsnorm(res2))) * up_proj(rmsnorm(res2)))
+static void block_forward(wgt_model *m, int l) {
+    wgt_backend *be = m->be;
+    const uint32_t B = m->B, T = m->T, C = m->c.d_model, F = m->c.d_ff, NH = m->c.n_head, NKV = m->c.n_kv_heads,
+                   HS = C / NH, QKV = C + 2 * NKV * HS, BT = B * T;
+    const float eps = (float)m->c.rms_eps;
+    const block_params *p = PL(m, l);
+    acts *a = A(m);
+    const block_acts *h = &a->h[l];
+    const wgt_view none = model_no_view();
+    wgt_view out = l + 1 < m->c.n_layer ? a->h[l + 1].res : a->res_final;
+    be->rmsnorm_forward(be, h->ln1, h->rstd1, h->res, p->ln1_w, BT, C, eps);                  // ln1 [B,T,C]
+    be->matmul(be, h->qkv, h->ln1, qkv_of(p), none, BT, C, QKV);                             // qkv [B,T,C+2KV]
+    be->rope_forward(be, h->qkv, a->cos, a->sin, B, T, NH, NKV, HS);                          // q, k rotated
+    be->attention_forward(be, h->atty, h->lse, h->qkv, B, T, NH, NKV, HS);       // atty [B,T,C], lse [B,NH,T]
+    be->matmul(be, a->scratch_c, h->atty, p->o_w, none, BT, C, C);                             // o_proj [B,T,C]
+    be->residual_forward(be, h->res2, h->res, a->scratch_c, (size_t)BT * C);                    // res2 [B,T,C]
+    be->rmsnorm_forward(be, h->ln2, h->rstd2, h->res2, p->ln2_w, BT, C, eps);                   // ln2 [B,T,C]
+    be->matmul(be, h->gate, h->ln2, p->gate_w, none, BT, C, F);                                // gate [B,T,F]
+    be->matmul(be, h->up, h->ln2, p->up_w, none, BT, C, F);                                      // up [B,T,F]
+    be->swiglu_combine(be, h->hid, h->gate, h->up, (size_t)BT * F);                              // hid [B,T,F]
+    be->matmul(be, a->scratch_c, h->hid, p->down_w, none, BT, F, C);                         // down_proj [B,T,C]
+    be->residual_forward(be, out, h->res2, a->scratch_c, (size_t)BT * C);                        // out [B,T,C]
+}
+
+static void forward(wgt_model *m) {
+    wgt_backend *be = m->be;
+    const uint32_t B = m->B, T = m->T, C = m->c.d_model, BT = B * T, V = m->c.vocab;
+    const top_params *p = P(m);
+    acts *a = A(m);
+    be->embedding_forward(be, a->h[0].res, m->tokens, p->embed, a->zero_pos, B, T, C, V);               // [B,T,C]
+    for (int l = 0; l < m->c.n_layer; l++) block_forward(m, l);
+    be->rmsnorm_forward(be, a->lnf, a->rstdf, a->res_final, p->norm_w, BT, C, (float)m->c.rms_eps);     // [B,T,C]
+    be->matmul(be, m->logits, a->lnf, lm_head_of(m, p), model_no_view(), BT, C, V);               // logits [B,T,V]
+}
+
+// ------------------------------------------------------------------ backward
+
+// a->dres holds d(out) on entry and d(x) on return; parameter gradients accumulate.
+static void block_backward(wgt_model *m, int l) {
+    wgt_backend *be = m->be;
+    const uint32_t B = m->B, T = m->T, C = m->c.d_model, F = m->c.d_ff, NH = m->c.n_head, NKV = m->c.n_kv_heads,
+                   HS = C / NH, QKV = C + 2 * NKV * HS, BT = B * T;
+    const block_params *p = PL(m, l), *g = GL(m, l);
+    acts *a = A(m);
+    const block_acts *h = &a->h[l];
+    const wgt_view none = model_no_view();
+    // MLP: out = res2 + down_proj(silu(gate) * up), gate = gate_proj(ln2), up = up_proj(ln2)
+    be->matmul_t(be, a->dhid, a->dres, p->down_w, BT, F, C);                                      // dhid [B,T,F]
+    be->matmul_at(be, g->down_w, none, a->dres, h->hid, BT, F, C);
+    be->ffn_swiglu_backward(be, a->dgate, a->dup, a->dhid, h->gate, h->up, (size_t)BT * F);  // dgate, dup [B,T,F]
+    be->matmul_t(be, a->dtmp, a->dgate, p->gate_w, BT, C, F);
+    be->matmul_t(be, a->scratch_c, a->dup, p->up_w, BT, C, F);
+    be->add_inplace(be, a->dtmp, a->scratch_c, (size_t)BT * C);                                   // dln2 [B,T,C]
+    be->matmul_at(be, g->gate_w, none, a->dgate, h->ln2, BT, C, F);
+    be->matmul_at(be, g->up_w, none, a->dup, h->ln2, BT, C, F);
+    be->rmsnorm_backward(be, a->dres, g->ln2_w, a->dtmp, h->res2, p->ln2_w, h->rstd2, BT, C);    // dres2 [B,T,C]
+    // attention: res2 = x + o_proj(attention(rope(qkv(ln1(x)))))
+    be->matmul_t(be, a->dtmp, a->dres, p->o_w, BT, C, C);                                         // datty [B,T,C]
+    be->matmul_at(be, g->o_w, none, a->dres, h->atty, BT, C, C);
+    be->attention_backward(be, a->dqkv, a->dtmp, h->qkv, h->atty, h->lse, B, T, NH, NKV, HS); // dqkv (rotated)
+    be->rope_backward(be, a->dqkv, a->cos, a->sin, B, T, NH, NKV, HS);                    // dqkv [B,T,C+2KV]
+    be->matmul_t(be, a->dtmp, a->dqkv, qkv_of(p), BT, C, QKV);                                     // dln1 [B,T,C]
+    be->matmul_at(be, qkv_of(g), none, a->dqkv, h->ln1, BT, C, QKV);
+    be->rmsnorm_backward(be, a->dres, g->ln1_w, a->dtmp, h->res, p->ln1_w, h->rstd1, BT, C);         // dx [B,T,C]
+}
+
+static void backward(wgt_model *m) {
+    wgt_backend *be = m->be;
+    const uint32_t B = m->B, T = m->T, C = m->c.d_model, BT = B * T, V = m->c.vocab;
+    const top_params *p = P(m), *g = G(m);
+    acts *a = A(m);
+    // m->logits holds dlogits [B,T,V]
+    be->matmul_t(be, a->dtmp, m->logits, lm_head_of(m, p), BT, C, V);                             // dlnf [B,T,C]
+    be->matmul_at(be, lm_head_of(m, g), model_no_view(), m->logits, a->lnf, BT, C, V);          // dlm_head [V,C]
+    be->fill_zero(be, a->dres, (size_t)BT * C);
+    be->rmsnorm_backward(be, a->dres, g->norm_w, a->dtmp, a->res_final, p->norm_w, a->rstdf, BT, C);  // [B,T,C]
+    for (int l = m->c.n_layer - 1; l >= 0; l--) block_backward(m, l);
+    be->fill_zero(be, a->dpos, (size_t)T * C);  // keeps the ignored sum bounded
+    be->embedding_backward(be, g->embed, a->dpos, a->dres, m->tokens, B, T, C, V);                    // dembed
+}
+
+// ------------------------------------------------------------------ Hugging Face files
+
+// A LLaMA safetensors file shows the sizes but not rope_theta or rms_norm_eps (nor the number of
+// heads): guessing them would give a model that computes something else.
+static wgt_status config_from_safetensors(model_config *c, const st_file *f, const char *path, int n_head) {
+    return wgt_fail(WGT_ERR_ARG, "'%s': a LLaMA checkpoint does not record its heads, RoPE base or RMSNorm epsilon; "
+                    "pass its Hugging Face config.json with --config", path);
+}
+
+// LlamaConfig: hidden_size, intermediate_size, num_attention_heads, num_hidden_layers,
+// vocab_size; num_key_value_heads (absent: = heads), max_position_embeddings (2048),
+// rms_norm_eps (1e-6), rope_theta (10000), tie_word_embeddings (false): Hugging Face's defaults.
+static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *what) {
+    WGT_TRY(model_hf_int(o, what, "hidden_size", 1, 0, 1, 65536, &c->d_model));
+    WGT_TRY(model_hf_int(o, what, "intermediate_size", 1, 0, 1, 262144, &c->d_ff));
+    WGT_TRY(model_hf_int(o, what, "num_attention_heads", 1, 0, 1, 4096, &c->n_head));
+    WGT_TRY(model_hf_int(o, what, "num_hidden_layers", 1, 0, 1, 256, &c->n_layer));
+    WGT_TRY(model_hf_int(o, what, "vocab_size", 1, 0, 1, 65536, &c->vocab));
+    WGT_TRY(model_hf_int(o, what, "num_key_value_heads", 0, c->n_head, 1, 4096, &c->n_kv_heads));
+    WGT_TRY(model_hf_int(o, what, "max_position_embeddings", 0, 2048, 1, 1 << 20, &c->max_seq));
+    WGT_TRY(model_hf_double(o, what, "rms_norm_eps", 0, 1e-6, 1e-30, 0.5, &c->rms_eps));
+    WGT_TRY(model_hf_bool(o, what, "tie_word_embeddings", 0, &c->tie_embeddings));
+    // the RoPE base: top level, or in the newer "rope_parameters"; only the plain (default) RoPE
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(o, "rope_parameters");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(o, "rope_scaling");
+    double theta_default = 10000.0;
+    if (cJSON_IsObject(rp)) {
+        WGT_TRY(model_hf_expect(rp, what, "rope_type", "default", 0, "scaled RoPE variants are not supported"));
+        WGT_TRY(model_hf_double(rp, what, "rope_theta", 0, theta_default, 1e-30, 1e12, &theta_default));
+    }
+    WGT_TRY(model_hf_double(o, what, "rope_theta", 0, theta_default, 1e-30, 1e12, &c->rope_theta));
+    if (rs && !cJSON_IsNull(rs)) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+        if (!t) t = cJSON_GetObjectItemCaseSensitive(rs, "type");
+        if (!cJSON_IsObject(rs) || !cJSON_IsString(t) || strcmp(t->valuestring, "default"))
+            return wgt_fail(WGT_ERR_CONFIG, "%s: \"rope_scaling\" is set (%s); this build has only the plain RoPE of "
+                            "rope_theta, no scaled variant", what, cJSON_IsString(t) ? t->valuestring : "not \"default\"");
+    }
+    WGT_TRY(model_hf_expect(o, what, "hidden_act", "silu", 0, "the MLP is SwiGLU: silu(gate) * up"));
+    WGT_TRY(model_hf_expect(o, what, "attention_bias", "false", 1, "LLaMA projections have no bias here"));
+    WGT_TRY(model_hf_expect(o, what, "mlp_bias", "false", 1, "LLaMA projections have no bias here"));
+    // the sizes against each other, in Hugging Face's names
+    if (c->d_model % c->n_head)
+        return wgt_fail(WGT_ERR_CONFIG, "%s: num_attention_heads (%d) does not divide hidden_size (%d)", what, c->n_head,
+                        c->d_model);
+    if (c->n_head % c->n_kv_heads)
+        return wgt_fail(WGT_ERR_CONFIG, "%s: num_key_value_heads (%d) does not divide num_attention_heads (%d)", what,
+                        c->n_kv_heads, c->n_head);
+    const int hs = HS_OF(c);
+    int head_dim;
+    WGT_TRY(model_hf_int(o, what, "head_dim", 0, hs, 1, 1 << 20, &head_dim));
+    if (head_dim != hs)
+        return wgt_fail(WGT_ERR_CONFIG, "%s: head_dim is %d but hidden_size / num_attention_heads is %d; this build "
+                        "takes head_dim = hidden_size / num_attention_heads", what, head_dim, hs);
+    if (hs % 2)
+        return wgt_fail(WGT_ERR_CONFIG, "%s: the head size hidden_size / num_attention_heads = %d is odd; RoPE needs an "
+                        "even head size", what, hs);
+    if (hs > 128)
+        return wgt_fail(WGT_ERR_CONFIG, "%s: the head size hidden_size / num_attention_heads = %d is above the "
+                        "supported 128", what, hs);
+    return WGT_OK;
+}
+
+static cJSON *config_to_hf(const model_config *c) {
+    cJSON *o = cJSON_CreateObject();
+    WGT_ASSERT(o, "cJSON_CreateObject failed (out of memory)");
+    cJSON *arch = cJSON_AddArrayToObject(o, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
+    cJSON_AddStringToObject(o, "model_type", "llama");
+    model_hf_add_number(o, "vocab_size", c->vocab);
+    model_hf_add_number(o, "hidden_size", c->d_model);
+    model_hf_add_number(o, "intermediate_size", c->d_ff);
+    model_hf_add_number(o, "num_hidden_layers", c->n_layer);
+    model_hf_add_number(o, "num_attention_heads", c->n_head);
+    model_hf_add_number(o, "num_key_value_heads", c->n_kv_heads);
+    model_hf_add_number(o, "head_dim", HS_OF(c));
+    model_hf_add_number(o, "max_position_embeddings", c->max_seq);
+    model_hf_add_number(o, "rms_norm_eps", c->rms_eps);
+    model_hf_add_number(o, "rope_theta", c->rope_theta);
+    cJSON_AddNullToObject(o, "rope_scaling");
+    cJSON_AddBoolToObject(o, "tie_word_embeddings", c->tie_embeddings);
+    cJSON_AddStringToObject(o, "hidden_act", "silu");
+    cJSON_AddBoolToObject(o, "attention_bias", 0);
+    cJSON_AddBoolToObject(o, "mlp_bias", 0);
+    model_hf_add_number(o, "attention_dropout", 0);
+    model_hf_add_number(o, "initializer_range", 0.02);
+    model_hf_add_number(o, "pretraining_tp", 1);
+    cJSON_AddStringToObject(o, "torch_dtype", "float32");
+    return o;
+}
+
+const model_arch model_arch_llama = {
+    .name = "llama",
+    .tensors = tensors,
+    .n_tensors = sizeof tensors / sizeof tensors[0],
+    .globals_size = sizeof(top_params),
+    .layer_size = sizeof(block_params),
+    .config_fields = config_fields,
+    .n_config_fields = sizeof config_fields / sizeof config_fields[0],
+    .hf_prefix = NULL,
+    .hf_ignored = hf_ignored,
+    .n_hf_ignored = sizeof hf_ignored / sizeof hf_ignored[0],
+    .config_check = config_check,
+    .tensor_absent = tensor_absent,
+    .absent_copy_of = absent_copy_of,
+    .config_from_safetensors = config_from_safetensors,
+    .hf_model_type = "llama",
+    .config_from_hf = config_from_hf,
+    .config_to_hf = config_to_hf,
+    .defaults = defaults,
+    .init = init,
+    .forward = forward,
+    .backward = backward,
+};

@@ -1,0 +1,131 @@
+# llama_torch_ref.py — a plain PyTorch LLaMA in the math of Hugging Face's LlamaForCausalLM
+# (modeling_llama.py), for the tests that compare wgtrain with PyTorch where transformers is not
+# installed: RMSNorm computed in float32 or wider, rotary embedding in the rotate-half convention
+# with HF's inverse frequencies and cos/sin tables (computed in float32, as HF does), causal
+# attention with repeat_kv for grouped-query heads, the SwiGLU MLP, no biases, the lm_head tied
+# to the token embedding or not. Parameters use HF's names and [out, in] layout; a config.json in
+# HF's format is written beside them.
+import json
+
+import torch
+
+from gpt2_torch_ref import load_safetensors, save_safetensors  # noqa: F401  (re-exported)
+
+
+def param_shapes(L, C, F, V, NH, NKV, tie):
+    hs = C // NH
+    s = {"model.embed_tokens.weight": (V, C)}
+    for l in range(L):
+        p = f"model.layers.{l}."
+        s.update({p + "self_attn.q_proj.weight": (NH * hs, C), p + "self_attn.k_proj.weight": (NKV * hs, C),
+                  p + "self_attn.v_proj.weight": (NKV * hs, C), p + "self_attn.o_proj.weight": (C, NH * hs),
+                  p + "mlp.gate_proj.weight": (F, C), p + "mlp.up_proj.weight": (F, C),
+                  p + "mlp.down_proj.weight": (C, F),
+                  p + "input_layernorm.weight": (C,), p + "post_attention_layernorm.weight": (C,)})
+    s["model.norm.weight"] = (C,)
+    if not tie:
+        s["lm_head.weight"] = (V, C)
+    return s
+
+
+def random_params(L, C, F, V, NH, NKV, tie, seed, dtype=torch.float64):
+    """O(1)-scale parameters (so that attention is far from uniform and every gradient is well
+    above float32 rounding): embeddings N(0, 0.3^2), matrices N(0, 1/fan_in), norm weights 1 + N(0, 0.1^2);
+    values exactly representable in float32."""
+    g = torch.Generator().manual_seed(seed)
+    out = {}
+    for name, shape in param_shapes(L, C, F, V, NH, NKV, tie).items():
+        if len(shape) == 1:
+            t = 1.0 + 0.1 * torch.randn(shape, generator=g, dtype=torch.float64)
+        elif "embed_tokens" in name:
+            t = 0.3 * torch.randn(shape, generator=g, dtype=torch.float64)
+        else:
+            t = torch.randn(shape, generator=g, dtype=torch.float64) / shape[1] ** 0.5
+        out[name] = t.to(torch.float32).to(dtype)
+    return out
+
+
+def hf_config(L, C, F, V, NH, NKV, tie, max_pos, theta=10000.0, eps=1e-5, **extra):
+    c = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": C, "intermediate_size": F,
+         "num_attention_heads": NH, "num_key_value_heads": NKV, "num_hidden_layers": L, "vocab_size": V,
+         "max_position_embeddings": max_pos, "rms_norm_eps": eps, "rope_theta": theta, "tie_word_embeddings": tie,
+         "hidden_act": "silu", "attention_bias": False, "mlp_bias": False, "rope_scaling": None,
+         "initializer_range": 0.02, "torch_dtype": "float32"}
+    c.update(extra)
+    return c
+
+
+def write_config(path, cfg):
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
+def rmsnorm(x, w, eps):
+    # HF LlamaRMSNorm: in float32 (here: float32 or the input's wider type), weight applied after
+    # the cast back
+    dt = x.dtype
+    h = x.to(torch.promote_types(dt, torch.float32))
+    var = h.pow(2).mean(-1, keepdim=True)
+    h = h * torch.rsqrt(var + eps)
+    return w * h.to(dt)
+
+
+def rope_tables(T, hs, theta, dtype):
+    # HF LlamaRotaryEmbedding (default rope type): inv_freq and the angles in float32
+    inv_freq = 1.0 / (theta ** (torch.arange(0, hs, 2, dtype=torch.int64).float() / hs))
+    pos = torch.arange(T, dtype=torch.int64).float()
+    freqs = torch.outer(pos, inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def repeat_kv(x, n_rep):
+    # [B, NKV, T, hs] -> [B, NKV * n_rep, T, hs]: kv head j serves query heads j*n_rep .. j*n_rep+n_rep-1
+    B, nkv, T, hs = x.shape
+    if n_rep == 1:
+        return x
+    return x[:, :, None, :, :].expand(B, nkv, n_rep, T, hs).reshape(B, nkv * n_rep, T, hs)
+
+
+def attention(q, k, v):
+    T, hs = q.shape[-2], q.shape[-1]
+    if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    att = (q @ k.transpose(-2, -1)) * hs ** -0.5
+    mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+    return att @ v
+
+
+def forward(P, idx, L, NH, NKV, theta, eps):
+    B, T = idx.shape
+    C = P["model.embed_tokens.weight"].shape[1]
+    hs = C // NH
+    cos, sin = rope_tables(T, hs, theta, P["model.embed_tokens.weight"].dtype)
+    x = P["model.embed_tokens.weight"][idx]
+    for l in range(L):
+        p = f"model.layers.{l}."
+        h = rmsnorm(x, P[p + "input_layernorm.weight"], eps)
+        q = (h @ P[p + "self_attn.q_proj.weight"].T).view(B, T, NH, hs).transpose(1, 2)
+        k = (h @ P[p + "self_attn.k_proj.weight"].T).view(B, T, NKV, hs).transpose(1, 2)
+        v = (h @ P[p + "self_attn.v_proj.weight"].T).view(B, T, NKV, hs).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        y = attention(q, repeat_kv(k, NH // NKV), repeat_kv(v, NH // NKV))
+        x = x + y.transpose(1, 2).reshape(B, T, NH * hs) @ P[p + "self_attn.o_proj.weight"].T
+        h = rmsnorm(x, P[p + "post_attention_layernorm.weight"], eps)
+        g = torch.nn.functional.silu(h @ P[p + "mlp.gate_proj.weight"].T)
+        x = x + (g * (h @ P[p + "mlp.up_proj.weight"].T)) @ P[p + "mlp.down_proj.weight"].T
+    x = rmsnorm(x, P["model.norm.weight"], eps)
+    lm = P.get("lm_head.weight", P["model.embed_tokens.weight"])
+    return x @ lm.T
+
+
+def loss_fn(logits, targets):
+    V = logits.shape[-1]
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=-1)

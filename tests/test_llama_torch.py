@@ -1,0 +1,224 @@
+# test_llama_torch.py — wgtrain's whole LLaMA vs a PyTorch LLaMA in Hugging Face's math
+# (llama_torch_ref.py): loss, every parameter gradient, then the losses of 10 AdamW steps, on the
+# C reference and on WebGPU (lavapipe in CI), through `wgtrain grad --config config.json` on
+# files in HF's LlamaForCausalLM layout. Cases: grouped-query, multi-query and plain heads, tied
+# and untied lm_head, the largest head size (128), sequence lengths that are no multiple of any
+# tile, an ignored target. Also: configs that contradict the tensors, or that this build cannot
+# represent, are refused naming the tensor or field. PyTorch runs in float64, so the tolerances
+# are float32 error.
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llama_torch_ref as ref  # noqa: E402
+
+WGTRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "wgtrain")
+VERBOSE = bool(os.environ.get("WGT_TEST_VERBOSE"))
+passed = failed = 0
+worst = {}  # backend -> largest gradient error relative to its tensor's largest entry
+
+
+def check(ok, what):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL", what)
+
+
+def run(args):
+    return subprocess.run([WGTRAIN] + args, capture_output=True, text=True)
+
+
+def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, eps=1e-5, steps=10, ignore=False):
+    P = ref.random_params(L, C, F, V, NH, NKV, tie, seed)
+    tokens = torch.randint(0, V, (B, T + 1), generator=torch.Generator().manual_seed(seed + 1))
+    tok = tokens.numpy().astype(np.int32)
+    if ignore:
+        tok[0, -1] = -1  # an ignored target (the last column is never an input; inputs may not be negative)
+    targets = torch.from_numpy(tok[:, 1:].astype(np.int64))
+    tok_in = torch.from_numpy(tok[:, :-1].astype(np.int64))
+    tag0 = f"L={L} NH={NH} NKV={NKV} C={C} F={F} V={V} B={B} T={T} tie={int(tie)}"
+    with tempfile.TemporaryDirectory() as d:
+        mpath, tpath, cpath = (os.path.join(d, n) for n in ("m.safetensors", "t.npy", "config.json"))
+        ref.save_safetensors(mpath, P)
+        ref.write_config(cpath, ref.hf_config(L, C, F, V, NH, NKV, tie, maxT, theta, eps))
+        np.save(tpath, tok)
+        Pg = {k: v.clone().requires_grad_(True) for k, v in P.items()}
+        loss = ref.loss_fn(ref.forward(Pg, tok_in, L, NH, NKV, theta, eps), targets)
+        loss.backward()
+        for be in backends:
+            gpath = os.path.join(d, f"g_{be}.safetensors")
+            r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath, "--backend", be, "--out", gpath])
+            tag = f"[{be} {tag0}]"
+            check(r.returncode == 0, f"{tag} wgtrain grad ran: {r.stdout} {r.stderr}")
+            if r.returncode != 0:
+                continue
+            got = float(r.stdout.split("loss")[1].split()[0])
+            check(abs(got - loss.item()) <= 1e-5 + 1e-5 * abs(loss.item()), f"{tag} loss {got} vs torch {loss.item()}")
+            G = ref.load_safetensors(gpath)
+            check(sorted(G) == sorted(Pg), f"{tag} gradient names {sorted(set(G) ^ set(Pg))} differ")
+            case_worst = 0.0
+            for name, p in Pg.items():
+                g_ref = p.grad.numpy()
+                g = G.get(name)
+                if g is None or g.shape != g_ref.shape:
+                    check(False, f"{tag} gradient {name} missing or wrong shape")
+                    continue
+                # float32 accumulation over B*T rows: error relative to the tensor's largest entry
+                scale = np.abs(g_ref).max() + 1e-12
+                err = np.abs(g - g_ref).max()
+                if scale > 1e-9:  # (with T = 1 the keys get an exactly zero gradient: softmax over one key)
+                    case_worst = max(case_worst, err / scale)
+                check(err <= 2e-4 * scale + 1e-7, f"{tag} grad {name}: max err {err:.3g} (scale {scale:.3g})")
+            worst[be] = max(worst.get(be, 0.0), case_worst)
+            if VERBOSE:
+                print(f"{tag} loss {got:.9f} torch {loss.item():.9f}; worst gradient error {case_worst:.2e} of max")
+        if steps and not ignore:
+            # AdamW on the same batch: decay on matrices and the embedding, none on norm weights
+            lr, wd = 1e-3, 0.1
+            Pt = {k: v.clone().requires_grad_(True) for k, v in P.items()}
+            decay = [p for p in Pt.values() if p.dim() == 2]
+            no_decay = [p for p in Pt.values() if p.dim() == 1]
+            opt = torch.optim.AdamW([{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}],
+                                    lr=lr, betas=(0.9, 0.999), eps=1e-8)
+            ref_losses = []
+            for s in range(steps + 1):
+                opt.zero_grad()
+                lo = ref.loss_fn(ref.forward(Pt, tok_in, L, NH, NKV, theta, eps), targets)
+                ref_losses.append(lo.item())
+                if s < steps:
+                    lo.backward()
+                    opt.step()
+            for be in backends:
+                r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath, "--backend", be,
+                         "--steps", str(steps), "--lr", str(lr), "--weight-decay", str(wd)])
+                tag = f"[{be} adamw {tag0}]"
+                check(r.returncode == 0, f"{tag} ran: {r.stderr}")
+                if r.returncode != 0:
+                    continue
+                got = [float(line.split()[3]) for line in r.stdout.splitlines() if line.startswith("step ")]
+                check(len(got) == steps + 1, f"{tag} printed {len(got)} step losses")
+                for s, (a, b) in enumerate(zip(got, ref_losses)):
+                    check(abs(a - b) <= 1e-4 + 1e-4 * abs(b), f"{tag} step {s}: loss {a} vs torch {b}")
+                check(ref_losses[-1] < ref_losses[0], f"{tag} the loss falls over the steps")
+
+
+def refusals():
+    """Configs that contradict the tensors, or that this build cannot represent, are refused
+    naming the tensor or the Hugging Face field."""
+    L, NH, NKV, C, F, V, T = 1, 4, 2, 16, 24, 11, 4
+    P = ref.random_params(L, C, F, V, NH, NKV, False, 5)
+    with tempfile.TemporaryDirectory() as d:
+        mpath, tpath, cpath = (os.path.join(d, n) for n in ("m.safetensors", "t.npy", "config.json"))
+        ref.save_safetensors(mpath, P)
+        np.save(tpath, np.arange(2 * (T + 1), dtype=np.int32).reshape(2, T + 1) % V)
+        good = ref.hf_config(L, C, F, V, NH, NKV, False, 8)
+
+        def expect(what, cfg, want, model=None):
+            ref.write_config(cpath, cfg)
+            r = run(["grad", "--model", model or mpath, "--config", cpath, "--tokens", tpath])
+            ok = r.returncode != 0 and want in r.stderr
+            check(ok, f"refusal: {what}: exit {r.returncode}, expected a message with {want!r}, got {r.stderr.strip()}")
+
+        ref.write_config(cpath, good)
+        r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        check(r.returncode == 0, f"refusal: the good config runs: {r.stderr}")
+        expect("a size that contradicts a shape", {**good, "intermediate_size": 32}, "model.layers.0.mlp.gate_proj.weight")
+        expect("kv heads that contradict k_proj", {**good, "num_key_value_heads": 1}, "model.layers.0.self_attn.k_proj.weight")
+        expect("absent num_key_value_heads means = heads", {k: v for k, v in good.items() if k != "num_key_value_heads"},
+               "model.layers.0.self_attn.k_proj.weight")
+        expect("tied, but the file has another lm_head", {**good, "tie_word_embeddings": True},
+               "exact copy of model.embed_tokens.weight")
+        expect("one layer too many: a missing tensor", {**good, "num_hidden_layers": 2}, "model.layers.1.")
+        expect("heads not dividing hidden_size", {**good, "num_attention_heads": 3}, "num_attention_heads (3) does not divide")
+        expect("kv heads not dividing heads", {**good, "num_key_value_heads": 3}, "num_key_value_heads (3) does not divide")
+        expect("an odd head size", {**good, "hidden_size": 12, "num_attention_heads": 4}, "odd")
+        expect("head size above 128", {**good, "hidden_size": 512, "num_attention_heads": 2}, "above the supported 128")
+        expect("head_dim other than hidden/heads", {**good, "head_dim": 8}, "head_dim")
+        expect("rope_scaling", {**good, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "rope_scaling")
+        expect("another activation", {**good, "hidden_act": "gelu"}, "hidden_act")
+        expect("attention biases", {**good, "attention_bias": True}, "attention_bias")
+        expect("a missing size", {k: v for k, v in good.items() if k != "hidden_size"}, "hidden_size")
+        expect("an unknown model_type", {**good, "model_type": "mistral"}, "mistral")
+        expect("no model_type", {k: v for k, v in good.items() if k != "model_type"}, "model_type")
+        expect("a GPT-2 config for a LLaMA file", {"model_type": "gpt2", "n_embd": C, "n_head": NH, "n_layer": L,
+                                                   "vocab_size": V, "n_positions": 8}, "wte.weight")
+        # an extra tensor: a file with one more layer than the config
+        P2 = ref.random_params(2, C, F, V, NH, NKV, False, 6)
+        m2 = os.path.join(d, "m2.safetensors")
+        ref.save_safetensors(m2, P2)
+        expect("an extra tensor", good, "model.layers.1.", model=m2)
+        # untied config, tied file (no lm_head.weight)
+        P3 = {k: v for k, v in P.items() if k != "lm_head.weight"}
+        m3 = os.path.join(d, "m3.safetensors")
+        ref.save_safetensors(m3, P3)
+        expect("untied config, file without lm_head", good, "lm_head.weight", model=m3)
+        ref.write_config(cpath, {**good, "tie_word_embeddings": True})
+        r = run(["grad", "--model", m3, "--config", cpath, "--tokens", tpath])
+        check(r.returncode == 0, f"refusal: a tied config with a tied file runs: {r.stderr}")
+        # a tied model's state dict holds lm_head.weight as a copy of the embedding: accepted, same result
+        m4 = os.path.join(d, "m4.safetensors")
+        ref.save_safetensors(m4, {**P3, "lm_head.weight": P3["model.embed_tokens.weight"]})
+        r4 = run(["grad", "--model", m4, "--config", cpath, "--tokens", tpath])
+        check(r4.returncode == 0 and r4.stdout == r.stdout, f"refusal: a tied file with a copied lm_head runs: {r4.stderr}")
+        # without a config a LLaMA file is refused with a pointer to --config
+        r = run(["grad", "--model", mpath, "--arch", "llama", "--heads", str(NH), "--tokens", tpath])
+        check(r.returncode != 0 and "--config" in r.stderr, f"refusal: --arch llama without --config: {r.stderr}")
+        ref.write_config(cpath, good)
+        r = run(["grad", "--model", mpath, "--config", cpath, "--heads", "2", "--tokens", tpath])
+        check(r.returncode != 0 and "--heads 2" in r.stderr, f"refusal: --heads contradicting the config: {r.stderr}")
+
+
+def gpt2_config():
+    """grad --config also reads GPT-2 configs (n_inner null: 4 n_embd), matching --heads."""
+    import gpt2_torch_ref as g2
+    L, NH, C, V, maxT, T = 1, 2, 8, 13, 6, 5
+    P = g2.random_params(L, C, 4 * C, V, maxT, 3)
+    with tempfile.TemporaryDirectory() as d:
+        mpath, tpath, cpath = (os.path.join(d, n) for n in ("m.safetensors", "t.npy", "config.json"))
+        g2.save_safetensors(mpath, P)
+        np.save(tpath, np.arange(T + 1, dtype=np.int32).reshape(1, T + 1) % V)
+        cfg = {"model_type": "gpt2", "n_embd": C, "n_head": NH, "n_layer": L, "vocab_size": V, "n_positions": maxT,
+               "n_inner": None, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5}
+        ref.write_config(cpath, cfg)
+        a = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        b = run(["grad", "--model", mpath, "--heads", str(NH), "--tokens", tpath])
+        check(a.returncode == 0 and a.stdout == b.stdout, f"gpt2 --config equals --heads: {a.stdout} {a.stderr} / {b.stdout}")
+        ref.write_config(cpath, {**cfg, "n_head": 3})
+        r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        check(r.returncode != 0 and "n_head (3) does not divide n_embd" in r.stderr, f"gpt2: bad n_head: {r.stderr}")
+        ref.write_config(cpath, {**cfg, "n_inner": 16})
+        r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        check(r.returncode != 0 and "h.0.mlp.c_fc.weight" in r.stderr, f"gpt2: n_inner contradicting: {r.stderr}")
+        ref.write_config(cpath, {**cfg, "activation_function": "relu"})
+        r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        check(r.returncode != 0 and "activation_function" in r.stderr, f"gpt2: relu: {r.stderr}")
+
+
+backends = os.environ.get("WGTRAIN_TEST_BACKENDS", "cpu,webgpu").split(",")
+torch.set_default_dtype(torch.float64)
+# grouped-query (2 query heads per KV head), untied; T = 13
+case(L=2, NH=4, NKV=2, C=32, F=48, V=53, maxT=16, B=2, T=13, tie=False, seed=1, backends=backends)
+# plain heads, tied, another RoPE base and epsilon; T = 9
+case(L=2, NH=2, NKV=2, C=16, F=40, V=37, maxT=9, B=3, T=9, tie=True, seed=2, backends=backends, theta=500000.0,
+     eps=1e-6, steps=5)
+# multi-query (one KV head), tied, an ignored target, T = 37
+case(L=1, NH=4, NKV=1, C=64, F=96, V=300, maxT=40, B=1, T=37, tie=True, seed=3, backends=backends, steps=0, ignore=True)
+# the largest head size, 128, untied; T = 20
+case(L=1, NH=2, NKV=1, C=256, F=64, V=50, maxT=32, B=1, T=20, tie=False, seed=4, backends=backends, steps=3)
+# one token
+case(L=1, NH=2, NKV=1, C=8, F=12, V=5, maxT=4, B=2, T=1, tie=False, seed=5, backends=backends, steps=3)
+refusals()
+gpt2_config()
+for be, w in worst.items():
+    print(f"{be}: largest gradient error {w:.2e} of its tensor's largest entry (bound 2e-4)")
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
