@@ -190,7 +190,10 @@ toks = [i % 200 for i in range(5000)]; toks[1234] = 600
 h = [20240520, 1, len(toks)] + [0] * 253
 open(sys.argv[1], "wb").write(struct.pack("<256i", *h) + struct.pack("<%dH" % len(toks), *toks))
 EOF
-expect_fail "token beyond the vocabulary" "token id 600 at position 1234" $W train "${M[@]}" --data "$T/baddata" --out "$T/E8"
+expect_fail "a shard changed after prepare (meta.json records another size)" "holds 5000 tokens but" $W train "${M[@]}" --data "$T/baddata" --out "$T/E8"
+# the same shard in an llm.c-style directory (no meta.json, no tokenizer): the vocabulary check finds it
+mkdir -p "$T/llmc" && cp "$T/baddata/train_000.bin" "$T/llmc/x_train_000.bin" && cp "$T/data/val_000.bin" "$T/llmc/x_val_000.bin"
+expect_fail "token beyond the vocabulary" "token id 600 at position 1234" $W train "${M[@]}" --data "$T/llmc" --vocab 512 --out "$T/E8b"
 # NaN weights (a checkpoint rewritten with valid checksums): updates are skipped, then training stops
 mkdir -p "$T/P" && cp "$T/A/ckpt.bin" "$T/A/config.json" "$T/P/"
 $PY - "$T/P/ckpt.bin" <<'EOF'
