@@ -5,7 +5,8 @@ CC      ?= gcc
 DAWN    := third_party/dawn
 BUILD   := build
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -Iinclude -Isrc -MMD -MP
+# EXTRA_CFLAGS: added to every compile and link (the sanitizer build sets it)
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -Iinclude -Isrc -MMD -MP $(EXTRA_CFLAGS)
 LDLIBS  := -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
 
 LIB_SRC := $(filter-out src/cli/%,$(shell find src -name '*.c' | sort))
@@ -15,6 +16,8 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/wgsl_sources.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TESTS   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZERS := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
 all: $(BUILD)/wgtrain $(TESTS)
 
@@ -58,11 +61,31 @@ $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrappe
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
 
+# fuzz drivers (tests/fuzz/): plain C mutation fuzzers over every file format
+fuzzers: $(FUZZERS)
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzzlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lz -lm -lpthread -fopenmp
+
 test: all
 	bash tests/run_all.sh
 
-clean:
-	rm -rf $(BUILD)
+# AddressSanitizer + UndefinedBehaviorSanitizer build in build-san (any error aborts), running
+# the file-format, CLI and fault tests and a short fuzz pass; `make fuzz` runs a longer one.
+SAN_BUILD  := build-san
+SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_TESTS  := $(SAN_BUILD)/wgtrain $(SAN_BUILD)/tests/test_files $(SAN_BUILD)/tests/test_data $(SAN_BUILD)/tests/test_checkpoint
+sanitize-build:
+	$(MAKE) BUILD=$(SAN_BUILD) EXTRA_CFLAGS="-O1 $(SAN_CFLAGS)" $(SAN_TESTS) fuzzers
+sanitize: sanitize-build
+	bash tests/run_sanitize.sh
+FUZZ_ITERS ?= 5000
+fuzz: sanitize-build
+	FUZZ_ITERS=$(FUZZ_ITERS) bash tests/fuzz/run.sh $(SAN_BUILD)
 
-.PHONY: all test clean
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)
+
+.PHONY: all test clean fuzzers sanitize sanitize-build fuzz
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
