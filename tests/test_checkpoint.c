@@ -68,7 +68,7 @@ static train_config test_config(void) {
 
 static void test_roundtrip_and_damage(void) {
     train_config c = test_config();
-    ckpt_progress pr = {123, 120, 0xfedcba9876543210ull, 125952, 42.5};
+    ckpt_progress pr = {123, 120, 0xfedcba9876543210ull, 123 * 8 * 64, 42.5};  // tokens = step x batch x seq
     size_t n = 4099;
     float *p = malloc(n * 4), *m = malloc(n * 4), *v = malloc(n * 4);
     uint64_t s = 7;
@@ -325,8 +325,8 @@ static void test_dataset(void) {
     enum { B = 3, T = 16 };
     int32_t in1[B * T], tg1[B * T], in2[B * T], tg2[B * T];
     uint64_t r1 = 99, r2 = 99;
-    dataset_train_batch(ds, &r1, B, T, in1, tg1);
-    dataset_train_batch(ds, &r2, B, T, in2, tg2);
+    CHECK(dataset_train_batch(ds, &r1, B, T, in1, tg1) == WGT_OK, "train batch: %s", wgt_last_error());
+    CHECK(dataset_train_batch(ds, &r2, B, T, in2, tg2) == WGT_OK, "train batch: %s", wgt_last_error());
     CHECK(r1 == r2 && !memcmp(in1, in2, sizeof in1) && !memcmp(tg1, tg2, sizeof tg1), "same RNG state, other batch");
     int shifted = 1;
     for (int b = 0; b < B; b++)
@@ -340,7 +340,9 @@ static void test_dataset(void) {
     CHECK(windows == (95 - 1 + T - 1) / T, "windows %zu", windows);
     int seen[95] = {0}, ok = 1;
     for (size_t b = 0; b < batches; b++) {
-        total += dataset_val_batch(ds, b, B, T, in1, tg1);
+        size_t valid = 0;
+        CHECK(dataset_val_batch(ds, b, B, T, in1, tg1, &valid) == WGT_OK, "val batch: %s", wgt_last_error());
+        total += valid;
         for (int k = 0; k < B * T; k++) {
             if (tg1[k] < 0) continue;
             ok &= tg1[k] >= 1001 && tg1[k] < 1095 && in1[k] == tg1[k] - 1;

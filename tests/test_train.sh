@@ -7,7 +7,7 @@
 # Prints "N passed, N failed"; the exit code is the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-W=$PWD/build/wgtrain
+W=${WGT:-$PWD/build/wgtrain}   # WGT: another build (the sanitizer build) of the same command
 PY=${PYTHON:-python3}
 if [[ ! -x $W ]]; then echo "build/wgtrain is missing: run make first"; echo "0 passed, 1 failed"; exit 1; fi
 T=$(mktemp -d /tmp/wgt_train_XXXXXX)
@@ -253,7 +253,10 @@ toks = [i % 200 for i in range(5000)]; toks[1234] = 600
 h = [20240520, 1, len(toks)] + [0] * 253
 open(sys.argv[1], "wb").write(struct.pack("<256i", *h) + struct.pack("<%dH" % len(toks), *toks))
 EOF
-expect_fail "token beyond the vocabulary" "token id 600 at position 1234" $W train "${M[@]}" --data "$T/baddata" --out "$T/E8"
+expect_fail "a shard changed after prepare (meta.json records another size)" "holds 5000 tokens but" $W train "${M[@]}" --data "$T/baddata" --out "$T/E8"
+# the same shard in an llm.c-style directory (no meta.json, no tokenizer): the vocabulary check finds it
+mkdir -p "$T/llmc" && cp "$T/baddata/train_000.bin" "$T/llmc/x_train_000.bin" && cp "$T/data/val_000.bin" "$T/llmc/x_val_000.bin"
+expect_fail "token beyond the vocabulary" "token id 600 at position 1234" $W train "${M[@]}" --data "$T/llmc" --vocab 512 --out "$T/E8b"
 # NaN weights (a checkpoint rewritten with valid checksums): updates are skipped, then training stops
 mkdir -p "$T/P" && cp "$T/A/ckpt.bin" "$T/A/config.json" "$T/P/"
 $PY - "$T/P/ckpt.bin" <<'EOF'
@@ -296,6 +299,64 @@ check "make install: PREFIX/bin/wgtrain runs and finds Dawn in PREFIX/lib/wgtrai
     bash -c "'$T/inst/bin/wgtrain' info --help >/dev/null && test -f '$T/inst/lib/wgtrain/libwebgpu_wrapper.so'"
 check "make install: the documents in PREFIX/share/doc/wgtrain" test -f "$T/inst/share/doc/wgtrain/architecture.md"
 check "make install: the installed binary finds GPT-2's tokenizer" bash -c "printf hello | (cd / && '$T/inst/bin/wgtrain' tokenize --tokenizer gpt2) | grep -qx '31373'"
+
+section "files and faults"
+# grad: token arrays of the wrong shape name the shape; AdamW flags out of range are refused
+$PY - "$T" <<'EOF'
+import numpy as np, sys
+d = sys.argv[1]
+np.save(f"{d}/tok1d.npy", np.arange(5, dtype=np.int32))
+np.save(f"{d}/tok_b0.npy", np.zeros((2, 0), dtype=np.int32))
+np.save(f"{d}/tok_ok.npy", (np.arange(18, dtype=np.int32) % 200).reshape(2, 9))
+np.save(f"{d}/x.npy", np.ones(7, dtype=np.float32))
+EOF
+G=(grad --model "$T/A/model.safetensors" --heads 2)
+expect_fail "grad with 1-D tokens names the shape" "shape [5]" $W "${G[@]}" --tokens "$T/tok1d.npy"
+expect_fail "grad with [B, 0] tokens names the shape" "shape [2, 0]" $W "${G[@]}" --tokens "$T/tok_b0.npy"
+check "grad with good tokens works" bash -c "'$W' grad --model '$T/A/model.safetensors' --heads 2 --tokens '$T/tok_ok.npy' | grep -q '^loss '"
+expect_fail "grad --beta1 1" "--beta1 must be in [0, 1)" $W "${G[@]}" --tokens "$T/tok_ok.npy" --steps 1 --beta1 1
+expect_fail "grad --beta2 1" "--beta2 must be in [0, 1)" $W "${G[@]}" --tokens "$T/tok_ok.npy" --steps 1 --beta2 1
+expect_fail "grad --lr 1e30" "--lr must be in" $W "${G[@]}" --tokens "$T/tok_ok.npy" --steps 1 --lr 1e30
+# an output that is not a regular file is refused, not replaced (and a FIFO does not block the writer)
+mkfifo "$T/out.fifo"
+expect_fail "op --out onto a FIFO" "FIFO" timeout 20 $W op gelu_inplace --backend cpu --in x="$T/x.npy" --out x="$T/out.fifo"
+check "the FIFO is still a FIFO" test -p "$T/out.fifo"
+# a FIFO in place of a shard fails at once instead of blocking forever
+mkdir -p "$T/fifodata" && mkfifo "$T/fifodata/x_train.bin"
+expect_fail "a FIFO as a shard" "FIFO" timeout 20 $W train "${M[@]}" --data "$T/fifodata" --vocab 512 --out "$T/E9"
+# an unwritable loss.svg is a warning: the run still ends with its checkpoint
+mkdir -p "$T/L/loss.svg"
+out=$($W train "${M[@]}" --out "$T/L" --steps 4 --val-every 2 2>&1); rc=$?
+check "unwritable loss.svg: the run completes (exit $rc)" test $rc -eq 0 -a -s "$T/L/ckpt.bin"
+check "unwritable loss.svg: a warning names it" grep -q "warning: .*loss.svg" <<<"$out"
+# an interrupted prepare (no meta.json beside the tokenizer) is refused, not read as llm.c data
+cp -r "$T/data" "$T/half" && rm "$T/half/meta.json"
+expect_fail "a data directory without meta.json but with a tokenizer" "did not finish" $W train "${M[@]}" --data "$T/half" --out "$T/E10"
+# data tokenized by another tokenizer of the same size (the corpus in rot13: the same counts,
+# other merges) is refused on resume and by eval, which used to compare only the vocabulary size
+$PY -c "
+import codecs, sys
+parts = open(sys.argv[1]).read().split('<|endoftext|>')
+open(sys.argv[2], 'w').write('<|endoftext|>'.join(codecs.encode(p, 'rot13') for p in parts))" "$T/corpus.txt" "$T/corpus_uc.txt"
+$W prepare --input "$T/corpus_uc.txt" --out "$T/data_uc" --vocab 512 >/dev/null 2>&1
+check "the rot13 corpus has a data directory with the same vocabulary size" $PY -c "
+import json, sys
+a, b = (json.load(open(p))['vocab_size'] for p in sys.argv[1:3]); sys.exit(0 if a == b else 1)" "$T/data/meta.json" "$T/data_uc/meta.json"
+expect_fail "resume on data with another tokenizer" "another tokenizer" $W train --out "$T/A" --resume --device cpu --steps 30 --data "$T/data_uc"
+expect_fail "eval on data with another tokenizer" "another tokenizer" $W eval --run "$T/A" --device cpu --data "$T/data_uc"
+# one trainer per run directory; a shard truncated under a running trainer is an error, not SIGBUS
+cp -r "$T/data" "$T/tdata"
+$W train "${M[@]}" --data "$T/tdata" --out "$T/LK" --steps 1000000 --val-every 0 --ckpt-every 0 >"$T/LK.log" 2>&1 &
+pid=$!
+for i in $(seq 1 300); do grep -q "^step" "$T/LK.log" && break; sleep 0.1; done
+expect_fail "a second trainer on the same run directory names the first's pid" "in use by another wgtrain process (pid $pid" $W train --out "$T/LK" --resume --device cpu
+expect_fail "a second new run in the same directory is refused too" "pid $pid" $W train "${M[@]}" --data "$T/tdata" --out "$T/LK" --steps 5
+truncate -s 1124 "$T/tdata/train_000.bin"
+for i in $(seq 1 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+kill -KILL $pid 2>/dev/null && bad "the trainer kept running on a truncated shard"
+wait $pid; rc=$?
+check "a shard truncated while training ends the run with exit 1, not a signal (got $rc)" test $rc -eq 1
+check "a shard truncated while training is reported" grep -q "truncated or replaced in place" "$T/LK.log"
 
 echo
 echo "$pass passed, $fail failed"

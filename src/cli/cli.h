@@ -19,5 +19,8 @@ int cli_fail(const char *cmd, wgt_status st);
 wgt_status cli_backend_open(wgt_backend **out, const char *which, const char *adapter, int profile);
 // Parses a strictly numeric, finite value; fails naming the flag otherwise.
 wgt_status cli_parse_double(const char *flag, const char *s, double *out);
+// cli_parse_double, then lo <= value <= hi (value < hi when hi_open); fails naming the flag
+// and the range otherwise.
+wgt_status cli_parse_double_range(const char *flag, const char *s, double lo, double hi, int hi_open, double *out);
 wgt_status cli_parse_long(const char *flag, const char *s, long lo, long hi, long *out);
 #endif

@@ -23,6 +23,15 @@ wgt_status cli_parse_double(const char *flag, const char *s, double *out) {
     return WGT_OK;
 }
 
+wgt_status cli_parse_double_range(const char *flag, const char *s, double lo, double hi, int hi_open, double *out) {
+    double v;
+    WGT_TRY(cli_parse_double(flag, s, &v));
+    if (v < lo || (hi_open ? v >= hi : v > hi))
+        return wgt_fail(WGT_ERR_ARG, "%s must be in [%g, %g%s, got %s", flag, lo, hi, hi_open ? ")" : "]", s);
+    *out = v;
+    return WGT_OK;
+}
+
 wgt_status cli_parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
     char *end;
     errno = 0;

@@ -45,6 +45,7 @@ static wgt_status eval_main(int argc, char **argv) {
     const train_config *c = &ck.cfg;
     dataset *ds = NULL;
     wgt_status st = dataset_open(&ds, data ? data : c->data_dir);
+    if (st == WGT_OK) st = dataset_check_tokenizer(ds, c->tokenizer_hash, data ? data : c->data_dir, "the run");
     if (st == WGT_OK && shard_path) st = dataset_use_val_shard(ds, shard_path);
     if (st == WGT_OK && dataset_vocab(ds) && dataset_vocab(ds) != c->model.vocab)
         st = wgt_fail(WGT_ERR_CONFIG, "the data in %s has a %d-token vocabulary but the model has %d; evaluate on data "

@@ -45,14 +45,16 @@ static wgt_status grad_main(int argc, char **argv) {
         else if (!strcmp(a, "--config")) config = v;
         else if (!strcmp(a, "--heads")) WGT_TRY(cli_parse_long(a, v, 1, 4096, &heads));
         else if (!strcmp(a, "--steps")) WGT_TRY(cli_parse_long(a, v, 0, 1000000, &steps));
-        else if (!strcmp(a, "--alpha")) WGT_TRY(cli_parse_double(a, v, &alpha));
-        else if (!strcmp(a, "--beta")) WGT_TRY(cli_parse_double(a, v, &beta));
-        else if (!strcmp(a, "--lr")) WGT_TRY(cli_parse_double(a, v, &lr));
-        else if (!strcmp(a, "--weight-decay")) WGT_TRY(cli_parse_double(a, v, &wd));
-        else if (!strcmp(a, "--beta1")) WGT_TRY(cli_parse_double(a, v, &b1));
-        else if (!strcmp(a, "--beta2")) WGT_TRY(cli_parse_double(a, v, &b2));
-        else if (!strcmp(a, "--eps")) WGT_TRY(cli_parse_double(a, v, &eps));
-        else if (!strcmp(a, "--clip")) WGT_TRY(cli_parse_double(a, v, &clip));
+        // the same ranges as `wgtrain train`'s flags: AdamW's betas below 1 (at 1 its bias
+        // correction divides by zero), a learning rate that cannot overflow the weights at once
+        else if (!strcmp(a, "--alpha")) WGT_TRY(cli_parse_double_range(a, v, 0, 1, 0, &alpha));
+        else if (!strcmp(a, "--beta")) WGT_TRY(cli_parse_double_range(a, v, 0, 10, 0, &beta));
+        else if (!strcmp(a, "--lr")) WGT_TRY(cli_parse_double_range(a, v, 0, 10, 0, &lr));
+        else if (!strcmp(a, "--weight-decay")) WGT_TRY(cli_parse_double_range(a, v, 0, 10, 0, &wd));
+        else if (!strcmp(a, "--beta1")) WGT_TRY(cli_parse_double_range(a, v, 0, 1, 1, &b1));
+        else if (!strcmp(a, "--beta2")) WGT_TRY(cli_parse_double_range(a, v, 0, 1, 1, &b2));
+        else if (!strcmp(a, "--eps")) WGT_TRY(cli_parse_double_range(a, v, 1e-30, 1, 0, &eps));
+        else if (!strcmp(a, "--clip")) WGT_TRY(cli_parse_double_range(a, v, 0, 1e30, 0, &clip));
         else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
     }
     if (!model || !tokens_path || (!heads && !config))
@@ -71,13 +73,25 @@ static wgt_status grad_main(int argc, char **argv) {
     }
     npy_array tk;
     WGT_TRY(npy_load(&tk, tokens_path));
+    // the shape is checked before anything is derived from it ([B, 0] would make T = -1)
+    if (tk.dtype == NPY_F32 || tk.ndim != 2 || tk.shape[1] < 2 || tk.shape[0] < 1 || tk.shape[0] > (1u << 20)) {
+        char shape[NPY_MAX_DIMS * 24 + 4] = "[";
+        for (int i = 0; i < tk.ndim; i++)
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%zu", i ? ", " : "", tk.shape[i]);
+        strcat(shape, "]");
+        wgt_status bad = wgt_fail(WGT_ERR_FORMAT, "'%s' is a %s array of shape %s; it must be an int32 array of shape "
+                                  "[B, T+1] with 1 <= B <= 1048576 and T >= 1", tokens_path, npy_dtype_name(tk.dtype), shape);
+        npy_free(&tk);
+        return bad;
+    }
     wgt_status st = WGT_OK;
-    if (tk.dtype == NPY_F32 || tk.ndim != 2 || tk.shape[1] < 2 || tk.shape[0] < 1)
-        st = wgt_fail(WGT_ERR_FORMAT, "'%s' must be an int32 array of shape [B, T+1] with T >= 1", tokens_path);
     size_t B = tk.shape[0], T1 = tk.shape[1], T = T1 - 1;
-    if (st == WGT_OK && T > (size_t)cfg.max_seq)
-        st = wgt_fail(WGT_ERR_FORMAT, "'%s' has sequences of %zu tokens but the model's maximum sequence length is %d",
-                      tokens_path, T, cfg.max_seq);
+    if (T > (size_t)cfg.max_seq) {
+        st = wgt_fail(WGT_ERR_FORMAT, "'%s' has sequences of %zu tokens (shape [%zu, %zu]) but the model's maximum "
+                      "sequence length is %d", tokens_path, T, B, T1, cfg.max_seq);
+        npy_free(&tk);
+        return st;
+    }
     int32_t *inp = wgt_malloc(B * T * 4), *tgt = wgt_malloc(B * T * 4);
     size_t valid = 0;
     if (st == WGT_OK) {

@@ -1,19 +1,24 @@
 // safetensors.c — .safetensors I/O on top of cJSON (Debian's libcjson) for the header.
+// Reading follows the reference implementation's rules (huggingface/safetensors): the header is
+// strict JSON starting with '{', each tensor has exactly dtype, shape and data_offsets, shapes
+// and offsets are non-negative integers, the tensors' byte ranges are contiguous, do not
+// overlap and cover the data exactly, names are unique. The data is read (not mapped: a file
+// changed by someone else cannot fault us) into its own allocation, so every float is aligned
+// whatever the header's length.
 #include "core/safetensors.h"
-#include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "core/fileutil.h"
+#include "core/json_strict.h"
+
+#define ST_MAX_HEADER 100000000u  // the reference implementation's limit
 
 struct st_file {
-    void *map;
-    size_t size;
+    float *data;  // the data section, malloc'd (aligned for floats)
+    size_t data_size;
     st_tensor *t;
     int n;
 };
@@ -24,69 +29,178 @@ static wgt_status st_bad(st_file *f, const char *path, const char *what) {
     return s;
 }
 
+// Element sizes of the dtypes the format defines; 0 for an unknown name.
+static int dtype_known(const char *d) {
+    static const char *const known[] = {"BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0", "I16", "U16", "F16",
+                                        "BF16", "I32", "U32", "F32", "F64", "I64", "U64", "C64", "F4", "F6_E2M3",
+                                        "F6_E3M2", NULL};
+    for (int i = 0; known[i]; i++)
+        if (!strcmp(d, known[i])) return 1;
+    return 0;
+}
+
+typedef struct { uint64_t b, e; int idx; } span;
+static int span_cmp(const void *x, const void *y) {
+    const span *a = x, *b = y;
+    if (a->b != b->b) return a->b < b->b ? -1 : 1;
+    if (a->e != b->e) return a->e < b->e ? -1 : 1;
+    return 0;
+}
+
 wgt_status st_open(st_file **out, const char *path) {
     *out = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return wgt_fail(WGT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) { close(fd); return wgt_fail(WGT_ERR_IO, "cannot stat '%s': %s", path, strerror(errno)); }
+    int fd;
+    uint64_t fsize;
+    WGT_TRY(file_open_read(path, NULL, NULL, &fd, &fsize));
     st_file *f = wgt_calloc(1, sizeof *f);
-    f->size = (size_t)sb.st_size;
-    if (f->size < 8) { close(fd); return st_bad(f, path, "shorter than its 8-byte header length"); }
-    f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (f->map == MAP_FAILED) { f->map = NULL; st_close(f); return wgt_fail(WGT_ERR_IO, "cannot map '%s'", path); }
-    uint64_t hlen;
-    memcpy(&hlen, f->map, 8);
-    if (hlen > f->size - 8 || hlen > (100u << 20)) return st_bad(f, path, "header length beyond the end of the file (truncated?)");
-    cJSON *root = cJSON_ParseWithLength((const char *)f->map + 8, hlen);
-    if (!root || !cJSON_IsObject(root)) { cJSON_Delete(root); return st_bad(f, path, "header is not a JSON object"); }
-    size_t data_size = f->size - 8 - hlen;
-    const float *base = (const float *)((const char *)f->map + 8 + hlen);
+    if (fsize < 8) {
+        close(fd);
+        return st_bad(f, path, "shorter than its 8-byte header length");
+    }
+    unsigned char hb[8];
+    wgt_status rs = file_pread_exact(fd, hb, 8, 0, path);
+    if (rs != WGT_OK) {
+        close(fd);
+        st_close(f);
+        return rs;
+    }
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | hb[i];
+    if (hlen > fsize - 8) {
+        close(fd);
+        return st_bad(f, path, "header length beyond the end of the file (truncated?)");
+    }
+    if (hlen > ST_MAX_HEADER) {
+        close(fd);
+        return st_bad(f, path, "header longer than 100 MB");
+    }
+    char *hdr = wgt_malloc((size_t)hlen + 1);
+    rs = file_pread_exact(fd, hdr, (size_t)hlen, 8, path);
+    if (rs != WGT_OK) {
+        free(hdr);
+        close(fd);
+        st_close(f);
+        return rs;
+    }
+    hdr[hlen] = 0;
+    if (hlen == 0 || hdr[0] != '{') {
+        free(hdr);
+        close(fd);
+        return st_bad(f, path, "the header does not start with '{'");
+    }
+    cJSON *root;
+    rs = json_parse_strict(&root, hdr, (size_t)hlen, JSON_INTEGERS_ONLY, "the header");
+    free(hdr);
+    if (rs != WGT_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", wgt_last_error());
+        close(fd);
+        return st_bad(f, path, msg);
+    }
+    f->data_size = (size_t)(fsize - 8 - hlen);
     int cap = cJSON_GetArraySize(root);
-    f->t = wgt_calloc(cap ? cap : 1, sizeof *f->t);
+    f->t = wgt_calloc(cap ? (size_t)cap : 1, sizeof *f->t);
+    span *spans = wgt_calloc(cap ? (size_t)cap : 1, sizeof *spans);
+    uint64_t *off_b = wgt_calloc(cap ? (size_t)cap : 1, sizeof *off_b);
     const char *err = NULL;
-    char errbuf[256];
+    char errbuf[512];
+#define BAD(...) do { snprintf(errbuf, sizeof errbuf, __VA_ARGS__); err = errbuf; } while (0)
     for (cJSON *it = root->child; it && !err; it = it->next) {
-        if (!strcmp(it->string, "__metadata__")) continue;
+        if (!strcmp(it->string, "__metadata__")) {
+            if (!cJSON_IsObject(it)) { BAD("__metadata__ is not an object"); break; }
+            for (cJSON *m = it->child; m; m = m->next)
+                if (!cJSON_IsString(m)) { BAD("__metadata__ value '%.64s' is not a string", m->string); break; }
+            continue;
+        }
         st_tensor *t = &f->t[f->n];
-        if (strlen(it->string) >= sizeof t->name) { err = "tensor name too long"; break; }
+        if (strlen(it->string) >= sizeof t->name) { BAD("tensor name '%.64s...' too long", it->string); break; }
+        if (!it->string[0]) { BAD("a tensor has an empty name"); break; }
         strcpy(t->name, it->string);
-        cJSON *dt = cJSON_GetObjectItemCaseSensitive(it, "dtype");
-        cJSON *sh = cJSON_GetObjectItemCaseSensitive(it, "shape");
-        cJSON *off = cJSON_GetObjectItemCaseSensitive(it, "data_offsets");
-        if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2) {
-            snprintf(errbuf, sizeof errbuf, "tensor '%s' lacks dtype, shape or data_offsets", t->name);
-            err = errbuf;
-            break;
-        }
-        if (strcmp(dt->valuestring, "F32")) {
-            snprintf(errbuf, sizeof errbuf, "tensor '%s' has dtype %s; wgtrain reads F32 weights (convert with "
-                     "tensor.float() before saving)", t->name, dt->valuestring);
-            err = errbuf;
-            break;
-        }
-        t->ndim = cJSON_GetArraySize(sh);
-        if (t->ndim > ST_MAX_DIMS) { err = "a tensor has more than 4 dimensions"; break; }
-        t->n = 1;
-        int k = 0;
-        for (cJSON *d = sh->child; d; d = d->next, k++) {
-            if (!cJSON_IsNumber(d) || d->valuedouble < 0) { err = "negative or non-numeric shape"; break; }
-            t->shape[k] = (size_t)d->valuedouble;
-            t->n *= t->shape[k];
+        if (!cJSON_IsObject(it)) { BAD("tensor '%s' is not an object", t->name); break; }
+        const cJSON *dt = NULL, *sh = NULL, *off = NULL;
+        for (const cJSON *k = it->child; k && !err; k = k->next) {
+            if (!strcmp(k->string, "dtype")) dt = k;
+            else if (!strcmp(k->string, "shape")) sh = k;
+            else if (!strcmp(k->string, "data_offsets")) off = k;
+            else BAD("tensor '%s' has an unknown field '%.64s'", t->name, k->string);
         }
         if (err) break;
-        double b = cJSON_GetArrayItem(off, 0)->valuedouble, e = cJSON_GetArrayItem(off, 1)->valuedouble;
-        if (b < 0 || e < b || e > (double)data_size || (size_t)(e - b) != t->n * 4 || ((size_t)b % 4)) {
-            snprintf(errbuf, sizeof errbuf, "tensor '%s' has data offsets [%.0f, %.0f) that do not match its shape "
-                     "or lie beyond the file's %zu data bytes (truncated file?)", t->name, b, e, data_size);
-            err = errbuf;
+        if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2) {
+            BAD("tensor '%s' lacks dtype, shape or data_offsets", t->name);
             break;
         }
-        t->data = base + (size_t)b / 4;
+        if (!dtype_known(dt->valuestring)) { BAD("tensor '%s' has the unknown dtype '%.32s'", t->name, dt->valuestring); break; }
+        if (strcmp(dt->valuestring, "F32")) {
+            BAD("tensor '%s' has dtype %s; wgtrain reads F32 weights (convert with tensor.float() before saving)", t->name,
+                dt->valuestring);
+            break;
+        }
+        int nd = cJSON_GetArraySize(sh);
+        if (nd > ST_MAX_DIMS) { BAD("tensor '%s' has %d dimensions; wgtrain reads at most %d", t->name, nd, ST_MAX_DIMS); break; }
+        t->ndim = nd;
+        // shape product and byte count, overflow-checked (the JSON numbers are integers <= 2^53)
+        uint64_t n = 1;
+        int k = 0, zero = 0;
+        for (cJSON *d = sh->child; d; d = d->next, k++) {
+            int64_t v;
+            if (!json_int_in(d, 0, JSON_MAX_SAFE_INT, &v)) { BAD("tensor '%s' has a shape entry that is not a non-negative integer", t->name); break; }
+            t->shape[k] = (size_t)v;
+            if (v == 0) zero = 1;
+            else if (!zero && n > (UINT64_MAX / 4) / (uint64_t)v) { BAD("tensor '%s': the shape's product overflows", t->name); break; }
+            else if (!zero) n *= (uint64_t)v;
+        }
+        if (err) break;
+        if (zero) n = 0;
+        int64_t b, e;
+        if (!json_int_in(cJSON_GetArrayItem(off, 0), 0, JSON_MAX_SAFE_INT, &b) ||
+            !json_int_in(cJSON_GetArrayItem(off, 1), 0, JSON_MAX_SAFE_INT, &e)) {
+            BAD("tensor '%s' has data_offsets that are not non-negative integers", t->name);
+            break;
+        }
+        if (e < b || (uint64_t)(e - b) != n * 4) {
+            BAD("tensor '%s' has data offsets [%lld, %lld) that do not match its shape (%llu bytes)", t->name, (long long)b,
+                (long long)e, (unsigned long long)(n * 4));
+            break;
+        }
+        if ((uint64_t)e > f->data_size) {
+            BAD("tensor '%s' has data offsets [%lld, %lld) beyond the file's %zu data bytes (truncated file?)", t->name,
+                (long long)b, (long long)e, f->data_size);
+            break;
+        }
+        t->n = (size_t)n;
+        spans[f->n] = (span){(uint64_t)b, (uint64_t)e, f->n};
+        off_b[f->n] = (uint64_t)b;
         f->n++;
     }
     cJSON_Delete(root);
+    // the byte ranges, in order, must tile the data section exactly
+    if (!err) {
+        qsort(spans, (size_t)f->n, sizeof *spans, span_cmp);
+        uint64_t at = 0;
+        for (int i = 0; i < f->n && !err; i++) {
+            if (spans[i].b != at)
+                BAD("tensor '%s' starts at byte %llu but the previous tensor ends at %llu (%s)", f->t[spans[i].idx].name,
+                    (unsigned long long)spans[i].b, (unsigned long long)at, spans[i].b < at ? "overlapping tensors" : "a gap");
+            at = spans[i].e;
+        }
+        if (!err && at != f->data_size)
+            BAD("the tensors cover %llu data bytes but the file holds %zu", (unsigned long long)at, f->data_size);
+    }
+    free(spans);
+    if (!err) {
+        f->data = wgt_malloc(f->data_size);
+        rs = file_pread_exact(fd, f->data, f->data_size, 8 + hlen, path);
+        if (rs != WGT_OK) {
+            free(off_b);
+            close(fd);
+            st_close(f);
+            return rs;
+        }
+        for (int i = 0; i < f->n; i++) f->t[i].data = f->data + off_b[i] / 4;  // offsets are multiples of 4 (F32 only)
+    }
+#undef BAD
+    free(off_b);
+    close(fd);
     if (err) return st_bad(f, path, err);
     *out = f;
     return WGT_OK;
@@ -94,7 +208,7 @@ wgt_status st_open(st_file **out, const char *path) {
 
 void st_close(st_file *f) {
     if (!f) return;
-    if (f->map) munmap(f->map, f->size);
+    free(f->data);
     free(f->t);
     free(f);
 }

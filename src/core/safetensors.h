@@ -13,7 +13,7 @@ typedef struct {
     int ndim;
     size_t shape[ST_MAX_DIMS];
     size_t n;          // elements
-    const float *data; // points into the file's memory
+    const float *data; // into the st_file's own (aligned) copy of the data, valid until st_close
 } st_tensor;
 
 typedef struct st_file st_file;

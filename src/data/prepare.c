@@ -4,6 +4,7 @@
 // Everything is deterministic: the same inputs give byte-identical outputs.
 #include "data/prepare.h"
 #include "core/fileutil.h"
+#include "core/runlock.h"
 #include "data/shard.h"
 #include "data/gpt2_bpe.h"
 #include "data/text_tokenizer.h"
@@ -11,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <glob.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -137,8 +139,8 @@ static wgt_status expand_input(const char *in, strlist *out) {
 static wgt_status read_file(const char *path, size_t max, uint8_t **data, size_t *n) {
     *data = NULL;
     *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return wgt_fail(WGT_ERR_IO, "cannot open input %s: %s", path, strerror(errno));
+    FILE *f;
+    WGT_TRY(file_fopen_read(path, "input", NULL, &f, NULL));
     bytebuf b = {0};
     uint8_t chunk[1 << 16];
     size_t k;
@@ -337,8 +339,10 @@ static void json_str(bytebuf *b, const char *s) {
 }
 
 // Writes toks as shards prefix_000.bin, prefix_001.bin, ... and removes higher-numbered shards
-// left by an earlier, larger run. Adds the file names to `names`.
-static wgt_status write_shards(const char *dir, const char *prefix, const uint16_t *toks, size_t n, strlist *names) {
+// left by an earlier, larger run. Appends each shard's meta.json entry to `list` and counts
+// them in *n_files.
+static wgt_status write_shards(const char *dir, const char *prefix, const uint16_t *toks, size_t n, bytebuf *list,
+                               size_t *n_files_out) {
     size_t n_files = n == 0 ? 1 : (n + TOKENS_PER_SHARD - 1) / TOKENS_PER_SHARD;
     char name[64];
     for (size_t i = 0; i < n_files; i++) {
@@ -348,14 +352,18 @@ static wgt_status write_shards(const char *dir, const char *prefix, const uint16
         wgt_status st = shard_write(path, toks + off, k);
         free(path);
         WGT_TRY(st);
-        sl_add(names, name);
+        bb_puts(list, i ? ",\n    {\"file\": " : "\n    {\"file\": ");
+        json_str(list, name);
+        bb_printf(list, ", \"tokens\": %zu, \"crc32\": \"%08x\"}", k, shard_file_crc(toks + off, k));
     }
+    bb_puts(list, "\n  ]");
     for (size_t i = n_files; i < 1000; i++) {
         snprintf(name, sizeof name, "%s_%03zu.bin", prefix, i);
         char *path = join_path(dir, name);
         unlink(path);  // ENOENT is the usual case
         free(path);
     }
+    *n_files_out = n_files;
     return WGT_OK;
 }
 
@@ -388,9 +396,11 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
     uint16_t **doc_ids = NULL;
     size_t *doc_n = NULL;
     uint16_t *train = NULL, *val = NULL;
-    strlist train_names = {0}, val_names = {0}, seen = {0};
+    strlist seen = {0};
     char *path = NULL;
-    bytebuf meta = {0}, conv = {0};
+    bytebuf meta = {0}, conv = {0}, train_list = {0}, val_list = {0};
+    size_t n_train_files = 0, n_val_files = 0;
+    run_lock lock = {0};
     double t0 = wgt_now_s();
 
     // 1. Gather documents, input by input.
@@ -464,11 +474,17 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
 
     // 2. Tokenizer.
     st = dir_make(out_dir);
+    if (st == WGT_OK) st = run_lock_acquire(&lock, out_dir, "prepare");
     if (st != WGT_OK) goto done;
     path = join_path(out_dir, PREPARE_META_FILE);
-    unlink(path);  // a stale meta.json must not describe the files we are about to replace
+    // a stale meta.json must not describe the files we are about to replace; without it the
+    // directory is refused until this prepare completes
+    st = file_check_replaceable(path);
+    if (st == WGT_OK && unlink(path) != 0 && errno != ENOENT)
+        st = wgt_fail(WGT_ERR_IO, "cannot remove the old %s: %s", path, strerror(errno));
     free(path);
     path = NULL;
+    if (st != WGT_OK) goto done;
     double t1 = wgt_now_s();
     if (kind == PREPARE_TOKENIZER_GPT2) {
         st = text_tokenizer_open_gpt2(&tt);
@@ -559,25 +575,20 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
                by_tokens ? "document's tail" : "documents", (double)text_bytes / (double)(n_train + n_val));
 
     // 5. Files: shards and tokenizer first, meta.json last, so its presence marks a complete directory.
-    st = write_shards(out_dir, "train", train, n_train, &train_names);
-    if (st == WGT_OK) st = write_shards(out_dir, "val", val, n_val, &val_names);
+    st = write_shards(out_dir, "train", train, n_train, &train_list, &n_train_files);
+    if (st == WGT_OK) st = write_shards(out_dir, "val", val, n_val, &val_list, &n_val_files);
     if (st != WGT_OK) goto done;
 
-    bb_puts(&meta, "{\n  \"format\": \"wgtrain-data\",\n  \"version\": 1,\n  ");
+    bb_printf(&meta, "{\n  \"format\": \"wgtrain-data\",\n  \"version\": %d,\n  ", PREPARE_META_VERSION);
     bb_puts(&meta, text_tokenizer_meta_json(tt));
+    bb_printf(&meta, ",\n  \"tokenizer_fnv1a64\": \"%016" PRIx64 "\"", text_tokenizer_fingerprint(tt));
     bb_printf(&meta, ",\n  \"vocab_size\": %d,\n  \"requested_vocab_size\": %d,\n  \"eot_token\": %d,\n", vocab,
               vocab_size, (int)eot);
     bb_puts(&meta, "  \"train_shards\": [");
-    for (size_t i = 0; i < train_names.n; i++) {
-        if (i) bb_puts(&meta, ", ");
-        json_str(&meta, train_names.v[i]);
-    }
-    bb_puts(&meta, "],\n  \"val_shards\": [");
-    for (size_t i = 0; i < val_names.n; i++) {
-        if (i) bb_puts(&meta, ", ");
-        json_str(&meta, val_names.v[i]);
-    }
-    bb_printf(&meta, "],\n  \"train_tokens\": %zu,\n  \"val_tokens\": %zu,\n", n_train, n_val);
+    bb_put(&meta, train_list.p, train_list.n);
+    bb_puts(&meta, ",\n  \"val_shards\": [");
+    bb_put(&meta, val_list.p, val_list.n);
+    bb_printf(&meta, ",\n  \"train_tokens\": %zu,\n  \"val_tokens\": %zu,\n", n_train, n_val);
     bb_printf(&meta, "  \"documents\": %zu,\n  \"train_documents\": %zu,\n  \"val_documents\": %zu,\n", c.n_docs,
               train_docs, val_docs);
     bb_printf(&meta, "  \"split\": \"%s\",\n  \"val_fraction\": %.17g,\n", by_tokens ? "tokens" : "documents",
@@ -592,18 +603,14 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
     }
     bb_puts(&meta, n_srcs ? "\n  ]\n}\n" : "]\n}\n");
     path = join_path(out_dir, PREPARE_META_FILE);
-    atomic_file af;
-    st = atomic_file_open(&af, path);
-    if (st != WGT_OK) goto done;
-    atomic_file_write(&af, meta.p, meta.n);
-    st = atomic_file_commit(&af);
+    st = atomic_write_file(path, meta.p, meta.n);
     if (st != WGT_OK) goto done;
     if (verbose)
         printf("prepare: wrote %s: %s, %zu train shard(s), %zu val shard(s), %s\n"
                "prepare: unigram entropy of the train tokens: %.4f nats/token (%.4f bits): a model that ignores "
                "context reaches this loss\nprepare: done in %.1f s\n",
                out_dir, kind == PREPARE_TOKENIZER_GPT2 ? GPT2_ENCODER_FILE " + " GPT2_MERGES_FILE : PREPARE_TOKENIZER_FILE,
-               train_names.n, val_names.n, PREPARE_META_FILE, entropy,
+               n_train_files, n_val_files, PREPARE_META_FILE, entropy,
                entropy / log(2.0), wgt_now_s() - t0);
 
 done:
@@ -621,8 +628,9 @@ done:
     free(srcs);
     free(c.text.p);
     free(c.docs);
-    sl_free(&train_names);
-    sl_free(&val_names);
+    free(train_list.p);
+    free(val_list.p);
     sl_free(&seen);
+    run_lock_release(&lock);
     return st;
 }

@@ -6,13 +6,19 @@
 
 #define PREPARE_TOKENIZER_FILE "tokenizer.bin"
 #define PREPARE_META_FILE "meta.json"
+// meta.json version 2 records the tokenizer's fingerprint and each shard's token count and
+// CRC-32, checked when the directory is opened (docs/files-and-safety.md).
+#define PREPARE_META_VERSION 2
 
 // inputs: files, directories (walked recursively in sorted order; hidden entries skipped) or
 // glob patterns. Each file is one document, except that a plain-text file is split into
 // several at each "<|endoftext|>" it contains. Brown-corpus files (word/TAG tokens) are
 // detected and converted to plain text. The last val_fraction of the documents (0 < f < 1; at
 // least one) become the validation split; a corpus of one document gives val the last
-// val_fraction of its tokens. Creates out_dir if needed. verbose prints progress and a summary,
+// val_fraction of its tokens. Creates out_dir if needed and holds an exclusive lock on it
+// while writing (a second prepare into the same directory is refused). meta.json is removed
+// first and written last, so an interrupted prepare leaves a directory that is refused, never
+// a new tokenizer beside old shards. verbose prints progress and a summary,
 // including the unigram entropy of the train tokens (also stored in meta.json).
 wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir, int vocab_size,
                           double val_fraction, int verbose);

@@ -18,12 +18,23 @@ typedef struct shard shard;
 // never leaves a half-written shard under the final name.
 wgt_status shard_write(const char *path, const uint16_t *toks, size_t n);
 
-// Maps a shard read-only after validating magic, version and the size against the header;
-// the tokens stay valid until shard_close.
+// Opens a shard after validating magic, version and the file's size against the header. The
+// file is kept open and read on demand (never memory-mapped), so a shard that someone
+// truncates or rewrites in place while it is in use gives an error, not SIGBUS; one replaced
+// by rename (as shard_write does) keeps being read from the version that was opened.
 wgt_status shard_open(shard **out, const char *path);
-const uint16_t *shard_tokens(const shard *s);
 size_t shard_count(const shard *s);
+const char *shard_path(const shard *s);
+// Copies tokens [off, off + n) into dst; fails, naming the shard, if the file no longer holds them.
+wgt_status shard_read(const shard *s, size_t off, size_t n, uint16_t *dst);
+// Reads the whole shard once: *crc gets the CRC-32 (zlib) of the whole file, header included;
+// *max_id the largest token id (0 for an empty shard); counts (65536 entries, may be NULL) is
+// incremented for every token.
+wgt_status shard_scan(const shard *s, uint32_t *crc, unsigned *max_id, uint64_t *counts);
 void shard_close(shard *s);
+
+// The CRC-32 of the file shard_write(path, toks, n) writes, computed in memory.
+uint32_t shard_file_crc(const uint16_t *toks, size_t n);
 
 // Reads a whole shard (validated as shard_open does) into a malloc'd array (free() it).
 wgt_status shard_read_all(const char *path, uint16_t **toks, size_t *n);

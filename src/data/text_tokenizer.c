@@ -1,5 +1,6 @@
 // text_tokenizer.c — the two tokenizer kinds behind one interface (see text_tokenizer.h).
 #include "data/text_tokenizer.h"
+#include "core/fileutil.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <libgen.h>
@@ -303,6 +304,19 @@ wgt_status text_tokenizer_decode(const text_tokenizer *t, const uint16_t *ids, s
 
 const uint8_t *text_tokenizer_token_bytes(const text_tokenizer *t, int id, size_t *len) {
     return t->kind == TEXT_TOK_GPT2 ? gpt2_bpe_token_bytes(t->gpt2, id, len) : tokenizer_token_bytes(t->bpe, id, len);
+}
+
+uint64_t text_tokenizer_fingerprint(const text_tokenizer *t) {
+    if (t->kind == TEXT_TOK_BPE) return tokenizer_fingerprint(t->bpe);
+    uint64_t h = fnv1a64(FNV64_INIT, TEXT_TOK_GPT2_NAME, sizeof TEXT_TOK_GPT2_NAME);
+    for (int id = 0; id < text_tokenizer_vocab_size(t); id++) {
+        size_t len = 0;
+        const uint8_t *b = text_tokenizer_token_bytes(t, id, &len);
+        uint32_t n = (uint32_t)len;
+        h = fnv1a64(h, &n, sizeof n);
+        if (len) h = fnv1a64(h, b, len);
+    }
+    return h;
 }
 
 static void remove_in(const char *dir, const char *name) {

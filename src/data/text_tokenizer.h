@@ -42,6 +42,10 @@ wgt_status text_tokenizer_encode(const text_tokenizer *t, const uint8_t *bytes, 
 wgt_status text_tokenizer_decode(const text_tokenizer *t, const uint16_t *ids, size_t n, uint8_t **bytes,
                                  size_t *n_bytes);
 const uint8_t *text_tokenizer_token_bytes(const text_tokenizer *t, int id, size_t *len);
+// 64-bit FNV-1a fingerprint: equal fingerprints, the same tokenizer. wgtrain's BPE: of its file
+// image (tokenizer_fingerprint); GPT-2's: of the kind and every id's bytes, which decide its
+// encoding (merges go by id rank).
+uint64_t text_tokenizer_fingerprint(const text_tokenizer *t);
 
 // Writes the tokenizer's file(s) into dir and removes the other kind's, so dir holds one.
 wgt_status text_tokenizer_save_dir(const text_tokenizer *t, const char *dir);

@@ -161,9 +161,10 @@ static wgt_status tok_build(tokenizer **out, uint16_t *merges, int n_merges, con
         uint32_t key = pair_key(a, b), s = (uint32_t)hash_key(key) & tok->map_mask;
         while (tok->map_keys[s] != EMPTY_KEY && tok->map_keys[s] != key) s = (s + 1) & tok->map_mask;
         if (tok->map_keys[s] == key) {
+            unsigned first = tok->map_vals[s] - 256u;  // read before the tokenizer is freed
             tokenizer_free(tok);
             return wgt_fail(WGT_ERR_FORMAT, "%s: merge %d repeats the pair (%u, %u) of merge %u; the file is "
-                            "corrupted: re-create it with `wgtrain prepare`", who, i, a, b, tok->map_vals[s] - 256u);
+                            "corrupted: re-create it with `wgtrain prepare`", who, i, a, b, first);
         }
         tok->map_keys[s] = key;
         tok->map_vals[s] = (uint16_t)id;
@@ -246,9 +247,9 @@ typedef struct {
     size_t n_heap, cap_heap;
     int32_t *touched;
     size_t n_touched, cap_touched;
-} trainer;
+} bpe_trainer;
 
-static void pmap_grow(trainer *t) {
+static void pmap_grow(bpe_trainer *t) {
     size_t cap = t->pmap_cap * 2;
     uint32_t *keys = wgt_malloc(cap * sizeof *keys);
     int32_t *idx = wgt_malloc(cap * sizeof *idx);
@@ -266,7 +267,7 @@ static void pmap_grow(trainer *t) {
     t->pmap_cap = cap;
 }
 
-static int32_t pair_get(trainer *t, uint32_t key) {
+static int32_t pair_get(bpe_trainer *t, uint32_t key) {
     size_t mask = t->pmap_cap - 1, s = hash_key(key) & mask;
     for (;; s = (s + 1) & mask) {
         if (t->pmap_keys[s] == key) return t->pmap_idx[s];
@@ -302,7 +303,7 @@ static inline int heap_before(const heap_item *x, const heap_item *y) {
     return x->count > y->count || (x->count == y->count && x->key < y->key);
 }
 
-static void heap_push(trainer *t, int64_t count, int32_t idx) {
+static void heap_push(bpe_trainer *t, int64_t count, int32_t idx) {
     if (t->n_heap == t->cap_heap) {
         t->cap_heap = t->cap_heap ? t->cap_heap * 2 : 1024;
         t->heap = realloc(t->heap, t->cap_heap * sizeof *t->heap);
@@ -319,7 +320,7 @@ static void heap_push(trainer *t, int64_t count, int32_t idx) {
     t->heap[i] = it;
 }
 
-static heap_item heap_pop(trainer *t) {
+static heap_item heap_pop(bpe_trainer *t) {
     heap_item top = t->heap[0], last = t->heap[--t->n_heap];
     size_t i = 0, n = t->n_heap;
     for (;;) {
@@ -334,7 +335,7 @@ static heap_item heap_pop(trainer *t) {
     return top;
 }
 
-static inline void pair_add(trainer *t, uint32_t a, uint32_t b, int64_t w, int32_t word, uint32_t merge_no) {
+static inline void pair_add(bpe_trainer *t, uint32_t a, uint32_t b, int64_t w, int32_t word, uint32_t merge_no) {
     int32_t i = pair_get(t, pair_key(a, b));
     pair_stat *p = &t->pairs[i];
     p->count += w;
@@ -350,7 +351,7 @@ static inline void pair_add(trainer *t, uint32_t a, uint32_t b, int64_t w, int32
     }
 }
 
-static inline void pair_sub(trainer *t, uint32_t a, uint32_t b, int64_t w) {
+static inline void pair_sub(bpe_trainer *t, uint32_t a, uint32_t b, int64_t w) {
     int32_t i = pair_get(t, pair_key(a, b));
     t->pairs[i].count -= w;
     WGT_ASSERT(t->pairs[i].count >= 0, "BPE pair count went negative");
@@ -364,7 +365,7 @@ static int chunk_cmp_off(const void *x, const void *y) {
 }
 
 // Counts distinct chunks of `text`; fills t's word arrays.
-static void count_chunks(trainer *t, const uint8_t *text, size_t n) {
+static void count_chunks(bpe_trainer *t, const uint8_t *text, size_t n) {
     typedef chunk_slot slot;
     size_t cap = pow2_at_least(n / 16 + 1024), used = 0;
     slot *tab = wgt_calloc(cap, sizeof *tab);
@@ -422,7 +423,7 @@ static void count_chunks(trainer *t, const uint8_t *text, size_t n) {
     free(list);
 }
 
-static void trainer_free(trainer *t) {
+static void bpe_trainer_free(bpe_trainer *t) {
     free(t->sym);
     free(t->wstart);
     free(t->wlen);
@@ -436,7 +437,7 @@ static void trainer_free(trainer *t) {
 }
 
 // Replaces every (a, b) in word w by x, moving the neighbouring pairs' counts over.
-static void merge_in_word(trainer *t, int32_t w, uint32_t a, uint32_t b, uint32_t x, uint32_t merge_no) {
+static void merge_in_word(bpe_trainer *t, int32_t w, uint32_t a, uint32_t b, uint32_t x, uint32_t merge_no) {
     int32_t *s = t->sym + t->wstart[w];
     int32_t len = t->wlen[w], o = 0;
     int64_t c = t->wcount[w];
@@ -467,7 +468,7 @@ wgt_status tokenizer_train(tokenizer **out, const uint8_t *text, size_t n, int v
                         "the end-of-text token) and at most %d (token ids are stored as uint16); try 4096 or 16384",
                         vocab_size, TOKENIZER_MIN_VOCAB, TOKENIZER_MAX_VOCAB);
     int target = vocab_size - TOKENIZER_MIN_VOCAB;
-    trainer t = {0};
+    bpe_trainer t = {0};
     t.pmap_cap = 1 << 16;
     t.pmap_keys = wgt_malloc(t.pmap_cap * sizeof *t.pmap_keys);
     t.pmap_idx = wgt_malloc(t.pmap_cap * sizeof *t.pmap_idx);
@@ -521,7 +522,7 @@ wgt_status tokenizer_train(tokenizer **out, const uint8_t *text, size_t n, int v
         }
         t.n_touched = 0;
     }
-    trainer_free(&t);
+    bpe_trainer_free(&t);
     return tok_build(out, merges, m, NULL);
 }
 
@@ -660,7 +661,8 @@ static uint32_t get_u32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-wgt_status tokenizer_save(const tokenizer *tok, const char *path) {
+// The file image of a tokenizer (malloc'd): what tokenizer_save writes and the fingerprint hashes.
+static uint8_t *tok_serialize(const tokenizer *tok, size_t *len_out) {
     size_t len = FILE_HEADER + (size_t)tok->n_merges * 4 + 4;
     uint8_t *buf = wgt_calloc(len, 1);
     memcpy(buf, FILE_MAGIC, 8);
@@ -678,34 +680,37 @@ wgt_status tokenizer_save(const tokenizer *tok, const char *path) {
         p[3] = (uint8_t)(tok->merges[2 * i + 1] >> 8);
     }
     put_u32(buf + len - 4, (uint32_t)crc32(0L, buf, (uInt)(len - 4)));
-    atomic_file af;
-    wgt_status st = atomic_file_open(&af, path);
-    if (st == WGT_OK) {
-        atomic_file_write(&af, buf, len);
-        st = atomic_file_commit(&af);
-    }
+    *len_out = len;
+    return buf;
+}
+
+uint64_t tokenizer_fingerprint(const tokenizer *tok) {
+    size_t len;
+    uint8_t *buf = tok_serialize(tok, &len);
+    uint64_t h = fnv1a64(FNV64_INIT, buf, len);
+    free(buf);
+    return h;
+}
+
+wgt_status tokenizer_save(const tokenizer *tok, const char *path) {
+    size_t len;
+    uint8_t *buf = tok_serialize(tok, &len);
+    wgt_status st = atomic_write_file(path, buf, len);
     free(buf);
     return st;
 }
 
 wgt_status tokenizer_load(tokenizer **out, const char *path) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return wgt_fail(WGT_ERR_IO, "cannot open tokenizer %s: %s; it is written by `wgtrain prepare` into the "
-                        "data directory", path, strerror(errno));
-    // The largest valid file is ~256 KiB; reading a little more detects trailing garbage.
+    // The largest valid file is ~256 KiB; one byte more is read to detect trailing garbage.
     size_t max_len = FILE_HEADER + (size_t)TOKENIZER_MAX_VOCAB * 4 + 4 + 1;
-    uint8_t *buf = wgt_malloc(max_len);
-    size_t len = fread(buf, 1, max_len, f);
-    int err = ferror(f);
-    fclose(f);
+    char *raw;
+    size_t len;
+    WGT_TRY(file_read_all(path, "tokenizer", "it is written by `wgtrain prepare` into the data directory", max_len, &raw,
+                          &len));
+    uint8_t *buf = (uint8_t *)raw;
     wgt_status st = WGT_OK;
     const char *fix = "re-create it with `wgtrain prepare`";
-    if (err) {
-        st = wgt_fail(WGT_ERR_IO, "cannot read tokenizer %s; check the file and its permissions", path);
-        goto done;
-    }
     if (len < 8 || memcmp(buf, FILE_MAGIC, 8) != 0) {
         st = wgt_fail(WGT_ERR_FORMAT, "%s is not a wgtrain tokenizer file (it does not start with \"WGT-BPE\"); "
                       "pass the tokenizer.bin of a data directory made by `wgtrain prepare`", path);

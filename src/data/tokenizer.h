@@ -34,5 +34,8 @@ wgt_status tokenizer_decode(const tokenizer *tok, const uint16_t *ids, size_t n,
 const uint8_t *tokenizer_token_bytes(const tokenizer *tok, int id, size_t *len);
 
 wgt_status tokenizer_save(const tokenizer *tok, const char *path);
+// 64-bit FNV-1a of the tokenizer's file image (what tokenizer_save writes): equal fingerprints
+// mean the same merges, so a run can tell whether a data directory uses its tokenizer.
+uint64_t tokenizer_fingerprint(const tokenizer *tok);
 wgt_status tokenizer_load(tokenizer **out, const char *path);
 #endif

@@ -3,6 +3,7 @@
 // state in memory (1.5 GB for GPT-2 124M with its moments).
 #include "train/checkpoint.h"
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,26 @@ static wgt_status read_part(FILE *f, void *p, size_t n, uint32_t *crc, const cha
     return WGT_OK;
 }
 
+// The progress counters must be ones a run can reach: step <= the largest --steps, updates <=
+// step, tokens = step x tokens per update, a finite non-negative elapsed time.
+static wgt_status progress_check(const ckpt_progress *pr, const train_config *cfg, const char *path) {
+    const char *corrupt = "the file is corrupted; resume from another checkpoint or start the run again";
+    uint64_t per_update = (uint64_t)cfg->batch * (uint64_t)cfg->seq * (uint64_t)cfg->grad_accum;
+    if (pr->step > CKPT_MAX_STEP)
+        return wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: step %llu is beyond the %llu steps a run can have; %s", path,
+                        (unsigned long long)pr->step, (unsigned long long)CKPT_MAX_STEP, corrupt);
+    if (pr->updates > pr->step)
+        return wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: %llu updates applied in %llu steps; %s", path,
+                        (unsigned long long)pr->updates, (unsigned long long)pr->step, corrupt);
+    if (per_update == 0 || pr->step > UINT64_MAX / per_update || pr->tokens != pr->step * per_update)
+        return wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: %llu tokens consumed in %llu steps of %llu tokens; %s", path,
+                        (unsigned long long)pr->tokens, (unsigned long long)pr->step, (unsigned long long)per_update,
+                        corrupt);
+    if (!isfinite(pr->elapsed_s) || pr->elapsed_s < 0)
+        return wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: elapsed time %g s; %s", path, pr->elapsed_s, corrupt);
+    return WGT_OK;
+}
+
 static wgt_status read_body(checkpoint *ck, FILE *f, const char *path, uint64_t payload, uint32_t want_crc) {
     uint32_t crc = crc_update(0, NULL, 0);
     uint8_t jl[4], prog[PROGRESS_BYTES], nb[8];
@@ -121,18 +142,24 @@ static wgt_status read_body(checkpoint *ck, FILE *f, const char *path, uint64_t 
     if (st == WGT_OK && crc != want_crc)
         st = wgt_fail(WGT_ERR_FORMAT, "checkpoint %s fails its checksum (CRC-32 %08x, header says %08x): %s", path, crc,
                       want_crc, corrupt);
+    // contents behind a valid checksum are still checked: a checksum only says the bytes are
+    // the ones some writer produced, not that the writer was right
+    if (st == WGT_OK && strlen(json) != jlen)
+        st = wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: its configuration text holds a NUL byte; %s", path, corrupt);
     if (st == WGT_OK) st = train_config_from_json(&ck->cfg, json, path);
-    if (st == WGT_OK) progress_unpack(&ck->pr, prog);
+    if (st == WGT_OK) {
+        progress_unpack(&ck->pr, prog);
+        st = progress_check(&ck->pr, &ck->cfg, path);
+    }
     free(json);
     return st;
 }
 
 wgt_status checkpoint_read(checkpoint *ck, const char *path) {
     memset(ck, 0, sizeof *ck);
-    FILE *f = fopen(path, "rb");
-    if (!f) return wgt_fail(WGT_ERR_IO, "cannot open checkpoint %s: %s", path, strerror(errno));
-    struct stat sb;
-    uint64_t size = fstat(fileno(f), &sb) == 0 ? (uint64_t)sb.st_size : 0;
+    FILE *f;
+    uint64_t size;
+    WGT_TRY(file_fopen_read(path, "checkpoint", NULL, &f, &size));
     uint8_t h[CKPT_HEADER_BYTES];
     wgt_status st = WGT_OK;
     if (size < CKPT_HEADER_BYTES || fread(h, 1, sizeof h, f) != sizeof h)
@@ -150,6 +177,12 @@ wgt_status checkpoint_read(checkpoint *ck, const char *path) {
     else if (get_u32(h + 12) != CKPT_HEADER_BYTES)
         st = wgt_fail(WGT_ERR_FORMAT, "checkpoint %s declares a %u-byte header; version %d has %d bytes", path,
                       get_u32(h + 12), CKPT_VERSION, CKPT_HEADER_BYTES);
+    else {
+        for (int i = 28; i < 60 && st == WGT_OK; i++)
+            if (h[i])
+                st = wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: reserved header byte %d is %u, not 0 (written by a newer "
+                              "wgtrain, or corrupted)", path, i, h[i]);
+    }
     uint64_t payload = st == WGT_OK ? get_u64(h + 16) : 0;
     if (st == WGT_OK && size - CKPT_HEADER_BYTES < payload)
         st = wgt_fail(WGT_ERR_FORMAT, "checkpoint %s is truncated: the header declares %llu bytes in all but the file has "

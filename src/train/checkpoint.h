@@ -14,6 +14,7 @@
 #define CKPT_MAGIC "WGTCKPT\n"
 #define CKPT_VERSION 1
 #define CKPT_HEADER_BYTES 64
+#define CKPT_MAX_STEP 1000000000000ull  // the largest --steps (train_config's range)
 
 typedef struct {
     uint64_t step;       // updates done: the next update has 0-based index `step`

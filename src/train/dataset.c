@@ -1,24 +1,30 @@
 // dataset.c — data directory reading and batch cutting for the trainer (see dataset.h).
-// Shards are memory-mapped, so a corpus larger than RAM trains too.
+// Shards are kept open and read window by window (pread), so a corpus larger than RAM trains
+// too, and a shard changed underneath us is a clear error rather than SIGBUS from a mapping.
 #include "train/dataset.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <glob.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "core/fileutil.h"
+#include "core/json_strict.h"
 #include "data/prepare.h"
 #include "data/shard.h"
 #include "data/text_tokenizer.h"
 #include "train/rng.h"
 
+#define META_MAX_BYTES (16u << 20)
+
 typedef struct {
     char *path;
     shard *s;
-    const uint16_t *t;
     size_t n;
+    unsigned max_id;  // largest token id in the shard
 } shard_ref;
 
 typedef struct {
@@ -30,6 +36,7 @@ struct dataset {
     char *tok_path;
     text_tokenizer *tok;
     int vocab;
+    char tok_hash[17];  // "" without a tokenizer
     double entropy;
     int have_entropy;
     shard_set train, val;
@@ -51,55 +58,88 @@ static void shard_set_free(shard_set *ss) {
     memset(ss, 0, sizeof *ss);
 }
 
-static wgt_status shard_set_add(shard_set *ss, const char *path) {
+// Opens and reads the shard once (CRC, largest id, and unigram counts when counts != NULL).
+static wgt_status shard_set_add(shard_set *ss, const char *path, uint32_t *crc, uint64_t *counts) {
     shard *s;
     WGT_TRY(shard_open(&s, path));
-    ss->v = realloc(ss->v, (ss->n + 1) * sizeof *ss->v);
-    WGT_ASSERT(ss->v, "out of host memory");
-    ss->v[ss->n++] = (shard_ref){wgt_strdup(path), s, shard_tokens(s), shard_count(s)};
+    unsigned mx;
+    uint32_t c;
+    wgt_status st = shard_scan(s, &c, &mx, counts);
+    if (st != WGT_OK) {
+        shard_close(s);
+        return st;
+    }
+    if (crc) *crc = c;
+    shard_ref *nv = realloc(ss->v, (ss->n + 1) * sizeof *ss->v);
+    WGT_ASSERT(nv, "out of host memory");
+    ss->v = nv;
+    ss->v[ss->n++] = (shard_ref){wgt_strdup(path), s, shard_count(s), mx};
     ss->total += shard_count(s);
     return WGT_OK;
 }
 
-static int file_exists(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+// A name meta.json may give for a file of the directory: a plain file name, nothing that
+// leads elsewhere.
+static int plain_name(const char *s) {
+    size_t n = strlen(s);
+    return n > 0 && n < 256 && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
 }
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0, k;
-    char *s = wgt_malloc(cap);
-    while ((k = fread(s + n, 1, cap - n - 1, f)) > 0) {
-        n += k;
-        if (cap - n <= 1) {
-            cap *= 2;
-            s = realloc(s, cap);
-            WGT_ASSERT(s, "out of host memory");
-        }
+static int parse_hex(const char *s, int digits, uint64_t *out) {
+    if ((int)strlen(s) != digits) return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < digits; i++) {
+        char c = s[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (uint64_t)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (uint64_t)(c - 'a' + 10);
+        else return 0;
     }
-    fclose(f);
-    s[n] = 0;
-    return s;
+    *out = v;
+    return 1;
 }
 
-// Adds the shards named by a JSON array of file names relative to dir.
+// Adds the shards listed by meta.json (objects {"file", "tokens", "crc32"}), checking each
+// against its record.
 static wgt_status add_listed(shard_set *ss, const char *dir, const cJSON *arr, const char *meta_path, const char *key) {
+    const char *fix = "re-run `wgtrain prepare`";
     if (!cJSON_IsArray(arr))
-        return wgt_fail(WGT_ERR_FORMAT, "%s lacks the list \"%s\"; re-run `wgtrain prepare`", meta_path, key);
+        return wgt_fail(WGT_ERR_FORMAT, "%s lacks the list \"%s\"; %s", meta_path, key, fix);
     const cJSON *it;
     cJSON_ArrayForEach(it, arr) {
-        if (!cJSON_IsString(it)) return wgt_fail(WGT_ERR_FORMAT, "%s: \"%s\" must list file names", meta_path, key);
-        char *p = path_join(dir, it->valuestring);
-        wgt_status st = shard_set_add(ss, p);
+        const cJSON *file = NULL, *tokens = NULL, *crc = NULL;
+        int unknown = 0;
+        if (cJSON_IsObject(it))
+            for (const cJSON *k = it->child; k; k = k->next) {
+                if (!strcmp(k->string, "file")) file = k;
+                else if (!strcmp(k->string, "tokens")) tokens = k;
+                else if (!strcmp(k->string, "crc32")) crc = k;
+                else unknown = 1;
+            }
+        int64_t want_n;
+        uint64_t want_crc;
+        if (unknown || !cJSON_IsString(file) || !plain_name(file->valuestring) ||
+            !json_int_in(tokens, 0, SHARD_MAX_TOKENS, &want_n) || !cJSON_IsString(crc) ||
+            !parse_hex(crc->valuestring, 8, &want_crc))
+            return wgt_fail(WGT_ERR_FORMAT, "%s: each entry of \"%s\" must be {\"file\": NAME, \"tokens\": N, \"crc32\": "
+                            "\"8 hex digits\"} with a plain file name; %s", meta_path, key, fix);
+        char *p = path_join(dir, file->valuestring);
+        uint32_t got_crc = 0;
+        wgt_status st = shard_set_add(ss, p, &got_crc, NULL);
+        if (st == WGT_OK && ss->v[ss->n - 1].n != (size_t)want_n)
+            st = wgt_fail(WGT_ERR_FORMAT, "%s holds %zu tokens but %s records %lld: the directory is inconsistent (a "
+                          "`prepare` interrupted or files copied from elsewhere?); %s", p, ss->v[ss->n - 1].n, meta_path,
+                          (long long)want_n, fix);
+        if (st == WGT_OK && got_crc != (uint32_t)want_crc)
+            st = wgt_fail(WGT_ERR_FORMAT, "%s fails its checksum: CRC-32 %08x, but %s records %08x: the shard was "
+                          "changed or damaged after `prepare` wrote it; %s", p, got_crc, meta_path, (unsigned)want_crc, fix);
         free(p);
         WGT_TRY(st);
     }
     return WGT_OK;
 }
 
-static wgt_status add_glob(shard_set *ss, const char *dir, const char *pattern) {
+static wgt_status add_glob(shard_set *ss, const char *dir, const char *pattern, uint64_t *counts) {
     char *pat = path_join(dir, pattern);
     glob_t g;
     int r = glob(pat, 0, NULL, &g);
@@ -107,40 +147,87 @@ static wgt_status add_glob(shard_set *ss, const char *dir, const char *pattern) 
     if (r == GLOB_NOMATCH) return WGT_OK;
     if (r != 0) return wgt_fail(WGT_ERR_IO, "cannot list the shards in %s (glob error %d)", dir, r);
     wgt_status st = WGT_OK;
-    for (size_t i = 0; i < g.gl_pathc && st == WGT_OK; i++) st = shard_set_add(ss, g.gl_pathv[i]);
+    for (size_t i = 0; i < g.gl_pathc && st == WGT_OK; i++) st = shard_set_add(ss, g.gl_pathv[i], NULL, counts);
     globfree(&g);
     return st;
 }
 
-static wgt_status open_meta(dataset *ds, const char *dir, const char *meta_path) {
-    char *text = read_text(meta_path);
-    if (!text) return wgt_fail(WGT_ERR_IO, "cannot read %s: %s", meta_path, strerror(errno));
-    cJSON *root = cJSON_Parse(text);
+static wgt_status open_meta(dataset *ds, const char *dir, const char *meta_path, uint64_t *tok_fp) {
+    const char *fix = "re-run `wgtrain prepare`";
+    char *text;
+    size_t len;
+    WGT_TRY(file_read_all(meta_path, "data description", NULL, META_MAX_BYTES, &text, &len));
+    cJSON *root;
+    wgt_status st = json_parse_strict(&root, text, len, 0, meta_path);
     free(text);
-    if (!root) return wgt_fail(WGT_ERR_FORMAT, "%s is not valid JSON; re-run `wgtrain prepare`", meta_path);
-    wgt_status st = WGT_OK;
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-    const cJSON *tk = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
-    const cJSON *vs = cJSON_GetObjectItemCaseSensitive(root, "vocab_size");
-    const cJSON *ent = cJSON_GetObjectItemCaseSensitive(root, "unigram_entropy_nats");
-    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "wgtrain-data"))
-        st = wgt_fail(WGT_ERR_FORMAT, "%s is not a wgtrain data description (\"format\" is not \"wgtrain-data\"); "
-                      "re-run `wgtrain prepare`", meta_path);
-    if (st == WGT_OK) st = add_listed(&ds->train, dir, cJSON_GetObjectItemCaseSensitive(root, "train_shards"), meta_path, "train_shards");
-    if (st == WGT_OK) st = add_listed(&ds->val, dir, cJSON_GetObjectItemCaseSensitive(root, "val_shards"), meta_path, "val_shards");
-    if (st == WGT_OK && cJSON_IsString(tk)) {
-        ds->tok_path = path_join(dir, tk->valuestring);
-        if (!file_exists(ds->tok_path))
-            st = wgt_fail(WGT_ERR_IO, "%s names the tokenizer %s, which is missing; re-run `wgtrain prepare`", meta_path,
-                          ds->tok_path);
+    if (st != WGT_OK) {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "%s", wgt_last_error());
+        return wgt_fail(WGT_ERR_FORMAT, "%s; %s", msg, fix);
     }
-    if (st == WGT_OK && cJSON_IsNumber(vs)) ds->vocab = (int)vs->valuedouble;
-    if (st == WGT_OK && cJSON_IsNumber(ent)) {
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
+    const cJSON *tk = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "tokenizer_kind");
+    // GPT-2's tokenizer is two files (tokenizer_files); wgtrain's BPE one, named by "tokenizer"
+    int gpt2 = cJSON_IsString(kind) && !strcmp(kind->valuestring, TEXT_TOK_GPT2_NAME);
+    const cJSON *th = cJSON_GetObjectItemCaseSensitive(root, "tokenizer_fnv1a64");
+    const cJSON *vs = cJSON_GetObjectItemCaseSensitive(root, "vocab_size");
+    const cJSON *eot = cJSON_GetObjectItemCaseSensitive(root, "eot_token");
+    const cJSON *ent = cJSON_GetObjectItemCaseSensitive(root, "unigram_entropy_nats");
+    const cJSON *ntr = cJSON_GetObjectItemCaseSensitive(root, "train_tokens");
+    const cJSON *nva = cJSON_GetObjectItemCaseSensitive(root, "val_tokens");
+    int64_t version = 0, vocab = 0, eot_id = 0, n_train = 0, n_val = 0;
+    if (!cJSON_IsObject(root) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "wgtrain-data"))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s is not a wgtrain data description (\"format\" is not \"wgtrain-data\"); %s",
+                      meta_path, fix);
+    else if (!json_int_in(ver, 0, 1000000, &version))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s has no integer \"version\"; %s", meta_path, fix);
+    else if (version == 1)
+        st = wgt_fail(WGT_ERR_FORMAT, "%s is version 1, written by an older wgtrain without checksums of the shards "
+                      "and the tokenizer; %s to write version %d", meta_path, fix, PREPARE_META_VERSION);
+    else if (version != PREPARE_META_VERSION)
+        st = wgt_fail(WGT_ERR_FORMAT, "%s has version %lld; this build reads version %d; %s", meta_path,
+                      (long long)version, PREPARE_META_VERSION, fix);
+    else if (kind && !(cJSON_IsString(kind) && (gpt2 || !strcmp(kind->valuestring, TEXT_TOK_BPE_NAME))))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: \"tokenizer_kind\" must be \"%s\" or \"%s\"; %s", meta_path,
+                      TEXT_TOK_BPE_NAME, TEXT_TOK_GPT2_NAME, fix);
+    else if ((!gpt2 && (!cJSON_IsString(tk) || !plain_name(tk->valuestring))) || !cJSON_IsString(th) ||
+             !parse_hex(th->valuestring, 16, tok_fp))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s must name its tokenizer (a plain file name) and give its 16-hex-digit "
+                      "\"tokenizer_fnv1a64\"; %s", meta_path, fix);
+    else if (!json_int_in(vs, TOKENIZER_MIN_VOCAB, TOKENIZER_MAX_VOCAB, &vocab))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: \"vocab_size\" must be an integer from %d to %d; %s", meta_path,
+                      TOKENIZER_MIN_VOCAB, TOKENIZER_MAX_VOCAB, fix);
+    else if (!json_int_in(eot, 0, TOKENIZER_MAX_VOCAB, &eot_id) || eot_id != vocab - 1)
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: \"eot_token\" must be vocab_size - 1 = %lld; %s", meta_path,
+                      (long long)(vocab - 1), fix);
+    else if (!cJSON_IsNumber(ent) || !isfinite(ent->valuedouble) || ent->valuedouble < 0 || ent->valuedouble > 12)
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: \"unigram_entropy_nats\" must be a number from 0 to log(65536); %s", meta_path,
+                      fix);
+    else if (!json_int_in(ntr, 0, JSON_MAX_SAFE_INT, &n_train) || !json_int_in(nva, 0, JSON_MAX_SAFE_INT, &n_val))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: \"train_tokens\" and \"val_tokens\" must be non-negative integers; %s",
+                      meta_path, fix);
+    if (st == WGT_OK) {
+        ds->vocab = (int)vocab;
         ds->entropy = ent->valuedouble;
         ds->have_entropy = 1;
+        ds->tok_path = gpt2 ? NULL : path_join(dir, tk->valuestring);
+        st = add_listed(&ds->train, dir, cJSON_GetObjectItemCaseSensitive(root, "train_shards"), meta_path, "train_shards");
     }
+    if (st == WGT_OK) st = add_listed(&ds->val, dir, cJSON_GetObjectItemCaseSensitive(root, "val_shards"), meta_path, "val_shards");
+    if (st == WGT_OK && (ds->train.total != (size_t)n_train || ds->val.total != (size_t)n_val))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s records %lld train and %lld val tokens but its shards hold %zu and %zu; %s",
+                      meta_path, (long long)n_train, (long long)n_val, ds->train.total, ds->val.total, fix);
     cJSON_Delete(root);
     return st;
+}
+
+static double entropy_of(const uint64_t *count, size_t total) {
+    double h = 0, inv = total ? 1.0 / (double)total : 0;
+    for (int v = 0; v < 65536; v++)
+        if (count[v]) h -= (double)count[v] * inv * log((double)count[v] * inv);
+    return h;
 }
 
 wgt_status dataset_open(dataset **out, const char *dir) {
@@ -152,29 +239,44 @@ wgt_status dataset_open(dataset **out, const char *dir) {
     dataset *ds = wgt_calloc(1, sizeof *ds);
     char *meta = path_join(dir, PREPARE_META_FILE);
     wgt_status st;
-    if (file_exists(meta)) {
-        st = open_meta(ds, dir, meta);
+    uint64_t meta_fp = 0;
+    int with_meta = lstat(meta, &sb) == 0;
+    if (with_meta) {
+        st = open_meta(ds, dir, meta, &meta_fp);
+    } else if (text_tokenizer_dir_has(dir)) {
+        // prepare removes meta.json first and writes it last: a tokenizer without it means a
+        // prepare that did not finish, and the shards may belong to another tokenizer
+        st = wgt_fail(WGT_ERR_FORMAT, "%s has a %s but no %s: a `wgtrain prepare` into it did not finish (it failed or was "
+                      "interrupted), so its shards may not match the tokenizer; run `wgtrain prepare --out %s` again", dir,
+                      "tokenizer", PREPARE_META_FILE, dir);
     } else {
         // llm.c's data scripts: NAME_train*.bin / NAME_val*.bin, no tokenizer of ours
-        st = add_glob(&ds->train, dir, "*train*.bin");
-        if (st == WGT_OK) st = add_glob(&ds->val, dir, "*val*.bin");
-        char *tp = path_join(dir, PREPARE_TOKENIZER_FILE);
-        if (file_exists(tp)) ds->tok_path = tp;
-        else free(tp);
+        uint64_t *counts = wgt_calloc(65536, sizeof *counts);
+        st = add_glob(&ds->train, dir, "*train*.bin", counts);
+        if (st == WGT_OK) st = add_glob(&ds->val, dir, "*val*.bin", NULL);
+        ds->entropy = entropy_of(counts, ds->train.total);
+        ds->have_entropy = 1;
+        free(counts);
         if (st == WGT_OK && !ds->train.n)
             st = wgt_fail(WGT_ERR_IO, "%s has no %s and no *train*.bin shards; prepare it with `wgtrain prepare --input "
                           "TEXT... --out %s`", dir, PREPARE_META_FILE, dir);
     }
-    free(meta);
-    // the tokenizer decides the vocabulary (meta.json only repeats it)
+    // the tokenizer decides the vocabulary; meta.json must agree on its size and fingerprint
     if (st == WGT_OK) st = text_tokenizer_open_dir(&ds->tok, dir);
     if (st == WGT_OK && ds->tok) {
         int v = text_tokenizer_vocab_size(ds->tok);
+        uint64_t fp = text_tokenizer_fingerprint(ds->tok);
         if (ds->vocab && ds->vocab != v)
-            st = wgt_fail(WGT_ERR_FORMAT, "%s/%s says the vocabulary has %d tokens but %s has %d; re-run `wgtrain "
-                          "prepare`", dir, PREPARE_META_FILE, ds->vocab, text_tokenizer_source(ds->tok), v);
+            st = wgt_fail(WGT_ERR_FORMAT, "%s says the vocabulary has %d tokens but %s has %d; re-run `wgtrain "
+                          "prepare`", meta, ds->vocab, text_tokenizer_source(ds->tok), v);
+        else if (with_meta && fp != meta_fp)
+            st = wgt_fail(WGT_ERR_FORMAT, "%s is not the tokenizer %s describes (fingerprint %016" PRIx64 ", recorded "
+                          "%016" PRIx64 "): the directory is inconsistent; re-run `wgtrain prepare`",
+                          text_tokenizer_source(ds->tok), meta, fp, meta_fp);
         ds->vocab = v;
+        snprintf(ds->tok_hash, sizeof ds->tok_hash, "%016" PRIx64, fp);
     }
+    free(meta);
     if (st == WGT_OK && !ds->train.n)
         st = wgt_fail(WGT_ERR_FORMAT, "%s lists no training shard; re-run `wgtrain prepare`", dir);
     if (st != WGT_OK) {
@@ -196,7 +298,7 @@ void dataset_free(dataset *ds) {
 
 wgt_status dataset_use_val_shard(dataset *ds, const char *path) {
     shard_set ss = {0};
-    wgt_status st = shard_set_add(&ss, path);
+    wgt_status st = shard_set_add(&ss, path, NULL, NULL);
     if (st != WGT_OK) return st;
     shard_set_free(&ds->val);
     ds->val = ss;
@@ -206,32 +308,53 @@ wgt_status dataset_use_val_shard(dataset *ds, const char *path) {
 int dataset_vocab(const dataset *ds) { return ds->vocab; }
 const char *dataset_tokenizer_path(const dataset *ds) { return ds->tok_path; }
 const text_tokenizer *dataset_tokenizer(const dataset *ds) { return ds->tok; }
+const char *dataset_tokenizer_hash(const dataset *ds) { return ds->tok_hash; }
 size_t dataset_train_tokens(const dataset *ds) { return ds->train.total; }
 size_t dataset_val_tokens(const dataset *ds) { return ds->val.total; }
+double dataset_unigram_entropy(dataset *ds) { return ds->entropy; }
 
-double dataset_unigram_entropy(dataset *ds) {
-    if (ds->have_entropy) return ds->entropy;
-    if (ds->train.n == 1) {
-        ds->entropy = shard_unigram_entropy(ds->train.v[0].t, ds->train.v[0].n);
-    } else {  // several shards: one distribution over all of them
-        uint64_t *count = wgt_calloc(65536, sizeof *count);
-        for (size_t i = 0; i < ds->train.n; i++)
-            for (size_t k = 0; k < ds->train.v[i].n; k++) count[ds->train.v[i].t[k]]++;
-        double h = 0, inv = ds->train.total ? 1.0 / (double)ds->train.total : 0;
-        for (int v = 0; v < 65536; v++)
-            if (count[v]) h -= (double)count[v] * inv * log((double)count[v] * inv);
-        free(count);
-        ds->entropy = h;
+wgt_status dataset_check_tokenizer(const dataset *ds, const char *run_hash, const char *data_dir, const char *what) {
+    if (!run_hash || !run_hash[0]) return WGT_OK;
+    if (!ds->tok_hash[0])
+        return wgt_fail(WGT_ERR_CONFIG, "the data in %s has no tokenizer, but %s was trained with one (fingerprint %s): it "
+                        "is not the data %s was trained on; pass the right --data", data_dir, what, run_hash, what);
+    if (strcmp(ds->tok_hash, run_hash))
+        return wgt_fail(WGT_ERR_CONFIG, "the data in %s was tokenized by another tokenizer (fingerprint %s) than %s's "
+                        "(%s): its token ids mean other text; pass the data directory %s was trained on, or one prepared "
+                        "with its tokenizer", data_dir, ds->tok_hash, what, run_hash, what);
+    return WGT_OK;
+}
+
+// Names the first token >= vocab in a shard whose largest id says there is one.
+static wgt_status find_bad_token(const shard_ref *r, int vocab) {
+    enum { CHUNK = 1 << 16 };
+    uint16_t *buf = wgt_malloc(CHUNK * sizeof *buf);
+    wgt_status st = WGT_OK;
+    for (size_t off = 0; off < r->n && st == WGT_OK; off += CHUNK) {
+        size_t k = r->n - off < CHUNK ? r->n - off : CHUNK;
+        st = shard_read(r->s, off, k, buf);
+        if (st != WGT_OK) break;
+        for (size_t i = 0; i < k; i++)
+            if ((int)buf[i] >= vocab) {
+                st = wgt_fail(WGT_ERR_FORMAT, "%s: token id %u at position %zu is >= the vocabulary size %d: the data "
+                              "was tokenized with a different tokenizer; re-run `wgtrain prepare` or use the matching data "
+                              "directory", r->path, buf[i], off + i, vocab);
+                break;
+            }
     }
-    ds->have_entropy = 1;
-    return ds->entropy;
+    free(buf);
+    return st;
 }
 
 wgt_status dataset_check_vocab(const dataset *ds, int vocab) {
     const shard_set *sets[2] = {&ds->train, &ds->val};
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; i < sets[k]->n; i++)
-            WGT_TRY(shard_check_vocab(sets[k]->v[i].t, sets[k]->v[i].n, vocab, sets[k]->v[i].path));
+            if ((int)sets[k]->v[i].max_id >= vocab) {
+                WGT_TRY(find_bad_token(&sets[k]->v[i], vocab));
+                return wgt_fail(WGT_ERR_FORMAT, "%s changed while open: its largest token id is %u, beyond the vocabulary "
+                                "%d", sets[k]->v[i].path, sets[k]->v[i].max_id, vocab);
+            }
     return WGT_OK;
 }
 
@@ -243,7 +366,7 @@ wgt_status dataset_check_seq(const dataset *ds, int T) {
             longest = ds->train.v[i].n;
             name = ds->train.v[i].path;
         }
-    if (longest < (size_t)T + 1)
+    if (T < 1 || longest < (size_t)T + 1)
         return wgt_fail(WGT_ERR_CONFIG, "the training data is too short for --seq %d: its longest shard, %s, has %zu "
                         "tokens but one training window needs %d (seq + 1); use a smaller --seq or prepare more text",
                         T, name, longest, T + 1);
@@ -253,12 +376,14 @@ wgt_status dataset_check_seq(const dataset *ds, int T) {
     return WGT_OK;
 }
 
-void dataset_train_batch(const dataset *ds, uint64_t *rng, int B, int T, int32_t *inputs, int32_t *targets) {
+wgt_status dataset_train_batch(const dataset *ds, uint64_t *rng, int B, int T, int32_t *inputs, int32_t *targets) {
     uint64_t starts = 0;  // window starts over all shards: a shard of n tokens has n - T of them
     for (size_t i = 0; i < ds->train.n; i++)
         if (ds->train.v[i].n > (size_t)T) starts += ds->train.v[i].n - (size_t)T;
     WGT_ASSERT(starts > 0, "dataset_check_seq must pass before batches are drawn");
-    for (int b = 0; b < B; b++) {
+    uint16_t *w = wgt_malloc(((size_t)T + 1) * sizeof *w);
+    wgt_status st = WGT_OK;
+    for (int b = 0; b < B && st == WGT_OK; b++) {
         uint64_t r = rng_next_below(rng, starts);
         size_t i = 0;
         for (;; i++) {
@@ -266,12 +391,14 @@ void dataset_train_batch(const dataset *ds, uint64_t *rng, int B, int T, int32_t
             if (r < k) break;
             r -= k;
         }
-        const uint16_t *w = ds->train.v[i].t + r;
-        for (int t = 0; t < T; t++) {
+        st = shard_read(ds->train.v[i].s, (size_t)r, (size_t)T + 1, w);
+        for (int t = 0; t < T && st == WGT_OK; t++) {
             inputs[(size_t)b * T + t] = w[t];
             targets[(size_t)b * T + t] = w[t + 1];
         }
     }
+    free(w);
+    return st;
 }
 
 static size_t shard_windows(size_t n, int T) { return n < 2 ? 0 : (n - 1 + (size_t)T - 1) / (size_t)T; }
@@ -282,9 +409,12 @@ size_t dataset_val_windows(const dataset *ds, int T) {
     return w;
 }
 
-size_t dataset_val_batch(const dataset *ds, size_t b, int B, int T, int32_t *inputs, int32_t *targets) {
+wgt_status dataset_val_batch(const dataset *ds, size_t b, int B, int T, int32_t *inputs, int32_t *targets, size_t *valid_out) {
     size_t valid = 0;
-    for (int r = 0; r < B; r++) {
+    *valid_out = 0;
+    uint16_t *tok = wgt_malloc(((size_t)T + 1) * sizeof *tok);
+    wgt_status st = WGT_OK;
+    for (int r = 0; r < B && st == WGT_OK; r++) {
         int32_t *in = inputs + (size_t)r * T, *tg = targets + (size_t)r * T;
         for (int t = 0; t < T; t++) {
             in[t] = 0;  // padding: any valid id; its target is ignored and causal attention hides it
@@ -297,15 +427,18 @@ size_t dataset_val_batch(const dataset *ds, size_t b, int B, int T, int32_t *inp
             w -= k;
         }
         if (i == ds->val.n) continue;  // past the last window
-        const uint16_t *tok = ds->val.v[i].t;
-        size_t n = ds->val.v[i].n, s = w * (size_t)T;
-        for (int t = 0; t < T && s + (size_t)t < n; t++) {
-            in[t] = tok[s + t];
-            if (s + (size_t)t + 1 < n) {
-                tg[t] = tok[s + t + 1];
+        size_t n = ds->val.v[i].n, s = w * (size_t)T, m = n - s < (size_t)T + 1 ? n - s : (size_t)T + 1;
+        st = shard_read(ds->val.v[i].s, s, m, tok);
+        if (st != WGT_OK) break;
+        for (size_t t = 0; t < (size_t)T && t < m; t++) {
+            in[t] = tok[t];
+            if (t + 1 < m) {
+                tg[t] = tok[t + 1];
                 valid++;
             }
         }
     }
-    return valid;
+    free(tok);
+    if (st == WGT_OK) *valid_out = valid;
+    return st;
 }

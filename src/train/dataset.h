@@ -12,7 +12,12 @@
 typedef struct dataset dataset;
 
 // Opens DATA_DIR: with meta.json (written by `wgtrain prepare`) its shard lists, vocabulary
-// and entropy; without it (llm.c's scripts), every *train*.bin and *val*.bin in the directory.
+// and entropy, after checking every shard's size and CRC-32 and the tokenizer's fingerprint
+// against the ones meta.json records (docs/files-and-safety.md); without it (llm.c's
+// scripts), every *train*.bin and *val*.bin in the directory. A tokenizer.bin without
+// meta.json is an interrupted `prepare` and is refused. Every shard is read once here; later
+// reads go through the open files (no memory mapping), so a shard truncated meanwhile gives an
+// error from the batch functions instead of a crash.
 wgt_status dataset_open(dataset **out, const char *dir);
 void dataset_free(dataset *ds);
 
@@ -22,6 +27,13 @@ wgt_status dataset_use_val_shard(dataset *ds, const char *path);
 int dataset_vocab(const dataset *ds);               // 0 when the directory has no tokenizer
 const char *dataset_tokenizer_path(const dataset *ds);  // its tokenizer.bin; NULL for none or GPT-2's
 const text_tokenizer *dataset_tokenizer(const dataset *ds);  // either kind; NULL when there is none
+// The tokenizer's fingerprint (tokenizer_fingerprint) as 16 hex digits; "" when there is none.
+const char *dataset_tokenizer_hash(const dataset *ds);
+// For a run recorded with tokenizer hash run_hash ("" when the run has none recorded: data
+// without a tokenizer, or a run from an older wgtrain): fails if this data's tokenizer is
+// another one, or if the run had a tokenizer and the data has none. `data_dir` and `what`
+// ("the run", "the model") only word the message.
+wgt_status dataset_check_tokenizer(const dataset *ds, const char *run_hash, const char *data_dir, const char *what);
 double dataset_unigram_entropy(dataset *ds);        // nats/token of the train tokens
 size_t dataset_train_tokens(const dataset *ds);
 size_t dataset_val_tokens(const dataset *ds);
@@ -32,12 +44,14 @@ wgt_status dataset_check_vocab(const dataset *ds, int vocab);
 wgt_status dataset_check_seq(const dataset *ds, int T);
 
 // B windows of T+1 consecutive training tokens at uniformly random positions (over all train
-// shards), drawn with *rng: inputs [B*T] and next-token targets [B*T].
-void dataset_train_batch(const dataset *ds, uint64_t *rng, int B, int T, int32_t *inputs, int32_t *targets);
+// shards), drawn with *rng: inputs [B*T] and next-token targets [B*T]. Fails only if a shard
+// can no longer be read (truncated or removed while training).
+wgt_status dataset_train_batch(const dataset *ds, uint64_t *rng, int B, int T, int32_t *inputs, int32_t *targets);
 
 // Validation windows: the val shards cut in order into windows of T+1 tokens overlapping by
 // one; the last window of a shard is padded (ignored targets). Batch b holds windows
-// b*B .. b*B+B-1 (rows past the end are all ignored). Returns the number of real targets.
+// b*B .. b*B+B-1 (rows past the end are all ignored). *valid receives the number of real
+// targets.
 size_t dataset_val_windows(const dataset *ds, int T);
-size_t dataset_val_batch(const dataset *ds, size_t b, int B, int T, int32_t *inputs, int32_t *targets);
+wgt_status dataset_val_batch(const dataset *ds, size_t b, int B, int T, int32_t *inputs, int32_t *targets, size_t *valid);
 #endif

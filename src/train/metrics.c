@@ -5,7 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "core/fileutil.h"
+#include "core/json_strict.h"
 
 // Makes room for element n in the k parallel arrays a[0..k-1] of capacity *cap.
 static void grow(size_t n, size_t *cap, int k, double **a[]) {
@@ -52,9 +54,7 @@ void metrics_history_free(metrics_history *h) {
 
 wgt_status metrics_log_open(metrics_log *ml, const char *path) {
     snprintf(ml->path, sizeof ml->path, "%s", path);
-    ml->f = fopen(path, "ab");
-    if (!ml->f) return wgt_fail(WGT_ERR_IO, "cannot open %s for appending: %s", path, strerror(errno));
-    return WGT_OK;
+    return file_open_append(path, &ml->f);
 }
 
 // JSON has no NaN or infinity: a non-finite value is written as null.
@@ -93,8 +93,10 @@ static double num_or_nan(const cJSON *o, const char *key) {
 }
 
 wgt_status metrics_log_rewind(const char *path, long max_step, metrics_history *h) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return errno == ENOENT ? WGT_OK : wgt_fail(WGT_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (lstat(path, &sb) != 0 && errno == ENOENT) return WGT_OK;
+    FILE *f;
+    WGT_TRY(file_fopen_read(path, "metrics log", NULL, &f, NULL));
     atomic_file af;
     wgt_status st = atomic_file_open(&af, path);
     if (st != WGT_OK) {
@@ -106,12 +108,14 @@ wgt_status metrics_log_rewind(const char *path, long max_step, metrics_history *
     ssize_t len;
     while ((len = getline(&line, &cap, f)) > 0) {
         if (line[len - 1] != '\n') break;  // a half-written last line
-        cJSON *o = cJSON_Parse(line);
-        const cJSON *s = o ? cJSON_GetObjectItemCaseSensitive(o, "step") : NULL;
-        if (cJSON_IsNumber(s) && s->valuedouble <= (double)max_step) {
+        // a row that is not a JSON object with an integer step in 1..max_step is dropped
+        cJSON *o = NULL;
+        int64_t step;
+        if (json_parse_strict(&o, line, (size_t)len, 0, path) == WGT_OK && cJSON_IsObject(o) &&
+            json_int_in(cJSON_GetObjectItemCaseSensitive(o, "step"), 1, max_step, &step)) {
             atomic_file_write(&af, line, (size_t)len);
             const cJSON *sk = cJSON_GetObjectItemCaseSensitive(o, "skipped");
-            metrics_row r = {(long)s->valuedouble, num_or_nan(o, "loss"), num_or_nan(o, "val_loss"), num_or_nan(o, "lr"),
+            metrics_row r = {(long)step, num_or_nan(o, "loss"), num_or_nan(o, "val_loss"), num_or_nan(o, "lr"),
                              num_or_nan(o, "grad_norm"), 0, 0, cJSON_IsTrue(sk)};
             metrics_history_add(h, &r);
         }

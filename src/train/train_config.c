@@ -3,6 +3,7 @@
 // automatically gets a flag, a place in config.json and in checkpoints, and a resume check.
 #include "train/train_config.h"
 #include <cjson/cJSON.h>
+#include "core/json_strict.h"
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -81,6 +82,9 @@ static const field fields[] = {
      "print a progress line every N updates when stdout is not a terminal"},
     {NULL, "data", "--data", FT_STR, OFF(data_dir), TRAIN_PATH_MAX, 0, 0, 1, 0, "DATA_DIR",
      "directory written by `wgtrain prepare` (or llm.c .bin shards)"},
+    // no flag: taken from the data's tokenizer when the run starts
+    {NULL, "tokenizer_fnv1a64", NULL, FT_STR, OFF(tokenizer_hash), sizeof(((train_config *)0)->tokenizer_hash), 0, 0, 0, 0,
+     "", ""},
 };
 #define N_FIELDS (int)(sizeof fields / sizeof fields[0])
 _Static_assert(sizeof fields / sizeof fields[0] <= sizeof(((train_flags *)0)->given), "train_flags too small");
@@ -293,6 +297,11 @@ wgt_status train_config_finish(train_config *c) {
     if (c->seq > c->model.max_seq)
         return wgt_fail(WGT_ERR_CONFIG, "--seq %d exceeds the model's maximum sequence length %d; use --seq %d or less, "
                         "or a larger --max-seq", c->seq, c->model.max_seq, c->model.max_seq);
+    // every size derived from these must fit the int32 token buffers and int arithmetic
+    if ((int64_t)c->batch * c->seq * c->grad_accum > INT32_MAX)
+        return wgt_fail(WGT_ERR_CONFIG, "--batch %d x --seq %d x --grad-accum %d = %lld tokens per update, more than the "
+                        "%d wgtrain supports; lower one of them", c->batch, c->seq, c->grad_accum,
+                        (long long)c->batch * c->seq * c->grad_accum, INT32_MAX);
     if (!(c->lr > 0)) return wgt_fail(WGT_ERR_CONFIG, "--lr must be above 0, got %g", c->lr);
     if (c->min_lr > c->lr)
         return wgt_fail(WGT_ERR_CONFIG, "--min-lr %g is above --lr %g; the decay goes from lr down to min-lr", c->min_lr, c->lr);
@@ -340,11 +349,15 @@ char *train_config_to_json(const train_config *c) {
 
 wgt_status train_config_from_json(train_config *c, const char *json, const char *what) {
     memset(c, 0, sizeof *c);
-    cJSON *root = cJSON_Parse(json);
-    if (!root) return wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration is not valid JSON", what);
+    cJSON *root;
+    char label[TRAIN_PATH_MAX + 64];
+    snprintf(label, sizeof label, "%s: the run configuration", what);
+    WGT_TRY(json_parse_strict(&root, json, strlen(json), 0, label));
     wgt_status st = WGT_OK;
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format"), *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
-    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "wgtrain-run"))
+    if (!cJSON_IsObject(root))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration is not a JSON object", what);
+    else if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "wgtrain-run"))
         st = wgt_fail(WGT_ERR_FORMAT, "%s: not a wgtrain run configuration (\"format\" is not \"wgtrain-run\")", what);
     else if (!cJSON_IsNumber(ver) || ver->valuedouble != 1)
         st = wgt_fail(WGT_ERR_FORMAT, "%s: run configuration version %g; this build reads version 1", what,
@@ -355,7 +368,14 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
         if (f->model) continue;  // read above
         const cJSON *obj = f->section ? cJSON_GetObjectItemCaseSensitive(root, f->section) : root;
         const cJSON *it = obj ? cJSON_GetObjectItemCaseSensitive(obj, f->key) : NULL;
-        if (f->type == FT_STR) {
+        if (f->off == OFF(tokenizer_hash)) {
+            // optional (runs from before it was recorded): "" or 16 lowercase hex digits
+            int ok = !it || (cJSON_IsString(it) && (!it->valuestring[0] || (strlen(it->valuestring) == 16 &&
+                                                      strspn(it->valuestring, "0123456789abcdef") == 16)));
+            if (!ok)
+                st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration's %s is not 16 hex digits", what, f->key);
+            else if (it) snprintf(fptr(c, f), f->size, "%s", it->valuestring);
+        } else if (f->type == FT_STR) {
             if (!cJSON_IsString(it) || strlen(it->valuestring) >= f->size)
                 st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration lacks the string %s%s%s", what,
                               f->section ? f->section : "", f->section ? "." : "", f->key);

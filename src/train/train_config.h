@@ -21,6 +21,10 @@ typedef struct {
     long seed;                 // < 2^53 so that JSON numbers hold it exactly
     long val_every, val_batches, ckpt_every, log_every;
     char data_dir[TRAIN_PATH_MAX];
+    // fingerprint of the data's tokenizer (16 hex digits, tokenizer_fingerprint), recorded when
+    // the run starts so that resume and eval refuse data tokenized otherwise; "" for data
+    // without a tokenizer (and runs written before it was recorded)
+    char tokenizer_hash[17];
 } train_config;
 
 // Names of the presets, NULL-terminated, for --help and error messages.
@@ -59,7 +63,8 @@ void train_config_print_flags(FILE *out);
 // message naming the flag to change.
 wgt_status train_config_finish(train_config *c);
 
-// JSON (config.json and the checkpoint's copy). to_json returns a malloc'd string.
+// JSON (config.json and the checkpoint's copy). to_json returns a malloc'd string. from_json
+// is strict: the text must be exactly one JSON object (nothing after it, no duplicate key).
 char *train_config_to_json(const train_config *c);
 wgt_status train_config_from_json(train_config *c, const char *json, const char *what);
 

@@ -6,6 +6,7 @@
 #include "train/trainer.h"
 #include <errno.h>
 #include <glob.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/fileutil.h"
+#include "core/runlock.h"
 #include "data/text_tokenizer.h"
 #include "train/metrics.h"
 #include "train/plot.h"
@@ -37,6 +39,7 @@ struct trainer {
     metrics_history hist;
     double entropy;
     long last_ckpt_step;
+    run_lock lock;       // RUN_DIR is ours from trainer_init to trainer_free
 };
 
 
@@ -91,7 +94,9 @@ wgt_status train_evaluate(wgt_model *m, const dataset *ds, int B, int T, long ma
     for (size_t b = 0; b < batches && st == WGT_OK; b++) {
         // a subset is spread evenly over the validation set: the first batches alone would all
         // come from its first documents
-        size_t valid = dataset_val_batch(ds, b * all / batches, B, T, inp, tgt);
+        size_t valid;
+        st = dataset_val_batch(ds, b * all / batches, B, T, inp, tgt, &valid);
+        if (st != WGT_OK) break;
         if (!valid) continue;
         st = model_forward(m, inp, tgt, plain, 1.0f);
         double s = 0;
@@ -142,6 +147,7 @@ static wgt_status init_new(trainer *t, const train_config *flags, const train_fl
         return wgt_fail(WGT_ERR_ARG, "%s already holds a run (%s); pass --resume to continue it, or choose another --out",
                         t->o.run_dir, RUN_CKPT_FILE);
     WGT_TRY(dataset_open(&t->ds, c->data_dir));
+    snprintf(c->tokenizer_hash, sizeof c->tokenizer_hash, "%s", dataset_tokenizer_hash(t->ds));
     int dv = dataset_vocab(t->ds);
     if (dv && c->model.vocab && c->model.vocab != dv)
         return wgt_fail(WGT_ERR_CONFIG, "--vocab %d differs from the data's tokenizer (%d tokens); drop --vocab, which is only "
@@ -161,6 +167,7 @@ static wgt_status init_resume(trainer *t, const train_config *flags, const train
     train_config_apply_flags(&t->cfg, flags, given);  // only fields a resumed run may change
     WGT_TRY(train_config_finish(&t->cfg));
     WGT_TRY(dataset_open(&t->ds, t->cfg.data_dir));
+    WGT_TRY(dataset_check_tokenizer(t->ds, t->cfg.tokenizer_hash, t->cfg.data_dir, "the run"));
     int dv = dataset_vocab(t->ds);
     if (dv && dv != t->cfg.model.vocab)
         return wgt_fail(WGT_ERR_CONFIG, "the data in %s has a %d-token vocabulary but the run's model has %d: it is not the "
@@ -176,7 +183,8 @@ wgt_status trainer_init(trainer **out, const train_config *flags, const train_fl
     *out = NULL;
     trainer *t = wgt_calloc(1, sizeof *t);
     t->o = *o;
-    wgt_status st = o->resume ? init_resume(t, flags, given) : init_new(t, flags, given);
+    wgt_status st = run_lock_dir(&t->lock, o->run_dir, !o->resume, "train");
+    if (st == WGT_OK) st = o->resume ? init_resume(t, flags, given) : init_new(t, flags, given);
     train_config *c = &t->cfg;
     // store the data directory absolute, so eval/sample/--resume work from any directory
     char real[TRAIN_PATH_MAX];
@@ -234,6 +242,7 @@ void trainer_free(trainer *t) {
     dataset_free(t->ds);
     checkpoint_free(&t->ck);
     metrics_history_free(&t->hist);
+    run_lock_release(&t->lock);
     free(t);
 }
 
@@ -278,7 +287,10 @@ static wgt_status write_plot(trainer *t) {
     const model_config *mc = &t->cfg.model;
     snprintf(title, sizeof title, "wgtrain %s: L=%d C=%d NH=%d V=%d, %d x %d tokens/update", mc->arch, mc->n_layer,
              mc->d_model, mc->n_head, mc->vocab, t->cfg.batch * t->cfg.grad_accum, t->cfg.seq);
-    return plot_loss_svg(p, &t->hist, t->entropy, title);
+    // the plot is for people: failing to write it must not stop the run before its checkpoint
+    if (plot_loss_svg(p, &t->hist, t->entropy, title) != WGT_OK)
+        fprintf(stderr, "\ntrain: warning: %s (training continues)\n", wgt_last_error());
+    return WGT_OK;
 }
 
 wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
@@ -330,8 +342,8 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         double t0 = wgt_now_s(), lr = train_lr_at(c, step), loss_sum = 0;
         model_zero_grad(m);
         for (int k = 0; k < K && st == WGT_OK; k++) {
-            dataset_train_batch(t->ds, &t->pr.data_rng, B, T, inp, tgt);
-            st = model_forward(m, inp, tgt, lo, inv_norm);
+            st = dataset_train_batch(t->ds, &t->pr.data_rng, B, T, inp, tgt);
+            if (st == WGT_OK) st = model_forward(m, inp, tgt, lo, inv_norm);
             if (st != WGT_OK) break;
             model_backward(m);
             double s;
@@ -354,7 +366,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
             }
         } else {
             model_update(m, (float)lr, (float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
-                        (float)c->clip, (int)t->pr.updates + 1);
+                        (float)c->clip, t->pr.updates < INT_MAX ? (int)t->pr.updates + 1 : INT_MAX);
             st = model_grad_norm(m, &gnorm);
             if (st != WGT_OK) break;
             if (!isfinite(gnorm)) {
