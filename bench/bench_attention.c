@@ -18,8 +18,10 @@
 // so that the rates compare time; split-dKdV really does 14·HS·P (S and dP twice).
 //
 // Usage: bench_attention [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]
-//                        [--budget SECONDS] [--B N] [--T N] [--NH N] [--NKV N] [--HS N]
+//                        [--budget SECONDS] [--B N] [--T N] [--NH N] [--NKV N] [--HS N] [--dropout P]
 // --NKV: kv heads (grouped-query attention; must divide NH; default NH).
+// --dropout: dropout probability on the attention probabilities (default 0; seed 1234), which the
+// check's reference applies too.
 // --budget: the sweep skips the settings it has not reached after this many seconds (default 60;
 // the most promising ones come first).
 // --small: B = 1, T = 256, NH = 2 (HS 64), for a smoke test on the software GPU.
@@ -30,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 #include "backend/backend.h"
+#include "backend/dropout.h"
 #include "backend/webgpu/wg_ops.h"
 #include "core/clock.h"
 #include "bench_common.h"
@@ -72,6 +75,8 @@ typedef struct {
     uint32_t chk_b[2], chk_h[2];
     head_ref refs[2];
     int reps, profile;
+    float drop;     // attention dropout p, with seed
+    uint32_t seed;
     double fl_fwd, fl_bwd;
     double budget, end;  // sweep: seconds in all, and when they run out
     double deadline;     // settings after this time are skipped (the current section's share)
@@ -90,6 +95,9 @@ static head_ref head_reference(const bench *pr, uint32_t b, uint32_t h) {
     double *p = malloc((size_t)T * sizeof(double)), *dp = malloc((size_t)T * sizeof(double));
     double *o = malloc((size_t)HS * sizeof(double));
     double scale = 1.0 / sqrt((double)HS);
+    double *m = malloc((size_t)T * sizeof(double));  // a row's dropout multipliers
+    uint32_t thr = wgt_dropout_threshold(pr->drop);
+    float dscale = wgt_dropout_scale(pr->drop);
     const float *base = pr->qkv + (size_t)b * T * W;
     const float *gbase = pr->dout + (size_t)b * T * C;
     for (uint32_t hh = g * GQ; hh < (g + 1) * GQ; hh++) {  // the group's query heads
@@ -110,15 +118,17 @@ static head_ref head_reference(const bench *pr, uint32_t b, uint32_t h) {
             if (own) r.lse[i] = lse;
             double D = 0;
             for (uint32_t d = 0; d < HS; d++) o[d] = 0;
+            uint32_t rkey = wgt_dropout_key(pr->seed, ((uint32_t)b * pr->NH + hh) * T + i, WGT_DROPOUT_ATTN);
             for (uint32_t j = 0; j <= i; j++) {
+                m[j] = thr ? wgt_dropout_mult(wgt_dropout_bits(rkey, j), thr, dscale) : 1.0;
                 p[j] = exp(p[j] - lse);
                 const float *v = base + j * W + VC;
                 double d_p = 0;
                 for (uint32_t d = 0; d < HS; d++) {
-                    o[d] += p[j] * v[d];
+                    o[d] += p[j] * m[j] * v[d];
                     d_p += (double)gr[d] * v[d];
                 }
-                dp[j] = d_p;
+                dp[j] = d_p * m[j];
             }
             for (uint32_t d = 0; d < HS; d++) {
                 D += (double)gr[d] * o[d];
@@ -130,11 +140,12 @@ static head_ref head_reference(const bench *pr, uint32_t b, uint32_t h) {
                 for (uint32_t d = 0; d < HS; d++) {
                     if (own) r.dq[(size_t)i * HS + d] += ds * k[d] * scale;
                     r.dk[(size_t)j * HS + d] += ds * q[d] * scale;
-                    r.dv[(size_t)j * HS + d] += p[j] * gr[d];
+                    r.dv[(size_t)j * HS + d] += p[j] * m[j] * gr[d];
                 }
             }
         }
     }
+    free(m);
     free(p);
     free(dp);
     free(o);
@@ -161,11 +172,12 @@ static double head_err(const float *got, size_t stride, size_t col0, const doubl
 static int run_once(bench *bn, int v) {
     wgt_backend *be = bn->be;
     if (v < 0) {
-        be->attention_forward(be, V0(bn->d_out), V0(bn->d_lse), V0(bn->d_qkv), bn->B, bn->T, bn->NH, bn->NKV, bn->HS);
+        be->attention_forward(be, V0(bn->d_out), V0(bn->d_lse), V0(bn->d_qkv), bn->B, bn->T, bn->NH, bn->NKV, bn->HS,
+                              bn->drop, bn->seed);
         return v;
     }
     return wg_attention_backward_with(be, v, V0(bn->d_dqkv), V0(bn->d_dout), V0(bn->d_qkv), V0(bn->d_out),
-                                      V0(bn->d_lse), bn->B, bn->T, bn->NH, bn->NKV, bn->HS);
+                                      V0(bn->d_lse), bn->B, bn->T, bn->NH, bn->NKV, bn->HS, bn->drop, bn->seed);
 }
 
 // The largest error of the two checked heads relative to their largest value. Only the rows of
@@ -392,6 +404,7 @@ int main(int argc, char **argv) {
     int small = 0, reps = -1, profile = 0, do_sweep = 0;
     double budget = 60;
     long over[5] = {-1, -1, -1, -1, -1};  // B, T, NH, HS, NKV
+    double drop = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--small")) small = 1;
@@ -405,9 +418,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--NH") && i + 1 < argc) over[2] = atol(argv[++i]);
         else if (!strcmp(a, "--HS") && i + 1 < argc) over[3] = atol(argv[++i]);
         else if (!strcmp(a, "--NKV") && i + 1 < argc) over[4] = atol(argv[++i]);
+        else if (!strcmp(a, "--dropout") && i + 1 < argc) drop = atof(argv[++i]);
         else {
             printf("usage: bench_attention [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
-                   "                       [--budget SECONDS] [--B N] [--T N] [--NH N] [--NKV N] [--HS N]\n");
+                   "                       [--budget SECONDS] [--B N] [--T N] [--NH N] [--NKV N] [--HS N]\n"
+                   "                       [--dropout P]\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
     }
@@ -422,6 +437,9 @@ int main(int argc, char **argv) {
     if (bn.HS > 128) { fprintf(stderr, "bench_attention: HS above 128 is not supported by the kernels\n"); return 2; }
     bn.NKV = over[4] > 0 ? (uint32_t)over[4] : bn.NH;
     if (bn.NH % bn.NKV) { fprintf(stderr, "bench_attention: NKV must divide NH\n"); return 2; }
+    if (!(drop >= 0 && drop < 1)) { fprintf(stderr, "bench_attention: --dropout needs P in [0, 1)\n"); return 2; }
+    bn.drop = (float)drop;
+    bn.seed = 1234;
     bn.C = bn.NH * bn.HS;
     bn.W = (bn.NH + 2 * bn.NKV) * bn.HS;
     if (reps < 1) reps = small ? 2 : do_sweep ? 5 : 10;
@@ -435,9 +453,9 @@ int main(int argc, char **argv) {
     const wg_device_info *info = wg_ctx_info(wg_of(be));
     uint32_t B = bn.B, T = bn.T, C = bn.C, NH = bn.NH, NKV = bn.NKV, HS = bn.HS;
     size_t bt = (size_t)B * T, n3 = bt * bn.W, nl = (size_t)B * NH * T;
-    printf("attention on %s: B=%u T=%u NH=%u NKV=%u HS=%u (C=%u), %d calls per timing, workgroup memory %u bytes, "
-           "subgroups %s (%u..%u)\n",
-           info->name, B, T, NH, NKV, HS, C, reps, info->limits.maxComputeWorkgroupStorageSize,
+    printf("attention on %s: B=%u T=%u NH=%u NKV=%u HS=%u (C=%u) dropout %g, %d calls per timing, workgroup memory %u "
+           "bytes, subgroups %s (%u..%u)\n",
+           info->name, B, T, NH, NKV, HS, C, bn.drop, reps, info->limits.maxComputeWorkgroupStorageSize,
            info->has_subgroups ? "yes" : "no", info->subgroup_min, info->subgroup_max);
 
     // q and k in ±1.5 give scores of a few units (a realistic, not uniform, softmax)

@@ -52,3 +52,27 @@ fn wg_reduce_max(v : f32, lid : u32) -> f32 {
     workgroupBarrier();
     return r;
 }
+
+// Dropout masks (docs/kernels.md#dropout), the twins of wgt_hash32, wgt_dropout_key and
+// wgt_dropout_bits in src/backend/dropout.h: integer operations only (u32 wrap-around), so
+// both backends draw the same mask bit for bit. An element is kept when its bits >= the host's
+// threshold floor(p·2^32); the host also passes the f32 scale 1/(1 - p).
+const DROPOUT_ATTN : u32 = 0xffffffffu;  // third key word of attention's rows
+
+fn hash32(v : u32) -> u32 {  // lowbias32 (C. Wellons): a bijection of u32
+    var x = v;
+    x = x ^ (x >> 16u);
+    x = x * 0x7feb352du;
+    x = x ^ (x >> 15u);
+    x = x * 0x846ca68bu;
+    x = x ^ (x >> 16u);
+    return x;
+}
+
+fn dropout_key(seed : u32, a : u32, b : u32) -> u32 {
+    return hash32(hash32(hash32(seed ^ 0x9e3779b9u) ^ a) ^ b);
+}
+
+fn dropout_bits(key : u32, i : u32) -> u32 {
+    return hash32(key + i * 0x9e3779b9u);
+}

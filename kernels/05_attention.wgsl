@@ -20,7 +20,11 @@
 //   UNROLL constant trip counts for the head-column and key loops (false on the software
 //         rasterizer, where unrolling costs seconds of shader compilation per pipeline);
 //   QT, QV4 the element type qkv is bound as: vec4<f32> (one 16-byte load per 4 columns) when
-//         HS is a multiple of 4, else f32.
+//         HS is a multiple of 4, else f32;
+//   DROP  dropout on the probabilities (p > 0): P of key j in row t is multiplied by dscale or 0,
+//         kept when dropout_bits(dropout_key(dseed, (b·NH + h)·T + t, DROPOUT_ATTN), j) >= dthr
+//         (00_shared.wgsl; docs/kernels.md#dropout), after it joined the row sum (so lse is that
+//         of the undropped softmax) and before P·V. False at p = 0: the code without dropout.
 //
 // Per key tile (4 barriers):
 //   1. K (XOR-swizzled by key) and V tiles -> workgroup memory, from registers loaded during the
@@ -61,8 +65,8 @@ struct AttnParams {
     B : u32, T : u32, C : u32, NH : u32,         // C = NH·HS: out's width, qkv's first k column
     W : u32, nblk : u32, hs4 : u32, bc4 : u32,   // W: qkv's row width
     p0 : u32, p1 : u32, p2 : u32, nkv : u32,
-    vc : u32, p4 : u32, p5 : u32, p6 : u32,      // vc: qkv's first v column
-    scale_log2 : f32, scale : f32, f0 : f32, f1 : f32,
+    vc : u32, dseed : u32, dthr : u32, p6 : u32, // vc: qkv's first v column; dropout seed, threshold
+    scale_log2 : f32, scale : f32, dscale : f32, f1 : f32,  // dscale: 1/(1 - p)
 };
 
 @group(0) @binding(0) var<storage, read_write> fa_out : array<f32>;
@@ -156,6 +160,10 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
     var l = array<f32, TR>();       // this lane's part of the row sum
     var o = array<array<vec4<f32>, CPT>, TR>();
     for (var r = 0u; r < TR; r++) { m[r] = FA_NEG; }
+    var rkey = array<u32, TR>();    // dropout: the key of each row
+    if (DROP) {
+        for (var r = 0u; r < TR; r++) { rkey[r] = dropout_key(fa_p.dseed, bh * T + q0 + row0 + r, DROPOUT_ATTN); }
+    }
 
     let n_tiles = (min(q0 + BR, T) + BC - 1u) / BC;
     var nd4 = HS4;
@@ -224,6 +232,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
                 var p = 0.0;
                 if (key <= t && key < T) { p = exp2(s[r][j] - m_new); }
                 l[r] = l[r] + p;
+                if (DROP) { p = select(0.0, p * fa_p.dscale, dropout_bits(rkey[r], key) >= fa_p.dthr); }
                 fa_kp[fa_pidx(row, kk / 4u)][kk % 4u] = p;
             }
         }

@@ -33,7 +33,15 @@
 // NCP (column groups of the products, a power of 2 <= 64); SS for short; UNROLL (constant trip
 // counts for the loops over head columns, a tile's queries and its keys: false on the software
 // rasterizer, where unrolling costs seconds of shader compilation); QT / QV4 (qkv, dout and out
-// bound as vec4<f32> when HS % 4 == 0, one 16-byte load per 4 columns).
+// bound as vec4<f32> when HS % 4 == 0, one 16-byte load per 4 columns); DROP (dropout on the
+// probabilities, p > 0; false at p = 0, which leaves the code without dropout).
+//
+// Dropout (docs/kernels.md#dropout): the forward multiplied P[t, j] by m = dscale or 0 (kept when
+// dropout_bits(dropout_key(dseed, (b·NH + h)·T + t, DROPOUT_ATTN), j) >= dthr) before P·V; here
+// the same m is regenerated and, with D from the dropped out,
+//   dP = (dout·Vᵀ) ∘ m,  dS = P ∘ (dP - D),  dV = (P ∘ m)ᵀ·dout;
+// the tiled kernels apply m in the fix-up (which then leaves P ∘ m in ab_pp for dV), split-short
+// where it forms P and dS.
 //
 // The products' register blocking is what limits these kernels on an FP32-only GPU: a warp
 // reads workgroup memory at about 128 bytes a clock per SM while the SM does 128 FMAs, so each
@@ -64,8 +72,8 @@ struct AttnParams {
     B : u32, T : u32, C : u32, NH : u32,          // C = NH·HS: dout's width, dqkv's first dK column
     W : u32, nblk : u32, hs4 : u32, nkb : u32,    // W: qkv's row width; nkb: key blocks (fused scratch)
     ntri : u32, bq : u32, bk4 : u32, nkv : u32,   // ntri: scratch rows per (b, h); bq = BQ, bk4 = BK/4
-    vc : u32, p4 : u32, p5 : u32, p6 : u32,       // vc: first dV column
-    scale_log2 : f32, scale : f32, f0 : f32, f1 : f32,
+    vc : u32, dseed : u32, dthr : u32, p6 : u32,  // vc: first dV column; dropout seed, threshold
+    scale_log2 : f32, scale : f32, dscale : f32, f1 : f32,  // dscale: 1/(1 - p)
 };
 
 @group(0) @binding(0) var<storage, read_write> ab_dqkv : array<f32>;
@@ -166,6 +174,7 @@ struct QRegs {
     g : array<vec4<f32>, NQV>,
     lse2 : array<f32, RQS>,        // lse·log2e of this thread's score rows (used by the S half)
     dd : array<f32, NFX>,          // D of this thread's fix-up elements
+    rk : array<u32, NFX>,          // their rows' dropout keys (DROP)
 };
 struct KRegs { k : array<vec4<f32>, NKV>, v : array<vec4<f32>, NKV> };
 // module-scope private, like the accumulators below (cheaper to compile on the software
@@ -192,6 +201,11 @@ fn ab_fetch_q(u : AttnParams, tid : u32, b : u32, h : u32, q0 : u32) {
         if (t < T) { x.lse2[r] = ab_lse[(b * u.NH + h) * T + t] * AB_LOG2E; }
     }
     for (var n = 0u; n < NFX; n++) { x.dd[n] = ab_dval(u, b, h, q0 + (tid + 256u * n) / BK4); }
+    if (DROP) {
+        for (var n = 0u; n < NFX; n++) {
+            x.rk[n] = dropout_key(u.dseed, (b * u.NH + h) * T + q0 + (tid + 256u * n) / BK4, DROPOUT_ATTN);
+        }
+    }
 }
 
 fn ab_put_q(tid : u32) {
@@ -297,11 +311,27 @@ fn ab_score(u : AttnParams, tid : u32, q0 : u32, k0 : u32, lse2 : array<f32, RQS
     }
 }
 
-// dS = P ∘ (dP - D) in place of dP; dd: D of the rows of this thread's elements (ab_fetch_q).
-fn ab_fixup(tid : u32, dd : array<f32, NFX>) {
+// dS = P ∘ (dP - D) in place of dP; dd: D of the rows of this thread's elements, rk: their
+// dropout keys (ab_fetch_q). With DROP, dP = (dout·Vᵀ) ∘ m and P ∘ m replaces P (for dV), m the
+// dropout multipliers of the element's 4 keys from k0 + 4·k4 (ab_pslot inverted).
+fn ab_fixup(u : AttnParams, tid : u32, k0 : u32, dd : array<f32, NFX>, rk : array<u32, NFX>) {
     for (var n = 0u; n < NFX; n++) {
         let i = tid + 256u * n;
-        if (i < BQ * BK4) { ab_ds[i] = ab_pp[i] * (ab_ds[i] - dd[n]); }
+        if (i < BQ * BK4) {
+            if (DROP) {
+                let q = i / BK4;
+                let key0 = k0 + 4u * ((i % BK4) ^ ((q / RQP) & (BK4 - 1u)));
+                var m = vec4<f32>(0.0);
+                for (var e = 0u; e < 4u; e++) {
+                    m[e] = select(0.0, u.dscale, dropout_bits(rk[n], key0 + e) >= u.dthr);
+                }
+                let pp = ab_pp[i];
+                ab_ds[i] = pp * (ab_ds[i] * m - dd[n]);
+                ab_pp[i] = pp * m;
+            } else {
+                ab_ds[i] = ab_pp[i] * (ab_ds[i] - dd[n]);
+            }
+        }
     }
 }
 
@@ -472,12 +502,13 @@ fn attention_backward_dkdv(@builtin(local_invocation_id) lid : vec3<u32>, @built
             ab_put_q(tid);
             let lse2 = ab_xq.lse2;
             let dd = ab_xq.dd;
+            let rk = ab_xq.rk;
             workgroupBarrier();
             if (qb + 1u < nqb) { ab_fetch_q(u, tid, b, h, q0 + BQ); }
             else if (j + 1u < GQ) { ab_fetch_q(u, tid, b, h + 1u, qb0 * BQ); }  // the next head's first block
             ab_score(u, tid, q0, k0, lse2);
             workgroupBarrier();
-            ab_fixup(tid, dd);
+            ab_fixup(u, tid, k0, dd, rk);
             workgroupBarrier();
             ab_acc_kv(u, tid);
         }
@@ -520,12 +551,13 @@ fn attention_backward_fused(@builtin(local_invocation_id) lid : vec3<u32>, @buil
             ab_put_q(tid);
             let lse2 = ab_xq.lse2;
             let dd = ab_xq.dd;
+            let rk = ab_xq.rk;
             workgroupBarrier();
             if (qb + 1u < nqb) { ab_fetch_q(u, tid, b, h, q0 + BQ); }
             else if (j + 1u < GQ) { ab_fetch_q(u, tid, b, h + 1u, qb0 * BQ); }
             ab_score(u, tid, q0, k0, lse2);
             workgroupBarrier();
-            ab_fixup(tid, dd);
+            ab_fixup(u, tid, k0, dd, rk);
             workgroupBarrier();
             ab_acc_kv(u, tid);
             ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
@@ -587,6 +619,7 @@ fn attention_backward_dq(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
     ab_put_q(tid);
     let lse2 = ab_xq.lse2;
     let dd = ab_xq.dd;
+    let rk = ab_xq.rk;
     ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
     let nkb = (min(q0 + BQ, T) + BK - 1u) / BK;
     ab_fetch_k(u, tid, b, g, 0u);
@@ -598,7 +631,7 @@ fn attention_backward_dq(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
         if (kb + 1u < nkb) { ab_fetch_k(u, tid, b, g, k0 + BK); }
         ab_score(u, tid, q0, k0, lse2);
         workgroupBarrier();
-        ab_fixup(tid, dd);
+        ab_fixup(u, tid, k0, dd, rk);
         workgroupBarrier();
         ab_acc_q(u, tid);
     }
@@ -629,6 +662,7 @@ fn attention_backward_stream(@builtin(local_invocation_id) lid : vec3<u32>, @bui
             ab_fetch_q(u, tid, b, h, q0);
             let lse2 = ab_xq.lse2;
             let dd = ab_xq.dd;
+            let rk = ab_xq.rk;
             workgroupBarrier();
             ab_put_q(tid);
             ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
@@ -641,7 +675,7 @@ fn attention_backward_stream(@builtin(local_invocation_id) lid : vec3<u32>, @bui
                 workgroupBarrier();
                 ab_score(u, tid, q0, k0, lse2);
                 workgroupBarrier();
-                ab_fixup(tid, dd);
+                ab_fixup(u, tid, k0, dd, rk);
                 workgroupBarrier();
                 ab_acc_q(u, tid);
                 ab_zero_kv();
@@ -715,7 +749,14 @@ fn attention_backward_short(@builtin(local_invocation_id) lid : vec3<u32>, @buil
                     dp = dp + as_dout(gb + c) * as_qkv(vb + c);
                 }
                 p = exp2(s * ab_p.scale_log2 - as_l[i]);
-                ds = p * (dp - as_d[i]);
+                if (DROP) {
+                    let key = dropout_key(ab_p.dseed, bh * T + i, DROPOUT_ATTN);
+                    let m = select(0.0, ab_p.dscale, dropout_bits(key, j) >= ab_p.dthr);
+                    ds = p * (dp * m - as_d[i]);
+                    p = p * m;
+                } else {
+                    ds = p * (dp - as_d[i]);
+                }
             }
             as_p[i * SS + j] = p;
             as_ds[i * SS + j] = ds;

@@ -55,11 +55,13 @@ static void prep_rmsnorm_bwd(const wgt_op_desc *d, float **h, const double *s) {
     free(out);
 }
 
-// attention_backward needs the forward's out and lse
+// attention_backward needs the forward's out and lse (with the same dropout)
 static void prep_attention_bwd(const wgt_op_desc *d, float **h, const double *s) {
     uint32_t B = (uint32_t)s[scalar_of(d, "B")], T = (uint32_t)s[scalar_of(d, "T")], NH = (uint32_t)s[scalar_of(d, "NH")],
              NKV = (uint32_t)s[scalar_of(d, "NKV")], HS = (uint32_t)s[scalar_of(d, "HS")];
-    cpu_attention_forward(h[bind_of(d, "out")], h[bind_of(d, "lse")], h[bind_of(d, "qkv")], B, T, NH, NKV, HS);
+    float p = (float)s[scalar_of(d, "p")];
+    uint32_t seed = (uint32_t)s[scalar_of(d, "seed")];
+    cpu_attention_forward(h[bind_of(d, "out")], h[bind_of(d, "lse")], h[bind_of(d, "qkv")], B, T, NH, NKV, HS, p, seed);
 }
 
 // clip and the optimizer read a scale/norm that must be positive
@@ -117,8 +119,18 @@ static const op_case cases[] = {
     {"attention_backward", "B=1,T=130,NH=2,NKV=2,HS=16", 1e-4, 1e-4, prep_attention_bwd},
     {"attention_backward", "B=2,T=37,NH=8,NKV=2,HS=16", 1e-4, 1e-4, prep_attention_bwd},   // grouped-query
     {"attention_backward", "B=1,T=130,NH=4,NKV=1,HS=16", 1e-4, 1e-4, prep_attention_bwd},  // one kv head, long
+    // dropout on the probabilities: the same masks on both sides, so the attention tolerances
+    {"attention_forward", "B=2,T=37,NH=4,NKV=4,HS=16,p=0.1,seed=5", 1e-5, 1e-4, NULL},
+    {"attention_forward", "B=1,T=70,NH=4,NKV=2,HS=32,p=0.5,seed=4000000000", 1e-5, 1e-4, NULL},
+    {"attention_backward", "B=2,T=37,NH=4,NKV=4,HS=16,p=0.1,seed=5", 1e-4, 1e-4, prep_attention_bwd},
+    {"attention_backward", "B=1,T=130,NH=4,NKV=2,HS=16,p=0.3,seed=77", 1e-4, 1e-4, prep_attention_bwd},
     {"residual_forward", "n=1001", 0, 0, NULL},
     {"add_inplace", "n=1001", 0, 0, NULL},
+    {"dropout_forward", "n=4099,p=0.1,seed=7,stream=3", 0, 0, NULL},  // the same mask and one product
+    {"dropout_forward", "n=70001,p=0.5,seed=4294967295", 0, 0, NULL},
+    {"dropout_forward", "n=1001", 0, 0, NULL},                        // p = 0: a copy
+    {"dropout_backward", "n=4099,p=0.1,seed=7,stream=3", 0, 0, NULL},
+    {"dropout_backward", "n=1001,p=0.9,seed=1,stream=4294967295", 0, 0, NULL},
     {"grad_norm_sq", "n=70001", 1e-5, 1e-5, NULL},
     {"grad_norm_sq", "n=300,accumulate=1", 1e-5, 1e-5, NULL},
     {"grad_clip_scale", "max_norm=1", 0, 2e-7, prep_positive},

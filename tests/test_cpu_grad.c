@@ -453,10 +453,14 @@ static void test_matmul_big(void) {
 
 // out[B,T,NH·HS] and lse[B,NH,T] of causal attention with grouped kv heads (qkv rows q | k | v of
 // NH, NKV, NKV heads; query head h reads kv head h / (NH/NKV)), straight from the definition, in double.
+// Dropout p > 0: probability P[b,h,t,j] times m = 1/(1-p) or 0, the mask drawn by the shared hash
+// (backend/dropout.h) of (seed, (b·NH + h)·T + t, j); lse that of the undropped softmax.
 static void d_attention(double *out, double *lse, const double *qkv, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
-                        uint32_t HS) {
+                        uint32_t HS, float p, uint32_t seed) {
     size_t C = (size_t)NH * HS, W = C + 2 * (size_t)NKV * HS;
-    double scale = 1 / sqrt((double)HS), *s = dalloc(T);
+    uint32_t thr = wgt_dropout_threshold(p);
+    double keep_scale = 1 / (1 - (double)p);
+    double scale = 1 / sqrt((double)HS), *s = dalloc(T), *m = dalloc(T);
     for (uint32_t b = 0; b < B; b++)
         for (uint32_t h = 0; h < NH; h++)
             for (uint32_t t = 0; t < T; t++) {
@@ -472,41 +476,51 @@ static void d_attention(double *out, double *lse, const double *qkv, uint32_t B,
                 }
                 for (uint32_t j = 0; j <= t; j++) sum += exp(s[j] - mx);
                 if (lse) lse[((size_t)b * NH + h) * T + t] = mx + log(sum);
+                uint32_t key = wgt_dropout_key(seed, (b * NH + h) * T + t, WGT_DROPOUT_ATTN);
+                for (uint32_t j = 0; j <= t; j++) m[j] = !thr ? 1 : wgt_dropout_bits(key, j) >= thr ? keep_scale : 0;
                 for (uint32_t d = 0; d < HS; d++) {
                     double o = 0;
-                    for (uint32_t j = 0; j <= t; j++) o += exp(s[j] - mx) / sum * qkv[((size_t)b * T + j) * W + vc + d];
+                    for (uint32_t j = 0; j <= t; j++)
+                        o += exp(s[j] - mx) / sum * m[j] * qkv[((size_t)b * T + j) * W + vc + d];
                     out[((size_t)b * T + t) * C + h * HS + d] = o;
                 }
             }
     free(s);
+    free(m);
 }
-typedef struct { double *qkv, *out; const float *w; uint32_t B, T, NH, NKV, HS; } att_ctx;
+typedef struct { double *qkv, *out; const float *w; uint32_t B, T, NH, NKV, HS; float p; uint32_t seed; } att_ctx;
 static double att_loss(void *p) {
     att_ctx *c = p;
-    d_attention(c->out, NULL, c->qkv, c->B, c->T, c->NH, c->NKV, c->HS);
+    d_attention(c->out, NULL, c->qkv, c->B, c->T, c->NH, c->NKV, c->HS, c->p, c->seed);
     return dot_w(c->out, c->w, (size_t)c->B * c->T * c->NH * c->HS);
 }
 
-static void attention_case(uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float spread) {
+// p > 0: dropout on the probabilities with the given seed (the mask is fixed, so L stays smooth)
+static void attention_case_p(uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float spread, float p,
+                             uint32_t seed) {
     size_t BT = (size_t)B * T, C = (size_t)NH * HS, nqkv = BT * (C + 2 * (size_t)NKV * HS);
     float *qkv = frandom(nqkv, -spread, spread), *w = frandom(BT * C, -1, 1);
     float *out = falloc(BT * C), *lse = falloc(BT * NH), *dqkv = falloc(nqkv);
-    cpu_attention_forward(out, lse, qkv, B, T, NH, NKV, HS);
-    att_ctx c = {to_double(qkv, nqkv), dalloc(BT * C), w, B, T, NH, NKV, HS};
+    cpu_attention_forward(out, lse, qkv, B, T, NH, NKV, HS, p, seed);
+    att_ctx c = {to_double(qkv, nqkv), dalloc(BT * C), w, B, T, NH, NKV, HS, p, seed};
     double *lsed = dalloc(BT * NH);
-    d_attention(c.out, lsed, c.qkv, B, T, NH, NKV, HS);
-    char what[128], tag[64];
-    snprintf(tag, sizeof tag, "B=%u T=%u NH=%u NKV=%u HS=%u", B, T, NH, NKV, HS);
+    d_attention(c.out, lsed, c.qkv, B, T, NH, NKV, HS, p, seed);
+    char what[128], tag[96];
+    snprintf(tag, sizeof tag, "B=%u T=%u NH=%u NKV=%u HS=%u p=%g seed=%u", B, T, NH, NKV, HS, p, seed);
     snprintf(what, sizeof what, "attention_forward out %s", tag);
     check_fwd(what, out, c.out, BT * C);
     snprintf(what, sizeof what, "attention_forward lse %s", tag);
     check_fwd(what, lse, lsed, BT * NH);
     for (size_t i = 0; i < nqkv; i++) dqkv[i] = NAN;  // overwrites every element
-    cpu_attention_backward(dqkv, w, qkv, out, lse, B, T, NH, NKV, HS);
+    cpu_attention_backward(dqkv, w, qkv, out, lse, B, T, NH, NKV, HS, p, seed);
     double *num = fd_grad(c.qkv, nqkv, att_loss, &c);
     snprintf(what, sizeof what, "attention_backward dqkv %s", tag);
     check_grad(what, dqkv, num, nqkv);
     free(qkv); free(w); free(out); free(lse); free(dqkv); free(c.qkv); free(c.out); free(lsed); free(num);
+}
+
+static void attention_case(uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float spread) {
+    attention_case_p(B, T, NH, NKV, HS, spread, 0.0f, 0);
 }
 
 static void test_attention_grad(void) {
@@ -517,6 +531,10 @@ static void test_attention_grad(void) {
     attention_case(2, 6, 4, 2, 4, 2.0f);
     attention_case(1, 7, 6, 2, 3, 2.0f);  // 3 query heads a group, odd head size
     attention_case(1, 5, 4, 1, 2, 1.5f);  // one kv head (multi-query)
+    // dropout on the probabilities: dP = dO·Vᵀ ∘ m, dS = P ∘ (dP - D) with D from the dropped out
+    attention_case_p(2, 6, 2, 2, 4, 1.5f, 0.3f, 11);
+    attention_case_p(1, 9, 4, 2, 3, 2.0f, 0.5f, 3000000000u);  // grouped, odd head size
+    attention_case_p(1, 7, 3, 1, 4, 3.0f, 0.1f, 0);            // one kv head, peaky
 }
 
 // ---------------------------------------------------------------- residual
@@ -534,6 +552,44 @@ static void test_residual(void) {
     cpu_add_inplace(out, b, n);
     CHECK_CLOSE("add_inplace", out, ref, n, 0, 0);
     free(a); free(b); free(out); free(ref);
+}
+
+// ---------------------------------------------------------------- dropout
+
+typedef struct { double *x; const float *w, *mult; size_t n; } drop_ctx;
+static double drop_loss(void *p) {  // L = Σ m_i·x_i·w_i with the mask's multipliers m fixed
+    drop_ctx *c = p;
+    double s = 0;
+    for (size_t i = 0; i < c->n; i++) s += (double)c->mult[i] * c->x[i] * c->w[i];
+    return s;
+}
+
+// dropout_forward against its definition (the mask from backend/dropout.h, bit for bit), and
+// dropout_backward against finite differences of L = Σ out·w
+static void test_dropout_grad(void) {
+    const size_t n = 301;
+    const float ps[] = {0.0f, 0.25f, 0.6f};
+    for (size_t k = 0; k < 3; k++) {
+        float p = ps[k];
+        uint32_t seed = 17 + (uint32_t)k, stream = 5;
+        float *x = frandom(n, -2, 2), *w = frandom(n, -1, 1), *out = falloc(n), *dx = falloc(n), *ref = falloc(n);
+        float *mult = falloc(n);
+        uint32_t thr = wgt_dropout_threshold(p), key = wgt_dropout_key(seed, stream, 0);
+        for (size_t i = 0; i < n; i++) {
+            mult[i] = wgt_dropout_bits(key, (uint32_t)i) >= thr ? 1.0f / (1.0f - p) : 0.0f;
+            ref[i] = mult[i] ? x[i] * mult[i] : 0.0f;
+        }
+        cpu_dropout_forward(out, x, n, p, seed, stream);
+        char what[96];
+        snprintf(what, sizeof what, "dropout_forward p=%g", p);
+        CHECK(!memcmp(out, ref, n * 4), "%s: differs from its definition", what);
+        cpu_dropout_backward(dx, w, n, p, seed, stream);
+        drop_ctx c = {to_double(x, n), w, mult, n};
+        double *num = fd_grad(c.x, n, drop_loss, &c);
+        snprintf(what, sizeof what, "dropout_backward p=%g", p);
+        check_grad(what, dx, num, n);
+        free(x); free(w); free(out); free(dx); free(ref); free(mult); free(c.x); free(num);
+    }
 }
 
 // ---------------------------------------------------------------- forward edge cases
@@ -744,6 +800,7 @@ int main(void) {
     test_matmul_big();
     test_attention_grad();
     test_residual();
+    test_dropout_grad();
     test_gelu_edges();
     test_swiglu_edges();
     test_cross_entropy_edges();

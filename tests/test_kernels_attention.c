@@ -9,7 +9,9 @@
 // settings (through the context's settings, parsed as from the environment) reach the code paths that the
 // defaults of a 32 KiB device do not: 4 rows a thread and no subgroups in the forward, 4 lanes a
 // row; 2-key score micro-tiles, 4 keys a thread in the products (vec4 reads of P and dS), query
-// tiles taller than key tiles, 2 rows a thread in the fused dQ product.
+// tiles taller than key tiles, 2 rows a thread in the fused dQ product. Dropout on the
+// probabilities (p > 0) through every variant against the reference, and its masks read off the
+// outputs (check_masks) and compared with the hash bit for bit.
 //
 // Every distinct head size and setting compiles its own pipelines, which costs the software
 // rasterizer about a second each: the cases below are chosen to keep their number near 40.
@@ -24,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 #include "backend_pair.h"
+#include "backend/dropout.h"
 #include "testlib.h"
 #include "backend/webgpu/wg_ops.h"
 #include "core/clock.h"
@@ -74,18 +77,20 @@ static float *make_qkv(uint32_t B, uint32_t T, uint32_t C, uint32_t W, float ext
 // (dqkv). `note` names the settings in the check labels. With grouped kv heads every variant runs
 // twice and must give the same bits.
 static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float extreme, int runs,
-                     const char *note) {
+                     const char *note, float drop, uint32_t seed) {
     double t0 = wgt_now_s();
     char what[224], tag[160];
     uint32_t C = NH * HS, W = (NH + 2 * NKV) * HS;
-    snprintf(tag, sizeof tag, "B=%u T=%u NH=%u NKV=%u HS=%u%s%s%s", B, T, NH, NKV, HS, extreme > 0 ? " (±80)" : "",
-             note ? " " : "", note ? note : "");
+    char dtag[48] = "";
+    if (drop > 0) snprintf(dtag, sizeof dtag, " dropout %g seed %u", drop, seed);
+    snprintf(tag, sizeof tag, "B=%u T=%u NH=%u NKV=%u HS=%u%s%s%s%s", B, T, NH, NKV, HS, dtag,
+             extreme > 0 ? " (±80)" : "", note ? " " : "", note ? note : "");
     size_t bt = (size_t)B * T, n3 = bt * W, nl = (size_t)B * NH * T;
     float *qkv = make_qkv(B, T, C, W, extreme);
     btensor tq = bt_new(p, n3, qkv), to = bt_new(p, bt * C, NULL), tl = bt_new(p, nl, NULL);
 
-    p->cpu->attention_forward(p->cpu, bt_c(to), bt_c(tl), bt_c(tq), B, T, NH, NKV, HS);
-    p->gpu->attention_forward(p->gpu, bt_g(to), bt_g(tl), bt_g(tq), B, T, NH, NKV, HS);
+    p->cpu->attention_forward(p->cpu, bt_c(to), bt_c(tl), bt_c(tq), B, T, NH, NKV, HS, drop, seed);
+    p->gpu->attention_forward(p->gpu, bt_g(to), bt_g(tl), bt_g(tq), B, T, NH, NKV, HS, drop, seed);
     float *oc, *og, *lc, *lg;
     bt_get(p, to, &oc, &og);
     bt_get(p, tl, &lc, &lg);
@@ -113,7 +118,7 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
     btensor tg = bt_new(p, bt * C, dout), td = bt_new(p, n3, NULL);
     p->gpu->upload(p->gpu, bt_g(to), oc, bt * C);
     p->gpu->upload(p->gpu, bt_g(tl), lc, nl);
-    p->cpu->attention_backward(p->cpu, bt_c(td), bt_c(tg), bt_c(tq), bt_c(to), bt_c(tl), B, T, NH, NKV, HS);
+    p->cpu->attention_backward(p->cpu, bt_c(td), bt_c(tg), bt_c(tq), bt_c(to), bt_c(tl), B, T, NH, NKV, HS, drop, seed);
     float *ref = malloc(n3 * 4), *got = malloc(n3 * 4), *again = malloc(n3 * 4), *poison = malloc(n3 * 4);
     CHECK(p->cpu->sync(p->cpu) == WGT_OK, "cpu sync");
     p->cpu->download(p->cpu, ref, bt_c(td), n3);
@@ -124,14 +129,15 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
         if (!(runs & (1 << v))) continue;
         p->gpu->upload(p->gpu, bt_g(td), poison, n3);
         int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), B, T, NH, NKV,
-                                             HS);
+                                             HS, drop, seed);
         CHECK(v == 0 ? ran == auto_v : ran == v, "%s: variant %d ran as %d", tag, v, ran);
         CHECK(p->gpu->sync(p->gpu) == WGT_OK, "device error: %s", wgt_last_error());
         p->gpu->download(p->gpu, got, bt_g(td), n3);
         snprintf(what, sizeof what, "backward dqkv %s%s, %s", variant_name[ran], v == 0 ? " (auto)" : "", tag);
         if (NKV < NH) {  // the group sums run in a fixed order: a second run repeats every bit
             p->gpu->upload(p->gpu, bt_g(td), poison, n3);
-            wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), B, T, NH, NKV, HS);
+            wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), B, T, NH, NKV, HS, drop,
+                                       seed);
             CHECK(p->gpu->sync(p->gpu) == WGT_OK, "device error: %s", wgt_last_error());
             p->gpu->download(p->gpu, again, bt_g(td), n3);
             CHECK(!memcmp(got, again, n3 * 4), "%s: a second run gave other bits", what);
@@ -165,7 +171,7 @@ static void set_attn(bpair *p, const char *fwd, const char *bwd) {
 // text. All fit lavapipe (32 KiB of workgroup memory, subgroups of 8); a device that refuses one
 // (the wrappers would run their defaults instead) skips the case with a note.
 static void run_with(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, int runs,
-                     const char *fwd, const char *bwd) {
+                     const char *fwd, const char *bwd, float drop, uint32_t seed) {
     char note[160], desc[256];
     int ok = (!fwd || wg_attention_fwd_cfg_ok(p->gpu, HS, fwd)) && (!bwd || wg_attention_bwd_cfg_ok(p->gpu, HS, bwd));
     if (!ok) {
@@ -176,7 +182,7 @@ static void run_with(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
     set_attn(p, fwd, bwd);
     if (verbose) fprintf(stderr, "  settings: %s\n", wg_attention_describe(p->gpu, HS, desc, sizeof desc));
     snprintf(note, sizeof note, "[%s%s%s]", fwd ? fwd : "", fwd && bwd ? " " : "", bwd ? bwd : "");
-    run_case(p, B, T, NH, NKV, HS, 0, runs, note);
+    run_case(p, B, T, NH, NKV, HS, 0, runs, note, drop, seed);
     set_attn(p, NULL, NULL);
 }
 
@@ -205,6 +211,90 @@ static void check_settings(bpair *p) {
               "malformed backward setting '%s' accepted by the settings", malformed_bwd[i]);
 }
 
+// The dropout masks themselves, bit for bit: with q = 0 every score is 0, so P[t, j] = 1/(t + 1),
+// and with v_j = e_j (HS >= T) out[t, j] = m[t, j]/(t + 1): the forward's mask, read off out. With
+// dout_t = e_t, dV[j, t] = P[t, j]·m[t, j]: the mask each backward variant regenerated, read off
+// dV. Both must be the reference's mask (backend/dropout.h) exactly; the fraction kept must be
+// near 1 - p. NKV = NH, so that dV holds one head's mask.
+static void check_masks(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t HS, float drop, uint32_t seed,
+                        int runs) {
+    char what[160];
+    uint32_t C = NH * HS, W = 3 * C;
+    size_t bt = (size_t)B * T, n3 = bt * W, nl = (size_t)B * NH * T;
+    float *qkv = calloc(n3, 4), *dout = calloc(bt * C, 4);
+    for (size_t r = 0; r < bt; r++) {
+        uint32_t t = (uint32_t)(r % T);
+        for (uint32_t c = 0; c < C; c++) qkv[r * W + C + c] = trng_normal();  // k: anything
+        for (uint32_t h = 0; h < NH; h++) {
+            qkv[r * W + 2 * C + h * HS + t] = 1.0f;  // v_t = e_t
+            dout[r * C + h * HS + t] = 1.0f;         // dout_t = e_t
+        }
+    }
+    btensor tq = bt_new(p, n3, qkv), to = bt_new(p, bt * C, NULL), tl = bt_new(p, nl, NULL);
+    btensor tg = bt_new(p, bt * C, dout), td = bt_new(p, n3, NULL);
+    p->cpu->attention_forward(p->cpu, bt_c(to), bt_c(tl), bt_c(tq), B, T, NH, NH, HS, drop, seed);
+    p->gpu->attention_forward(p->gpu, bt_g(to), bt_g(tl), bt_g(tq), B, T, NH, NH, HS, drop, seed);
+    float *oc, *og, *lc, *lg;
+    bt_get(p, to, &oc, &og);
+    bt_get(p, tl, &lc, &lg);
+    p->gpu->upload(p->gpu, bt_g(to), oc, bt * C);
+    p->gpu->upload(p->gpu, bt_g(tl), lc, nl);
+    uint32_t thr = wgt_dropout_threshold(drop);
+    float dscale = wgt_dropout_scale(drop);
+    // m[(b·NH + h)·T·T + t·T + j] of the reference, 0 or 1 (j <= t)
+    unsigned char *m = calloc((size_t)B * NH * T * T, 1);
+    size_t kept = 0, pairs = 0;
+    for (uint32_t b = 0; b < B; b++)
+        for (uint32_t h = 0; h < NH; h++)
+            for (uint32_t t = 0; t < T; t++) {
+                uint32_t key = wgt_dropout_key(seed, (b * NH + h) * T + t, WGT_DROPOUT_ATTN);
+                for (uint32_t j = 0; j <= t; j++) {
+                    unsigned char k = wgt_dropout_bits(key, j) >= thr;
+                    m[(((size_t)b * NH + h) * T + t) * T + j] = k;
+                    kept += k;
+                    pairs++;
+                }
+            }
+    double frac = (double)kept / pairs, sd = sqrt(drop * (1 - drop) / pairs);
+    snprintf(what, sizeof what, "masks B=%u T=%u NH=%u HS=%u p=%g: kept %.4f", B, T, NH, HS, drop, frac);
+    CHECK(fabs(frac - (1 - drop)) < 5 * sd + 1e-9, "%s, want %.4f ± %.4f", what, 1 - drop, 5 * sd);
+    // out[b, t, h·HS + j] = m·dscale/(t + 1) for j <= t, 0 above
+    size_t bad_c = 0, bad_g = 0;
+    for (uint32_t b = 0; b < B; b++)
+        for (uint32_t h = 0; h < NH; h++)
+            for (uint32_t t = 0; t < T; t++)
+                for (uint32_t j = 0; j < T; j++) {
+                    size_t o = ((size_t)b * T + t) * C + h * HS + j;
+                    double want = j <= t ? m[(((size_t)b * NH + h) * T + t) * T + j] : 0;
+                    bad_c += fabs(oc[o] * (t + 1) / dscale - want) > 1e-3;
+                    bad_g += fabs(og[o] * (t + 1) / dscale - want) > 1e-3;
+                }
+    CHECK(bad_c == 0, "%s: %zu of the C forward's mask entries differ from the hash", what, bad_c);
+    CHECK(bad_g == 0, "%s: %zu of the GPU forward's mask entries differ from the hash", what, bad_g);
+    float *got = malloc(n3 * 4);
+    for (int v = 0; v <= 4; v++) {
+        if (!(runs & (1 << v))) continue;
+        int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), B, T, NH, NH,
+                                             HS, drop, seed);
+        CHECK(v == 0 || ran == v, "%s: variant %d ran as %d", what, v, ran);
+        CHECK(p->gpu->sync(p->gpu) == WGT_OK, "device error: %s", wgt_last_error());
+        p->gpu->download(p->gpu, got, bt_g(td), n3);
+        size_t bad = 0;
+        // dV[b, j, h·HS + t] = m[t, j]·dscale·P[t, j], P = 1/(t + 1), for t >= j
+        for (uint32_t b = 0; b < B; b++)
+            for (uint32_t h = 0; h < NH; h++)
+                for (uint32_t j = 0; j < T; j++)
+                    for (uint32_t t = j; t < T; t++) {
+                        double x = got[((size_t)b * T + j) * W + 2 * C + h * HS + t] * (t + 1) / dscale;
+                        bad += fabs(x - m[(((size_t)b * NH + h) * T + t) * T + j]) > 1e-3;
+                    }
+        CHECK(bad == 0, "%s: %zu of the %s backward's mask entries differ from the hash", what, bad,
+              variant_name[ran]);
+    }
+    free(got); free(m); free(qkv); free(dout); free(oc); free(og); free(lc); free(lg);
+    bt_free(p, &tq); bt_free(p, &to); bt_free(p, &tl); bt_free(p, &tg); bt_free(p, &td);
+}
+
 int main(void) {
     verbose = getenv("WGTRAIN_TEST_VERBOSE") && atoi(getenv("WGTRAIN_TEST_VERBOSE"));
     double t0 = wgt_now_s();
@@ -213,35 +303,46 @@ int main(void) {
     check_settings(&p);
     int longv = RUN_SPLIT | RUN_FUSED;
     // B, T, NH, NKV, HS
-    run_case(&p, 2, 5, 2, 2, 4, 0, RUN_AUTO | RUN_FUSED, NULL);      // tiny: HS = 4, one partial tile
-    run_case(&p, 1, 67, 2, 2, 24, 0, longv, NULL);                   // T just past a tile multiple; HS = 24:
-                                                                     //   vec4 rows not a multiple of 8 (no swizzle)
-    run_case(&p, 2, 100, 2, 2, 64, 0, longv | RUN_STREAM | RUN_AUTO, NULL);  // HS = 64 with NH = 2
-    run_case(&p, 1, 256, 2, 2, 64, 0, longv | RUN_STREAM, NULL);     // T = 256
-    run_case(&p, 1, 56, 2, 2, 64, 0, RUN_SHORT, NULL);               // T at the split-short limit of 32 KiB devices
-    run_case(&p, 1, 70, 1, 1, 128, 0, RUN_SPLIT, NULL);              // HS = 128: the small tiles
-    run_case(&p, 2, 40, 2, 2, 6, 0, RUN_SHORT | RUN_SPLIT, NULL);    // HS = 6: not a multiple of 4 (scalar loads)
-    run_case(&p, 1, 33, 2, 2, 4, 80.0f, RUN_AUTO, NULL);             // ±80 inputs
+    run_case(&p, 2, 5, 2, 2, 4, 0, RUN_AUTO | RUN_FUSED, NULL, 0.0f, 0);      // tiny: HS = 4, one partial tile
+    run_case(&p, 1, 67, 2, 2, 24, 0, longv, NULL, 0.0f, 0);  // T just past a tile multiple; HS = 24: vec4 rows
+                                                             //   not a multiple of 8 (no swizzle)
+    run_case(&p, 2, 100, 2, 2, 64, 0, longv | RUN_STREAM | RUN_AUTO, NULL, 0.0f, 0);  // HS = 64 with NH = 2
+    run_case(&p, 1, 256, 2, 2, 64, 0, longv | RUN_STREAM, NULL, 0.0f, 0);     // T = 256
+    run_case(&p, 1, 56, 2, 2, 64, 0, RUN_SHORT, NULL, 0.0f, 0);             // T at the split-short limit of 32 KiB
+    run_case(&p, 1, 70, 1, 1, 128, 0, RUN_SPLIT, NULL, 0.0f, 0);              // HS = 128: the small tiles
+    run_case(&p, 2, 40, 2, 2, 6, 0, RUN_SHORT | RUN_SPLIT, NULL, 0.0f, 0);  // HS = 6: not a multiple of 4 (scalar)
+    run_case(&p, 1, 33, 2, 2, 4, 80.0f, RUN_AUTO, NULL, 0.0f, 0);             // ±80 inputs
     // grouped-query attention: every variant, T not a multiple of any tile
-    run_case(&p, 2, 67, 8, 2, 8, 0, longv | RUN_STREAM, NULL);       // 4 query heads a kv head
-    run_case(&p, 1, 37, 8, 2, 8, 0, RUN_SHORT | RUN_AUTO, NULL);
-    run_case(&p, 2, 100, 4, 1, 16, 0, longv | RUN_STREAM | RUN_AUTO, NULL);  // one kv head (multi-query)
-    run_case(&p, 1, 45, 4, 1, 16, 0, RUN_SHORT, NULL);
-    run_case(&p, 1, 45, 4, 2, 6, 0, RUN_SHORT | RUN_SPLIT, NULL);    // HS = 6 (scalar loads), 2 a group
+    run_case(&p, 2, 67, 8, 2, 8, 0, longv | RUN_STREAM, NULL, 0.0f, 0);       // 4 query heads a kv head
+    run_case(&p, 1, 37, 8, 2, 8, 0, RUN_SHORT | RUN_AUTO, NULL, 0.0f, 0);
+    run_case(&p, 2, 100, 4, 1, 16, 0, longv | RUN_STREAM | RUN_AUTO, NULL, 0.0f, 0);  // one kv head (multi-query)
+    run_case(&p, 1, 45, 4, 1, 16, 0, RUN_SHORT, NULL, 0.0f, 0);
+    run_case(&p, 1, 45, 4, 2, 6, 0, RUN_SHORT | RUN_SPLIT, NULL, 0.0f, 0);    // HS = 6 (scalar loads), 2 a group
     // the unrolled loops of real GPUs: compiling them costs the software rasterizer seconds even at
     // HS = 4, so one backward kernel (fused: both products) with short tiles, plain and grouped
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = 1;
-    run_with(&p, 2, 70, 2, 2, 4, RUN_FUSED, NULL, "kv=8x16");
-    run_with(&p, 1, 70, 4, 1, 4, RUN_FUSED, NULL, "kv=8x16");
+    run_with(&p, 2, 70, 2, 2, 4, RUN_FUSED, NULL, "kv=8x16", 0.0f, 0);
+    run_with(&p, 1, 70, 4, 1, 4, RUN_FUSED, NULL, "kv=8x16", 0.0f, 0);
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = WG_AUTO;
     // the H200 defaults (48 KiB at HS = 64) at HS = 32, where they fit 32 KiB: 64-key forward tiles
     // (P larger than the K tile), 16×64 / 64×16 backward tiles with 4 keys or queries a thread
     run_with(&p, 2, 100, 2, 2, 32, RUN_FUSED | RUN_SPLIT | RUN_STREAM, "nl=8,tr=2,bc=64,sg=1",
-             "kv=16x64,q=64x16,st=32x32,ncp=16");
+             "kv=16x64,q=64x16,st=32x32,ncp=16", 0.0f, 0);
     // other settings at HS = 64, T = 100 (partial tiles)
-    run_with(&p, 2, 100, 2, 2, 64, RUN_FUSED, "nl=16,tr=2,bc=16,sg=0", "kv=16x32/2x2,ncp=32");
-    run_with(&p, 2, 100, 2, 2, 64, RUN_SPLIT, "nl=4,tr=1,bc=32,sg=1", "v=split,kv=32x16,q=16x32/1x4");
-    run_with(&p, 2, 100, 2, 2, 64, RUN_FUSED, NULL, "kv=32x16");
+    run_with(&p, 2, 100, 2, 2, 64, RUN_FUSED, "nl=16,tr=2,bc=16,sg=0", "kv=16x32/2x2,ncp=32", 0.0f, 0);
+    run_with(&p, 2, 100, 2, 2, 64, RUN_SPLIT, "nl=4,tr=1,bc=32,sg=1", "v=split,kv=32x16,q=16x32/1x4", 0.0f, 0);
+    run_with(&p, 2, 100, 2, 2, 64, RUN_FUSED, NULL, "kv=32x16", 0.0f, 0);
+    // dropout on the probabilities: every variant against the reference (which draws the same
+    // masks), grouped heads, scalar loads, an unrolled kernel; then the masks bit for bit
+    run_case(&p, 2, 100, 2, 2, 64, 0, longv | RUN_STREAM | RUN_AUTO, NULL, 0.1f, 42);
+    run_case(&p, 2, 67, 8, 2, 8, 0, longv | RUN_STREAM, NULL, 0.5f, 4000000000u);
+    run_case(&p, 1, 45, 4, 2, 16, 0, RUN_SHORT | RUN_AUTO, NULL, 0.3f, 7);
+    run_case(&p, 2, 40, 2, 2, 6, 0, RUN_SHORT | RUN_SPLIT, NULL, 0.2f, 9);
+    wg_ctx_settings(wg_of(p.gpu))->attn_unroll = 1;
+    run_with(&p, 1, 70, 4, 1, 4, RUN_FUSED, NULL, "kv=8x16", 0.25f, 3);
+    wg_ctx_settings(wg_of(p.gpu))->attn_unroll = WG_AUTO;
+    check_masks(&p, 2, 40, 2, 64, 0.5f, 123, RUN_SHORT | RUN_SPLIT | RUN_FUSED | RUN_STREAM);
+    check_masks(&p, 1, 61, 2, 64, 0.2f, 0xdeadbeefu, RUN_SPLIT | RUN_FUSED | RUN_STREAM);
     bpair_close(&p);
     fprintf(stderr, "attention tests: %.1f s\n", wgt_now_s() - t0);
     return test_finish();

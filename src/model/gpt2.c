@@ -137,7 +137,7 @@ static void block_forward(wgt_model *m, int l) {
     wgt_view out = l + 1 < m->c.n_layer ? a->h[l + 1].res : a->res_final;
     be->layernorm_forward(be, h->ln1, h->ln1_mean, h->ln1_rstd, h->res, p->ln1_w, p->ln1_b, BT, C);  // ln1 [B,T,C]
     be->matmul(be, h->qkv, h->ln1, p->qkv_w, p->qkv_b, BT, C, 3 * C);                                // qkv [B,T,3C]
-    be->attention_forward(be, h->atty, h->lse, h->qkv, B, T, NH, NH, C / NH);          // atty [B,T,C], lse [B,NH,T]
+    be->attention_forward(be, h->atty, h->lse, h->qkv, B, T, NH, NH, C / NH, 0.0f, 0);  // atty [B,T,C], lse [B,NH,T]
     be->matmul(be, a->scratch_c, h->atty, p->attproj_w, p->attproj_b, BT, C, C);                 // attproj [B,T,C]
     be->residual_forward(be, h->res2, h->res, a->scratch_c, (size_t)BT * C);                        // res2 [B,T,C]
     be->layernorm_forward(be, h->ln2, h->ln2_mean, h->ln2_rstd, h->res2, p->ln2_w, p->ln2_b, BT, C); // ln2 [B,T,C]
@@ -179,7 +179,7 @@ static void block_backward(wgt_model *m, int l) {
     // attention: res2 = x + attproj(attention(qkv(ln1(x))))
     be->matmul_t(be, a->dtmp, a->dres, p->attproj_w, BT, C, C);                                    // datty [B,T,C]
     be->matmul_at(be, g->attproj_w, g->attproj_b, a->dres, h->atty, BT, C, C);
-    be->attention_backward(be, a->dqkv, a->dtmp, h->qkv, h->atty, h->lse, B, T, NH, NH, C / NH);   // dqkv [B,T,3C]
+    be->attention_backward(be, a->dqkv, a->dtmp, h->qkv, h->atty, h->lse, B, T, NH, NH, C / NH, 0.0f, 0);  // dqkv [B,T,3C]
     be->matmul_t(be, a->dtmp, a->dqkv, p->qkv_w, BT, C, 3 * C);                                     // dln1 [B,T,C]
     be->matmul_at(be, g->qkv_w, g->qkv_b, a->dqkv, h->ln1, BT, C, 3 * C);
     be->layernorm_backward(be, a->dres, g->ln1_w, g->ln1_b, a->dtmp, h->res, p->ln1_w, h->ln1_mean, h->ln1_rstd, BT,

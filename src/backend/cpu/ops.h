@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "backend/backend.h"
+#include "backend/dropout.h"  // the dropout mask (wgt_dropout_*), shared with the WebGPU hosts
 
 // ---- shared scalar helpers (the C twins of 00_shared.wgsl and the activation preambles) ----
 

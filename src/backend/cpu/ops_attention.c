@@ -6,6 +6,11 @@
 // T×T matrix is ever stored: the same contract the WGSL backward variants must meet. Dot
 // products over HS run in f32; the sums over keys (softmax denominator, outputs, dK, dV, dQ) and
 // over a group's query heads (dK, dV) in double.
+//
+// Dropout (p > 0, docs/kernels.md#dropout): the probability P[b,h,t,j] is multiplied by
+// m = keep ? 1/(1 - p) : 0, keep = wgt_dropout_bits(wgt_dropout_key(seed, (b·NH + h)·T + t,
+// WGT_DROPOUT_ATTN), j) >= floor(p·2^32), before it weighs v_j; lse stays that of the undropped
+// softmax, and the backward regenerates m from (seed, row, j).
 #include <stdlib.h>
 #include "backend/cpu/ops.h"
 
@@ -20,11 +25,19 @@ static void check_heads(uint32_t NH, uint32_t NKV, uint32_t HS) {
     WGT_ASSERT(HS > 0, "attention needs a head size of at least 1");
 }
 
+// the dropout multiplier of key j in a row whose key is rkey (thr = 0: no dropout, always 1)
+static inline double drop_mult(uint32_t rkey, size_t j, uint32_t thr, float dscale) {
+    return thr ? (double)wgt_dropout_mult(wgt_dropout_bits(rkey, (uint32_t)j), thr, dscale) : 1.0;
+}
+
 // For query t of head h (kv head g = h / (NH/NKV)): s_j = q_t·k_j / sqrt(HS) for j <= t;
-// lse_t = log Σ_j exp(s_j); out_t = Σ_j exp(s_j - lse_t)·v_j.
+// lse_t = log Σ_j exp(s_j); out_t = Σ_j exp(s_j - lse_t)·m_tj·v_j (m_tj = 1 without dropout).
 void cpu_attention_forward(float *out, float *lse, const float *qkv, uint32_t B, uint32_t T, uint32_t NH,
-                           uint32_t NKV, uint32_t HS) {
+                           uint32_t NKV, uint32_t HS, float p, uint32_t seed) {
     check_heads(NH, NKV, HS);
+    WGT_ASSERT(p >= 0.0f && p < 1.0f, "attention dropout needs p in [0, 1)");
+    const uint32_t thr = wgt_dropout_threshold(p);
+    const float dscale = wgt_dropout_scale(p);
     const size_t C = (size_t)NH * HS;            // width of q and of out; first k column
     const size_t W = C + 2 * (size_t)NKV * HS;   // qkv row
     const size_t VC = C + (size_t)NKV * HS;      // first v column
@@ -50,8 +63,9 @@ void cpu_attention_forward(float *out, float *lse, const float *qkv, uint32_t B,
             for (size_t j = 0; j <= t; j++) denom += exp((double)s[j] - mx);
             double l = mx + log(denom);
             for (uint32_t d = 0; d < HS; d++) acc[d] = 0.0;
+            const uint32_t rkey = thr ? wgt_dropout_key(seed, (uint32_t)r, WGT_DROPOUT_ATTN) : 0;
             for (size_t j = 0; j <= t; j++) {
-                double p = exp((double)s[j] - l);
+                double p = exp((double)s[j] - l) * drop_mult(rkey, j, thr, dscale);
                 const float *v = base + j * W + VC + g * HS;
                 for (uint32_t d = 0; d < HS; d++) acc[d] += p * v[d];
             }
@@ -64,16 +78,21 @@ void cpu_attention_forward(float *out, float *lse, const float *qkv, uint32_t B,
     }
 }
 
-// With P_ij = exp(s_ij - lse_i) recomputed and D_i = Σ_d dO_i·O_i (= Σ_j P_ij·dP_ij):
-//   dP_ij = dO_i·v_j,  dS_ij = P_ij·(dP_ij - D_i)
-//   dq_i = scale·Σ_j dS_ij·k_j,  dk_j = scale·Σ_h Σ_i dS_ij·q_i,  dv_j = Σ_h Σ_i P_ij·dO_i
+// With P_ij = exp(s_ij - lse_i) recomputed, m_ij the dropout multiplier (1 without dropout) and
+// D_i = Σ_d dO_i·O_i (= Σ_j P_ij·dP_ij, O the dropped output):
+//   dP_ij = (dO_i·v_j)·m_ij,  dS_ij = P_ij·(dP_ij - D_i)
+//   dq_i = scale·Σ_j dS_ij·k_j,  dk_j = scale·Σ_h Σ_i dS_ij·q_i,  dv_j = Σ_h Σ_i P_ij·m_ij·dO_i
 // where Σ_h runs over the query heads of k_j's group. One task per (b, kv head g): it loops over
 // the group's query heads in order, and its dq, dk, dv columns belong to no other task, so the
 // parallel loop needs no atomics; dk/dv are accumulated over the group in a per-thread double
 // scratch. With NKV = NH every group is one head.
 void cpu_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *out,
-                            const float *lse, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS) {
+                            const float *lse, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS,
+                            float p, uint32_t seed) {
     check_heads(NH, NKV, HS);
+    WGT_ASSERT(p >= 0.0f && p < 1.0f, "attention dropout needs p in [0, 1)");
+    const uint32_t thr = wgt_dropout_threshold(p);
+    const float dscale = wgt_dropout_scale(p);
     const size_t C = (size_t)NH * HS, W = C + 2 * (size_t)NKV * HS, VC = C + (size_t)NKV * HS;
     const uint32_t G = NH / NKV;
     const float scale = 1.0f / sqrtf((float)HS);
@@ -100,16 +119,19 @@ void cpu_attention_backward(float *dqkv, const float *dout, const float *qkv, co
                     for (uint32_t d = 0; d < HS; d++) D += (double)go[d] * o[d];
                     double l = lse[bh * T + i];
                     for (uint32_t d = 0; d < HS; d++) dq[d] = 0.0;
+                    const uint32_t rkey = thr ? wgt_dropout_key(seed, (uint32_t)(bh * T + i), WGT_DROPOUT_ATTN) : 0;
                     for (size_t j = 0; j <= i; j++) {
                         const float *k = base + j * W + C + g * HS;
                         const float *v = base + j * W + VC + g * HS;
                         double p = exp((double)(dot(q, k, HS) * scale) - l);
-                        double ds = p * ((double)dot(go, v, HS) - D);
+                        double m = drop_mult(rkey, j, thr, dscale);
+                        double ds = p * ((double)dot(go, v, HS) * m - D);
+                        double pm = p * m;
                         double *dkj = dk + j * HS, *dvj = dv + j * HS;
                         for (uint32_t d = 0; d < HS; d++) {
                             dq[d] += ds * k[d];
                             dkj[d] += ds * q[d];
-                            dvj[d] += p * go[d];
+                            dvj[d] += pm * go[d];
                         }
                     }
                     float *dqi = dbase + i * W + h * HS;

@@ -25,6 +25,10 @@
 // scratch. GQ is a pipeline constant: at GQ = 1 (NKV = NH) those loops compile away and the
 // kernels are the multi-head ones.
 //
+// Dropout on the probabilities (p > 0, docs/kernels.md#dropout) is the pipeline constant DROP,
+// with the seed, threshold and scale in the uniform; at p = 0 DROP is false and the kernels are
+// those without dropout (the same code and results, nothing extra computed).
+//
 // Backward variant rule (wg_attention_backward, variant 0 = auto):
 //   1. split-short   when T <= the largest T whose T×T P and dS fit in workgroup memory
 //                    (56 with 32 KiB, 64 with 48 KiB): one workgroup per (b, kv head), nothing
@@ -39,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backend/dropout.h"
 #include "backend/webgpu/wg_ops.h"
 
 // In a GPT-2 124M step on the H200 (96 heads, T = 1024) streaming took 5.4 ms a layer against
@@ -67,8 +72,8 @@ typedef struct {
     uint32_t B, T, C, NH;        // C = NH·HS: width of out / dout, first k column of qkv
     uint32_t W, nblk, hs4, nkb;  // W = C + 2·NKV·HS: qkv's row; nkb: key blocks (fused), bc4 (forward)
     uint32_t ntri, bq, bk4, nkv;
-    uint32_t vc, p4, p5, p6;     // vc = C + NKV·HS: first v column
-    float scale_log2, scale, f0, f1;
+    uint32_t vc, dseed, dthr, p6;  // vc = C + NKV·HS: first v column; dropout seed, threshold
+    float scale_log2, scale, dscale, f1;  // dscale: 1/(1 - p)
 } attn_params;
 
 typedef struct { uint32_t nl, tr, bc, sg; } fwd_cfg;            // sg: as requested
@@ -330,10 +335,20 @@ static attn_params make_params(uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
     p.nkv = NKV; p.vc = (NH + NKV) * HS;
     p.scale = 1.0f / sqrtf((float)HS);  // as the C reference
     p.scale_log2 = p.scale * 1.4426950408889634f;
+    p.dscale = 1.0f;
     return p;
 }
 
-static void check_shapes(wgt_backend *be, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS) {
+// The dropout fields of the uniform (DROP in the pipelines is p.dthr != 0).
+static void set_dropout(attn_params *p, float drop, uint32_t seed) {
+    p->dseed = seed;
+    p->dthr = wgt_dropout_threshold(drop);
+    p->dscale = wgt_dropout_scale(drop);
+}
+static const char *drop_def(int drop) { return drop ? "const DROP=true;" : "const DROP=false;"; }
+
+static void check_shapes(wgt_backend *be, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float drop) {
+    WGT_ASSERT(drop >= 0.0f && drop < 1.0f, "attention dropout needs p in [0, 1)");
     WGT_ASSERT(NH > 0 && NKV > 0 && NH % NKV == 0, "attention needs NKV (kv heads) dividing NH (query heads)");
     WGT_ASSERT(HS > 0 && HS <= 128, "attention kernels support head sizes 1..128");
     uint64_t n = (uint64_t)B * T * ((uint64_t)NH + 2 * (uint64_t)NKV) * HS;
@@ -348,12 +363,13 @@ static const char *qkv_type(uint32_t HS) {
     return HS % 4 == 0 ? "alias QT=vec4<f32>;const QV4=true;" : "alias QT=f32;const QV4=false;";
 }
 
-static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, uint32_t gq, fwd_cfg c) {
+static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, uint32_t gq, fwd_cfg c, int drop) {
     int sg = c.sg && sg_usable(ctx, c.nl);
-    char defs[380];
+    char defs[512];
     snprintf(defs, sizeof defs,
-             "const HS=%uu;const GQ=%uu;const NL=%uu;const TR=%uu;const BC=%uu;const SG=%s;const UNROLL=%s;%s%s", HS, gq,
-             c.nl, c.tr, c.bc, sg ? "true" : "false", unroll_ok(ctx) ? "true" : "false", qkv_type(HS),
+             "const HS=%uu;const GQ=%uu;const NL=%uu;const TR=%uu;const BC=%uu;const SG=%s;const UNROLL=%s;%s%s%s", HS,
+             gq, c.nl, c.tr, c.bc, sg ? "true" : "false", unroll_ok(ctx) ? "true" : "false", qkv_type(HS),
+             drop_def(drop),
              sg ? "fn fa_sg(x:f32,mx:bool)->f32{var y=x;for(var i=1u;i<NL;i=i<<1u){let z=subgroupShuffleXor(y,i);"
                   "y=select(y+z,max(y,z),mx);}return y;}"
                 : "fn fa_sg(x:f32,mx:bool)->f32{return x;}");
@@ -361,17 +377,18 @@ static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, uint32_t gq, f
 }
 
 void wg_attention_forward(wgt_backend *be, wgt_view out, wgt_view lse, wgt_view qkv, uint32_t B, uint32_t T,
-                          uint32_t NH, uint32_t NKV, uint32_t HS) {
+                          uint32_t NH, uint32_t NKV, uint32_t HS, float p_drop, uint32_t seed) {
     if (!B || !T) return;
-    check_shapes(be, B, T, NH, NKV, HS);
+    check_shapes(be, B, T, NH, NKV, HS, p_drop);
     wg_ctx *ctx = wg_of(be);
     fwd_cfg c = fwd_choose(ctx, HS);
     uint32_t br = (256 / c.nl) * c.tr, nblk = (T + br - 1) / br;
     attn_params p = make_params(B, T, NH, NKV, HS, nblk);
     p.nkb = c.bc / 4;  // the forward's params name this slot bc4: keys / 4 per tile
+    set_dropout(&p, p_drop, seed);
     size_t bt = (size_t)B * T;
     wg_bind b[] = {wg_b(out, bt * p.C), wg_b(lse, (size_t)B * NH * T), wg_b(qkv, bt * p.W)};
-    wg_dispatch(ctx, "attention_forward", fwd_pipeline(ctx, HS, NH / NKV, c), b, 3, &p, sizeof p,
+    wg_dispatch(ctx, "attention_forward", fwd_pipeline(ctx, HS, NH / NKV, c, p.dthr != 0), b, 3, &p, sizeof p,
                 (uint64_t)nblk * B * NH);
 }
 
@@ -384,14 +401,15 @@ static uint32_t short_max_t(wg_ctx *ctx) {
 }
 
 // gq: query heads per kv head (1 for the kernels that do not loop over a group: one pipeline
-// serves every group size)
+// serves every group size); drop: dropout (0 for the kernels that do not depend on it)
 static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
-                                        bwd_tile t, uint32_t ss) {
-    char defs[280];
+                                        bwd_tile t, uint32_t ss, int drop) {
+    char defs[512];
     snprintf(defs, sizeof defs,
              "const HS=%uu;const GQ=%uu;const BQ=%uu;const BK=%uu;const RQS=%uu;const RKS=%uu;const NCP=%uu;"
-             "const SS=%uu;const UNROLL=%s;%s",
-             HS, gq, t.bq, t.bk, t.rqs, t.rks, ncp, ss, unroll_ok(ctx) ? "true" : "false", qkv_type(HS));
+             "const SS=%uu;const UNROLL=%s;%s%s",
+             HS, gq, t.bq, t.bk, t.rqs, t.rks, ncp, ss, unroll_ok(ctx) ? "true" : "false", qkv_type(HS),
+             drop_def(drop));
     return wg_pipeline(ctx, "10_backward_attention.wgsl", entry, defs);
 }
 
@@ -420,9 +438,10 @@ int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, 
 // it to run each variant; the model calls wg_attention_backward.
 int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv,
                                wgt_view out, wgt_view lse, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
-                               uint32_t HS) {
+                               uint32_t HS, float p_drop, uint32_t seed) {
     if (!B || !T) return variant;
-    check_shapes(be, B, T, NH, NKV, HS);
+    check_shapes(be, B, T, NH, NKV, HS, p_drop);
+    const int drop = wgt_dropout_threshold(p_drop) != 0;
     wg_ctx *ctx = wg_of(be);
     bwd_cfg cfg = bwd_choose(ctx, HS);
     if (variant < 1 || variant > 4) variant = wg_attention_backward_auto_variant(be, B, T, NH, NKV, HS);
@@ -447,7 +466,7 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
     attn_params pd = make_params(B, T, NH, NKV, HS, 0);
     uint32_t npr = pow2_ceil(hs4_of(HS));  // dsum: threads per row
     wg_bind bd[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(out, bt * C)};
-    wg_dispatch(ctx, dsum, bwd_pipeline(ctx, dsum, HS, 1, ncp0, small, 8), bd, 3, &pd, sizeof pd,
+    wg_dispatch(ctx, dsum, bwd_pipeline(ctx, dsum, HS, 1, ncp0, small, 8, 0), bd, 3, &pd, sizeof pd,
                 wg_groups(bt * NH, 256 / npr));
 
     // the kernels that own dK, dV run one workgroup (per key block) per kv head
@@ -455,13 +474,15 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
     if (variant == V_SHORT) {
         uint32_t ss = (T + 7) / 8 * 8;
         attn_params p = make_params(B, T, NH, NKV, HS, 1);
-        wg_dispatch(ctx, shrt, bwd_pipeline(ctx, shrt, HS, gq, ncp0, small, ss), b, 4, &p, sizeof p, bnk);
+        set_dropout(&p, p_drop, seed);
+        wg_dispatch(ctx, shrt, bwd_pipeline(ctx, shrt, HS, gq, ncp0, small, ss, drop), b, 4, &p, sizeof p, bnk);
     } else if (variant == V_STREAM) {
         bwd_tile t = cfg.st;
         attn_params p = make_params(B, T, NH, NKV, HS, 1);
         p.bq = t.bq;
         p.bk4 = t.bk / 4;
-        wg_dispatch(ctx, strm, bwd_pipeline(ctx, strm, HS, gq, cfg.ncp, t, 8), b, 4, &p, sizeof p, bnk);
+        set_dropout(&p, p_drop, seed);
+        wg_dispatch(ctx, strm, bwd_pipeline(ctx, strm, HS, gq, cfg.ncp, t, 8, drop), b, 4, &p, sizeof p, bnk);
     } else if (variant == V_FUSED) {
         bwd_tile t = cfg.kv;
         attn_params p = make_params(B, T, NH, NKV, HS, (T + t.bk - 1) / t.bk);
@@ -469,34 +490,37 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         p.ntri = (uint32_t)fused_rows(T, t.bk);
         p.bq = t.bq;
         p.bk4 = t.bk / 4;
+        set_dropout(&p, p_drop, seed);
         size_t ns = (size_t)fused_elems(B, T, NH, HS, t.bk);
         wgt_view sv = wgt_view_of(scr, 0, ns);
         wg_bind bf[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T), wg_b(sv, ns)};
-        wg_dispatch(ctx, fusd, bwd_pipeline(ctx, fusd, HS, gq, cfg.ncp, t, 8), bf, 5, &p, sizeof p,
+        wg_dispatch(ctx, fusd, bwd_pipeline(ctx, fusd, HS, gq, cfg.ncp, t, 8, drop), bf, 5, &p, sizeof p,
                     (uint64_t)p.nblk * bnk);
         wg_bind br[] = {wg_b(dqkv, n3), wg_b(sv, ns)};
-        wg_dispatch(ctx, redu, bwd_pipeline(ctx, redu, HS, 1, cfg.ncp, t, 8), br, 2, &p, sizeof p,
+        wg_dispatch(ctx, redu, bwd_pipeline(ctx, redu, HS, 1, cfg.ncp, t, 8, 0), br, 2, &p, sizeof p,
                     wg_groups(bnh * T * hs4_of(HS), 256));
     } else {
         bwd_tile tk = cfg.kv;
         attn_params pk = make_params(B, T, NH, NKV, HS, (T + tk.bk - 1) / tk.bk);
         pk.bq = tk.bq;
         pk.bk4 = tk.bk / 4;
-        wg_dispatch(ctx, dkdv, bwd_pipeline(ctx, dkdv, HS, gq, cfg.ncp, tk, 8), b, 4, &pk, sizeof pk,
+        set_dropout(&pk, p_drop, seed);
+        wg_dispatch(ctx, dkdv, bwd_pipeline(ctx, dkdv, HS, gq, cfg.ncp, tk, 8, drop), b, 4, &pk, sizeof pk,
                     (uint64_t)pk.nblk * bnk);
         bwd_tile tq = cfg.q;
         attn_params pq = make_params(B, T, NH, NKV, HS, (T + tq.bq - 1) / tq.bq);
         pq.bq = tq.bq;
         pq.bk4 = tq.bk / 4;
-        wg_dispatch(ctx, dq, bwd_pipeline(ctx, dq, HS, gq, cfg.ncp, tq, 8), b, 4, &pq, sizeof pq,
+        set_dropout(&pq, p_drop, seed);
+        wg_dispatch(ctx, dq, bwd_pipeline(ctx, dq, HS, gq, cfg.ncp, tq, 8, drop), b, 4, &pq, sizeof pq,
                     (uint64_t)pq.nblk * bnh);
     }
     return variant;
 }
 
 void wg_attention_backward(wgt_backend *be, wgt_view dqkv, wgt_view dout, wgt_view qkv, wgt_view out, wgt_view lse,
-                           uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS) {
-    wg_attention_backward_with(be, 0, dqkv, dout, qkv, out, lse, B, T, NH, NKV, HS);
+                           uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float p, uint32_t seed) {
+    wg_attention_backward_with(be, 0, dqkv, dout, qkv, out, lse, B, T, NH, NKV, HS, p, seed);
 }
 
 // ------------------------------------------------------------------ test / bench hooks

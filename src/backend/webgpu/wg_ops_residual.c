@@ -1,5 +1,7 @@
 // wg_ops_residual.c — dispatch wrappers for kernels/14_residual.wgsl (residual_forward,
-// add_inplace). Tensors larger than one storage binding are processed in windows.
+// add_inplace, dropout_forward, dropout_backward). Tensors larger than one storage binding are
+// processed in windows.
+#include "backend/dropout.h"
 #include "backend/webgpu/wg_ops.h"
 
 typedef struct { uint32_t n, out_off, a_off, b_off; } res_params;
@@ -45,4 +47,48 @@ void wg_residual_forward(wgt_backend *be, wgt_view out, wgt_view a, wgt_view b, 
                         wg_binding_window(b, o, k, &p.b_off)};
         wg_dispatch(ctx, "residual_forward", pipe, bd, 3, &p, sizeof p, wg_groups(k, 256));
     }
+}
+
+typedef struct {
+    uint32_t n, out_off, in_off, thr, seed, stream, base_lo, base_hi;
+    float scale;
+    uint32_t p0, p1, p2;
+} drop_params;  // DropParams
+
+// out = dropout(inp), windows of res_chunk elements; the window's first element index goes to the
+// kernel (base_lo, base_hi), so the mask is that of the whole tensor whatever the windows.
+static void dropout_map(wgt_backend *be, wgt_view out, wgt_view inp, size_t n, float p, uint32_t seed,
+                        uint32_t stream, const char *what) {
+    WGT_ASSERT(p >= 0.0f && p < 1.0f, "dropout needs p in [0, 1)");
+    const uint32_t thr = wgt_dropout_threshold(p);
+    const int inplace = same_view(out, inp);
+    if (inplace && thr == 0) return;  // p = 0 in place: nothing to do
+    WGT_ASSERT(inplace || !overlaps(out, inp, n), "dropout: out partially overlaps inp");
+    wg_ctx *ctx = wg_of(be);
+    const char *entry = inplace ? "dropout_inplace" : "dropout";
+    WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", entry, NULL);
+    size_t ch = res_chunk(be);
+    for (size_t o = 0; o < n; o += ch) {
+        size_t k = n - o < ch ? n - o : ch;
+        uint64_t base = o;
+        drop_params q = {(uint32_t)k, 0, 0, thr, seed, stream, (uint32_t)base, (uint32_t)(base >> 32),
+                         wgt_dropout_scale(p), 0, 0, 0};
+        if (inplace) {
+            wg_bind b[] = {wg_binding_window(out, o, k, &q.out_off)};
+            wg_dispatch(ctx, what, pipe, b, 1, &q, sizeof q, wg_groups(k, 256));
+        } else {
+            wg_bind b[] = {wg_binding_window(out, o, k, &q.out_off), wg_binding_window(inp, o, k, &q.in_off)};
+            wg_dispatch(ctx, what, pipe, b, 2, &q, sizeof q, wg_groups(k, 256));
+        }
+    }
+}
+
+void wg_dropout_forward(wgt_backend *be, wgt_view out, wgt_view inp, size_t n, float p, uint32_t seed,
+                        uint32_t stream) {
+    dropout_map(be, out, inp, n, p, seed, stream, "dropout_forward");
+}
+
+void wg_dropout_backward(wgt_backend *be, wgt_view dinp, wgt_view dout, size_t n, float p, uint32_t seed,
+                         uint32_t stream) {
+    dropout_map(be, dinp, dout, n, p, seed, stream, "dropout_backward");
 }
