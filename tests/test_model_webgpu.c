@@ -79,6 +79,7 @@ typedef struct {
     int B, T, steps;
     float alpha, beta, clip;
     size_t binding_limit;  // 0: the device's
+    float dropout;         // on attention probabilities and residual branches; a new seed each step
 } mcase;
 
 
@@ -167,7 +168,7 @@ static void run_case(bpair *bp, const mcase *mc) {
         tgt[i] = (i % 11 == 3) ? -1 : (int32_t)(trng_u32() % V);  // every 11th target ignored
         valid += tgt[i] >= 0;
     }
-    model_loss_opts lo = {mc->alpha, mc->beta};
+    model_loss_opts lo = {mc->alpha, mc->beta, mc->dropout, 0};
     float inv_norm = 1.0f / (float)valid;
     char what[160];
 
@@ -190,6 +191,7 @@ static void run_case(bpair *bp, const mcase *mc) {
         double loss[2];
         for (int k = 0; k < 2; k++) {
             model_zero_grad(ms[k]);
+            lo.dropout_seed = 1000u + (uint32_t)s;  // the same masks on both backends
             if (model_forward(ms[k], tok, tgt, lo, inv_norm) != WGT_OK) die("forward");
             model_backward(ms[k]);
             if (model_loss_sum(ms[k], &loss[k]) != WGT_OK) die("loss_sum");
@@ -285,19 +287,24 @@ int main(void) {
     bpair bp = bpair_open();
     const mcase cases[] = {
         {"odd", {.arch = "gpt2", .n_layer = 2, .n_head = 3, .d_model = 36, .d_ff = 100, .vocab = 77, .max_seq = 40},
-         2, 37, 10, 0.1f, 1e-4f, 0.5f, 0},
+         2, 37, 10, 0.1f, 1e-4f, 0.5f, 0, 0.0f},
         {"gpt", {.arch = "gpt2", .n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 256, .vocab = 1000, .max_seq = 64},
-         2, 64, 10, 0.0f, 0.0f, 0.0f, 0},
+         2, 64, 10, 0.0f, 0.0f, 0.0f, 0, 0.0f},
         {"split", {.arch = "gpt2", .n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 256, .vocab = 1000, .max_seq = 64},
-         2, 64, 3, 0.0f, 1e-4f, 1.0f, 65536},
+         2, 64, 3, 0.0f, 1e-4f, 1.0f, 65536, 0.0f},
         {"llama", {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 40, .d_ff = 72, .vocab = 77, .max_seq = 40,
                    .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5, .tie_embeddings = 0},
-         2, 37, 10, 0.1f, 1e-4f, 0.5f, 0},
+         2, 37, 10, 0.1f, 1e-4f, 0.5f, 0, 0.0f},
         {"llama-split", {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 172, .vocab = 1000,
                          .max_seq = 64, .n_kv_heads = 1, .rope_theta = 10000, .rms_eps = 1e-5, .tie_embeddings = 1},
-         2, 64, 3, 0.0f, 1e-4f, 1.0f, 65536},
+         2, 64, 3, 0.0f, 1e-4f, 1.0f, 65536, 0.0f},
+        {"dropout", {.arch = "gpt2", .n_layer = 2, .n_head = 3, .d_model = 36, .d_ff = 100, .vocab = 77, .max_seq = 40},
+         2, 37, 5, 0.0f, 1e-4f, 0.5f, 0, 0.1f},
+        {"llama-dropout", {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 40, .d_ff = 72, .vocab = 77,
+                           .max_seq = 40, .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5, .tie_embeddings = 0},
+         2, 37, 5, 0.0f, 1e-4f, 0.5f, 0, 0.1f},
         {"big-V", {.arch = "gpt2", .n_layer = 1, .n_head = 2, .d_model = 64, .d_ff = 128, .vocab = 50257, .max_seq = 700},
-         1, 700, 1, 0.0f, 1e-4f, 0.0f, 0},
+         1, 700, 1, 0.0f, 1e-4f, 0.0f, 0, 0.0f},
     };
     const char *large = getenv("WGTRAIN_TEST_LARGE");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -88,6 +88,15 @@ check "resuming a finished run says so" grep -q "nothing to do" <<<"$out"
 out=$($W train --out "$T/B" --resume --device cpu --steps 30 2>&1); rc=$?
 check "--steps may be raised on resume" test $rc -eq 0 -a "$(wc -l <"$T/B/metrics.jsonl")" -eq 30
 
+section "dropout"
+$W train "${M[@]}" --out "$T/D1" --steps 12 --val-every 6 --val-batches 2 --dropout 0.1 >/dev/null 2>&1
+$W train "${M[@]}" --out "$T/D2" --steps 12 --val-every 6 --val-batches 2 --dropout 0.1 --ckpt-every 4 --stop-at 5 >/dev/null 2>&1
+$W train --out "$T/D2" --resume --device cpu >/dev/null 2>&1
+check "--dropout 0.1 is recorded in config.json" grep -qE '"dropout":[[:space:]]*0.1' "$T/D1/config.json"
+check "--dropout: losses differ from the run without dropout" bash -c "! diff -q <(head -12 '$T/A/metrics.jsonl' | sed -E 's/, \"lr\".*//') <(sed -E 's/, \"lr\".*//' '$T/D1/metrics.jsonl') >/dev/null"
+check "--dropout: a resumed run draws the same masks (bit-identical losses)" diff <(losses "$T/D1/metrics.jsonl") <(losses "$T/D2/metrics.jsonl")
+expect_fail "--dropout 1 is refused" "--dropout" $W train "${M[@]}" --out "$T/D3" --dropout 1
+
 section "gradient accumulation"
 # 2 micro-batches of 4 draw the same windows as one batch of 8: same losses up to rounding
 $W train "${M[@]}" --out "$T/G1" --steps 6 --batch 8 --val-every 0 >/dev/null 2>&1

@@ -93,7 +93,7 @@ static wgt_status bench_main(int argc, char **argv) {
                be->device_name ? " (" : "", be->device_name ? be->device_name(be) : "", be->device_name ? ")" : "",
                cfg.arch, cfg.n_layer, cfg.n_head, cfg.n_kv_heads ? " NKV=" : "", cfg.n_kv_heads, cfg.d_model, cfg.d_ff,
                cfg.vocab, bB, bT, model_num_params(m) / 1e6);
-    model_loss_opts lo = {0.0f, 0.0f};
+    model_loss_opts lo = {0.0f, 0.0f, 0.0f, 0};
     double t0 = 0, loss = 0;
     for (long i = 0; i < warmup + steps && st == WGT_OK; i++) {
         if (i == warmup) { st = be->sync(be); t0 = wgt_now_s(); }

@@ -137,14 +137,17 @@ static void block_forward(wgt_model *m, int l) {
     wgt_view out = l + 1 < m->c.n_layer ? a->h[l + 1].res : a->res_final;
     be->layernorm_forward(be, h->ln1, h->ln1_mean, h->ln1_rstd, h->res, p->ln1_w, p->ln1_b, BT, C);  // ln1 [B,T,C]
     be->matmul(be, h->qkv, h->ln1, p->qkv_w, p->qkv_b, BT, C, 3 * C);                                // qkv [B,T,3C]
-    be->attention_forward(be, h->atty, h->lse, h->qkv, B, T, NH, NH, C / NH, 0.0f, 0);  // atty [B,T,C], lse [B,NH,T]
+    be->attention_forward(be, h->atty, h->lse, h->qkv, B, T, NH, NH, C / NH, m->drop_p,
+                          model_dropout_seed(m, l, 0));                                     // atty [B,T,C], lse [B,NH,T]
     be->matmul(be, a->scratch_c, h->atty, p->attproj_w, p->attproj_b, BT, C, C);                 // attproj [B,T,C]
+    model_branch_dropout(m, a->scratch_c, l, 1);
     be->residual_forward(be, h->res2, h->res, a->scratch_c, (size_t)BT * C);                        // res2 [B,T,C]
     be->layernorm_forward(be, h->ln2, h->ln2_mean, h->ln2_rstd, h->res2, p->ln2_w, p->ln2_b, BT, C); // ln2 [B,T,C]
     be->matmul(be, h->pre_gelu, h->ln2, p->fc_w, p->fc_b, BT, C, F);                            // pre_gelu [B,T,F]
     be->copy(be, h->fch, h->pre_gelu, (size_t)BT * F);
     be->gelu_inplace(be, h->fch, (size_t)BT * F);                                                    // fch [B,T,F]
     be->matmul(be, a->scratch_c, h->fch, p->fcproj_w, p->fcproj_b, BT, F, C);                     // fcproj [B,T,C]
+    model_branch_dropout(m, a->scratch_c, l, 2);
     be->residual_forward(be, out, h->res2, a->scratch_c, (size_t)BT * C);                            // out [B,T,C]
 }
 
@@ -169,17 +172,20 @@ static void block_backward(wgt_model *m, int l) {
     acts *a = A(m);
     const block_acts *h = &a->h[l];
     // MLP: out = res2 + fcproj(gelu(fc(ln2(res2))))
-    be->matmul_t(be, a->df1, a->dres, p->fcproj_w, BT, F, C);                                       // dfch [B,T,F]
-    be->matmul_at(be, g->fcproj_w, g->fcproj_b, a->dres, h->fch, BT, F, C);
+    wgt_view dmlp = model_branch_dropout_grad(m, a->scratch_c, a->dres, l, 2);                    // dfcproj [B,T,C]
+    be->matmul_t(be, a->df1, dmlp, p->fcproj_w, BT, F, C);                                          // dfch [B,T,F]
+    be->matmul_at(be, g->fcproj_w, g->fcproj_b, dmlp, h->fch, BT, F, C);
     be->ffn_gelu_backward(be, a->df2, a->df1, h->pre_gelu, (size_t)BT * F);                      // dpre_gelu [B,T,F]
     be->matmul_t(be, a->dtmp, a->df2, p->fc_w, BT, C, F);                                           // dln2 [B,T,C]
     be->matmul_at(be, g->fc_w, g->fc_b, a->df2, h->ln2, BT, C, F);
     be->layernorm_backward(be, a->dres, g->ln2_w, g->ln2_b, a->dtmp, h->res2, p->ln2_w, h->ln2_mean, h->ln2_rstd, BT,
                            C);                                                                      // dres2 [B,T,C]
     // attention: res2 = x + attproj(attention(qkv(ln1(x))))
-    be->matmul_t(be, a->dtmp, a->dres, p->attproj_w, BT, C, C);                                    // datty [B,T,C]
-    be->matmul_at(be, g->attproj_w, g->attproj_b, a->dres, h->atty, BT, C, C);
-    be->attention_backward(be, a->dqkv, a->dtmp, h->qkv, h->atty, h->lse, B, T, NH, NH, C / NH, 0.0f, 0);  // dqkv [B,T,3C]
+    wgt_view dattn = model_branch_dropout_grad(m, a->scratch_c, a->dres, l, 1);                  // dattproj [B,T,C]
+    be->matmul_t(be, a->dtmp, dattn, p->attproj_w, BT, C, C);                                      // datty [B,T,C]
+    be->matmul_at(be, g->attproj_w, g->attproj_b, dattn, h->atty, BT, C, C);
+    be->attention_backward(be, a->dqkv, a->dtmp, h->qkv, h->atty, h->lse, B, T, NH, NH, C / NH, m->drop_p,
+                           model_dropout_seed(m, l, 0));                                             // dqkv [B,T,3C]
     be->matmul_t(be, a->dtmp, a->dqkv, p->qkv_w, BT, C, 3 * C);                                     // dln1 [B,T,C]
     be->matmul_at(be, g->qkv_w, g->qkv_b, a->dqkv, h->ln1, BT, C, 3 * C);
     be->layernorm_backward(be, a->dres, g->ln1_w, g->ln1_b, a->dtmp, h->res, p->ln1_w, h->ln1_mean, h->ln1_rstd, BT,

@@ -216,14 +216,17 @@ static void block_forward(wgt_model *m, int l) {
     be->rmsnorm_forward(be, h->ln1, h->rstd1, h->res, p->ln1_w, BT, C, eps);                  // ln1 [B,T,C]
     be->matmul(be, h->qkv, h->ln1, qkv_of(p), none, BT, C, QKV);                             // qkv [B,T,C+2KV]
     be->rope_forward(be, h->qkv, a->cos, a->sin, B, T, NH, NKV, HS);                          // q, k rotated
-    be->attention_forward(be, h->atty, h->lse, h->qkv, B, T, NH, NKV, HS);       // atty [B,T,C], lse [B,NH,T]
+    be->attention_forward(be, h->atty, h->lse, h->qkv, B, T, NH, NKV, HS, m->drop_p,
+                          model_dropout_seed(m, l, 0));                                     // atty [B,T,C], lse [B,NH,T]
     be->matmul(be, a->scratch_c, h->atty, p->o_w, none, BT, C, C);                             // o_proj [B,T,C]
+    model_branch_dropout(m, a->scratch_c, l, 1);
     be->residual_forward(be, h->res2, h->res, a->scratch_c, (size_t)BT * C);                    // res2 [B,T,C]
     be->rmsnorm_forward(be, h->ln2, h->rstd2, h->res2, p->ln2_w, BT, C, eps);                   // ln2 [B,T,C]
     be->matmul(be, h->gate, h->ln2, p->gate_w, none, BT, C, F);                                // gate [B,T,F]
     be->matmul(be, h->up, h->ln2, p->up_w, none, BT, C, F);                                      // up [B,T,F]
     be->swiglu_combine(be, h->hid, h->gate, h->up, (size_t)BT * F);                              // hid [B,T,F]
     be->matmul(be, a->scratch_c, h->hid, p->down_w, none, BT, F, C);                         // down_proj [B,T,C]
+    model_branch_dropout(m, a->scratch_c, l, 2);
     be->residual_forward(be, out, h->res2, a->scratch_c, (size_t)BT * C);                        // out [B,T,C]
 }
 
@@ -250,8 +253,9 @@ static void block_backward(wgt_model *m, int l) {
     const block_acts *h = &a->h[l];
     const wgt_view none = model_no_view();
     // MLP: out = res2 + down_proj(silu(gate) * up), gate = gate_proj(ln2), up = up_proj(ln2)
-    be->matmul_t(be, a->dhid, a->dres, p->down_w, BT, F, C);                                      // dhid [B,T,F]
-    be->matmul_at(be, g->down_w, none, a->dres, h->hid, BT, F, C);
+    wgt_view dmlp = model_branch_dropout_grad(m, a->scratch_c, a->dres, l, 2);                   // ddown [B,T,C]
+    be->matmul_t(be, a->dhid, dmlp, p->down_w, BT, F, C);                                          // dhid [B,T,F]
+    be->matmul_at(be, g->down_w, none, dmlp, h->hid, BT, F, C);
     be->ffn_swiglu_backward(be, a->dgate, a->dup, a->dhid, h->gate, h->up, (size_t)BT * F);  // dgate, dup [B,T,F]
     be->matmul_t(be, a->dtmp, a->dgate, p->gate_w, BT, C, F);
     be->matmul_t(be, a->scratch_c, a->dup, p->up_w, BT, C, F);
@@ -260,9 +264,11 @@ static void block_backward(wgt_model *m, int l) {
     be->matmul_at(be, g->up_w, none, a->dup, h->ln2, BT, C, F);
     be->rmsnorm_backward(be, a->dres, g->ln2_w, a->dtmp, h->res2, p->ln2_w, h->rstd2, BT, C);    // dres2 [B,T,C]
     // attention: res2 = x + o_proj(attention(rope(qkv(ln1(x)))))
-    be->matmul_t(be, a->dtmp, a->dres, p->o_w, BT, C, C);                                         // datty [B,T,C]
-    be->matmul_at(be, g->o_w, none, a->dres, h->atty, BT, C, C);
-    be->attention_backward(be, a->dqkv, a->dtmp, h->qkv, h->atty, h->lse, B, T, NH, NKV, HS); // dqkv (rotated)
+    wgt_view dattn = model_branch_dropout_grad(m, a->scratch_c, a->dres, l, 1);                  // do_proj [B,T,C]
+    be->matmul_t(be, a->dtmp, dattn, p->o_w, BT, C, C);                                            // datty [B,T,C]
+    be->matmul_at(be, g->o_w, none, dattn, h->atty, BT, C, C);
+    be->attention_backward(be, a->dqkv, a->dtmp, h->qkv, h->atty, h->lse, B, T, NH, NKV, HS, m->drop_p,
+                           model_dropout_seed(m, l, 0));                                             // dqkv (rotated)
     be->rope_backward(be, a->dqkv, a->cos, a->sin, B, T, NH, NKV, HS);                    // dqkv [B,T,C+2KV]
     be->matmul_t(be, a->dtmp, a->dqkv, qkv_of(p), BT, C, QKV);                                     // dln1 [B,T,C]
     be->matmul_at(be, qkv_of(g), none, a->dqkv, h->ln1, BT, C, QKV);

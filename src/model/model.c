@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backend/dropout.h"
 #include "model/model_impl.h"
 
 // ------------------------------------------------------------------ families
@@ -853,8 +854,25 @@ static wgt_status upload_batch(wgt_model *m, const int32_t *tokens, const int32_
     return WGT_OK;
 }
 
+uint32_t model_dropout_seed(const wgt_model *m, int l, int site) {
+    return wgt_dropout_key(m->drop_seed, (uint32_t)l, (uint32_t)site);
+}
+
+void model_branch_dropout(wgt_model *m, wgt_view x, int l, int site) {
+    if (m->drop_p > 0.0f) m->be->dropout_forward(m->be, x, x, x.n, m->drop_p, model_dropout_seed(m, l, site), 0);
+}
+
+wgt_view model_branch_dropout_grad(wgt_model *m, wgt_view tmp, wgt_view dres, int l, int site) {
+    if (m->drop_p <= 0.0f) return dres;
+    m->be->dropout_backward(m->be, tmp, dres, dres.n, m->drop_p, model_dropout_seed(m, l, site), 0);
+    return tmp;
+}
+
 wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *targets, model_loss_opts lo, float inv_norm) {
+    WGT_ASSERT(lo.dropout >= 0.0f && lo.dropout < 1.0f, "dropout probability outside [0, 1)");
     WGT_TRY(upload_batch(m, tokens, targets));
+    m->drop_p = lo.dropout;
+    m->drop_seed = lo.dropout_seed;
     m->arch->forward(m);
     wgt_backend *be = m->be;
     const uint32_t BT = (uint32_t)m->B * (uint32_t)m->T;
@@ -866,6 +884,7 @@ wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *tar
 
 wgt_status model_forward_logits(wgt_model *m, const int32_t *tokens, float *logits) {
     WGT_TRY(upload_batch(m, tokens, NULL));
+    m->drop_p = 0.0f;  // inference: no dropout
     m->arch->forward(m);
     m->have_forward = 0;  // logits are not dlogits: no backward from here
     return m->be->download(m->be, logits, m->logits, (size_t)m->B * m->T * m->c.vocab);

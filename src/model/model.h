@@ -119,9 +119,14 @@ wgt_status model_param_get(wgt_model *m, int i, float *dst, int grad);
 wgt_status model_param_set(wgt_model *m, int i, const float *src);
 
 // ---- training
+// Options of a training forward: the loss terms and dropout (on the attention probabilities and
+// on each residual branch, p = 0: none). The dropout masks are hashed from dropout_seed, so the
+// backward regenerates them and a resumed run draws the same ones (docs/kernels.md#dropout).
 typedef struct {
-    float alpha;  // label smoothing
-    float beta;   // z-loss
+    float alpha;            // label smoothing
+    float beta;             // z-loss
+    float dropout;          // probability in [0, 1)
+    uint32_t dropout_seed;  // one per micro-batch
 } model_loss_opts;
 // tokens: B*T int32 inputs; targets: B*T int32 (a target < 0 or >= V is ignored). Uploads the
 // batch, runs the forward pass and the loss (the logits become dlogits in place). inv_norm

@@ -123,7 +123,20 @@ struct wgt_model {
     int nbufs, cap_bufs;
     wgt_status alloc_st;       // first failure of model_alloc
     int have_forward;
+    // dropout of the last forward (model_loss_opts), which its backward repeats; p = 0: none.
+    // A family draws each layer's masks from model_dropout_seed(m, l, site).
+    float drop_p;
+    uint32_t drop_seed;
 };
+
+// The seed of dropout site `site` (0: attention probabilities, 1: attention branch, 2: MLP
+// branch) of layer l in the current forward.
+uint32_t model_dropout_seed(const wgt_model *m, int l, int site);
+// Dropout of a residual branch x (site 1 or 2) in place; nothing when p = 0.
+void model_branch_dropout(wgt_model *m, wgt_view x, int l, int site);
+// The gradient of that branch before its dropout: dropout_backward(tmp <- dres) and tmp, or dres
+// itself when p = 0.
+wgt_view model_branch_dropout_grad(wgt_model *m, wgt_view tmp, wgt_view dres, int l, int site);
 
 // Allocates a zeroed device buffer of n elements as *v, named `label` in messages. It must fit
 // one storage binding unless may_exceed. After a failure it does nothing more; the first

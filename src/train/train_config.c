@@ -70,6 +70,8 @@ static const field fields[] = {
      "label smoothing alpha (default 0)"},
     {"train", "z_loss", "--z-loss", FT_DOUBLE, OFF(z_loss), 0, 0, 10, 0, 0, "B",
      "z-loss beta: adds B*lse^2 to keep logits from drifting (default 1e-4)"},
+    {"train", "dropout", "--dropout", FT_DOUBLE, OFF(dropout), 0, 0, 0.9, 0, 0, "P",
+     "dropout probability on attention probabilities and residual branches (default 0; masks from --seed)"},
     {"train", "seed", "--seed", FT_LONG, OFF(seed), 0, 0, JSON_SAFE_INT, 0, 0, "S",
      "seed of the initialisation and of the data order (default 1)"},
     {"log", "val_every", "--val-every", FT_LONG, OFF(val_every), 0, 0, 1e12, 1, 0, "N",
@@ -103,6 +105,7 @@ wgt_status train_config_preset(train_config *c, const char *name) {
     c->eps = 1e-8;
     c->label_smoothing = 0;
     c->z_loss = 1e-4;
+    c->dropout = 0;
     c->seed = 1;
     c->val_batches = 8;
     c->log_every = 10;
@@ -375,6 +378,8 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
             if (!ok)
                 st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration's %s is not 16 hex digits", what, f->key);
             else if (it) snprintf(fptr(c, f), f->size, "%s", it->valuestring);
+        } else if (f->off == OFF(dropout) && !it) {
+            c->dropout = 0;  // runs from before dropout existed had none
         } else if (f->type == FT_STR) {
             if (!cJSON_IsString(it) || strlen(it->valuestring) >= f->size)
                 st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration lacks the string %s%s%s", what,

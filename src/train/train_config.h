@@ -18,6 +18,7 @@ typedef struct {
     double lr, min_lr;         // min_lr < 0: lr / 10 (resolved by train_config_finish)
     double weight_decay, clip, beta1, beta2, eps;
     double label_smoothing, z_loss;
+    double dropout;  // on attention probabilities and residual branches (0: none)
     long seed;                 // < 2^53 so that JSON numbers hold it exactly
     long val_every, val_batches, ckpt_every, log_every;
     char data_dir[TRAIN_PATH_MAX];

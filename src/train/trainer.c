@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/fileutil.h"
+#include "backend/dropout.h"
 #include "core/runlock.h"
 #include "data/text_tokenizer.h"
 #include "train/metrics.h"
@@ -90,7 +91,7 @@ wgt_status train_evaluate(wgt_model *m, const dataset *ds, int B, int T, long ma
     double sum = 0;
     size_t count = 0;
     wgt_status st = WGT_OK;
-    model_loss_opts plain = {0.0f, 0.0f};
+    model_loss_opts plain = {0.0f, 0.0f, 0.0f, 0};
     for (size_t b = 0; b < batches && st == WGT_OK; b++) {
         // a subset is spread evenly over the validation set: the first batches alone would all
         // come from its first documents
@@ -328,7 +329,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     int tty = isatty(STDOUT_FILENO);
     g_stop = 0;
     void (*old_int)(int) = signal(SIGINT, on_signal), (*old_term)(int) = signal(SIGTERM, on_signal);
-    const model_loss_opts lo = {(float)c->label_smoothing, (float)c->z_loss};
+    model_loss_opts lo = {(float)c->label_smoothing, (float)c->z_loss, (float)c->dropout, 0};
     const float inv_norm = (float)(1.0 / ((double)BT * K));  // every target of our windows is valid
     const double t_session = wgt_now_s(), elapsed0 = t->pr.elapsed_s;
     const long step0 = (long)t->pr.step;
@@ -343,6 +344,9 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         model_zero_grad(m);
         for (int k = 0; k < K && st == WGT_OK; k++) {
             st = dataset_train_batch(t->ds, &t->pr.data_rng, B, T, inp, tgt);
+            // dropout masks from the seed, the update and the micro-batch: a resumed run draws the same
+            lo.dropout_seed = wgt_dropout_key((uint32_t)c->seed ^ (uint32_t)((uint64_t)c->seed >> 32), (uint32_t)step,
+                                              (uint32_t)k);
             if (st == WGT_OK) st = model_forward(m, inp, tgt, lo, inv_norm);
             if (st != WGT_OK) break;
             model_backward(m);
