@@ -6,6 +6,7 @@
 import argparse
 import json
 import os
+import re
 import shutil
 import struct
 import sys
@@ -248,7 +249,7 @@ def cmd_same_values(a):
     A, B = strip(st_arrays(a.a)), strip(st_arrays(a.b))
     for k in a.ignore or []:
         A.pop(k, None)
-    A = {k: v for k, v in A.items() if not k.endswith(("attn.bias", "attn.masked_bias"))}
+    A = {k: v for k, v in A.items() if not re.fullmatch(r"h\.\d+\.attn\.(masked_)?bias", k)}
     if A.keys() != B.keys():
         print("names differ:", sorted(A.keys() ^ B.keys()))
         sys.exit(1)

@@ -733,9 +733,13 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
         size_t e0 = tr ? p->shape[1] : p->shape[0], e1 = tr ? p->shape[0] : p->shape[1];
         int shape_ok = t->ndim == p->ndim && t->shape[0] == e0 && (p->ndim == 1 || t->shape[1] == e1);
         if (!shape_ok) {
-            st = wgt_fail(WGT_ERR_FORMAT, "'%s': tensor '%s' has shape [%zu%s%zu] but the model expects [%zu%s%zu]", path,
-                          p->name, t->shape[0], t->ndim > 1 ? ", " : "", t->ndim > 1 ? t->shape[1] : 0, e0,
-                          p->ndim > 1 ? ", " : "", p->ndim > 1 ? e1 : 0);
+            char have[96] = "", want[64];
+            for (int k = 0; k < t->ndim; k++)
+                snprintf(have + strlen(have), sizeof have - strlen(have), "%s%zu", k ? ", " : "", t->shape[k]);
+            if (p->ndim > 1) snprintf(want, sizeof want, "%zu, %zu", e0, e1);
+            else snprintf(want, sizeof want, "%zu", e0);
+            st = wgt_fail(WGT_ERR_FORMAT, "'%s': tensor '%s' has shape [%s] but the model expects [%s]%s", path, p->name,
+                          have, want, tr ? " (Hugging Face's Conv1D layout: [in, out])" : "");
             break;
         }
         const float *src = t->data;
