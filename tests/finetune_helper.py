@@ -14,6 +14,7 @@ import sys
 import numpy as np
 import torch
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt2_torch_ref as gref  # noqa: E402
 import llama_torch_ref as lref  # noqa: E402
