@@ -350,6 +350,69 @@ static void write_st(const char *path, const char *json, size_t pad, const void 
     free(buf);
 }
 
+// F16 and BF16 tensors read as exact float32: every one of the 65536 halves (normal, subnormal,
+// zeros, infinities, NaN), every BF16 pattern, and a file mixing dtypes so that the F32 tensor
+// after an odd-length F16 one is not 4-byte aligned in the file.
+static double half_value(uint16_t h) {
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
+    return (h & 0x8000) ? -v : v;
+}
+static void test_safetensors_16bit(void) {
+    const char *p = tp("h.safetensors");
+    uint16_t *all = malloc(65536 * 2);
+    for (uint32_t i = 0; i < 65536; i++) all[i] = (uint16_t)i;
+    const char *dts[2] = {"F16", "BF16"};
+    for (int k = 0; k < 2; k++) {
+        char json[160];
+        snprintf(json, sizeof json, "{\"h\":{\"dtype\":\"%s\",\"shape\":[256,256],\"data_offsets\":[0,131072]}}", dts[k]);
+        write_st(p, json, 0, all, 131072);
+        st_file *f = NULL;
+        CHECK(st_open(&f, p) == WGT_OK, "%s: %s", dts[k], wgt_last_error());
+        if (!f) continue;
+        const st_tensor *t = st_find(f, "h");
+        CHECK(t && t->n == 65536 && !strcmp(t->dtype, dts[k]), "%s: the tensor", dts[k]);
+        int bad = 0;
+        for (uint32_t i = 0; t && i < 65536; i++) {
+            float v = t->data[i];
+            uint32_t bits;
+            memcpy(&bits, &v, 4);
+            if (k == 1) {
+                bad += bits != i << 16;
+            } else if (((i >> 10) & 31) == 31) {
+                // infinity or NaN, sign and payload kept
+                bad += bits != ((i & 0x8000u) << 16 | 0x7f800000u | (i & 1023u) << 13);
+            } else {
+                bad += (double)v != half_value((uint16_t)i) || (signbit(v) != 0) != ((i & 0x8000) != 0);
+            }
+        }
+        CHECK(!bad, "%s: %d of 65536 values converted inexactly", dts[k], bad);
+        st_close(f);
+    }
+    free(all);
+    // F16 [3] (6 bytes), then F32 [2] at byte 6, then BF16 [1]
+    uint8_t data[6 + 8 + 2];
+    uint16_t h3[3] = {0x3c00, 0xc000, 0x0001};  // 1, -2, 2^-24
+    float f2[2] = {0.1f, -3.5f};
+    uint16_t b1 = 0x4049;                       // bf16 3.140625
+    memcpy(data, h3, 6);
+    memcpy(data + 6, f2, 8);
+    memcpy(data + 14, &b1, 2);
+    write_st(p, "{\"a\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[0,6]},"
+                "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[6,14]},"
+                "\"c\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[14,16]}}", 0, data, sizeof data);
+    st_file *f = NULL;
+    CHECK(st_open(&f, p) == WGT_OK, "mixed dtypes: %s", wgt_last_error());
+    if (f) {
+        const st_tensor *a = st_find(f, "a"), *b = st_find(f, "b"), *c = st_find(f, "c");
+        CHECK(a && b && c && a->data[0] == 1.0f && a->data[1] == -2.0f && a->data[2] == ldexpf(1.0f, -24) &&
+                  b->data[0] == 0.1f && b->data[1] == -3.5f && c->data[0] == 3.140625f &&
+                  (uintptr_t)b->data % sizeof(float) == 0,
+              "mixed dtypes: values");
+        st_close(f);
+    }
+}
+
 static void test_safetensors(void) {
     float d[10];
     for (int i = 0; i < 10; i++) d[i] = (float)i * 0.5f - 1.0f;
@@ -393,7 +456,9 @@ static void test_safetensors(void) {
          "\"a\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[40,40]}}", 40, "twice"},
         {"{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[10],\"data_offsets\":[0,40]}}", 40, "NUL"},
         {"{\"a\":{\"dtype\":\"F33\",\"shape\":[10],\"data_offsets\":[0,40]}}", 40, "unknown dtype"},
-        {"{\"a\":{\"dtype\":\"F16\",\"shape\":[20],\"data_offsets\":[0,40]}}", 40, "dtype F16"},
+        {"{\"a\":{\"dtype\":\"I32\",\"shape\":[10],\"data_offsets\":[0,40]}}", 40, "dtype I32"},
+        {"{\"a\":{\"dtype\":\"F16\",\"shape\":[10],\"data_offsets\":[0,40]}}", 40, "do not match its shape"},
+        {"{\"a\":{\"dtype\":\"BF16\",\"shape\":[30],\"data_offsets\":[0,60]}}", 40, "beyond"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[10],\"data_offsets\":[0,40],\"x\":1}}", 40, "unknown field"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[10],\"data_offsets\":[0,20,40]}}", 40, "lacks"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[10],\"data_offsets\":[0,40]}}xyz", 40, "after the JSON"},
@@ -423,6 +488,7 @@ static void test_safetensors(void) {
     CHECK(st_writer_finish(w, p) == WGT_OK && st_open(&f, p) == WGT_OK && st_count(f) == 2 &&
           !memcmp(st_find(f, "y")->data, d + 6, 16), "writer round trip: %s", wgt_last_error());
     st_close(f);
+    test_safetensors_16bit();
 }
 
 // ------------------------------------------------------------------ tokenizer

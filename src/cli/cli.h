@@ -12,6 +12,7 @@ int cmd_sample(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 // Reports a failed status as "wgtrain <cmd>: <message>" on stderr and returns exit code 1.
 int cli_fail(const char *cmd, wgt_status st);

@@ -14,6 +14,7 @@ static const command commands[] = {
     {"sample", cmd_sample, "generate text from a trained run"},
     {"eval", cmd_eval, "validation loss and perplexity of a trained run"},
     {"bench", cmd_bench, "training throughput (tokens/s) and a per-kernel GPU time table"},
+    {"export", cmd_export, "a run's model as a Hugging Face model directory (config.json, model.safetensors, tokenizer)"},
     {"tokenize", cmd_tokenize, "text on stdin -> token ids (GPT-2's or a run's tokenizer); --decode: ids -> text"},
 };
 

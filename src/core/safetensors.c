@@ -4,7 +4,8 @@
 // and offsets are non-negative integers, the tensors' byte ranges are contiguous, do not
 // overlap and cover the data exactly, names are unique. The data is read (not mapped: a file
 // changed by someone else cannot fault us) into its own allocation, so every float is aligned
-// whatever the header's length.
+// whatever the header's length. F16 and BF16 tensors are converted exactly to float32 into an
+// allocation of their own (a file of only F32 tensors is used as read).
 #include "core/safetensors.h"
 #include <errno.h>
 #include <stdio.h>
@@ -37,6 +38,33 @@ static int dtype_known(const char *d) {
     for (int i = 0; known[i]; i++)
         if (!strcmp(d, known[i])) return 1;
     return 0;
+}
+
+// Bytes per element of the dtypes wgtrain reads (0: not one of them).
+static int dtype_size(const char *d) {
+    if (!strcmp(d, "F32")) return 4;
+    if (!strcmp(d, "F16") || !strcmp(d, "BF16")) return 2;
+    return 0;
+}
+
+// IEEE binary16 -> binary32, exactly: every half is a float (subnormals become normal floats;
+// infinities and NaN keep their sign and payload).
+static uint32_t f16_bits_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, ex = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (ex == 0x1f) return sign | 0x7f800000u | man << 13;
+    if (ex) return sign | (ex + 112) << 23 | man << 13;
+    if (!man) return sign;
+    int s = 0;  // subnormal: man x 2^-24; normalise the leading 1 into bit 10
+    while (!(man & 0x400u)) man <<= 1, s++;
+    return sign | (uint32_t)(113 - s) << 23 | (man & 0x3ffu) << 13;
+}
+
+static void convert(float *dst, const unsigned char *src, size_t n, const char *dtype) {
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h = (uint16_t)(src[2 * i] | src[2 * i + 1] << 8);  // little-endian
+        uint32_t b = !strcmp(dtype, "BF16") ? (uint32_t)h << 16 : f16_bits_to_f32(h);
+        memcpy(&dst[i], &b, 4);
+    }
 }
 
 typedef struct { uint64_t b, e; int idx; } span;
@@ -104,6 +132,7 @@ wgt_status st_open(st_file **out, const char *path) {
     uint64_t *off_b = wgt_calloc(cap ? (size_t)cap : 1, sizeof *off_b);
     const char *err = NULL;
     char errbuf[512];
+    int any16 = 0;  // a tensor needs conversion
 #define BAD(...) do { snprintf(errbuf, sizeof errbuf, __VA_ARGS__); err = errbuf; } while (0)
     for (cJSON *it = root->child; it && !err; it = it->next) {
         if (!strcmp(it->string, "__metadata__")) {
@@ -130,11 +159,14 @@ wgt_status st_open(st_file **out, const char *path) {
             break;
         }
         if (!dtype_known(dt->valuestring)) { BAD("tensor '%s' has the unknown dtype '%.32s'", t->name, dt->valuestring); break; }
-        if (strcmp(dt->valuestring, "F32")) {
-            BAD("tensor '%s' has dtype %s; wgtrain reads F32 weights (convert with tensor.float() before saving)", t->name,
-                dt->valuestring);
+        const int esz = dtype_size(dt->valuestring);
+        if (!esz) {
+            BAD("tensor '%s' has dtype %s; wgtrain reads F32, F16 or BF16 weights (convert with tensor.float() before "
+                "saving)", t->name, dt->valuestring);
             break;
         }
+        snprintf(t->dtype, sizeof t->dtype, "%s", dt->valuestring);
+        if (esz != 4) any16 = 1;
         int nd = cJSON_GetArraySize(sh);
         if (nd > ST_MAX_DIMS) { BAD("tensor '%s' has %d dimensions; wgtrain reads at most %d", t->name, nd, ST_MAX_DIMS); break; }
         t->ndim = nd;
@@ -157,9 +189,9 @@ wgt_status st_open(st_file **out, const char *path) {
             BAD("tensor '%s' has data_offsets that are not non-negative integers", t->name);
             break;
         }
-        if (e < b || (uint64_t)(e - b) != n * 4) {
+        if (e < b || (uint64_t)(e - b) != n * (uint64_t)esz) {
             BAD("tensor '%s' has data offsets [%lld, %lld) that do not match its shape (%llu bytes)", t->name, (long long)b,
-                (long long)e, (unsigned long long)(n * 4));
+                (long long)e, (unsigned long long)(n * (uint64_t)esz));
             break;
         }
         if ((uint64_t)e > f->data_size) {
@@ -188,15 +220,34 @@ wgt_status st_open(st_file **out, const char *path) {
     }
     free(spans);
     if (!err) {
-        f->data = wgt_malloc(f->data_size);
-        rs = file_pread_exact(fd, f->data, f->data_size, 8 + hlen, path);
+        void *raw = wgt_malloc(f->data_size ? f->data_size : 1);
+        rs = file_pread_exact(fd, raw, f->data_size, 8 + hlen, path);
         if (rs != WGT_OK) {
+            free(raw);
             free(off_b);
             close(fd);
             st_close(f);
             return rs;
         }
-        for (int i = 0; i < f->n; i++) f->t[i].data = f->data + off_b[i] / 4;  // offsets are multiples of 4 (F32 only)
+        if (!any16) {
+            f->data = raw;
+            for (int i = 0; i < f->n; i++) f->t[i].data = f->data + off_b[i] / 4;  // offsets are multiples of 4 (F32 only)
+        } else {
+            // every tensor as float32, one after the other (a mix of dtypes leaves F32 data unaligned)
+            size_t total = 0;
+            for (int i = 0; i < f->n; i++) total += f->t[i].n;
+            f->data = wgt_malloc((total ? total : 1) * sizeof(float));
+            size_t at = 0;
+            for (int i = 0; i < f->n; i++) {
+                st_tensor *t = &f->t[i];
+                const unsigned char *src = (const unsigned char *)raw + off_b[i];
+                if (!strcmp(t->dtype, "F32")) memcpy(f->data + at, src, t->n * 4);
+                else convert(f->data + at, src, t->n, t->dtype);
+                t->data = f->data + at;
+                at += t->n;
+            }
+            free(raw);
+        }
     }
 #undef BAD
     free(off_b);
@@ -220,7 +271,20 @@ const st_tensor *st_find(const st_file *f, const char *name) {
 }
 
 typedef struct { char name[128]; int ndim; size_t shape[ST_MAX_DIMS]; size_t n; const float *data; } st_entry;
-struct st_writer { st_entry *e; int n, cap; };
+#define ST_MAX_META 8
+struct st_writer { st_entry *e; int n, cap; char *meta_k[ST_MAX_META], *meta_v[ST_MAX_META]; int n_meta; };
+
+static char *dup_str(const char *s) {
+    char *d = wgt_malloc(strlen(s) + 1);
+    strcpy(d, s);
+    return d;
+}
+
+void st_writer_set_metadata(st_writer *w, const char *key, const char *value) {
+    WGT_ASSERT(w->n_meta < ST_MAX_META, "too many safetensors metadata entries");
+    w->meta_k[w->n_meta] = dup_str(key);
+    w->meta_v[w->n_meta++] = dup_str(value);
+}
 
 st_writer *st_writer_new(void) { return wgt_calloc(1, sizeof(st_writer)); }
 
@@ -242,6 +306,10 @@ void st_writer_add(st_writer *w, const char *name, int ndim, const size_t *shape
 wgt_status st_writer_finish(st_writer *w, const char *path) {
     cJSON *root = cJSON_CreateObject();
     size_t off = 0;
+    if (w->n_meta) {
+        cJSON *md = cJSON_AddObjectToObject(root, "__metadata__");
+        for (int i = 0; i < w->n_meta; i++) cJSON_AddStringToObject(md, w->meta_k[i], w->meta_v[i]);
+    }
     for (int i = 0; i < w->n; i++) {
         cJSON *t = cJSON_CreateObject();
         cJSON_AddStringToObject(t, "dtype", "F32");
@@ -269,6 +337,10 @@ wgt_status st_writer_finish(st_writer *w, const char *path) {
         st = atomic_file_commit(&af);
     }
     free(json);
+    for (int i = 0; i < w->n_meta; i++) {
+        free(w->meta_k[i]);
+        free(w->meta_v[i]);
+    }
     free(w->e);
     free(w);
     return st;

@@ -1,6 +1,7 @@
 // safetensors.h — reading and writing .safetensors files (8-byte header length, JSON header
-// of name -> {dtype, shape, data_offsets}, raw little-endian data). F32 only, as wgtrain's
-// weights and gradients are float32; other dtypes are refused with a clear message.
+// of name -> {dtype, shape, data_offsets}, raw little-endian data). Reads F32, F16 and BF16
+// tensors, converting the 16-bit ones exactly to float32 (wgtrain's master weights; subnormals,
+// infinities and NaN included); other dtypes are refused with a clear message. Writes F32.
 #ifndef WGT_SAFETENSORS_H
 #define WGT_SAFETENSORS_H
 #include <stddef.h>
@@ -13,7 +14,9 @@ typedef struct {
     int ndim;
     size_t shape[ST_MAX_DIMS];
     size_t n;          // elements
-    const float *data; // into the st_file's own (aligned) copy of the data, valid until st_close
+    const float *data; // float32 values: into the st_file's own (aligned) copy of the data, or
+                       // its conversion of an F16 / BF16 tensor; valid until st_close
+    char dtype[8];     // as stored: "F32", "F16" or "BF16"
 } st_tensor;
 
 typedef struct st_file st_file;
@@ -28,5 +31,8 @@ const st_tensor *st_find(const st_file *f, const char *name);
 typedef struct st_writer st_writer;
 st_writer *st_writer_new(void);
 void st_writer_add(st_writer *w, const char *name, int ndim, const size_t *shape, const float *data);
+// A string entry of the header's "__metadata__" (e.g. "format": "pt", which transformers reads);
+// both strings are copied.
+void st_writer_set_metadata(st_writer *w, const char *key, const char *value);
 wgt_status st_writer_finish(st_writer *w, const char *path);  // frees w
 #endif

@@ -54,11 +54,11 @@ static const model_tensor_desc tensors[] = {
 };
 
 // Hugging Face GPT-2 files also hold the causal-mask buffers and, from GPT2LMHeadModel, the
-// tied lm_head (a copy of wte).
+// tied lm_head (which must be an exact copy of wte).
 static const model_hf_name hf_ignored[] = {
-    {"lm_head.weight", 0},
-    {"h.%d.attn.bias", 1},
-    {"h.%d.attn.masked_bias", 1},
+    {"lm_head.weight", 0, "wte.weight"},
+    {"h.%d.attn.bias", 1, NULL},
+    {"h.%d.attn.masked_bias", 1, NULL},
 };
 
 static top_params *P(wgt_model *m) { return m->pg; }
@@ -279,6 +279,10 @@ static cJSON *config_to_hf(const model_config *c) {
     model_hf_add_number(o, "initializer_range", 0.02);
     cJSON_AddBoolToObject(o, "scale_attn_weights", 1);
     cJSON_AddBoolToObject(o, "tie_word_embeddings", 1);
+    if (c->vocab == 50257) {  // GPT-2's own vocabulary: <|endoftext|> begins and ends texts
+        model_hf_add_number(o, "bos_token_id", 50256);
+        model_hf_add_number(o, "eos_token_id", 50256);
+    }
     cJSON_AddStringToObject(o, "torch_dtype", "float32");
     return o;
 }

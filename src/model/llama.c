@@ -107,7 +107,7 @@ static int absent_copy_of(const model_config *c, const model_tensor_desc *d) {
 
 // Older Hugging Face LLaMA files also hold each layer's rotary inverse frequencies (a buffer).
 static const model_hf_name hf_ignored[] = {
-    {"model.layers.%d.self_attn.rotary_emb.inv_freq", 1},
+    {"model.layers.%d.self_attn.rotary_emb.inv_freq", 1, NULL},
 };
 
 static top_params *P(wgt_model *m) { return m->pg; }

@@ -734,9 +734,13 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
         size_t e0 = tr ? p->shape[1] : p->shape[0], e1 = tr ? p->shape[0] : p->shape[1];
         int shape_ok = t->ndim == p->ndim && t->shape[0] == e0 && (p->ndim == 1 || t->shape[1] == e1);
         if (!shape_ok) {
-            st = wgt_fail(WGT_ERR_FORMAT, "'%s': tensor '%s' has shape [%zu%s%zu] but the model expects [%zu%s%zu]", path,
-                          p->name, t->shape[0], t->ndim > 1 ? ", " : "", t->ndim > 1 ? t->shape[1] : 0, e0,
-                          p->ndim > 1 ? ", " : "", p->ndim > 1 ? e1 : 0);
+            char have[96] = "", want[64];
+            for (int k = 0; k < t->ndim; k++)
+                snprintf(have + strlen(have), sizeof have - strlen(have), "%s%zu", k ? ", " : "", t->shape[k]);
+            if (p->ndim > 1) snprintf(want, sizeof want, "%zu, %zu", e0, e1);
+            else snprintf(want, sizeof want, "%zu", e0);
+            st = wgt_fail(WGT_ERR_FORMAT, "'%s': tensor '%s' has shape [%s] but the model expects [%s]%s", path, p->name,
+                          have, want, tr ? " (Hugging Face's Conv1D layout: [in, out])" : "");
             break;
         }
         const float *src = t->data;
@@ -760,7 +764,19 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
             char name[128];
             snprintf(name, sizeof name, h->hf_name, l);
             const st_tensor *t = model_st_find(m->arch, f, name);
-            if (t) mark(f, t, used);
+            if (!t) continue;
+            mark(f, t, used);
+            if (!h->copy_of) continue;
+            char src[128];
+            snprintf(src, sizeof src, h->copy_of, l);
+            const st_tensor *u = model_st_find(m->arch, f, src);
+            int same = u && u->ndim == t->ndim && u->n == t->n;
+            for (int i = 0; same && i < t->ndim; i++) same = u->shape[i] == t->shape[i];
+            if (!same || memcmp(u->data, t->data, t->n * sizeof(float)))
+                st = wgt_fail(WGT_ERR_FORMAT, "'%s': tensor '%s' is not an exact copy of '%s'; this %s model ties them "
+                              "(its lm_head is the token embedding), so a file may hold it only as a copy", path,
+                              t->name, src, m->arch->name);
+            if (st != WGT_OK) break;
         }
     }
     for (int k = 0; k < st_count(f) && st == WGT_OK; k++) {
@@ -784,7 +800,7 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
     return st;
 }
 
-wgt_status model_save_safetensors(wgt_model *m, const char *path, int grads) {
+static wgt_status save_st(wgt_model *m, const char *path, int grads, int hf_export) {
     float *h = wgt_malloc(m->n_elems * 4);
     float *hf = wgt_malloc(m->n_elems * 4);
     wgt_status st = m->be->download(m->be, h, grads ? m->grads : m->params, m->n_elems);
@@ -809,13 +825,19 @@ wgt_status model_save_safetensors(wgt_model *m, const char *path, int grads) {
             shape[0] = p->shape[0];
             shape[1] = p->shape[1];
         }
-        st_writer_add(w, p->name, p->ndim, shape, d);
+        char name[192];
+        snprintf(name, sizeof name, "%s%s", hf_export && m->arch->hf_prefix ? m->arch->hf_prefix : "", p->name);
+        st_writer_add(w, name, p->ndim, shape, d);
     }
+    if (hf_export) st_writer_set_metadata(w, "format", "pt");
     st = st_writer_finish(w, path);
     free(h);
     free(hf);
     return st;
 }
+
+wgt_status model_save_safetensors(wgt_model *m, const char *path, int grads) { return save_st(m, path, grads, 0); }
+wgt_status model_export_safetensors(wgt_model *m, const char *path) { return save_st(m, path, 0, 1); }
 
 // ------------------------------------------------------------------ state
 

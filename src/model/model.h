@@ -157,4 +157,8 @@ wgt_status model_state_upload(wgt_model *m, const float *params, const float *m1
 // Loading refuses a missing tensor, a wrong shape and a tensor the model does not use.
 wgt_status model_load_safetensors(wgt_model *m, const char *path);
 wgt_status model_save_safetensors(wgt_model *m, const char *path, int grads);  // grads: the gradients
+// What Hugging Face transformers' from_pretrained reads: the names with the family's prefix
+// (GPT-2: "transformer.", as GPT2LMHeadModel.save_pretrained writes them; no lm_head.weight for
+// a tied lm_head) and the metadata {"format": "pt"}.
+wgt_status model_export_safetensors(wgt_model *m, const char *path);
 #endif

@@ -37,6 +37,8 @@ typedef struct {
 typedef struct {
     const char *hf_name;  // a per-layer one has one %d for the layer
     int per_layer;
+    const char *copy_of;  // NULL: a buffer, skipped; else the parameter (same layer) it must be an
+                          // exact copy of (a tied lm_head saved beside the embedding)
 } model_hf_name;
 
 // A family-specific config field (model_config members below the shared ones).

@@ -53,8 +53,8 @@ static const field fields[] = {
     {"train", "seq", "--seq", FT_INT, OFF(seq), 0, 1, 1 << 20, 0, 0, "T", "tokens per sequence"},
     {"train", "grad_accum", "--grad-accum", FT_INT, OFF(grad_accum), 0, 1, 1 << 20, 0, 0, "K",
      "micro-batches per update (gradient accumulation)"},
-    {"train", "steps", "--steps", FT_LONG, OFF(steps), 0, 1, 1e12, 1, 0, "N",
-     "optimizer updates in all (the cosine decay ends there; may be raised on --resume)"},
+    {"train", "steps", "--steps", FT_LONG, OFF(steps), 0, 0, 1e12, 1, 0, "N",
+     "optimizer updates in all (the cosine decay ends there; may be raised on --resume; 0 only with --init)"},
     {"train", "warmup", "--warmup", FT_LONG, OFF(warmup), 0, 0, 1e12, 0, 0, "N", "updates of linear LR warmup"},
     {"train", "lr", "--lr", FT_DOUBLE, OFF(lr), 0, 0, 10, 0, 0, "X", "peak learning rate"},
     {"train", "min_lr", "--min-lr", FT_DOUBLE, OFF(min_lr), 0, 0, 10, 0, 0, "X",
@@ -84,6 +84,9 @@ static const field fields[] = {
      "print a progress line every N updates when stdout is not a terminal"},
     {NULL, "data", "--data", FT_STR, OFF(data_dir), TRAIN_PATH_MAX, 0, 0, 1, 0, "DATA_DIR",
      "directory written by `wgtrain prepare` (or llm.c .bin shards)"},
+    {NULL, "init", "--init", FT_STR, OFF(init), TRAIN_PATH_MAX, 0, 0, 0, 0, "PATH",
+     "start from a Hugging Face model: a directory with config.json and model.safetensors, or the .safetensors "
+     "file (GPT-2, with --heads); its config sets the model, the optimizer starts fresh at step 0"},
     // no flag: taken from the data's tokenizer when the run starts
     {NULL, "tokenizer_fnv1a64", NULL, FT_STR, OFF(tokenizer_hash), sizeof(((train_config *)0)->tokenizer_hash), 0, 0, 0, 0,
      "", ""},
@@ -274,6 +277,29 @@ wgt_status train_config_check_model(const train_config *want, const train_config
                     d.a, d.b);
 }
 
+int train_config_flag_given(const train_flags *fl, const char *flag) {
+    for (int k = 0; k < N_FIELDS; k++)
+        if (fields[k].flag && !strcmp(fields[k].flag, flag)) return fl->given[k];
+    return 0;
+}
+
+wgt_status train_config_check_init(const train_config *flags, const train_flags *fl, const model_config *init,
+                                   const char *what) {
+    train_config have;
+    memset(&have, 0, sizeof have);
+    have.model = *init;
+    for (int k = 0; k < N_FIELDS; k++) {
+        const field *f = &fields[k];
+        if (!fl->given[k] || !f->model || field_equal(flags, &have, f)) continue;
+        char a[64], b[64];
+        field_format(flags, f, a, sizeof a);
+        field_format(&have, f, b, sizeof b);
+        return wgt_fail(WGT_ERR_CONFIG, "%s %s contradicts the model of --init %s, which has %s = %s: its config sets "
+                        "the model; drop %s", f->flag, a, what, f->key, b, f->flag);
+    }
+    return WGT_OK;
+}
+
 void train_config_print_flags(FILE *out) {
     for (int k = 0; k < N_FIELDS; k++) {
         const field *f = &fields[k];
@@ -309,6 +335,9 @@ wgt_status train_config_finish(train_config *c) {
     if (c->min_lr > c->lr)
         return wgt_fail(WGT_ERR_CONFIG, "--min-lr %g is above --lr %g; the decay goes from lr down to min-lr", c->min_lr, c->lr);
     if (!c->data_dir[0]) return wgt_fail(WGT_ERR_ARG, "no data directory; pass --data DATA_DIR (see `wgtrain prepare`)");
+    if (c->steps < 1 && !c->init[0])
+        return wgt_fail(WGT_ERR_CONFIG, "--steps must be at least 1 (0 only with --init: the model becomes a run "
+                        "without training)");
     return WGT_OK;
 }
 
@@ -371,7 +400,12 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
         if (f->model) continue;  // read above
         const cJSON *obj = f->section ? cJSON_GetObjectItemCaseSensitive(root, f->section) : root;
         const cJSON *it = obj ? cJSON_GetObjectItemCaseSensitive(obj, f->key) : NULL;
-        if (f->off == OFF(tokenizer_hash)) {
+        if (f->off == OFF(init)) {
+            // optional (runs from before --init existed)
+            if (it && (!cJSON_IsString(it) || strlen(it->valuestring) >= f->size))
+                st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration's %s is not a path", what, f->key);
+            else if (it) snprintf(fptr(c, f), f->size, "%s", it->valuestring);
+        } else if (f->off == OFF(tokenizer_hash)) {
             // optional (runs from before it was recorded): "" or 16 lowercase hex digits
             int ok = !it || (cJSON_IsString(it) && (!it->valuestring[0] || (strlen(it->valuestring) == 16 &&
                                                       strspn(it->valuestring, "0123456789abcdef") == 16)));

@@ -26,6 +26,9 @@ typedef struct {
     // the run starts so that resume and eval refuse data tokenized otherwise; "" for data
     // without a tokenizer (and runs written before it was recorded)
     char tokenizer_hash[17];
+    // --init: the Hugging Face model the run started from (absolute path; "" for a random
+    // initialisation); recorded for information
+    char init[TRAIN_PATH_MAX];
 } train_config;
 
 // Names of the presets, NULL-terminated, for --help and error messages.
@@ -57,6 +60,12 @@ wgt_status train_config_check_resume(const train_config *ckpt, const train_confi
 // Fails, naming the first field that differs (model_config_diff), if two configs describe
 // different models.
 wgt_status train_config_check_model(const train_config *want, const train_config *have, const char *what);
+// Whether the flag (e.g. "--heads") was given.
+int train_config_flag_given(const train_flags *f, const char *flag);
+// For --init: fails, naming the flag and the model's value, if a given model flag (--arch,
+// --layers, ...) contradicts `init`, the config of the model in `what`.
+wgt_status train_config_check_init(const train_config *flags, const train_flags *f, const model_config *init,
+                                   const char *what);
 // Prints the flags with their help text (for `wgtrain train --help`).
 void train_config_print_flags(FILE *out);
 

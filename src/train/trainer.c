@@ -19,6 +19,7 @@
 #include "backend/dropout.h"
 #include "core/runlock.h"
 #include "data/text_tokenizer.h"
+#include "train/hf_init.h"
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/rng.h"
@@ -41,6 +42,7 @@ struct trainer {
     double entropy;
     long last_ckpt_step;
     run_lock lock;       // RUN_DIR is ours from trainer_init to trainer_free
+    char init_weights[TRAIN_PATH_MAX];  // --init: the safetensors file the new run starts from
 };
 
 
@@ -136,6 +138,29 @@ static void remove_stale_temps(const char *run_dir) {
     }
 }
 
+// --init: the model config of the Hugging Face model (flags that contradict it refused), its
+// weights file, and a --seq within its positions.
+static wgt_status init_from_hf(trainer *t, const train_config *flags, const train_flags *given) {
+    train_config *c = &t->cfg;
+    model_config mc;
+    WGT_TRY(hf_init_resolve(c->init, train_config_flag_given(given, "--arch") ? flags->model.arch : NULL,
+                            train_config_flag_given(given, "--heads") ? flags->model.n_head : 0, &mc, t->init_weights,
+                            sizeof t->init_weights));
+    WGT_TRY(train_config_check_init(flags, given, &mc, c->init));
+    c->model = mc;
+    if (c->seq > mc.max_seq) {
+        if (train_config_flag_given(given, "--seq"))
+            return wgt_fail(WGT_ERR_CONFIG, "--seq %d is above the %d positions of the model of --init %s; use --seq %d "
+                            "or less", c->seq, mc.max_seq, c->init, mc.max_seq);
+        printf("train: --seq %d (the preset's) is above the model's %d positions: using --seq %d\n", c->seq, mc.max_seq,
+               mc.max_seq);
+        c->seq = mc.max_seq;
+    }
+    char real[TRAIN_PATH_MAX];
+    if (realpath(c->init, real) && strlen(real) < sizeof c->init) snprintf(c->init, sizeof c->init, "%s", real);
+    return WGT_OK;
+}
+
 static wgt_status init_new(trainer *t, const train_config *flags, const train_flags *given) {
     train_config *c = &t->cfg;
     // the preset first (flags->preset is empty unless --preset was given), then every flag on top
@@ -147,9 +172,14 @@ static wgt_status init_new(trainer *t, const train_config *flags, const train_fl
     if (path_exists(ckp))
         return wgt_fail(WGT_ERR_ARG, "%s already holds a run (%s); pass --resume to continue it, or choose another --out",
                         t->o.run_dir, RUN_CKPT_FILE);
+    if (c->init[0]) WGT_TRY(init_from_hf(t, flags, given));
     WGT_TRY(dataset_open(&t->ds, c->data_dir));
     snprintf(c->tokenizer_hash, sizeof c->tokenizer_hash, "%s", dataset_tokenizer_hash(t->ds));
     int dv = dataset_vocab(t->ds);
+    if (c->init[0] && dv && dv != c->model.vocab)
+        return wgt_fail(WGT_ERR_CONFIG, "the data in %s has a %d-token vocabulary but the model of --init has vocab_size "
+                        "%d: the data must be tokenized with the model's tokenizer%s", c->data_dir, dv, c->model.vocab,
+                        c->model.vocab == 50257 ? " (prepare it with `wgtrain prepare --tokenizer gpt2`)" : "");
     if (dv && c->model.vocab && c->model.vocab != dv)
         return wgt_fail(WGT_ERR_CONFIG, "--vocab %d differs from the data's tokenizer (%d tokens); drop --vocab, which is only "
                         "for data without a tokenizer", c->model.vocab, dv);
@@ -161,6 +191,9 @@ static wgt_status init_new(trainer *t, const train_config *flags, const train_fl
 }
 
 static wgt_status init_resume(trainer *t, const train_config *flags, const train_flags *given) {
+    if (train_config_flag_given(given, "--init"))
+        return wgt_fail(WGT_ERR_ARG, "--init starts a new run from a model; --resume continues %s from its checkpoint: "
+                        "drop one of them", t->o.run_dir);
     WGT_TRY(run_checkpoint_read(&t->ck, t->o.run_dir));
     t->resumed = 1;
     WGT_TRY(train_config_check_resume(&t->ck.cfg, flags, given));
@@ -226,6 +259,7 @@ wgt_status trainer_init(trainer **out, const train_config *flags, const train_fl
            "loss; learning shows as loss below it)\n", t->entropy);
     printf("train: model %s (preset %s): %d layers, %d heads, d_model %d, d_ff %d, vocabulary %d, max_seq %d\n", mc->arch, c->preset,
            mc->n_layer, mc->n_head, mc->d_model, mc->d_ff, mc->vocab, mc->max_seq);
+    if (c->init[0] && !t->resumed) printf("train: model from --init %s\n", c->init);
     if (mc->n_kv_heads)
         printf("train: %d key/value heads, RoPE base %g, RMSNorm eps %g, lm_head %s\n", mc->n_kv_heads, mc->rope_theta,
                mc->rms_eps, mc->tie_embeddings ? "tied to the token embedding" : "of its own");
@@ -312,6 +346,11 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     } else {
         st = model_init(&m, be, &c->model, B, T);
         if (st == WGT_OK) st = model_init_random(m, rng_seed_stream((uint64_t)c->seed, STREAM_INIT));
+        // --init: its weights replace the random ones; the gradients and AdamW moments stay zero
+        if (st == WGT_OK && c->init[0]) {
+            st = model_load_safetensors(m, t->init_weights);
+            if (st == WGT_OK) printf("train: weights from %s (optimizer state fresh, step 0)\n", t->init_weights);
+        }
     }
     if (st != WGT_OK) {
         model_free(m);
@@ -429,6 +468,11 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
             if (st == WGT_OK && !do_val) st = write_plot(t);
         }
         if (t->o.stop_at > 0 && s1 >= t->o.stop_at) break;
+    }
+    // --steps 0 (with --init): the model becomes the run's step 0, untrained
+    if (st == WGT_OK && c->steps == 0 && !t->resumed) {
+        st = save_all(t, m, &sb, tty);
+        if (st == WGT_OK) printf("train: --steps 0: the model of --init is the run's step 0 (no training)\n");
     }
     // a signal during the last step changes nothing: the run is complete
     if (st == WGT_OK && g_stop && (long)t->pr.step < c->steps && !(t->o.stop_at > 0 && (long)t->pr.step >= t->o.stop_at)) {

@@ -1,5 +1,6 @@
 // fuzz_safetensors.c — mutation fuzzer for the safetensors reader (st_open): seeds from
-// st_writer and a hand-made header with __metadata__ and an odd-length header; an accepted
+// st_writer, a hand-made header with __metadata__ and an odd-length header, and one mixing F16,
+// F32 and BF16 tensors (the F32 one at an offset that is not a multiple of 4); an accepted
 // file's tensors must be consistent (element counts, unique names, readable aligned data
 // tiling the data section) and survive a write / read round trip.
 #include <math.h>
@@ -20,7 +21,7 @@ int main(int argc, char **argv) {
     fz_setup(argc, argv, &iters);
     float d[16];
     for (int i = 0; i < 16; i++) d[i] = (float)i - 3.25f;
-    enum { NS = 3 };
+    enum { NS = 4 };
     fz_buf seeds[NS] = {{0}}, b = {0};
     st_writer *w = st_writer_new();
     size_t s1[2] = {2, 3}, s2[1] = {4}, s3[2] = {0, 5}, s4[1] = {6};
@@ -34,6 +35,18 @@ int main(int argc, char **argv) {
     add_raw_seed(&seeds[2], "{\"__metadata__\":{\"format\":\"pt\"},\"b\":{\"dtype\":\"F32\",\"shape\":[3],"
                             "\"data_offsets\":[0,12]},\"a\":{\"dtype\":\"F32\",\"shape\":[1,1],\"data_offsets\":[12,16]}} ",
                  d, 4);
+    {
+        uint8_t mixed[6 + 8 + 4];
+        const uint16_t h3[3] = {0x3c00, 0x8001, 0x7e01}, b2[2] = {0x4049, 0xff80};  // 1, -subnormal, NaN; 3.14, -inf
+        memcpy(mixed, h3, 6);
+        memcpy(mixed + 6, d, 8);
+        memcpy(mixed + 14, b2, 4);
+        const char *js = "{\"h\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[0,6]},\"f\":{\"dtype\":\"F32\","
+                         "\"shape\":[2],\"data_offsets\":[6,14]},\"b\":{\"dtype\":\"BF16\",\"shape\":[2,1],"
+                         "\"data_offsets\":[14,18]}}";
+        add_raw_seed(&seeds[3], js, d, 0);
+        fz_insert(&seeds[3], 8 + strlen(js), mixed, sizeof mixed);
+    }
     const char *p = fz_path("in.st"), *q = fz_path("back.st");
     for (long it = 0; it < iters; it++) {
         if (it % 4 != 3 || !b.n) {
@@ -59,7 +72,7 @@ int main(int argc, char **argv) {
             FZ_CHECK(st_find(f, t->name) == t, "name '%s' not unique", t->name);
             FZ_CHECK(t->n == 0 || (uintptr_t)t->data % 4 == 0, "tensor %s misaligned", t->name);
             for (size_t k = 0; k < t->n; k++) sum += t->data[k];  // every element must be readable
-            total += t->n * 4;
+            total += t->n * (strcmp(t->dtype, "F32") ? 2 : 4);  // bytes in the file
             st_writer_add(bw, t->name, t->ndim, t->shape, t->data);
         }
         FZ_CHECK(total + 8 <= b.n, "tensors hold %zu bytes in a file of %zu", total, b.n);

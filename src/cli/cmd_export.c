@@ -1,0 +1,196 @@
+// cmd_export.c — `wgtrain export`: a run's model as a Hugging Face model directory that
+// transformers' from_pretrained loads (config.json, model.safetensors in the family's Hugging
+// Face names and layout) and, for runs on GPT-2's tokenizer, the tokenizer files AutoTokenizer
+// reads (vocab.json, merges.txt, tokenizer_config.json, special_tokens_map.json). Every file is
+// written atomically; files there that an earlier export did not write are kept unless --force.
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli/cli.h"
+#include "core/fileutil.h"
+#include "data/gpt2_bpe.h"
+#include "data/text_tokenizer.h"
+#include "model/model.h"
+#include "train/trainer.h"
+
+#define MARKER "wgtrain-export.json"  // says that the directory's files are an export's
+static const char *const OUR_FILES[] = {MARKER, "config.json", "model.safetensors", "vocab.json", "merges.txt",
+                                        "tokenizer_config.json", "special_tokens_map.json", NULL};
+#define TOKENIZER_FIRST 3  // OUR_FILES[3..]: the tokenizer's
+
+static void usage(void) {
+    printf("usage: wgtrain export --run RUN_DIR --out HF_DIR [--force]\n"
+           "Writes the run's model (its last checkpoint) as a Hugging Face model directory: config.json and\n"
+           "model.safetensors (float32, the names and layout of GPT2LMHeadModel / LlamaForCausalLM), and for a run\n"
+           "on GPT-2's tokenizer vocab.json, merges.txt, tokenizer_config.json and special_tokens_map.json, so that\n"
+           "transformers' from_pretrained(HF_DIR) and AutoTokenizer.from_pretrained(HF_DIR) load it. HF_DIR is\n"
+           "created if needed; files there that an earlier export did not write are refused unless --force.\n"
+           "`wgtrain train --init HF_DIR` starts a run from it again.\n");
+}
+
+static int exists(const char *p) {
+    struct stat sb;
+    return lstat(p, &sb) == 0;
+}
+
+static wgt_status join(char *dst, size_t n, const char *dir, const char *name) {
+    if ((size_t)snprintf(dst, n, "%s/%s", dir, name) >= n) return wgt_fail(WGT_ERR_ARG, "path too long: %s/%s", dir, name);
+    return WGT_OK;
+}
+
+static wgt_status write_text(const char *dir, const char *name, const char *text) {
+    char p[TRAIN_PATH_MAX + 64];
+    WGT_TRY(join(p, sizeof p, dir, name));
+    return atomic_write_file(p, text, strlen(text));
+}
+
+// Copies file src to dir/name (atomically).
+static wgt_status copy_file(const char *src, const char *dir, const char *name) {
+    char *data;
+    size_t n;
+    WGT_TRY(file_read_all(src, "tokenizer file", NULL, (size_t)64 << 20, &data, &n));
+    char p[TRAIN_PATH_MAX + 64];
+    wgt_status st = join(p, sizeof p, dir, name);
+    if (st == WGT_OK) st = atomic_write_file(p, data, n);
+    free(data);
+    return st;
+}
+
+// The directory (the run's, else the data's) holding the GPT-2 tokenizer files the run was
+// trained with; "" when the run is not on GPT-2's tokenizer. *found: whether the run's tokenizer
+// (of either kind) was found.
+static wgt_status gpt2_tokenizer_dir(const checkpoint *ck, const char *run, char *dir, size_t n, int *found) {
+    dir[0] = 0;
+    *found = 0;
+    const char *cands[2] = {run, ck->cfg.data_dir};
+    for (int i = 0; i < 2; i++) {
+        if (!cands[i][0]) continue;
+        text_tokenizer *t = NULL;
+        if (text_tokenizer_open_dir(&t, cands[i]) != WGT_OK || !t) continue;
+        char h[17];
+        snprintf(h, sizeof h, "%016" PRIx64, text_tokenizer_fingerprint(t));
+        int gpt2 = text_tokenizer_kind(t) == TEXT_TOK_GPT2, same = !ck->cfg.tokenizer_hash[0] || !strcmp(h, ck->cfg.tokenizer_hash);
+        text_tokenizer_free(t);
+        if (!same) continue;
+        if (gpt2) snprintf(dir, n, "%s", cands[i]);
+        *found = 1;
+        return WGT_OK;  // the run's tokenizer, of either kind
+    }
+    return WGT_OK;
+}
+
+static wgt_status export_main(int argc, char **argv) {
+    const char *run = NULL, *out = NULL;
+    int force = 0, found_tok = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage();
+            exit(0);
+        }
+        if (!strcmp(a, "--force")) {
+            force = 1;
+            continue;
+        }
+        if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--run")) run = v;
+        else if (!strcmp(a, "--out")) out = v;
+        else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
+    }
+    if (!run || !out) return wgt_fail(WGT_ERR_ARG, "--run RUN_DIR and --out HF_DIR are required (see --help)");
+    checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    WGT_TRY(run_checkpoint_read(&ck, run));
+    wgt_status st = WGT_OK;
+    char p[TRAIN_PATH_MAX + 64], tokdir[TRAIN_PATH_MAX];
+    // HF_DIR: a directory (made if missing) whose files we may replace
+    struct stat sb;
+    if (stat(out, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        st = wgt_fail(WGT_ERR_ARG, "--out %s exists and is not a directory", out);
+    if (st == WGT_OK) st = dir_make(out);
+    if (st == WGT_OK) st = join(p, sizeof p, out, MARKER);
+    if (st == WGT_OK && !force && !exists(p)) {
+        for (int i = 1; OUR_FILES[i] && st == WGT_OK; i++) {
+            char q[TRAIN_PATH_MAX + 64];
+            st = join(q, sizeof q, out, OUR_FILES[i]);
+            if (st == WGT_OK && exists(q))
+                st = wgt_fail(WGT_ERR_ARG, "%s already holds %s, which `wgtrain export` did not write; pass --force to "
+                              "replace it, or choose another --out", out, OUR_FILES[i]);
+        }
+    }
+    if (st == WGT_OK) st = gpt2_tokenizer_dir(&ck, run, tokdir, sizeof tokdir, &found_tok);
+    // the marker first: an interrupted export is still recognised as ours
+    if (st == WGT_OK) {
+        char real[TRAIN_PATH_MAX];
+        char *esc = NULL;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "format", "wgtrain-export");
+        cJSON_AddStringToObject(o, "run", realpath(run, real) ? real : run);
+        cJSON_AddNumberToObject(o, "step", (double)ck.pr.step);
+        cJSON_AddStringToObject(o, "arch", ck.cfg.model.arch);
+        if (ck.cfg.init[0]) cJSON_AddStringToObject(o, "init", ck.cfg.init);
+        esc = cJSON_Print(o);
+        cJSON_Delete(o);
+        st = write_text(out, MARKER, esc);
+        free(esc);
+    }
+    if (st == WGT_OK) {
+        char *hf = model_config_to_hf_json(&ck.cfg.model);
+        st = write_text(out, "config.json", hf);
+        free(hf);
+    }
+    wgt_backend *be = NULL;
+    wgt_model *m = NULL;
+    if (st == WGT_OK) st = cli_backend_open(&be, "cpu", NULL, 0);
+    if (st == WGT_OK) st = run_model_open(&m, be, &ck, 1, 1, run);
+    if (st == WGT_OK) st = join(p, sizeof p, out, "model.safetensors");
+    if (st == WGT_OK) st = model_export_safetensors(m, p);
+    model_free(m);
+    if (be) be->free(be);
+    if (st == WGT_OK && tokdir[0]) {
+        char src[TRAIN_PATH_MAX + 64];
+        st = join(src, sizeof src, tokdir, GPT2_ENCODER_FILE);
+        if (st == WGT_OK) st = copy_file(src, out, "vocab.json");
+        if (st == WGT_OK) st = join(src, sizeof src, tokdir, GPT2_MERGES_FILE);
+        if (st == WGT_OK) st = copy_file(src, out, "merges.txt");
+        char tc[512];
+        snprintf(tc, sizeof tc,
+                 "{\n  \"tokenizer_class\": \"GPT2Tokenizer\",\n  \"model_max_length\": %d,\n"
+                 "  \"bos_token\": \"<|endoftext|>\",\n  \"eos_token\": \"<|endoftext|>\",\n"
+                 "  \"unk_token\": \"<|endoftext|>\",\n  \"add_prefix_space\": false,\n  \"add_bos_token\": false,\n"
+                 "  \"errors\": \"replace\"\n}\n", ck.cfg.model.max_seq);
+        if (st == WGT_OK) st = write_text(out, "tokenizer_config.json", tc);
+        if (st == WGT_OK)
+            st = write_text(out, "special_tokens_map.json", "{\n  \"bos_token\": \"<|endoftext|>\",\n  \"eos_token\": "
+                            "\"<|endoftext|>\",\n  \"unk_token\": \"<|endoftext|>\"\n}\n");
+    } else if (st == WGT_OK) {
+        // no GPT-2 tokenizer: tokenizer files of an earlier export would describe another model
+        for (int i = TOKENIZER_FIRST; OUR_FILES[i] && st == WGT_OK; i++) {
+            st = join(p, sizeof p, out, OUR_FILES[i]);
+            if (st == WGT_OK && unlink(p) != 0 && errno != ENOENT)
+                st = wgt_fail(WGT_ERR_IO, "cannot remove the old %s: %s", p, strerror(errno));
+        }
+    }
+    if (st == WGT_OK) {
+        const model_config *c = &ck.cfg.model;
+        printf("export: %s (step %llu): %s, %d layers, d_model %d, vocabulary %d -> %s (config.json, "
+               "model.safetensors%s)\n", run, (unsigned long long)ck.pr.step, c->arch, c->n_layer, c->d_model, c->vocab,
+               out, tokdir[0] ? ", GPT-2 tokenizer files" : "");
+        if (!tokdir[0])
+            printf("export: %s, so there are no tokenizer files\n",
+                   found_tok ? "the run's tokenizer is wgtrain's own BPE, which transformers cannot read"
+                             : "the run's data has no tokenizer (or it was not found)");
+    }
+    checkpoint_free(&ck);
+    return st;
+}
+
+int cmd_export(int argc, char **argv) {
+    wgt_status st = export_main(argc, argv);
+    return st == WGT_OK ? 0 : cli_fail("export", st);
+}

@@ -1,0 +1,324 @@
+# finetune_helper.py — the Python side of tests/test_finetune.sh: writes random Hugging Face models
+# (GPT-2 in the hub layout with Conv1D weights and mask buffers or in save_pretrained's layout
+# with the "transformer." prefix and a tied lm_head copy; LLaMA tied or untied; F32, F16 or
+# BF16) and llm.c token shards, and checks wgtrain's results against the PyTorch references
+# (gpt2_torch_ref.py, llama_torch_ref.py). Safetensors are read and written with struct + json.
+import argparse
+import json
+import os
+import re
+import shutil
+import struct
+import sys
+
+import numpy as np
+import torch
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpt2_torch_ref as gref  # noqa: E402
+import llama_torch_ref as lref  # noqa: E402
+
+torch.set_grad_enabled(False)
+
+
+# ------------------------------------------------------------------ safetensors
+
+def to_bf16_bits(a):
+    """float32 array -> bfloat16 bit patterns (round to nearest even)."""
+    b = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+    return b.astype(np.uint16)
+
+
+def from_bf16_bits(u):
+    return (u.astype(np.uint32) << 16).view(np.float32)
+
+
+def round_to(a, dtype):
+    """The float32 values that the given dtype stores for a."""
+    a = np.asarray(a, dtype=np.float32)
+    if dtype == "F16":
+        return a.astype(np.float16).astype(np.float32)
+    if dtype == "BF16":
+        return from_bf16_bits(to_bf16_bits(a))
+    return a
+
+
+def write_st(path, tensors, dtype="F32", metadata=None):
+    header, off, blobs = {}, 0, []
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, t in tensors.items():
+        a = np.asarray(t, dtype=np.float32)
+        if dtype == "F16":
+            raw = a.astype("<f2").tobytes()
+        elif dtype == "BF16":
+            raw = to_bf16_bits(a).astype("<u2").tobytes()
+        else:
+            raw = a.astype("<f4").tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        blobs.append(raw)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+
+
+def read_st(path):
+    """name -> (dtype, shape, raw bytes), and the metadata."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    meta = header.pop("__metadata__", None)
+    out = {}
+    for name, e in header.items():
+        b, en = e["data_offsets"]
+        out[name] = (e["dtype"], tuple(e["shape"]), data[b:en])
+    return out, meta
+
+
+def st_arrays(path):
+    out = {}
+    for name, (dt, shape, raw) in read_st(path)[0].items():
+        if dt == "F32":
+            a = np.frombuffer(raw, dtype="<f4")
+        elif dt == "F16":
+            a = np.frombuffer(raw, dtype="<f2").astype(np.float32)
+        elif dt == "BF16":
+            a = from_bf16_bits(np.frombuffer(raw, dtype="<u2"))
+        else:
+            raise SystemExit(f"{path}: tensor {name} has dtype {dt}")
+        out[name] = a.reshape(shape)
+    return out
+
+
+# ------------------------------------------------------------------ models
+
+def gpt2_config(L, C, NH, V, T):
+    # as on the hub (openai-community/gpt2's config.json), with other sizes
+    return {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
+            "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02,
+            "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": T, "n_embd": C, "n_head": NH,
+            "n_inner": None, "n_layer": L, "n_positions": T, "resid_pdrop": 0.1, "summary_activation": None,
+            "summary_first_dropout": 0.1, "summary_proj_to_labels": True, "summary_type": "cls_index",
+            "summary_use_proj": True, "task_specific_params": {"text-generation": {"do_sample": True, "max_length": 50}},
+            "vocab_size": V}
+
+
+def cmd_gpt2(a):
+    os.makedirs(a.out, exist_ok=True)
+    P = {k: round_to(v.numpy(), a.dtype) for k, v in gref.random_params(a.L, a.C, 4 * a.C, a.V, a.T, a.seed,
+                                                                          torch.float32).items()}
+    if a.layout == "hub":
+        # no prefix, Conv1D [in, out], the causal-mask buffers of older transformers
+        out = {}
+        for k, v in P.items():
+            out[k] = v
+            if k.endswith("ln_1.weight"):
+                l = k.split(".")[1]
+                out[f"h.{l}.attn.bias"] = np.tril(np.ones((a.T, a.T), np.float32)).reshape(1, 1, a.T, a.T)
+                out[f"h.{l}.attn.masked_bias"] = np.array(-1e4, np.float32)
+    else:
+        # GPT2LMHeadModel's state dict: the transformer. prefix and the tied lm_head beside wte
+        out = {"transformer." + k: v for k, v in P.items()}
+        out["lm_head.weight"] = P["wte.weight"].copy()
+    write_st(os.path.join(a.out, "model.safetensors"), out, a.dtype, {"format": "pt"})
+    if not a.no_config:
+        with open(os.path.join(a.out, "config.json"), "w") as f:
+            json.dump(gpt2_config(a.L, a.C, a.NH, a.V, a.T), f, indent=2)
+
+
+def cmd_llama(a):
+    os.makedirs(a.out, exist_ok=True)
+    P = {k: round_to(v.numpy(), a.dtype) for k, v in lref.random_params(a.L, a.C, a.F, a.V, a.NH, a.NKV, bool(a.tie),
+                                                                          a.seed, torch.float32).items()}
+    if a.tie and a.lm_head_copy:
+        P["lm_head.weight"] = P["model.embed_tokens.weight"].copy()
+    write_st(os.path.join(a.out, "model.safetensors"), P, a.dtype, {"format": "pt"})
+    lref.write_config(os.path.join(a.out, "config.json"),
+                      lref.hf_config(a.L, a.C, a.F, a.V, a.NH, a.NKV, bool(a.tie), a.T, theta=a.theta, eps=1e-5))
+
+
+def cmd_mutate(a):
+    """A copy of model directory src with one tensor dropped, added or reshaped (or lm_head changed)."""
+    if os.path.exists(a.dst):
+        shutil.rmtree(a.dst)
+    shutil.copytree(a.src, a.dst)
+    path = os.path.join(a.dst, "model.safetensors")
+    T = st_arrays(path)
+    if a.drop:
+        del T[a.drop]
+    if a.add:
+        T[a.add] = np.zeros((3,), np.float32)
+    if a.reshape:
+        t = T[a.reshape]
+        T[a.reshape] = np.zeros((t.shape[0] + 1,) + t.shape[1:], np.float32)
+    if a.perturb:
+        T[a.perturb] = T[a.perturb].copy()
+        T[a.perturb].flat[0] += 1.0
+    write_st(path, T)
+
+
+def cmd_shards(a):
+    """llm.c shards: a train shard of exactly T+1 tokens (so every training window is that one)."""
+    os.makedirs(a.out, exist_ok=True)
+    r = np.random.RandomState(a.seed)
+    for name, n in (("train_000.bin", a.T + 1), ("val_000.bin", 3 * a.T + 1)):
+        hdr = np.zeros(256, np.int32)
+        hdr[0], hdr[1], hdr[2] = 20240520, 1, n
+        with open(os.path.join(a.out, name), "wb") as f:
+            f.write(hdr.tobytes())
+            f.write(r.randint(0, a.V, n).astype("<u2").tobytes())
+
+
+def read_shard(path):
+    with open(path, "rb") as f:
+        f.read(1024)
+        return np.frombuffer(f.read(), dtype="<u2").astype(np.int64)
+
+
+# ------------------------------------------------------------------ reference computations
+
+def load_model(d, st=None):
+    """(family, config dict, float64 params without the transformer. prefix) of a model directory."""
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    A = st_arrays(st or os.path.join(d, "model.safetensors"))
+    P = {}
+    for k, v in A.items():
+        if k.startswith("transformer."):
+            k = k[len("transformer."):]
+        P[k] = torch.from_numpy(np.array(v, dtype=np.float64))
+    return cfg["model_type"], cfg, P
+
+
+def ref_logits(d, idx, st=None):
+    fam, cfg, P = load_model(d, st)
+    if fam == "gpt2":
+        return gref.forward(P, idx, cfg["n_layer"], cfg["n_head"])
+    return lref.forward(P, idx, cfg["num_hidden_layers"], cfg["num_attention_heads"],
+                        cfg.get("num_key_value_heads", cfg["num_attention_heads"]), cfg.get("rope_theta", 10000.0),
+                        cfg.get("rms_norm_eps", 1e-6))
+
+
+def cmd_check_loss(a):
+    """The first step's loss in metrics.jsonl against the reference loss of the one training window."""
+    tok = torch.from_numpy(read_shard(os.path.join(a.data, "train_000.bin")))
+    idx, tgt = tok[:-1].unsqueeze(0), tok[1:].unsqueeze(0)
+    want = float(gref.loss_fn(ref_logits(a.model, idx, a.st), tgt))
+    got = json.loads(open(a.metrics).readline())["loss"]
+    rel = abs(got - want) / abs(want)
+    print(f"first-step loss: wgtrain {got:.9g}, PyTorch {want:.9g}, relative difference {rel:.2e}")
+    sys.exit(0 if rel < a.tol else 1)
+
+
+def cmd_tokens(a):
+    r = np.random.RandomState(a.seed)
+    np.save(a.out, r.randint(0, a.V, (a.B, a.T + 1)).astype(np.int32))
+
+
+def cmd_check_logits(a):
+    """wgtrain's logits (grad --logits) against the reference's on the exported weights."""
+    tok = torch.from_numpy(np.load(a.tokens).astype(np.int64))
+    want = ref_logits(a.model, tok[:, :-1]).numpy()
+    got = np.load(a.logits).astype(np.float64)
+    rel = np.abs(got - want).max() / np.abs(want).max()
+    print(f"logits: max |wgtrain - PyTorch| / max |PyTorch| = {rel:.2e}")
+    sys.exit(0 if got.shape == want.shape and rel < a.tol else 1)
+
+
+def cmd_same_tensors(a):
+    """Two safetensors files hold the same names, dtypes, shapes and bytes."""
+    A, B = read_st(a.a)[0], read_st(a.b)[0]
+    if A.keys() != B.keys():
+        print("names differ:", sorted(A.keys() ^ B.keys()))
+        sys.exit(1)
+    diff = [k for k in A if A[k] != B[k]]
+    if diff:
+        print("tensors differ:", diff[:5])
+        sys.exit(1)
+
+
+def cmd_same_values(a):
+    """Tensor values of b (F32) equal those of a (any dtype) after a's own prefix is dropped."""
+    strip = lambda d: {k[len("transformer."):] if k.startswith("transformer.") else k: v for k, v in d.items()}
+    A, B = strip(st_arrays(a.a)), strip(st_arrays(a.b))
+    for k in a.ignore or []:
+        A.pop(k, None)
+    A = {k: v for k, v in A.items() if not re.fullmatch(r"h\.\d+\.attn\.(masked_)?bias", k)}
+    if A.keys() != B.keys():
+        print("names differ:", sorted(A.keys() ^ B.keys()))
+        sys.exit(1)
+    bad = [k for k in A if A[k].shape != B[k].shape or not np.array_equal(A[k].view(np.uint32), B[k].view(np.uint32))]
+    if bad:
+        print("values differ:", bad[:5])
+        sys.exit(1)
+
+
+def cmd_st_info(a):
+    """Prints the names (sorted) and the metadata of a safetensors file."""
+    T, meta = read_st(a.path)
+    print(json.dumps({"names": sorted(T), "dtypes": sorted({v[0] for v in T.values()}), "metadata": meta}))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gpt2")
+    g.add_argument("out")
+    for k, d in (("L", 2), ("C", 32), ("NH", 4), ("V", 96), ("T", 16), ("seed", 1)):
+        g.add_argument("--" + k, type=int, default=d)
+    g.add_argument("--layout", choices=["hub", "pretrained"], default="hub")
+    g.add_argument("--dtype", choices=["F32", "F16", "BF16"], default="F32")
+    g.add_argument("--no-config", action="store_true")
+    g = sub.add_parser("llama")
+    g.add_argument("out")
+    for k, d in (("L", 2), ("C", 32), ("NH", 4), ("NKV", 2), ("F", 48), ("V", 96), ("T", 16), ("seed", 1), ("tie", 0)):
+        g.add_argument("--" + k, type=int, default=d)
+    g.add_argument("--theta", type=float, default=10000.0)
+    g.add_argument("--lm-head-copy", action="store_true")
+    g.add_argument("--dtype", choices=["F32", "F16", "BF16"], default="F32")
+    g = sub.add_parser("mutate")
+    g.add_argument("src")
+    g.add_argument("dst")
+    for k in ("drop", "add", "reshape", "perturb"):
+        g.add_argument("--" + k)
+    g = sub.add_parser("shards")
+    g.add_argument("out")
+    for k, d in (("V", 96), ("T", 16), ("seed", 1)):
+        g.add_argument("--" + k, type=int, default=d)
+    g = sub.add_parser("check-loss")
+    g.add_argument("model")
+    g.add_argument("data")
+    g.add_argument("metrics")
+    g.add_argument("--st")
+    g.add_argument("--tol", type=float, default=1e-5)
+    g = sub.add_parser("tokens")
+    g.add_argument("out")
+    for k, d in (("V", 96), ("B", 2), ("T", 16), ("seed", 3)):
+        g.add_argument("--" + k, type=int, default=d)
+    g = sub.add_parser("check-logits")
+    g.add_argument("model")
+    g.add_argument("tokens")
+    g.add_argument("logits")
+    g.add_argument("--tol", type=float, default=1e-4)
+    g = sub.add_parser("same-tensors")
+    g.add_argument("a")
+    g.add_argument("b")
+    g = sub.add_parser("same-values")
+    g.add_argument("a")
+    g.add_argument("b")
+    g.add_argument("--ignore", action="append")
+    g = sub.add_parser("st-info")
+    g.add_argument("path")
+    a = ap.parse_args()
+    globals()["cmd_" + a.cmd.replace("-", "_")](a)
+
+
+if __name__ == "__main__":
+    main()
