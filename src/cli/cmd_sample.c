@@ -80,10 +80,12 @@ static wgt_status sample_main(int argc, char **argv) {
         free(ids);
         return st;
     }
-    // the context: end-of-text (documents start with it in the training data), then the prompt
+    // the context: the prompt's tokens exactly (as transformers' generate and PyTorch would be
+    // given them), or end-of-text alone for an empty prompt (documents start with it in the
+    // training data), so that there is a first token to continue
     size_t cap = 1 + n_ids + (size_t)n_tokens, len = 0;
     int32_t *ctx = wgt_malloc(cap * sizeof *ctx), *window = wgt_malloc((size_t)T * sizeof *window);
-    ctx[len++] = text_tokenizer_eot(tok);
+    if (n_ids == 0) ctx[len++] = text_tokenizer_eot(tok);
     for (size_t i = 0; i < n_ids; i++) ctx[len++] = ids[i];
     float *logits = wgt_malloc((size_t)T * V * sizeof *logits);
     sampler sp;
