@@ -29,6 +29,7 @@ void cli_print_presets(FILE *f);
 // that takes one is left as it is, even when it looks like --x=y); fails when a switch is
 // given a value. argv[0] stays; the new vector lives as long as the process.
 wgt_status cli_args_split(int *argc, char ***argv, const char *const *known);
+extern char **cli_args_held;  // the last vector cli_args_split made
 // 1 when a is one of the known flags.
 int cli_flag_known(const char *a, const char *const *known);
 // The error for an argument the subcommand does not know: "unknown option '--step'; did you

@@ -13,10 +13,14 @@ static size_t name_len(const char *k) {
 // known entry k, compared with the n characters of s
 static int entry_is(const char *k, const char *s, size_t n) { return name_len(k) == n && !strncmp(k, s, n); }
 
+// external, so that the store is kept: the vector stays reachable until exit
+char **cli_args_held;
+
 wgt_status cli_args_split(int *argc, char ***argv, const char *const *known) {
     int n = *argc;
     char **in = *argv;
-    // at most one more element per argument; the new vector lives as long as the command
+    // at most one more element per argument; the new vector lives as long as the process (held
+    // by cli_args_held, so leak checkers see it reachable)
     char **out = wgt_calloc((size_t)n * 2 + 1, sizeof *out);
     int k = 0;
     if (n > 0) out[k++] = in[0];
@@ -32,10 +36,8 @@ wgt_status cli_args_split(int *argc, char ***argv, const char *const *known) {
                     return wgt_fail(WGT_ERR_ARG, "%.*s takes no value (got '%s')", (int)len, a, a);
                 }
             }
-            char *name = wgt_malloc(len + 1);  // kept for the life of the command, as argv
-            memcpy(name, a, len);
-            name[len] = 0;
-            out[k++] = name;
+            *eq = 0;  // argv's strings are the program's to modify: "--flag=value" -> "--flag", "value"
+            out[k++] = a;
             out[k++] = eq + 1;
             continue;
         }
@@ -48,6 +50,7 @@ wgt_status cli_args_split(int *argc, char ***argv, const char *const *known) {
             }
     }
     out[k] = NULL;
+    cli_args_held = out;
     *argc = k;
     *argv = out;
     return WGT_OK;
