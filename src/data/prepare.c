@@ -166,6 +166,7 @@ static wgt_status read_file(const char *path, size_t max, uint8_t **data, size_t
 // more than a third of its bytes outside valid UTF-8 sequences. Latin-1 text, a few
 // accented letters in a line, stays text; images, archives and compiled files do not.
 static int looks_binary(const uint8_t *p, size_t n) {
+    if (n == 0) return 0;  // an empty file (p may be NULL) is empty text
     if (memchr(p, 0, n < BINARY_NUL_BYTES ? n : BINARY_NUL_BYTES)) return 1;
     size_t bad = 0;
     for (size_t i = 0; i < n;) {
