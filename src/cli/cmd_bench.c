@@ -32,7 +32,12 @@ static const preset presets[] = {
     {"llama-124m", "llama", 12, 12, 768, 2048, 50257, 1024, 8, 4, 1},
 };
 
+static const char *const bench_flags[] = {"--preset=", "--device=", "--backend=", "--adapter=", "--arch=", "--layers=",
+                                          "--heads=", "--kv-heads=", "--d-model=", "--d-ff=", "--vocab=", "--batch=",
+                                          "--seq=", "--steps=", "--warmup=", "--profile", "--help", NULL};
+
 static wgt_status bench_main(int argc, char **argv) {
+    WGT_TRY(cli_args_split(&argc, &argv, bench_flags));
     const preset *p = &presets[0];
     long L = -1, NH = -1, NKV = -1, C = -1, F = -1, Vv = -1, B = -1, T = -1, steps = 10, warmup = 2;
     const char *device = "auto", *adapter = NULL, *arch = NULL;
@@ -41,6 +46,7 @@ static wgt_status bench_main(int argc, char **argv) {
         const char *a = argv[i];
         if (!strcmp(a, "--help")) { usage(); exit(0); }
         if (!strcmp(a, "--profile")) { profile = 1; continue; }
+        if (!cli_flag_known(a, bench_flags)) return cli_unknown_flag("bench", a, bench_flags);
         if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", a);
         const char *v = argv[++i];
         if (!strcmp(a, "--preset")) {
@@ -61,7 +67,7 @@ static wgt_status bench_main(int argc, char **argv) {
         else if (!strcmp(a, "--seq")) WGT_TRY(cli_parse_long(a, v, 1, 1 << 16, &T));
         else if (!strcmp(a, "--steps")) WGT_TRY(cli_parse_long(a, v, 1, 1000000, &steps));
         else if (!strcmp(a, "--warmup")) WGT_TRY(cli_parse_long(a, v, 0, 1000, &warmup));
-        else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
+        else return cli_unknown_flag("bench", a, bench_flags);
     }
     model_config cfg = {.n_layer = L > 0 ? L : p->L, .n_head = NH > 0 ? NH : p->NH, .d_model = C > 0 ? C : p->C,
                         .d_ff = F > 0 ? F : p->F, .vocab = Vv > 0 ? Vv : p->V, .max_seq = T > 0 ? T : p->T};

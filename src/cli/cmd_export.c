@@ -83,9 +83,12 @@ static wgt_status gpt2_tokenizer_dir(const checkpoint *ck, const char *run, char
     return WGT_OK;
 }
 
+static const char *const export_flags[] = {"--run=", "--out=", "--force", "--help", "-h", NULL};
+
 static wgt_status export_main(int argc, char **argv) {
     const char *run = NULL, *out = NULL;
     int force = 0, found_tok = 0;
+    WGT_TRY(cli_args_split(&argc, &argv, export_flags));
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -96,11 +99,11 @@ static wgt_status export_main(int argc, char **argv) {
             force = 1;
             continue;
         }
+        if (!cli_flag_known(a, export_flags)) return cli_unknown_flag("export", a, export_flags);
         if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", a);
         const char *v = argv[++i];
         if (!strcmp(a, "--run")) run = v;
-        else if (!strcmp(a, "--out")) out = v;
-        else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
+        else out = v;
     }
     if (!run || !out) return wgt_fail(WGT_ERR_ARG, "--run RUN_DIR and --out HF_DIR are required (see --help)");
     checkpoint ck;

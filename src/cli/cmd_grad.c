@@ -25,7 +25,13 @@ static void usage(void) {
            "  and prints `step i loss <value>` before each update.\n");
 }
 
+static const char *const grad_flags[] = {"--model=", "--tokens=", "--out=", "--logits=", "--backend=", "--device=",
+                                         "--adapter=", "--arch=", "--config=", "--heads=", "--steps=", "--alpha=",
+                                         "--beta=", "--lr=", "--weight-decay=", "--beta1=", "--beta2=", "--eps=",
+                                         "--clip=", "--help", NULL};
+
 static wgt_status grad_main(int argc, char **argv) {
+    WGT_TRY(cli_args_split(&argc, &argv, grad_flags));
     const char *model = NULL, *tokens_path = NULL, *out = NULL, *backend = "cpu", *adapter = NULL, *logits_path = NULL,
                *arch = NULL, *config = NULL;
     long heads = 0, steps = 0;
@@ -33,6 +39,7 @@ static wgt_status grad_main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help")) { usage(); exit(0); }
+        if (!cli_flag_known(a, grad_flags)) return cli_unknown_flag("grad", a, grad_flags);
         if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", a);
         const char *v = argv[++i];
         if (!strcmp(a, "--model")) model = v;
@@ -55,7 +62,7 @@ static wgt_status grad_main(int argc, char **argv) {
         else if (!strcmp(a, "--beta2")) WGT_TRY(cli_parse_double_range(a, v, 0, 1, 1, &b2));
         else if (!strcmp(a, "--eps")) WGT_TRY(cli_parse_double_range(a, v, 1e-30, 1, 0, &eps));
         else if (!strcmp(a, "--clip")) WGT_TRY(cli_parse_double_range(a, v, 0, 1e30, 0, &clip));
-        else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
+        else return cli_unknown_flag("grad", a, grad_flags);
     }
     if (!model || !tokens_path || (!heads && !config))
         return wgt_fail(WGT_ERR_ARG, "--model, --tokens and either --config or --heads are required (see --help)");

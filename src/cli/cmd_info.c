@@ -4,8 +4,11 @@
 #include "backend/webgpu/wg_runtime.h"
 #include "cli/cli.h"
 
+static const char *const info_flags[] = {"--device=", "--adapter=", "--help", NULL};
+
 int cmd_info(int argc, char **argv) {
     const char *adapter = NULL;
+    if (cli_args_split(&argc, &argv, info_flags) != WGT_OK) return cli_fail("info", WGT_ERR_ARG);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
             printf("usage: wgtrain info [--adapter auto|gpu|software|NAME]\n"
@@ -26,7 +29,9 @@ int cmd_info(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--adapter") && i + 1 < argc) {
             adapter = argv[++i];
         } else {
-            fprintf(stderr, "wgtrain info: unknown option '%s' (see --help)\n", argv[i]);
+            if (cli_flag_known(argv[i], info_flags)) wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", argv[i]);
+            else cli_unknown_flag("info", argv[i], info_flags);
+            fprintf(stderr, "wgtrain info: %s\n", wgt_last_error());
             return 2;
         }
     }

@@ -300,11 +300,15 @@ static wgt_status check_memory(op_call *c, wgt_backend *be) {
     return WGT_OK;
 }
 
+static const char *const op_flags[] = {"--backend=", "--device=", "--adapter=", "--in=", "--out=", "--set=", "--help",
+                                       "--list", NULL};
+
 static wgt_status parse_args(op_call *c, int argc, char **argv, const char **backend, const char **adapter, int *want_help) {
     const wgt_op_desc *d = c->d;
     for (int argi = 2; argi < argc; argi++) {
         const char *a = argv[argi];
         if (!strcmp(a, "--help")) { op_help(d); *want_help = 2; return WGT_OK; }
+        if (!cli_flag_known(a, op_flags) || !strcmp(a, "--list")) return cli_unknown_flag("op", a, op_flags);
         if (argi + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "option '%s' needs a value", a);
         const char *v = argv[++argi];
         char key[64];
@@ -334,7 +338,7 @@ static wgt_status parse_args(op_call *c, int argc, char **argv, const char **bac
             WGT_TRY(cli_parse_double(flag, val, &c->s[p]));
             c->s_set[p] = 1;
         } else {
-            return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see wgtrain op %s --help)", a, d->name);
+            return cli_unknown_flag("op", a, op_flags);
         }
     }
     return WGT_OK;
@@ -363,11 +367,20 @@ static wgt_status load_inputs(op_call *c) {
 
 static wgt_status op_main(int argc, char **argv, int *want_help) {
     const char *backend = "cpu", *adapter = NULL;
+    WGT_TRY(cli_args_split(&argc, &argv, op_flags));
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "--list")) { *want_help = 1; return WGT_OK; }
     op_call c;
     memset(&c, 0, sizeof c);
     c.d = wgt_op_find(argv[1]);
-    if (!c.d) return wgt_fail(WGT_ERR_ARG, "unknown op '%s'; `wgtrain op --list` lists them", argv[1]);
+    if (!c.d) {
+        const char *names[WGT_OP_COUNT + 1];
+        for (int i = 0; i < WGT_OP_COUNT; i++) names[i] = wgt_op_descs[i].name;
+        names[WGT_OP_COUNT] = NULL;
+        char hint[128];
+        cli_suggest(argv[1], names, hint, sizeof hint);
+        if (hint[0]) return wgt_fail(WGT_ERR_ARG, "unknown op '%s'; did you mean %s? (`wgtrain op --list` lists them)", argv[1], hint);
+        return wgt_fail(WGT_ERR_ARG, "unknown op '%s'; `wgtrain op --list` lists them", argv[1]);
+    }
     const wgt_op_desc *d = c.d;
     for (int i = 0; i < d->ns; i++) c.s[i] = NAN;
     WGT_TRY(parse_args(&c, argc, argv, &backend, &adapter, want_help));

@@ -22,7 +22,11 @@ static void usage(void) {
            "model that ignores context, to compare the training loss with.\n");
 }
 
+static const char *const prepare_flags[] = {"--input=", "--out=", "--vocab=", "--tokenizer=", "--val-fraction=", "--help",
+                                            "-h", NULL};
+
 static wgt_status prepare_main(int argc, char **argv) {
+    WGT_TRY(cli_args_split(&argc, &argv, prepare_flags));
     const char **inputs = wgt_calloc((size_t)argc, sizeof *inputs);
     int n_inputs = 0;
     const char *out = NULL;
@@ -44,6 +48,10 @@ static wgt_status prepare_main(int argc, char **argv) {
             if (!k) st = wgt_fail(WGT_ERR_ARG, "--input needs at least one path (a file, a directory or a glob pattern)");
             continue;
         }
+        if (!cli_flag_known(a, prepare_flags)) {
+            st = cli_unknown_flag("prepare", a, prepare_flags);
+            break;
+        }
         if (i + 1 >= argc) {
             st = wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", a);
             break;
@@ -57,7 +65,7 @@ static wgt_status prepare_main(int argc, char **argv) {
             else st = wgt_fail(WGT_ERR_ARG, "unknown --tokenizer '%s'; use bpe (train one on the corpus) or gpt2", v);
         }
         else if (!strcmp(a, "--val-fraction")) st = cli_parse_double(a, v, &val_fraction);
-        else st = wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
+        else st = cli_unknown_flag("prepare", a, prepare_flags);
     }
     if (st == WGT_OK && !n_inputs) st = wgt_fail(WGT_ERR_ARG, "no input given; pass --input with text files, directories or glob patterns (see --help)");
     if (st == WGT_OK && !out) st = wgt_fail(WGT_ERR_ARG, "no output directory given; pass --out DATA_DIR");

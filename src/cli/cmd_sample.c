@@ -21,7 +21,11 @@ static void usage(void) {
            "The prompt is printed, then the continuation as it is generated.\n");
 }
 
+static const char *const sample_flags[] = {"--run=", "--prompt=", "--device=", "--adapter=", "--tokens=", "--top-k=",
+                                           "--seed=", "--temperature=", "--top-p=", "--help", "-h", NULL};
+
 static wgt_status sample_main(int argc, char **argv) {
+    WGT_TRY(cli_args_split(&argc, &argv, sample_flags));
     const char *run = NULL, *prompt = "", *device = "auto", *adapter = NULL;
     long n_tokens = 200, top_k = 0, seed = 1;
     double temperature = 0.8, top_p = 0.95;
@@ -31,6 +35,7 @@ static wgt_status sample_main(int argc, char **argv) {
             usage();
             exit(0);
         }
+        if (!cli_flag_known(a, sample_flags)) return cli_unknown_flag("sample", a, sample_flags);
         if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", a);
         const char *v = argv[++i];
         if (!strcmp(a, "--run")) run = v;
@@ -42,7 +47,7 @@ static wgt_status sample_main(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) WGT_TRY(cli_parse_long(a, v, 0, 9007199254740991L, &seed));
         else if (!strcmp(a, "--temperature")) WGT_TRY(cli_parse_double(a, v, &temperature));
         else if (!strcmp(a, "--top-p")) WGT_TRY(cli_parse_double(a, v, &top_p));
-        else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
+        else return cli_unknown_flag("sample", a, sample_flags);
     }
     if (!run) return wgt_fail(WGT_ERR_ARG, "no run directory; pass --run RUN_DIR (see --help)");
     if (temperature < 0) return wgt_fail(WGT_ERR_ARG, "--temperature must be >= 0 (0: greedy), got %g", temperature);

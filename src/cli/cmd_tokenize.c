@@ -82,7 +82,10 @@ static wgt_status parse_ids(const uint8_t *s, size_t n, int vocab, const char *k
     return WGT_OK;
 }
 
+static const char *const tokenize_flags[] = {"--tokenizer=", "--decode", "--allow-special", "--help", "-h", NULL};
+
 static wgt_status tokenize_main(int argc, char **argv) {
+    WGT_TRY(cli_args_split(&argc, &argv, tokenize_flags));
     const char *spec = NULL;
     int decode = 0, allow_special = 0;
     for (int i = 1; i < argc; i++) {
@@ -96,7 +99,7 @@ static wgt_status tokenize_main(int argc, char **argv) {
         else if (!strcmp(a, "--tokenizer")) {
             if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "--tokenizer needs a value: gpt2, or a data or run directory");
             spec = argv[++i];
-        } else return wgt_fail(WGT_ERR_ARG, "unknown option '%s' (see --help)", a);
+        } else return cli_unknown_flag("tokenize", a, tokenize_flags);
     }
     if (!spec) return wgt_fail(WGT_ERR_ARG, "no tokenizer; pass --tokenizer gpt2 or --tokenizer DATA_OR_RUN_DIR (see --help)");
     if (decode && allow_special)

@@ -15,11 +15,13 @@ static const command commands[] = {
     {"eval", cmd_eval, "validation loss and perplexity of a trained run"},
     {"bench", cmd_bench, "training throughput (tokens/s) and a per-kernel GPU time table"},
     {"export", cmd_export, "a run's model as a Hugging Face model directory (config.json, model.safetensors, tokenizer)"},
+    {"presets", cmd_presets, "every preset of `train` with its sizes, steps, lr, warmup, batch and seq"},
     {"tokenize", cmd_tokenize, "text on stdin -> token ids (GPT-2's or a run's tokenizer); --decode: ids -> text"},
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: wgtrain COMMAND [options]   (wgtrain COMMAND --help for its options)\n\ncommands:\n");
+    fprintf(f, "usage: wgtrain COMMAND [options]   (wgtrain COMMAND --help for its options; --flag value or --flag=value)\n"
+               "       wgtrain --version\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 }
 
@@ -29,9 +31,20 @@ int main(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
+        printf("wgtrain %s (built for Dawn from npm %s)\n", WGTRAIN_VERSION, WGTRAIN_DAWN_PACKAGE);
+        return 0;
+    }
+    const char *names[sizeof commands / sizeof commands[0] + 1];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "wgtrain: unknown command '%s'\n", argv[1]);
+        names[i] = commands[i].name;
+    }
+    names[sizeof commands / sizeof commands[0]] = NULL;
+    char hint[128];
+    cli_suggest(argv[1], names, hint, sizeof hint);
+    if (hint[0]) fprintf(stderr, "wgtrain: unknown command '%s'; did you mean %s?\n", argv[1], hint);
+    else fprintf(stderr, "wgtrain: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
 }

@@ -157,6 +157,34 @@ static wgt_status read_file(const char *path, size_t max, uint8_t **data, size_t
     return WGT_OK;
 }
 
+// ------------------------------------------------------------------ binary files
+
+// Bytes of a file's start examined for a NUL byte.
+#define BINARY_NUL_BYTES 8192
+
+// A file that is not text: a NUL byte in its first 8 KiB, or (a head of at least 64 bytes)
+// more than a third of its bytes outside valid UTF-8 sequences. Latin-1 text, a few
+// accented letters in a line, stays text; images, archives and compiled files do not.
+static int looks_binary(const uint8_t *p, size_t n) {
+    if (n == 0) return 0;  // an empty file (p may be NULL) is empty text
+    if (memchr(p, 0, n < BINARY_NUL_BYTES ? n : BINARY_NUL_BYTES)) return 1;
+    size_t bad = 0;
+    for (size_t i = 0; i < n;) {
+        uint8_t c = p[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (len == 0 || (len == 2 && c < 0xC2) || (len == 4 && c > 0xF4)) {
+            bad++, i++;
+            continue;
+        }
+        if (i + len > n) break;  // a sequence cut by the end of the head
+        size_t k = 1;
+        while (k < len && (p[i + k] & 0xC0) == 0x80) k++;
+        if (k < len) bad++, i++;
+        else i += len;
+    }
+    return n >= 64 && bad * 3 > n;
+}
+
 // ------------------------------------------------------------------ the Brown corpus
 
 // A Brown tag: lowercase letters and the punctuation its tag set uses (np$, nn-tl, ppss+bem,
@@ -369,6 +397,15 @@ static wgt_status write_shards(const char *dir, const char *prefix, const uint16
 
 // ------------------------------------------------------------------ prepare
 
+// "prepare: skipped N WHAT: a, b, c and K more"
+static void print_skipped(const char *what, const strlist *l) {
+    if (!l->n) return;
+    printf("prepare: skipped %zu %s:", l->n, what);
+    for (size_t i = 0; i < l->n && i < 5; i++) printf("%s %s", i ? "," : "", l->v[i]);
+    if (l->n > 5) printf(" and %zu more", l->n - 5);
+    printf("\n");
+}
+
 wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir, int vocab_size,
                           double val_fraction, int verbose) {
     return prepare_corpus_with(inputs, n_inputs, out_dir, PREPARE_TOKENIZER_TRAIN, vocab_size, val_fraction, verbose);
@@ -397,6 +434,10 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
     size_t *doc_n = NULL;
     uint16_t *train = NULL, *val = NULL;
     strlist seen = {0};
+    // files already read, by device and inode: a symlink (or hard link) to one counts once
+    struct file_id { dev_t dev; ino_t ino; } *ids = NULL;
+    size_t n_ids = 0, cap_ids = 0;
+    strlist skipped_binary = {0}, skipped_dup = {0};
     char *path = NULL;
     bytebuf meta = {0}, conv = {0}, train_list = {0}, val_list = {0};
     size_t n_train_files = 0, n_val_files = 0;
@@ -412,17 +453,20 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
         // A directory or pattern with mostly Brown files is the Brown corpus: its other files
         // are the corpus' own documentation (README, CONTENTS, cats.txt...), not text to learn.
         int *brown = files.n ? wgt_calloc(files.n, sizeof *brown) : NULL;
-        size_t n_brown = 0;
+        int *binary = files.n ? wgt_calloc(files.n, sizeof *binary) : NULL;
+        size_t n_brown = 0, n_text = 0;
         for (size_t i = 0; i < files.n && st == WGT_OK; i++) {
             uint8_t *head;
             size_t hn;
             st = read_file(files.v[i], SNIFF_BYTES, &head, &hn);
             if (st != WGT_OK) break;
-            brown[i] = looks_brown(head, hn);
+            binary[i] = looks_binary(head, hn);
+            brown[i] = !binary[i] && looks_brown(head, hn);
             n_brown += (size_t)brown[i];
+            n_text += (size_t)!binary[i];
             free(head);
         }
-        int brown_set = files.n > 1 && n_brown * 2 >= files.n;
+        int brown_set = n_text > 1 && n_brown * 2 >= n_text;
         size_t seen_before = seen.n;  // `seen` is sorted up to here
         for (size_t i = 0; i < files.n && st == WGT_OK; i++) {
             if (brown_set && !brown[i]) {
@@ -433,6 +477,26 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
             // Within one input names are unique, so only earlier inputs' names need checking.
             if (seen_before && bsearch(&files.v[i], seen.v, seen_before, sizeof *seen.v, cmp_str)) continue;
             sl_add(&seen, files.v[i]);
+            if (binary[i]) {
+                sl_add(&skipped_binary, files.v[i]);
+                continue;
+            }
+            // another name (a symlink, a hard link) of a file already read is a duplicate
+            struct stat fsb;
+            if (stat(files.v[i], &fsb) == 0) {
+                int dup = 0;
+                for (size_t k = 0; k < n_ids && !dup; k++) dup = ids[k].dev == fsb.st_dev && ids[k].ino == fsb.st_ino;
+                if (dup) {
+                    sl_add(&skipped_dup, files.v[i]);
+                    continue;
+                }
+                if (n_ids == cap_ids) {
+                    cap_ids = cap_ids ? cap_ids * 2 : 64;
+                    ids = realloc(ids, cap_ids * sizeof *ids);
+                    WGT_ASSERT(ids, "out of host memory");
+                }
+                ids[n_ids++] = (struct file_id){fsb.st_dev, fsb.st_ino};
+            }
             uint8_t *data;
             size_t n;
             st = read_file(files.v[i], SIZE_MAX, &data, &n);
@@ -456,13 +520,18 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
             srcs[n_srcs++] = (source){wgt_strdup(files.v[i]), brown[i], n, nd};
         }
         free(brown);
+        free(binary);
         sl_free(&files);
         if (st != WGT_OK) goto done;
         if (seen.n) qsort(seen.v, seen.n, sizeof *seen.v, cmp_str);
     }
+    if (verbose) {
+        print_skipped("binary file(s) (a NUL byte in the first 8 KiB, or mostly invalid UTF-8)", &skipped_binary);
+        print_skipped("duplicate(s) (a symlink or hard link to a file already read)", &skipped_dup);
+    }
     if (c.n_docs == 0) {
-        st = wgt_fail(WGT_ERR_ARG, "the corpus is empty: the %zu input file(s) hold no text; pass files with text "
-                      "in them", n_srcs);
+        st = wgt_fail(WGT_ERR_ARG, "the corpus is empty: the %zu input file(s) hold no text%s; pass files with text "
+                      "in them", n_srcs, skipped_binary.n ? " (the binary ones were skipped)" : "");
         goto done;
     }
     size_t text_bytes = 0, n_brown_src = 0;
@@ -614,6 +683,9 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
                entropy / log(2.0), wgt_now_s() - t0);
 
 done:
+    free(ids);
+    sl_free(&skipped_binary);
+    sl_free(&skipped_dup);
     free(path);
     free(meta.p);
     free(conv.p);

@@ -3,6 +3,7 @@
 // automatically gets a flag, a place in config.json and in checkpoints, and a resume check.
 #include "train/train_config.h"
 #include <cjson/cJSON.h>
+#include "core/fileutil.h"
 #include "core/json_strict.h"
 #include <errno.h>
 #include <math.h>
@@ -308,6 +309,120 @@ void train_config_print_flags(FILE *out) {
         snprintf(left, sizeof left, "%s %s", f->flag, f->arg);
         fprintf(out, "  %-24s %s\n", left, f->help);
     }
+}
+
+int train_config_flag_names(const char **out, int cap) {
+    int n = 0;
+    for (int k = 0; k < N_FIELDS; k++)
+        if (fields[k].flag && n < cap) out[n++] = fields[k].flag;
+    return n;
+}
+
+// ------------------------------------------------------------------ --config FILE
+
+// The field a key of a --config file names: its config.json key (in its section, or at the
+// top level when unambiguous) or its flag without the dashes ("val-every").
+static const field *config_key_field(const char *section, const char *key) {
+    for (int k = 0; k < N_FIELDS; k++) {
+        const field *f = &fields[k];
+        if (!f->flag) continue;
+        int in_section = section ? f->section && !strcmp(f->section, section) : 1;
+        if (in_section && (!strcmp(f->key, key) || !strcmp(f->flag + 2, key))) return f;
+    }
+    return NULL;
+}
+
+// Sets one field from a JSON value with the flag's range check, naming the key when it fails.
+static wgt_status config_set(train_config *c, train_flags *fl, const field *f, const cJSON *it, const char *key,
+                             const char *path) {
+    int k = (int)(f - fields);
+    if (f->type == FT_STR) {
+        if (!cJSON_IsString(it))
+            return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" must be a string (%s %s)", path, key, f->flag, f->arg);
+        WGT_TRY(field_parse(c, f, it->valuestring));
+    } else {
+        // min_lr -1: config.json's "lr / 10"
+        int unset_min_lr = f->off == OFF(min_lr) && cJSON_IsNumber(it) && it->valuedouble == -1;
+        if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) ||
+            (!unset_min_lr && (it->valuedouble < f->lo || it->valuedouble > f->hi)) ||
+            (f->type != FT_DOUBLE && it->valuedouble != floor(it->valuedouble)))
+            return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" must be %s between %g and %g (%s)", path, key,
+                            f->type == FT_DOUBLE ? "a number" : "an integer", f->lo, f->hi, f->flag);
+        field_set_num(c, f, it->valuedouble);
+    }
+    fl->given[k] = 1;
+    return WGT_OK;
+}
+
+wgt_status train_config_read_file(train_config *c, train_flags *fl, const char *path) {
+    memset(c, 0, sizeof *c);
+    memset(fl, 0, sizeof *fl);
+    char *text;
+    size_t n;
+    WGT_TRY(file_read_all(path, "training configuration", "pass --config FILE.json", 1 << 20, &text, &n));
+    cJSON *root;
+    wgt_status st = json_parse_strict(&root, text, n, 0, path);
+    free(text);
+    WGT_TRY(st);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return wgt_fail(WGT_ERR_CONFIG, "%s is not a JSON object of settings (the keys of the flags or of a run's "
+                        "config.json)", path);
+    }
+    char unknown[512] = "";
+    size_t nu = 0;
+    int n_unknown = 0;
+    for (const cJSON *it = root->child; it && st == WGT_OK; it = it->next) {
+        const char *key = it->string;
+        if (!strcmp(key, "format")) {
+            if (!cJSON_IsString(it) || strcmp(it->valuestring, "wgtrain-run"))
+                st = wgt_fail(WGT_ERR_CONFIG, "%s: \"format\" is not \"wgtrain-run\"", path);
+            continue;
+        }
+        if (!strcmp(key, "version")) {
+            if (!cJSON_IsNumber(it) || it->valuedouble != 1)
+                st = wgt_fail(WGT_ERR_CONFIG, "%s: run configuration version %g; this build reads version 1", path,
+                              cJSON_IsNumber(it) ? it->valuedouble : -1.0);
+            continue;
+        }
+        if (!strcmp(key, "tokenizer_fnv1a64")) continue;  // recorded from the data when the run starts
+        int is_section = cJSON_IsObject(it);
+        if (is_section) {
+            int known_section = 0;
+            for (int k = 0; k < N_FIELDS; k++) known_section |= fields[k].section && !strcmp(fields[k].section, key);
+            if (!known_section) goto unknown_key;
+            for (const cJSON *sub = it->child; sub && st == WGT_OK; sub = sub->next) {
+                const field *f = config_key_field(key, sub->string);
+                char full[160];
+                snprintf(full, sizeof full, "%s.%s", key, sub->string);
+                if (f) st = config_set(c, fl, f, sub, full, path);
+                else if (nu < sizeof unknown - 1) {
+                    nu += (size_t)snprintf(unknown + nu, sizeof unknown - nu, "%s\"%s\"", n_unknown ? ", " : "", full);
+                    n_unknown++;
+                }
+            }
+            continue;
+        }
+        {
+            const field *f = config_key_field(NULL, key);
+            if (f) {
+                st = config_set(c, fl, f, it, key, path);
+                continue;
+            }
+        }
+    unknown_key:
+        if (nu < sizeof unknown - 1) {
+            nu += (size_t)snprintf(unknown + nu, sizeof unknown - nu, "%s\"%s\"", n_unknown ? ", " : "", key);
+            n_unknown++;
+        }
+    }
+    cJSON_Delete(root);
+    WGT_TRY(st);
+    if (n_unknown)
+        return wgt_fail(WGT_ERR_CONFIG, "%s: unknown key%s %s; the keys are those of a run's config.json (\"train\": "
+                        "{\"steps\": ...}) or the flags without their dashes (\"steps\", \"val-every\"); see "
+                        "wgtrain train --help", path, n_unknown > 1 ? "s" : "", unknown);
+    return WGT_OK;
 }
 
 // ------------------------------------------------------------------ validation

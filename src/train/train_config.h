@@ -69,6 +69,15 @@ wgt_status train_config_check_init(const train_config *flags, const train_flags 
 // Prints the flags with their help text (for `wgtrain train --help`).
 void train_config_print_flags(FILE *out);
 
+// The flags of the table ("--layers", ...), at most cap of them; returns how many.
+int train_config_flag_names(const char **out, int cap);
+// Reads a training configuration file (`wgtrain train --config FILE`): a JSON object with the
+// keys of a run's config.json ({"train": {"steps": 100}, "model": {"n_layer": 4}}, so a run's
+// own config.json repeats it) or the flags' names without their dashes at the top level
+// ({"steps": 100, "val-every": 10}). Sets *c's fields and marks them in *f, like flags; any
+// subset may be given. Unknown keys are refused, all named at once.
+wgt_status train_config_read_file(train_config *c, train_flags *f, const char *path);
+
 // Resolves defaults that depend on other fields (min_lr) and validates every field with a
 // message naming the flag to change.
 wgt_status train_config_finish(train_config *c);

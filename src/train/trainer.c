@@ -87,6 +87,16 @@ wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck
 }
 
 wgt_status train_evaluate(wgt_model *m, const dataset *ds, int B, int T, long max_batches, double *loss, size_t *targets) {
+    return train_evaluate_progress(m, ds, B, T, max_batches, loss, targets, NULL, NULL);
+}
+
+size_t train_eval_batches(const dataset *ds, int B, int T, long max_batches) {
+    size_t windows = dataset_val_windows(ds, T), all = (windows + (size_t)B - 1) / (size_t)B;
+    return max_batches > 0 && (size_t)max_batches < all ? (size_t)max_batches : all;
+}
+
+wgt_status train_evaluate_progress(wgt_model *m, const dataset *ds, int B, int T, long max_batches, double *loss,
+                                   size_t *targets, train_eval_progress_fn progress, void *ctx) {
     size_t windows = dataset_val_windows(ds, T), all = (windows + (size_t)B - 1) / (size_t)B, batches = all;
     if (max_batches > 0 && (size_t)max_batches < batches) batches = (size_t)max_batches;
     int32_t *inp = wgt_malloc((size_t)B * T * 4), *tgt = wgt_malloc((size_t)B * T * 4);
@@ -106,6 +116,7 @@ wgt_status train_evaluate(wgt_model *m, const dataset *ds, int B, int T, long ma
         if (st == WGT_OK) st = model_loss_sum(m, &s);
         sum += s;
         count += valid;
+        if (progress && st == WGT_OK) progress(ctx, b + 1, batches, count);
     }
     free(inp);
     free(tgt);
@@ -267,6 +278,27 @@ wgt_status trainer_init(trainer **out, const train_config *flags, const train_fl
            "%g), weight decay %g, clip %g, label smoothing %g, z-loss %g, seed %ld\n", c->batch, c->seq, c->grad_accum,
            c->grad_accum > 1 ? "es" : "", c->batch * c->seq * c->grad_accum, c->steps, c->lr, c->warmup, c->min_lr,
            c->weight_decay, c->clip, c->label_smoothing, c->z_loss, c->seed);
+    if (c->warmup > c->steps)
+        printf("train: warning: --warmup %ld is longer than the run (--steps %ld): the learning rate rises for the whole "
+               "run and reaches only %g of --lr %g; lower --warmup\n", c->warmup, c->steps,
+               train_lr_at(c, c->steps - 1) / c->lr, c->lr);
+    {
+        // validation during training scores a fixed subset; `wgtrain eval` scores everything
+        size_t vb = train_eval_batches(t->ds, c->batch, c->seq, c->val_batches),
+               all = train_eval_batches(t->ds, c->batch, c->seq, 0), vt = dataset_val_tokens(t->ds);
+        size_t used = vb * (size_t)c->batch * (size_t)c->seq;
+        if (used > vt) used = vt;
+        char when[64];
+        if (c->val_every > 0) snprintf(when, sizeof when, "every %ld steps (--val-every)", c->val_every);
+        else snprintf(when, sizeof when, "at the end (--val-every 0)");
+        if (vb < all)
+            printf("train: validation: %zu batch%s (--val-batches) of %d x %d, about %zu tokens, %s: a fixed subset spread "
+                   "over the %zu val tokens, so its loss differs a little from `wgtrain eval`, which scores all of them\n",
+                   vb, vb == 1 ? "" : "es", c->batch, c->seq, used, when, vt);
+        else
+            printf("train: validation: all %zu val tokens (%zu batches of %d x %d), %s, as `wgtrain eval` does\n", vt, vb,
+                   c->batch, c->seq, when);
+    }
     if (t->resumed) printf("train: resuming %s at step %llu\n", o->run_dir, (unsigned long long)t->pr.step);
     *out = t;
     return WGT_OK;
@@ -288,6 +320,13 @@ static volatile sig_atomic_t g_stop = 0;
 static void on_signal(int sig) {
     g_stop = sig;
     signal(sig, SIG_DFL);  // a second Ctrl-C ends the process at once
+    // said at once, even in a long step (write(2) is async-signal-safe; stdio is not)
+    static const char msg_int[] = "\nstopping after this step... (a checkpoint follows; Ctrl-C again quits at once, "
+                                  "keeping the last checkpoint)\n";
+    static const char msg_term[] = "\nstopping after this step... (SIGTERM; a checkpoint follows)\n";
+    ssize_t r = sig == SIGINT ? write(STDERR_FILENO, msg_int, sizeof msg_int - 1)
+                              : write(STDERR_FILENO, msg_term, sizeof msg_term - 1);
+    (void)r;
 }
 
 static void fmt_duration(char *buf, size_t n, double s) {

@@ -29,6 +29,12 @@ wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck
 // max_batches validation batches spread evenly over the set (0: all of them), always the same
 // ones. The model must be built for B x T.
 wgt_status train_evaluate(wgt_model *m, const dataset *ds, int B, int T, long max_batches, double *loss, size_t *targets);
+// The same, calling progress(ctx, batches done, batches in all, targets scored) after each batch.
+typedef void (*train_eval_progress_fn)(void *ctx, size_t done, size_t total, size_t targets);
+wgt_status train_evaluate_progress(wgt_model *m, const dataset *ds, int B, int T, long max_batches, double *loss,
+                                   size_t *targets, train_eval_progress_fn progress, void *ctx);
+// The number of batches train_evaluate scores.
+size_t train_eval_batches(const dataset *ds, int B, int T, long max_batches);
 
 typedef struct {
     const char *run_dir;
