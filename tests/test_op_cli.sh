@@ -207,5 +207,35 @@ expect_fail "unknown scalar" "no scalar.*gamma" \
 expect_fail "shape mismatch of an element-wise kernel" "up.*shape \\[4\\].*n = 5000" \
     op swiglu_combine --in gate="$tmp/x.npy" --in up="$tmp/short_f32.npy" --out hidden="$tmp/o.npy"
 
+# scalars out of their range or not whole are refused before anything is allocated or run
+"$PY" - "$tmp" <<'EOF'
+import sys, numpy as np
+d = sys.argv[1]
+np.save(f"{d}/dout_emb.npy", np.ones((2, 3, 16), dtype=np.float32))
+np.save(f"{d}/tok_emb.npy", np.zeros((2, 3), dtype=np.int32))
+np.save(f"{d}/qkv_small.npy", np.ones((1, 4, 48), dtype=np.float32))
+EOF
+expect_fail "op --set V=1e20 (not a u32)" "V = 1e\+?20.*outside its range" \
+    op embedding_backward --in dout="$tmp/dout_emb.npy" --in tokens="$tmp/tok_emb.npy" --set V=1e20 --out dwte="$tmp/o.npy"
+expect_fail "op --set NH=1e30" "NH = 1e\+?30.*outside its range" \
+    op attention_forward --in qkv="$tmp/qkv_small.npy" --set NH=1e30 --out out="$tmp/o.npy"
+expect_fail "op --set V=2.5 (not whole)" "V = 2.5.*whole number" \
+    op embedding_backward --in dout="$tmp/dout_emb.npy" --in tokens="$tmp/tok_emb.npy" --set V=2.5 --out dwte="$tmp/o.npy"
+expect_fail "op embedding_backward V=1.1e9: refused before allocating tens of GB" "GiB|storage binding" \
+    op embedding_backward --in dout="$tmp/dout_emb.npy" --in tokens="$tmp/tok_emb.npy" --set V=1100000000 --out dwte="$tmp/o.npy"
+expect_fail "op cross_entropy alpha 5" "alpha = 5 .*outside its range" \
+    op cross_entropy --in logits="$tmp/logits.npy" --in targets="$tmp/targets.npy" --set alpha=5 --out losses="$tmp/o.npy"
+expect_fail "op cross_entropy beta -1" "beta = -1 .*outside its range" \
+    op cross_entropy --in logits="$tmp/logits.npy" --in targets="$tmp/targets.npy" --set beta=-1 --out losses="$tmp/o.npy"
+expect_fail "op adamw t=0 (bias correction would divide by zero)" "t = 0 .*outside its range" \
+    op adamw --in params="$tmp/x.npy" --in grads="$tmp/x.npy" --set t=0 --out params="$tmp/o.npy"
+# an array over the device's largest storage binding (128 MiB on the software GPU) is refused, not an abort
+if "$WGT" info 2>/dev/null | grep -q "llvmpipe"; then
+    "$PY" -c "import numpy as np, sys; np.save(sys.argv[1], np.zeros(33554432 + 64, dtype=np.float32))" "$tmp/big.npy"
+    expect_fail "op --backend webgpu over the binding limit" "largest storage binding.*--backend cpu" \
+        op gelu_inplace --backend webgpu --in x="$tmp/big.npy" --out x="$tmp/o.npy"
+    rm -f "$tmp/big.npy"
+fi
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

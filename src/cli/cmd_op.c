@@ -160,21 +160,29 @@ static wgt_status match_shapes(op_call *c, int *changed) {
 
 // ---- 2. scalars ----
 
+// Scalar i against its range and type (the range first: only a double within it may become an
+// integer).
+static wgt_status check_scalar(op_call *c, int i) {
+    const wgt_op_desc *d = c->d;
+    const wgt_op_scalar *s = &d->s[i];
+    double x = c->s[i];
+    int whole = s->type != WGT_TYPE_F32;
+    if (x < s->lo || x > s->hi || (whole && x != floor(x))) {
+        const char *from = c->s_from[i];
+        return wgt_fail(WGT_ERR_ARG, "%s: %s = %.17g%s%s%s is outside its range: %s in [%g, %g]", d->name, s->name, x,
+                        from ? " (from the shape of '" : "", from ? from : "", from ? "')" : "",
+                        whole ? "a whole number" : "a value", s->lo, s->hi);
+    }
+    return WGT_OK;
+}
+
 static wgt_status check_scalars(op_call *c) {
     const wgt_op_desc *d = c->d;
     for (int i = 0; i < d->ns; i++) {
-        const wgt_op_scalar *s = &d->s[i];
         if (isnan(c->s[i]))
-            return wgt_fail(WGT_ERR_ARG, "%s: %s cannot be told from the shapes given; add --set %s=VALUE", d->name, s->name,
-                            s->name);
-        double x = c->s[i];
-        int whole = s->type != WGT_TYPE_F32;
-        if ((whole && x != (double)(long long)x) || x < s->lo || x > s->hi) {
-            const char *from = c->s_from[i];
-            return wgt_fail(WGT_ERR_ARG, "%s: %s = %.17g%s%s%s is outside its range: %s in [%g, %g]", d->name, s->name, x,
-                            from ? " (from the shape of '" : "", from ? from : "", from ? "')" : "",
-                            whole ? "a whole number" : "a value", s->lo, s->hi);
-        }
+            return wgt_fail(WGT_ERR_ARG, "%s: %s cannot be told from the shapes given; add --set %s=VALUE", d->name,
+                            d->s[i].name, d->s[i].name);
+        WGT_TRY(check_scalar(c, i));
     }
     return WGT_OK;
 }
@@ -336,6 +344,7 @@ static wgt_status parse_args(op_call *c, int argc, char **argv, const char **bac
             char flag[80];
             snprintf(flag, sizeof flag, "--set %s", key);
             WGT_TRY(cli_parse_double(flag, val, &c->s[p]));
+            WGT_TRY(check_scalar(c, p));  // before any size is derived from it
             c->s_set[p] = 1;
         } else {
             return cli_unknown_flag("op", a, op_flags);
