@@ -51,9 +51,9 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
-def main():
+def parse_args(presets, default):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--preset", default="tiny", choices=PRESETS)
+    ap.add_argument("--preset", default=default, choices=presets)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--steps", type=int, default=10)
@@ -64,9 +64,12 @@ def main():
     torch.set_float32_matmul_precision("highest")
     if a.threads:
         torch.set_num_threads(a.threads)
-    L, NH, C, Fd, V, T, B = PRESETS[a.preset]
     torch.manual_seed(0)
-    m = GPT(L, NH, C, Fd, V, T).to(a.device)
+    return a
+
+
+def time_steps(m, V, T, B, a):
+    """AdamW (decay on matrices), clipping, one loss readback a step, as wgtrain does; prints tokens/s."""
     decay = [p for p in m.parameters() if p.dim() == 2]
     no_decay = [p for p in m.parameters() if p.dim() == 1]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -88,6 +91,12 @@ def main():
     dt = time.perf_counter() - t0
     print(f"torch {a.device} threads={torch.get_num_threads()} step time {1e3 * dt / a.steps:.2f} ms, "
           f"torch tokens/s {a.steps * B * T / dt:.0f}")
+
+
+def main():
+    a = parse_args(PRESETS, "tiny")
+    L, NH, C, Fd, V, T, B = PRESETS[a.preset]
+    time_steps(GPT(L, NH, C, Fd, V, T).to(a.device), V, T, B, a)
 
 
 if __name__ == "__main__":

@@ -3,12 +3,11 @@
 # through SDPA, SwiGLU MLP, untied lm_head, no biases, AdamW with weight decay on matrices,
 # global-norm clipping) in plain PyTorch eager mode, strict fp32 (TF32 off), timed over N steps
 # after warm-up. Prints "torch tokens/s X".
-import argparse
-import time
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from torch_gpt2 import parse_args, time_steps  # the same timed step, optimizer and settings
 
 # L, NH, NKV, C, F, V, T, B
 PRESETS = {"llama-tiny": (4, 4, 2, 128, 352, 512, 64, 8), "llama-124m": (12, 12, 4, 768, 2048, 50257, 1024, 8)}
@@ -77,42 +76,9 @@ class Llama(nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--preset", default="llama-tiny", choices=PRESETS)
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--warmup", type=int, default=3)
-    a = ap.parse_args()
-    torch.backends.cuda.matmul.allow_tf32 = False  # strict fp32
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-    if a.threads:
-        torch.set_num_threads(a.threads)
+    a = parse_args(PRESETS, "llama-tiny")
     L, NH, NKV, C, Fd, V, T, B = PRESETS[a.preset]
-    torch.manual_seed(0)
-    m = Llama(L, NH, NKV, C, Fd, V).to(a.device)
-    decay = [p for p in m.parameters() if p.dim() == 2]
-    no_decay = [p for p in m.parameters() if p.dim() == 1]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=1e-4)
-    idx = torch.randint(0, V, (B, T + 1), device=a.device)
-    x, y = idx[:, :-1].contiguous(), idx[:, 1:].contiguous()
-    sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
-    for i in range(a.warmup + a.steps):
-        if i == a.warmup:
-            sync()
-            t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        loss = m(x, y)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
-        opt.step()
-        loss.item()  # one readback per step, as wgtrain does
-    sync()
-    dt = time.perf_counter() - t0
-    print(f"torch {a.device} threads={torch.get_num_threads()} step time {1e3 * dt / a.steps:.2f} ms, "
-          f"torch tokens/s {a.steps * B * T / dt:.0f}")
+    time_steps(Llama(L, NH, NKV, C, Fd, V).to(a.device), V, T, B, a)
 
 
 if __name__ == "__main__":
