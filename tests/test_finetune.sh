@@ -15,17 +15,7 @@ H="$PY $PWD/tests/finetune_helper.py"
 if [[ ! -x $W ]]; then echo "build/wgtrain is missing: run make first"; echo "0 passed, 1 failed"; exit 1; fi
 T=$(mktemp -d /tmp/wgt_finetune_XXXXXX)
 trap 'rm -rf "$T"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
-expect_fail() {
-    local what=$1 want=$2; shift 2
-    local out rc
-    out=$("$@" 2>&1); rc=$?
-    if [[ $rc -ne 0 && $out == *"$want"* ]]; then ok; else bad "$what: exit $rc, expected a message with '$want', got: $out"; fi
-}
-section() { echo "== $*"; }
+. tests/shell_lib.sh  # pass/fail counters, check, expect_fail, section
 # the flags of every short run: one step on the one window, no z-loss (the reference has none)
 R=(--device cpu --batch 2 --z-loss 0 --label-smoothing 0 --val-batches 1)
 

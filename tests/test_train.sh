@@ -12,20 +12,9 @@ PY=${PYTHON:-python3}
 if [[ ! -x $W ]]; then echo "build/wgtrain is missing: run make first"; echo "0 passed, 1 failed"; exit 1; fi
 T=$(mktemp -d /tmp/wgt_train_XXXXXX)
 trap 'rm -rf "$T"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
-# expect_fail WHAT SUBSTRING CMD...: the command must fail and say SUBSTRING
-expect_fail() {
-    local what=$1 want=$2; shift 2
-    local out rc
-    out=$("$@" 2>&1); rc=$?
-    if [[ $rc -ne 0 && $out == *"$want"* ]]; then ok; else bad "$what: exit $rc, expected a message with '$want', got: $out"; fi
-}
+. tests/shell_lib.sh  # pass/fail counters, check, expect_fail, section
 # the step/loss/val_loss part of metrics.jsonl (timings differ between runs)
 losses() { sed -E 's/, "lr".*//' "$1"; }
-section() { echo "== $*"; }
 
 # ---------------------------------------------------------------- a corpus with structure to learn
 $PY - "$T/corpus.txt" <<'EOF'
