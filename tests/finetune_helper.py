@@ -23,13 +23,8 @@ torch.set_grad_enabled(False)
 
 
 # ------------------------------------------------------------------ safetensors
-
-def to_bf16_bits(a):
-    """float32 array -> bfloat16 bit patterns (round to nearest even)."""
-    b = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
-    return b.astype(np.uint16)
-
+to_bf16_bits = gref.to_bf16_bits
+write_st = gref.save_safetensors  # name -> array, in F32, F16 or BF16, with optional metadata
 
 def from_bf16_bits(u):
     return (u.astype(np.uint32) << 16).view(np.float32)
@@ -43,30 +38,6 @@ def round_to(a, dtype):
     if dtype == "BF16":
         return from_bf16_bits(to_bf16_bits(a))
     return a
-
-
-def write_st(path, tensors, dtype="F32", metadata=None):
-    header, off, blobs = {}, 0, []
-    if metadata:
-        header["__metadata__"] = metadata
-    for name, t in tensors.items():
-        a = np.asarray(t, dtype=np.float32)
-        if dtype == "F16":
-            raw = a.astype("<f2").tobytes()
-        elif dtype == "BF16":
-            raw = to_bf16_bits(a).astype("<u2").tobytes()
-        else:
-            raw = a.astype("<f4").tobytes()
-        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [off, off + len(raw)]}
-        off += len(raw)
-        blobs.append(raw)
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
 
 
 def read_st(path):

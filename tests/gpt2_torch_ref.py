@@ -76,13 +76,29 @@ def loss_fn(logits, targets):
     return torch.nn.functional.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=-1)
 
 
-def save_safetensors(path, tensors):
+def to_bf16_bits(a):
+    """float32 array -> bfloat16 bit patterns (round to nearest even)."""
+    b = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+    return b.astype(np.uint16)
+
+
+def save_safetensors(path, tensors, dtype="F32", metadata=None):
+    """tensors: name -> torch tensor or array, stored as dtype F32, F16 or BF16."""
     header, off, blobs = {}, 0, []
+    if metadata:
+        header["__metadata__"] = metadata
     for name, t in tensors.items():
-        a = np.ascontiguousarray(t.detach().cpu().numpy().astype(np.float32))
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
-        off += a.nbytes
-        blobs.append(a.tobytes())
+        a = np.asarray(t.detach().cpu().numpy() if torch.is_tensor(t) else t, dtype=np.float32)
+        if dtype == "F16":
+            raw = a.astype("<f2").tobytes()
+        elif dtype == "BF16":
+            raw = to_bf16_bits(a).astype("<u2").tobytes()
+        else:
+            raw = a.astype("<f4").tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        blobs.append(raw)
     h = json.dumps(header).encode()
     h += b" " * ((8 - len(h) % 8) % 8)
     with open(path, "wb") as f:
