@@ -70,19 +70,13 @@ static const config SWEEP[] = {
 // the tile table (wg_ops_matmul.c) comes from the best ones.
 static const config TILE_SWEEP[] = {
     {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL},
-    {"128²x16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, 8, 0, "128x128x16/8x8"},
-    {"128²x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, 8, 0, "128x128x8/8x8"},
-    {"128²x8g4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, 4, 0, "128x128x8/8x8"},
-    {"128²x8g16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, 16, 0, "128x128x8/8x8"},
-    {"128²x8g1", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, 1, 0, "128x128x8/8x8"},
-    {"64x128x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, 8, 0, "64x128x8/8x8"},
-    {"64x128g16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, 16, 0, "64x128x8/8x8"},
-    {"64x128g4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, 4, 0, "64x128x8/8x8"},
-    {"128x64x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, 8, 0, "128x64x8/8x8"},
-    {"128x64g16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, 16, 0, "128x64x8/8x8"},
-    {"64x256x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, 8, 0, "64x256x8/8x8"},
-    {"256x64x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, 8, 0, "256x64x8/8x8"},
-    {"64²x8/8²", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, 8, 0, "64x64x8/8x8"},
+    {"128²x16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x16/8x8"},
+    {"128²x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x8/8x8"},
+    {"128²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x4/8x8"},
+    {"64x128x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x8/8x8"},
+    {"64x128x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x4/8x8"},
+    {"128x64x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x4/8x8"},
+    {"64²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x4/8x8"},
 };
 #define N_TILE_SWEEP (sizeof TILE_SWEEP / sizeof TILE_SWEEP[0])
 #define N_MAX_CFG (N_SWEEP > N_TILE_SWEEP ? N_SWEEP : N_TILE_SWEEP)

@@ -77,7 +77,8 @@ const_assert (MM_TM == 4u || MM_TM == 8u) && (MM_TN == 4u || MM_TN == 8u);
 const_assert MM_A_PASSES <= 4u && MM_B_PASSES <= 4u;
 // row sums (m-contiguous A): a thread's slots must keep the same 4 rows in every pass
 const_assert !MM_RS || MM_WG % (MM_BM / 4u) == 0u;
-const_assert MM_BM % 16u == 0u && MM_BN % 16u == 0u && MM_BK % 8u == 0u;  // the k-contiguous vec4 slots
+const_assert MM_BM % 16u == 0u && MM_BN % 16u == 0u && MM_BK % 4u == 0u;
+const_assert (!MM_A_V4 && !MM_B_V4) || MM_BK % 8u == 0u;  // the k-contiguous vec4 slots
 const_assert 2u * MM_BK * MM_AS_V >= MM_WG;  // the row-sum reduction reuses the A tiles
 
 var<workgroup> mm_as : array<vec4<f32>, 2u * MM_BK * MM_AS_V>;

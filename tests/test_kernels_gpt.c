@@ -139,28 +139,32 @@ static void test_matmul_splitk_pass(const char *tiles, size_t first_shape) {
     }
 }
 
-// Tile shapes other than the two defaults (WGTRAIN_MM_TILE specs): the tile table's row for
-// NVIDIA GPUs, which the software GPU never picks itself: 128x128 tiles of 8-deep k-slices, and
-// 64x128 ones of 128 threads (here without the register prefetch). Edges in every dimension,
-// split-K with the fused dbias (the row-sum path) and the plain dbias. Each pipeline costs
-// seconds of shader compilation on the software GPU: four of them here.
+// Tile shapes other than the generic defaults (WGTRAIN_MM_TILE specs): the tile table's row for
+// NVIDIA GPUs, which the software GPU never picks itself: 64x128 tiles of 128 threads with 8-deep
+// k-slices (matmul, matmul_t; once without the register prefetch) and 128x128 ones with 4-deep
+// slices (matmul_at: split-K with the fused dbias, i.e. the row-sum path, and the plain dbias).
+// Edges in every dimension. Each pipeline costs seconds of shader compilation on the software
+// GPU: five of them here.
 static void test_matmul_tile_specs(void) {
     char what[96];
     S->mm_vec4 = 0;
-    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x8/8x8") == WGT_OK, "tile spec parses");
-    snprintf(what, sizeof what, "tile 128x128x8/8x8");
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "64x128x8/8x8") == WGT_OK, "tile spec parses");
+    snprintf(what, sizeof what, "tile 64x128x8/8x8");
     S->mm_splitk = 0;
     test_matmul_fwd(67, 45, 130, 1, what);
+    test_matmul_t(130, 67, 45, what);
+    S->mm_prefetch = 0;
+    snprintf(what, sizeof what, "tile 64x128x8/8x8 no prefetch");
+    test_matmul_t(67, 45, 130, what);
+    S->mm_prefetch = WG_AUTO;
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x4/8x8") == WGT_OK, "tile spec parses");
+    snprintf(what, sizeof what, "tile 128x128x4/8x8");
+    test_matmul_at(200, 129, 300, 1, what);
     S->mm_splitk = 2;
     test_matmul_at(211, 209, 213, 1, what);
-    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "64x128x8/8x8") == WGT_OK, "tile spec parses");
-    S->mm_prefetch = 0;
-    S->mm_splitk = 0;
-    snprintf(what, sizeof what, "tile 64x128x8/8x8 no prefetch");
-    test_matmul_t(130, 67, 45, what);
-    test_matmul_at(200, 129, 300, 0, what);
     CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "64x64x32/8x8") != WGT_OK, "a tile of 8 load passes is refused");
     CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x8/8x8 ") != WGT_OK, "a tile spec with a blank is refused");
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x2/8x8") != WGT_OK, "a 2-deep k-slice is refused");
     wg_settings_set(S, "WGTRAIN_MM_TILE", NULL);
     S->mm_prefetch = S->mm_splitk = S->mm_vec4 = WG_AUTO;
 }

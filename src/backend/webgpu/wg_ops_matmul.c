@@ -53,17 +53,26 @@ static const mm_tile TILE_SMALL = {64, 64, 16, 4, 4, 1};   // more workgroups fo
 static size_t tile_smem(mm_tile t) { return (size_t)2 * t.bk * ((t.bm / 4 + 1) + (t.bn / 4 + 1)) * 16; }
 static uint32_t tile_threads(mm_tile t) { return (t.bm / t.tm) * (t.bn / t.tn); }
 
-// The tile table: per device, the tile of large outputs ("big") and of outputs of too few big
-// tiles to fill the GPU ("small"). The first row whose pattern is a case-insensitive substring
-// of the adapter's vendor, architecture or name, and whose tiles fit its workgroup memory, is
-// used; the last row (pattern "") is the default for every other GPU. A row comes from
+typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
+
+// The tile table: per device and per op (the operands' layouts differ: matmul reads both along
+// k, matmul_at neither), the tile of large outputs ("big") and of outputs of too few big tiles to
+// fill the GPU ("small"). The first row whose pattern is a case-insensitive substring of the
+// adapter's vendor, architecture or name, and whose tiles fit its workgroup memory and threads,
+// is used; the last row (pattern "") is the default for every other GPU. A row comes from
 // `bench_matmul --sweep-tiles` on that GPU (bench/README.md).
-static const struct { const char *match; mm_tile big, small; } mm_tile_table[] = {
-    // NVIDIA (measured on the H200, bench_matmul --sweep-tiles): 8-deep k-slices leave fewer
-    // registers live a thread than 16-deep ones, and that is worth 17% of a GPT-2 step's GEMM
-    // time (225.7 -> 188.4 ms); 64x128 tiles of 128 threads for outputs of few tiles
-    {"nvidia", {128, 128, 8, 8, 8, 1}, {64, 128, 8, 8, 8, 1}},
-    {"", {128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}},
+typedef struct { mm_tile big, small; } mm_tile_pair;
+static const struct { const char *match; mm_tile_pair op[3]; } mm_tile_table[] = {  // op: mm_variant
+    // NVIDIA (measured on the H200): 8-deep k-slices keep fewer registers live a thread than
+    // 16-deep ones; 64x128 tiles of 128 threads for matmul and matmul_t, and 4-deep slices of
+    // 128x128 for matmul_at, whose operands are loaded across k: a GPT-2 124M step's GEMMs
+    // 225.7 ms -> 178.8 ms
+    {"nvidia", {{{64, 128, 8, 8, 8, 1}, {64, 128, 8, 8, 8, 1}},
+                {{64, 128, 8, 8, 8, 1}, {64, 128, 8, 8, 8, 1}},
+                {{128, 128, 4, 8, 8, 1}, {128, 128, 4, 8, 8, 1}}}},
+    {"", {{{128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}},
+          {{128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}},
+          {{128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}}}},
 };
 #define MM_TILE_ROWS (sizeof mm_tile_table / sizeof mm_tile_table[0])
 
@@ -117,12 +126,13 @@ typedef struct {
     uint32_t splits;  // 0: direct; S >= 1: through the scratch in (up to) S slices
 } mm_plan;
 
-// The device's big and small tiles from the table (fitting its workgroup memory and threads).
-static void device_tiles(wg_ctx *ctx, mm_tile *big, mm_tile *small) {
+// The device's big and small tiles of op `var` from the table (fitting its workgroup memory and
+// threads).
+static void device_tiles(wg_ctx *ctx, mm_variant var, mm_tile *big, mm_tile *small) {
     const wg_device_info *d = wg_ctx_info(ctx);
     size_t smem = d->limits.maxComputeWorkgroupStorageSize, wg = d->limits.maxComputeInvocationsPerWorkgroup;
     for (size_t i = 0; i < MM_TILE_ROWS; i++) {
-        const mm_tile b = mm_tile_table[i].big, s = mm_tile_table[i].small;
+        const mm_tile b = mm_tile_table[i].op[var].big, s = mm_tile_table[i].op[var].small;
         if (!ci_contains(d->vendor, mm_tile_table[i].match) && !ci_contains(d->architecture, mm_tile_table[i].match) &&
             !ci_contains(d->name, mm_tile_table[i].match))
             continue;
@@ -154,9 +164,9 @@ static int spec_tile(wg_ctx *ctx, mm_tile *t) {
     return 1;
 }
 
-static mm_plan plan_pick(wg_ctx *ctx, uint32_t M, uint32_t N, uint32_t K) {
+static mm_plan plan_pick(wg_ctx *ctx, mm_variant var, uint32_t M, uint32_t N, uint32_t K) {
     mm_tile big, small, spec;
-    device_tiles(ctx, &big, &small);
+    device_tiles(ctx, var, &big, &small);
     const int forced = spec_tile(ctx, &spec);
     if (forced) big = small = spec;
     const wg_mm_tile_choice tile = forced ? WG_MM_TILE_SPEC : mm_settings(ctx)->mm_tile;
@@ -213,7 +223,6 @@ static wgt_buf *mm_placeholder(wgt_backend *be) {
 }
 
 // ------------------------------------------------------------------ the GEMM
-typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
 static const char *const mm_entry[] = {"matmul", "matmul_t", "matmul_at"};
 
 typedef struct {
@@ -276,7 +285,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     enum { MM_C, MM_A, MM_B, MM_BIAS };        // 03_matmul.wgsl bindings: outputs first
     enum { SK_C, SK_DB, SK_PART, SK_BIAS };    // and those of matmul_splitk_reduce
     wg_bind bd[4];
-    int v4a = g->want_v4, v4b = g->want_v4;
+    int v4a = g->want_v4 && t.bk % 8 == 0, v4b = v4a;  // vec4 slots need 8-deep k-slices
     if (a_kc) bd[MM_A] = mm_window(g->a, m0, mc, k0, kc, g->lda, &p.a_off, &v4a);
     else bd[MM_A] = mm_window(g->a, k0, kc, m0, mc, g->lda, &p.a_off, &v4a);
     if (b_kc) bd[MM_B] = mm_window(g->b, n0, nc, k0, kc, g->ldb, &p.b_off, &v4b);
@@ -339,7 +348,7 @@ static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_
     wg_ctx *ctx = wg_of(be);
     if (M == 0 || N == 0) return 0;
     const int a_kc = var != MM_TN, b_kc = var == MM_NT;
-    mm_call g = {be, var, plan_pick(ctx, M, N, K), a, b, c, bias, dbias, lda, ldb, ldc, accumulate, 0, vec4_on(ctx),
+    mm_call g = {be, var, plan_pick(ctx, var, M, N, K), a, b, c, bias, dbias, lda, ldb, ldc, accumulate, 0, vec4_on(ctx),
                  group_setting(ctx)};
     const mm_tile t = g.plan.t;
 
@@ -414,7 +423,7 @@ void wg_matmul_peak(wgt_backend *be, wgt_view out, uint32_t groups, uint32_t ite
 // ------------------------------------------------------------------ bench/test introspection
 const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint32_t OC, char *buf, size_t cap) {
     uint32_t M = op == 2 ? OC : N, Nn = op == 0 ? OC : C, K = op == 0 ? C : op == 1 ? OC : N;
-    mm_plan p = plan_pick(wg_of(be), M, Nn, K);
+    mm_plan p = plan_pick(wg_of(be), (mm_variant)op, M, Nn, K);
     uint64_t tiles = tile_count(p.t, M, Nn);
     uint64_t S = p.splits ? min_u64(p.splits, cdiv(K, p.t.bk)) : 0;
     if (S) S = cdiv(K, cdiv(cdiv(K, p.t.bk), S) * p.t.bk);

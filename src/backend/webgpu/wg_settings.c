@@ -12,7 +12,7 @@ typedef struct { const char *name, *form; } setting_def;
 static const setting_def defs[] = {
     {"WGTRAIN_ROBUST", "0 or 1"},
     {"WGTRAIN_MM_TILE", "auto, big, small or a tile BMxBNxBK/TMxTN (TM, TN 4 or 8; BM, BN multiples of 16 up to 256; "
-                        "BK 8, 16 or 32; 64, 128 or 256 threads; e.g. 128x128x16/8x8)"},
+                        "BK 4, 8, 16 or 32; 64, 128 or 256 threads; e.g. 128x128x16/8x8)"},
     {"WGTRAIN_MM_PREFETCH", "auto, 0 or 1"},
     {"WGTRAIN_WG_ZERO_INIT", "auto, 0 or 1"},
     {"WGTRAIN_MM_SPLITK", "auto, off or an integer 0..1024"},
@@ -94,7 +94,7 @@ static int parse_ce(const char *s, wg_ce_settings *c) {
 int wg_mm_tile_spec_valid(const wg_mm_tile_spec *t) {
     if ((t->tm != 4 && t->tm != 8) || (t->tn != 4 && t->tn != 8)) return 0;
     if (t->bm < 16 || t->bm > 256 || t->bm % 16 || t->bn < 16 || t->bn > 256 || t->bn % 16) return 0;
-    if (t->bk != 8 && t->bk != 16 && t->bk != 32) return 0;
+    if (t->bk != 4 && t->bk != 8 && t->bk != 16 && t->bk != 32) return 0;
     int wg = (t->bm / t->tm) * (t->bn / t->tn);
     if (wg != 64 && wg != 128 && wg != 256) return 0;
     if (t->bm * t->bk / 4 > 4 * wg || t->bn * t->bk / 4 > 4 * wg) return 0;  // at most 4 load passes a tile
