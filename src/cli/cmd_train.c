@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "train/train_dist.h"
 #include "train/trainer.h"
 
 static void usage(void) {
@@ -101,6 +102,7 @@ static wgt_status train_main(int argc, char **argv, int *exit_code) {
     trainer *t;
     WGT_TRY(trainer_init(&t, &flags, &given, &o));
     wgt_backend *be = NULL;
+    train_dist_pick_gpu(device, adapter);  // under mpirun: this rank's GPU among the host's
     wgt_status st = cli_backend_open(&be, device, adapter, 0);
     int interrupted = 0;
     if (st == WGT_OK) st = trainer_run(t, be, &interrupted);
@@ -112,6 +114,11 @@ static wgt_status train_main(int argc, char **argv, int *exit_code) {
 
 int cmd_train(int argc, char **argv) {
     int code = 0;
-    wgt_status st = train_main(argc, argv, &code);
-    return st == WGT_OK ? code : cli_fail("train", st);
+    // under mpirun this process is one rank of a data-parallel run (docs/distributed.md)
+    wgt_status st = dist_init();
+    if (st == WGT_OK) st = train_main(argc, argv, &code);
+    // a failing rank ends the whole job, naming itself
+    if (st != WGT_OK) return dist_fail("train", st);
+    dist_finalize();
+    return code;
 }
