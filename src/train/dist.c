@@ -12,7 +12,11 @@
 
 static int g_on;                  // MPI initialised by dist_init
 static int g_rank, g_size = 1, g_local_rank, g_local_size = 1;
-static int g_fail_all;            // the last failure was found by every rank alike
+// how the last failure ends the job: FAIL_ABORT (this rank alone knows), FAIL_ALIKE (every rank
+// found the same: rank 0 tells), FAIL_AGREED (all know some failed: the failed ones tell)
+enum { FAIL_ABORT, FAIL_ALIKE, FAIL_AGREED };
+static int g_fail_mode = FAIL_ABORT;
+static int g_failed_here;
 
 static int launched_by_mpirun(void) {
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
@@ -123,8 +127,35 @@ wgt_status dist_fail_all(wgt_status st, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    g_fail_all = 1;
+    g_fail_mode = FAIL_ALIKE;
     return wgt_fail(st, "%s", msg);
+}
+
+wgt_status dist_check_all(wgt_status st) {
+    if (g_size == 1) return st;
+    struct { int st; uint64_t msg; } mine = {(int)st, 0}, *all = wgt_malloc((size_t)g_size * sizeof *all);
+    if (st != WGT_OK) mine.msg = dist_hash(wgt_last_error(), strlen(wgt_last_error()), DIST_HASH_SEED);
+    MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
+    int failed = 0, alike = 1, first = -1;
+    for (int r = 0; r < g_size; r++) {
+        if (all[r].st == WGT_OK) {
+            alike = 0;
+            continue;
+        }
+        failed++;
+        if (first < 0) first = r;
+        if (all[r].st != all[0].st || all[r].msg != all[0].msg) alike = 0;
+    }
+    free(all);
+    if (!failed) return WGT_OK;
+    if (alike) {
+        g_fail_mode = FAIL_ALIKE;
+        return st;
+    }
+    g_fail_mode = FAIL_AGREED;
+    g_failed_here = st != WGT_OK;
+    if (st != WGT_OK) return st;
+    return wgt_fail(WGT_ERR_CONFIG, "%d rank%s failed (rank %d first)", failed, failed > 1 ? "s" : "", first);
 }
 
 int dist_fail(const char *cmd, wgt_status st) {
@@ -132,8 +163,11 @@ int dist_fail(const char *cmd, wgt_status st) {
         fprintf(stderr, "wgtrain %s: %s: %s\n", cmd, wgt_status_name(st), wgt_last_error());
         return 1;
     }
-    if (g_fail_all) {
-        if (g_rank == 0) fprintf(stderr, "wgtrain %s: %s: %s\n", cmd, wgt_status_name(st), wgt_last_error());
+    if (g_fail_mode != FAIL_ABORT) {
+        if (g_fail_mode == FAIL_ALIKE && g_rank == 0)
+            fprintf(stderr, "wgtrain %s: %s: %s\n", cmd, wgt_status_name(st), wgt_last_error());
+        else if (g_fail_mode == FAIL_AGREED && g_failed_here)
+            fprintf(stderr, "wgtrain %s: rank %d: %s: %s\n", cmd, g_rank, wgt_status_name(st), wgt_last_error());
         fflush(stderr);
         dist_finalize();
         return 1;

@@ -52,6 +52,11 @@ wgt_status dist_wait_all(dist_reqs *r);
 int dist_fail(const char *cmd, wgt_status st);
 // wgt_fail, marked as found by every rank alike (see dist_fail).
 wgt_status dist_fail_all(wgt_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// The outcome of a phase each rank went through on its own (start-up: config, data, device):
+// when any rank failed, every rank returns a failure, and dist_fail then ends the job without
+// MPI_Abort: one message when all failed alike (printed by rank 0), else each failed rank's own,
+// naming it. A collective call: every rank must make it.
+wgt_status dist_check_all(wgt_status st);
 
 // A 64-bit FNV-style hash taken a word at a time, for the agreement checks (config, data,
 // state); h: DIST_HASH_SEED or the hash so far.

@@ -117,20 +117,21 @@ static int json_first_diff(const cJSON *a, const cJSON *b, const char *path, cha
             snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", x->string);
             const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
             if (!y) {
-                snprintf(out, cap, "%s is set here and absent on rank 0", p);
+                snprintf(out, cap, "%s is set on rank %d and absent on rank 0", p, dist_rank());
                 return 1;
             }
             if (json_first_diff(x, y, p, out, cap)) return 1;
         }
         cJSON_ArrayForEach(x, b) if (!cJSON_GetObjectItemCaseSensitive(a, x->string)) {
-            snprintf(out, cap, "%s%s%s is absent here and set on rank 0", path, path[0] ? "." : "", x->string);
+            snprintf(out, cap, "%s%s%s is absent on rank %d and set on rank 0", path, path[0] ? "." : "", x->string,
+                     dist_rank());
             return 1;
         }
         return 0;
     }
     if (cJSON_Compare(a, b, 1)) return 0;
     char *sa = cJSON_PrintUnformatted(a), *sb = cJSON_PrintUnformatted(b);
-    snprintf(out, cap, "%s is %.100s here and %.100s on rank 0", path, sa ? sa : "?", sb ? sb : "?");
+    snprintf(out, cap, "%s is %.100s on rank %d and %.100s on rank 0", path, sa ? sa : "?", dist_rank(), sb ? sb : "?");
     free(sa);
     free(sb);
     return 1;
