@@ -195,8 +195,9 @@ wgt_status train_dist_agree(const train_config *c, const dataset *ds, const ckpt
 
     rank_record *all = wgt_malloc((size_t)N * sizeof *all);
     WGT_TRY(dist_allgather(&mine, all, sizeof mine));
-    printf("train: data parallel over %d ranks: %d x %d sequences per micro-batch (--batch is per rank)\n", N, N,
-           c->batch);
+    printf("train: data parallel over %d ranks: %d x %d sequences x %d tokens x %d micro-batch%s = %lld tokens per "
+           "update in all (--batch is per rank)\n", N, N, c->batch, c->seq, c->grad_accum, c->grad_accum > 1 ? "es" : "",
+           (long long)N * c->batch * c->seq * c->grad_accum);
     for (int r = 0; r < N; r++)
         printf("train: rank %d on %s (local rank %d): %s\n", r, all[r].host, all[r].local_rank, all[r].device);
     // the same verdict on every rank, from the same records
