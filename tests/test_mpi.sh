@@ -19,8 +19,9 @@ T=$(mktemp -d /tmp/wgt_mpi_XXXXXX)
 trap 'rm -rf "$T"' EXIT
 . tests/shell_lib.sh
 export OMP_NUM_THREADS=1   # two ranks share two cores
-# as root (CI) and with more ranks than cores; every launch is bounded in time
-MPI=(timeout 120 mpirun --allow-run-as-root --oversubscribe)
+# as root (CI) and with more ranks than cores; every launch is bounded in time. Shared memory
+# without the single-copy mechanism (cross-process reads), which containers often forbid.
+MPI=(timeout 120 mpirun --allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none)
 
 # a small corpus with structure
 $PY - "$T/corpus.txt" "$T/other.txt" <<'EOF'
