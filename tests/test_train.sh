@@ -260,7 +260,9 @@ mkdir -p "$T/P" && cp "$T/A/ckpt.bin" "$T/A/config.json" "$T/P/"
 $PY - "$T/P/ckpt.bin" <<'EOF'
 import struct, sys, zlib
 p = sys.argv[1]; b = bytearray(open(p, "rb").read())
-j = struct.unpack_from("<I", b, 64)[0]; off = 64 + 4 + j + 40
+# the progress block: 40 bytes in format version 1, 64 in version 2 (docs/checkpoint-format.md)
+ver = struct.unpack_from("<I", b, 8)[0]
+j = struct.unpack_from("<I", b, 64)[0]; off = 64 + 4 + j + (40 if ver == 1 else 64)
 n = struct.unpack_from("<Q", b, off)[0]; off += 8
 b[off:off + 4 * n] = struct.pack("<f", float("nan")) * n
 struct.pack_into("<I", b, 24, zlib.crc32(bytes(b[64:])))
