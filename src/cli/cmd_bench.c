@@ -98,9 +98,9 @@ static wgt_status bench_mode(bench_run *r, int sync, long warmup, long steps, be
     }
     WGT_TRY(be->sync(be));
     wgt_backend_stats s0 = {0}, s1 = {0};
-    if (be->get_stats) be->get_stats(be, &s0);
     int timed = be->gpu_timer_start != NULL;
     if (timed) WGT_TRY(be->gpu_timer_start(be));
+    if (be->get_stats) be->get_stats(be, &s0);
     double t0 = wgt_now_s();
     for (long j = 0; j < steps; j++) WGT_TRY(bench_step(r, j, sync, &loss_sum));
     if (!sync) {
@@ -220,8 +220,12 @@ static wgt_status bench_main(int argc, char **argv) {
                 snprintf(idle, sizeof idle, "%.3f", b->wall_ms - b->gpu_ms);
                 snprintf(pct, sizeof pct, "%.1f", 100 * (b->wall_ms - b->gpu_ms) / b->wall_ms);
             }
-            printf("%-8s %10.3f %12s %12s %7s %9.2f %12.0f %12.0f %8.2f\n", modes[md], b->wall_ms, busy, idle, pct, b->sub,
-                   b->uni, b->up, b->waits);
+            if (be->get_stats)
+                printf("%-8s %10.3f %12s %12s %7s %9.2f %12.0f %12.0f %8.2f\n", modes[md], b->wall_ms, busy, idle, pct,
+                       b->sub, b->uni, b->up, b->waits);
+            else
+                printf("%-8s %10.3f %12s %12s %7s %9s %12s %12s %8s\n", modes[md], b->wall_ms, busy, idle, pct, "n/a",
+                       "n/a", "n/a", "n/a");
         }
         printf("(per step; GPU idle = wall - GPU busy; busy is the sum of the compute passes' timestamps%s)\n\n",
                be->gpu_timer_start ? "" : ", which this backend does not measure");

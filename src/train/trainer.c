@@ -377,7 +377,10 @@ static wgt_status write_plot(trainer *t) {
 typedef struct {
     long step;       // 0-based index
     double lr;
-    double t_start;  // wall time when its recording began
+    // the update's time: from the end of the previous update's recording (its start when the one
+    // before was not recorded right before it) to the end of its own. With the device one update
+    // behind, the host records at the pace the device finishes, so this is the step time.
+    double t_from, t_end;
     int slot;        // readback slot
 } pending_step;
 
@@ -391,7 +394,8 @@ typedef struct {
     metrics_log ml;
     int tty, scaled, dynamic;
     int skipped_in_a_row;
-    double t_session, elapsed0, t_last_done;
+    double t_session, elapsed0;
+    double t_last_end;  // the end of the last recording; 0 after validation or a checkpoint
     long step0;
     double win_t;       // train time and tokens since the tok/s shown last
     size_t win_tokens;
@@ -400,14 +404,15 @@ typedef struct {
 
 // Records update `step`: K micro-batches of forward and backward, the update, the start of its
 // readback. Returns with the update submitted; nothing here waits for the device.
-static wgt_status record_step(trainer *t, wgt_model *m, long step, int32_t *inp, int32_t *tgt, pending_step *p) {
+static wgt_status record_step(trainer *t, wgt_model *m, run_state *rs, long step, int32_t *inp, int32_t *tgt,
+                              pending_step *p) {
     const train_config *c = &t->cfg;
     const int B = c->batch, T = c->seq, K = c->grad_accum;
     const float inv_norm = (float)(1.0 / ((double)B * T * K));  // every target of our windows is valid
     model_loss_opts lo = {(float)c->label_smoothing, (float)c->z_loss, (float)c->dropout, 0, 0};
     p->step = step;
     p->lr = train_lr_at(c, step);
-    p->t_start = wgt_now_s();
+    p->t_from = rs->t_last_end > 0 ? rs->t_last_end : wgt_now_s();
     p->slot = (int)(step % WGT_READBACK_SLOTS);
     model_zero_grad(m);
     for (int k = 0; k < K; k++) {
@@ -422,7 +427,9 @@ static wgt_status record_step(trainer *t, wgt_model *m, long step, int32_t *inp,
     // the device decides: a non-finite norm or loss skips the update, and the loss scale adapts
     model_update(m, (float)p->lr, (float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
                  (float)c->clip);
-    return model_result_begin(m, p->slot);
+    WGT_TRY(model_result_begin(m, p->slot));
+    p->t_end = rs->t_last_end = wgt_now_s();
+    return WGT_OK;
 }
 
 // Collects the results of pending update p (waiting for them), updates the counters, reports a
@@ -433,9 +440,7 @@ static wgt_status collect_step(trainer *t, wgt_model *m, run_state *rs, const pe
     WGT_TRY(model_result_end(m, p->slot, 1, &ready, &r));
     WGT_ASSERT(ready, "a waiting readback came back without its data");
     const long s1 = p->step + 1;
-    double now = wgt_now_s();
-    double dt = now - (p->t_start > rs->t_last_done ? p->t_start : rs->t_last_done);
-    rs->t_last_done = now;
+    double now = wgt_now_s(), dt = p->t_end - p->t_from;
     t->pr.updates = r.updates;
     t->pr.skips = r.skips;
     t->pr.loss_scale = r.next_scale;
@@ -557,7 +562,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     rs.tokens_per_update = BT * (size_t)K;
     g_stop = 0;
     void (*old_int)(int) = signal(SIGINT, on_signal), (*old_term)(int) = signal(SIGTERM, on_signal);
-    rs.t_session = rs.t_last_done = wgt_now_s();
+    rs.t_session = wgt_now_s();
     rs.elapsed0 = t->pr.elapsed_s;
     rs.step0 = (long)t->pr.step;
     step_queue sq = {.n = 0};
@@ -567,7 +572,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         if (g_stop) break;
         long step = (long)t->pr.step;  // 0-based index of this update
         pending_step ps;
-        st = record_step(t, m, step, inp, tgt, &ps);
+        st = record_step(t, m, &rs, step, inp, tgt, &ps);
         if (st != WGT_OK) break;
         t->pr.step++;
         t->pr.tokens += BT * K;
@@ -603,6 +608,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
             st = save_all(t, m, &sb, tty);
             if (st == WGT_OK && !do_val) st = write_plot(t);
         }
+        rs.t_last_end = 0;  // the next update's time starts when it does, not at this one's end
         if (t->o.stop_at > 0 && s1 >= t->o.stop_at) break;
     }
     // results still on their way (a stop between boundaries)
