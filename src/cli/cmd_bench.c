@@ -71,7 +71,8 @@ static wgt_status bench_step(bench_run *r, long i, int sync, double *loss_sum) {
         model_backward(r->m);
         if (sync) WGT_TRY(model_loss_sum(r->m, loss_sum));
     }
-    model_update(r->m, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f);
+    // a learning rate that changes every step, as a schedule's does (its uniform slots change)
+    model_update(r->m, 1e-4f * (1.0f + 1e-3f * (float)i), 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f);
     if (sync) {
         float norm;
         return model_grad_norm(r->m, &norm);
