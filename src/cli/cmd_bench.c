@@ -56,6 +56,7 @@ typedef struct {
 
 typedef struct {
     double wall_ms, gpu_ms;  // per step; gpu_ms < 0: not measured
+    double passes;           // compute passes per step (timed)
     double sub, uni, up, waits;  // per step
     double loss;             // mean loss of the last step
 } bench_result;
@@ -117,8 +118,8 @@ static wgt_status bench_mode(bench_run *r, int sync, long warmup, long steps, be
         double busy;
         long passes;
         WGT_TRY(be->gpu_timer_stop(be, &busy, &passes));
-        if (passes >= 0) out->gpu_ms = busy / (double)steps;
-        else printf("bench: more compute passes than the timer holds; lower --steps for GPU busy times\n");
+        if (passes >= 0) out->gpu_ms = busy / (double)steps, out->passes = (double)passes / (double)steps;
+        else printf("bench: more compute passes than the timer holds (2048); lower --steps for GPU busy times\n");
     }
     out->wall_ms = 1e3 * wall / (double)steps;
     out->sub = (double)(s1.submits - s0.submits) / (double)steps;
@@ -228,8 +229,11 @@ static wgt_status bench_main(int argc, char **argv) {
                 printf("%-8s %10.3f %12s %12s %7s %9s %12s %12s %8s\n", modes[md], b->wall_ms, busy, idle, pct, "n/a",
                        "n/a", "n/a", "n/a");
         }
-        printf("(per step; GPU idle = wall - GPU busy; busy is the sum of the compute passes' timestamps%s)\n\n",
+        printf("(per step; GPU idle = wall - GPU busy; busy is the sum of the compute passes' timestamps%s",
                be->gpu_timer_start ? "" : ", which this backend does not measure");
+        for (int md = 0; md < 2; md++)
+            if (have[md] && res[md].gpu_ms >= 0) printf("; %s: %.1f passes a step", modes[md], res[md].passes);
+        printf(")\n\n");
         printf("step time %.2f ms, %.0f tokens/s\n", res[last].wall_ms, 1e3 * (double)(BT * (size_t)K) / res[last].wall_ms);
     }
     if (st == WGT_OK && profile) {

@@ -441,6 +441,7 @@ static wgt_status collect_step(trainer *t, wgt_model *m, run_state *rs, const pe
     WGT_ASSERT(ready, "a waiting readback came back without its data");
     const long s1 = p->step + 1;
     double now = wgt_now_s(), dt = p->t_end - p->t_from;
+    if (!(dt > 1e-9)) dt = 1e-9;  // a clock too coarse for the step
     t->pr.updates = r.updates;
     t->pr.skips = r.skips;
     t->pr.loss_scale = r.next_scale;
@@ -472,13 +473,14 @@ static wgt_status collect_step(trainer *t, wgt_model *m, run_state *rs, const pe
 }
 
 // Writes the metrics row of a collected update and, when due, the progress line: refreshed in
-// place on a terminal, plain lines every --log-every otherwise.
-static wgt_status report_step(trainer *t, run_state *rs, const metrics_row *row, int last) {
+// place on a terminal, plain lines every --log-every otherwise, and always when forced (the
+// last step, a validation).
+static wgt_status report_step(trainer *t, run_state *rs, const metrics_row *row, int force) {
     const train_config *c = &t->cfg;
     WGT_TRY(metrics_log_write(&rs->ml, row));
     metrics_history_add(&t->hist, row);
     const long s1 = row->step;
-    if (!(rs->tty || s1 % c->log_every == 0 || last || !isnan(row->val_loss))) return WGT_OK;
+    if (!(rs->tty || s1 % c->log_every == 0 || force)) return WGT_OK;
     double sess_t = wgt_now_s() - rs->t_session, eta = (double)(c->steps - s1) * sess_t / (double)(s1 - rs->step0);
     char eta_s[32], scale_s[64] = "";
     fmt_duration(eta_s, sizeof eta_s, eta);
@@ -596,7 +598,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
             st = train_evaluate(m, t->ds, B, T, c->val_batches, &row.val_loss, NULL);
             if (st != WGT_OK) break;
         }
-        st = report_step(t, &rs, &row, last);
+        st = report_step(t, &rs, &row, last || do_val);
         if (st != WGT_OK) break;
         if (do_val) {
             printf("%sstep %ld: val loss %.4f (perplexity %.4g; unigram entropy %.4f)\n", tty ? "\r\033[K" : "", s1,
