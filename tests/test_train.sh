@@ -145,6 +145,7 @@ check "dynamic scaling with skips: resumed losses equal the straight run's" diff
 check "dynamic scaling with skips: resumed weights equal the straight run's" cmp -s "$T/LS4/model.safetensors" "$T/LS5/model.safetensors"
 check "dynamic scaling with skips: the same scales and skip counts" diff <(scales "$T/LS4/metrics.jsonl") <(scales "$T/LS5/metrics.jsonl")
 check "dynamic scaling with skips: some updates were skipped" grep -q '"skipped": true' "$T/LS4/metrics.jsonl"
+expect_fail "a fixed scale that overflows every update stops after 20 and names the fix" "start again with a lower --loss-scale" $W train "${M[@]}" --out "$T/LS7" --steps 30 --loss-scale 1e38
 expect_fail "--loss-scale nonsense" "--loss-scale 'x'" $W train "${M[@]}" --out "$T/LS6" --loss-scale x
 expect_fail "--loss-scale 0" "--loss-scale '0'" $W train "${M[@]}" --out "$T/LS6" --loss-scale 0
 expect_fail "--loss-scale-window 0" "--loss-scale-window must be between" $W train "${M[@]}" --out "$T/LS6" --loss-scale-window 0

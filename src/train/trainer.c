@@ -460,14 +460,21 @@ static wgt_status collect_step(trainer *t, wgt_model *m, run_state *rs, const pe
                cr, s1, r.loss_scale, r.next_scale);
     } else {
         int bad_loss = !isfinite(loss);
+        // a fixed loss scale that overflows the gradients is the likelier cause than the weights
+        const char *fix = rs->scaled && !rs->dynamic && !bad_loss ? "a lower --loss-scale (or dynamic)" : "a lower --lr or --clip";
         printf("%sstep %ld: the %s is %g, so the update is skipped (the gradients would poison the weights); if this "
-               "repeats, lower --lr or --clip\n", cr, s1, bad_loss ? "loss" : "gradient norm", bad_loss ? loss : r.grad_norm);
+               "repeats, use %s\n", cr, s1, bad_loss ? "loss" : "gradient norm", bad_loss ? loss : r.grad_norm, fix);
         // a few bad batches can be skipped; a long run of them means the weights are already broken
-        if (++rs->skipped_in_a_row >= MAX_SKIPS_IN_A_ROW)
+        if (++rs->skipped_in_a_row >= MAX_SKIPS_IN_A_ROW) {
+            char where[96];
+            if (t->last_ckpt_step >= 0)
+                snprintf(where, sizeof where, "resume from the last checkpoint (step %ld) with", t->last_ckpt_step);
+            else
+                snprintf(where, sizeof where, "there is no checkpoint yet: start again with");
             return wgt_fail(WGT_ERR_CONFIG, "the %s has not been finite for %d updates in a row (up to step %ld): the "
-                            "weights are no longer usable; resume from the last checkpoint (step %ld) with a lower --lr or "
-                            "--clip, or start again", bad_loss ? "loss" : "gradient norm", rs->skipped_in_a_row, s1,
-                            t->last_ckpt_step);
+                            "weights are no longer usable; %s %s", bad_loss ? "loss" : "gradient norm",
+                            rs->skipped_in_a_row, s1, where, fix);
+        }
     }
     return WGT_OK;
 }
