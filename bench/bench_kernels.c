@@ -73,11 +73,11 @@ static void run_once(bench_ctx *x, bench_id id) {
     case B_GELU_BWD: be->ffn_gelu_backward(be, V0(x->c), V0(x->a), V0(x->b), n); break;
     case B_SWIGLU_BWD: be->ffn_swiglu_backward(be, V0(x->d), V0(x->e), V0(x->a), V0(x->b), V0(x->c), n); break;
     case B_CE:
-        be->cross_entropy(be, V0(x->logits), V0(x->losses), V0(x->targets), (uint32_t)x->R, (uint32_t)x->V, 0.0f,
+        be->cross_entropy(be, V0(x->logits), V0(x->losses), V0(x->targets), wgt_view_none(), (uint32_t)x->R, (uint32_t)x->V, 0.0f,
                           1e-4f, 1.0f / (float)x->R);
         break;
-    case B_SUM: be->sum_losses(be, V0(x->out), V0(x->losses), (uint32_t)x->R); break;
-    case B_SUM_BIG: be->sum_losses(be, V0(x->out), V0(x->big), (uint32_t)x->n_sum_big); break;
+    case B_SUM: be->sum_losses(be, V0(x->out), V0(x->losses), (uint32_t)x->R, 0); break;
+    case B_SUM_BIG: be->sum_losses(be, V0(x->out), V0(x->big), (uint32_t)x->n_sum_big, 0); break;
     }
 }
 

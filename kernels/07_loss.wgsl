@@ -38,6 +38,8 @@ struct CeParams {
     lbase : u32,      // element offsets of row 0 inside the three bindings (binding offsets
     tbase : u32,      // must be 256-byte aligned, row starts need not be)
     obase : u32,
+    sbase : u32,      // element offset of the loss scale inside ce_scale
+    has_scale : u32,  // 0: no loss scale (ce_scale is a placeholder), dlogits scaled by inv_norm alone
 };
 
 // bound with its size rounded up to whole vec4s (buffers are allocated in 256-byte units);
@@ -45,7 +47,9 @@ struct CeParams {
 @group(0) @binding(0) var<storage, read_write> ce_l4 : array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> ce_losses : array<f32>;
 @group(0) @binding(2) var<storage, read> ce_targets : array<u32>;
-@group(0) @binding(3) var<uniform> ce_params : CeParams;
+// the loss scale word of the optimizer status (src/backend/opt_status.h): dlogits carry it
+@group(0) @binding(3) var<storage, read> ce_scale : array<f32>;
+@group(0) @binding(4) var<uniform> ce_params : CeParams;
 
 const CE_SM_N : u32 = max(CE_SM * CE_WG, 1u);
 const CE_REG_N : u32 = max(CE_REG, 1u);
@@ -252,7 +256,9 @@ fn cross_entropy(@builtin(workgroup_id) wid : vec3<u32>, @builtin(num_workgroups
     }
 
     // pass 2: dlogits; the streamed segment first, its last-read part first when CE_REV
-    let g = CeGrad(mx, 1.0 / d, 2.0 * b * lse, a / f32(V), 1.0 - a, ce_params.inv_norm, t);
+    var inv_norm = ce_params.inv_norm;
+    if (ce_params.has_scale != 0u) { inv_norm = inv_norm * ce_scale[ce_params.sbase]; }
+    let g = CeGrad(mx, 1.0 / d, 2.0 * b * lse, a / f32(V), 1.0 - a, inv_norm, t);
     if (nb > s_end) {
         let n_st = (nb - s_end + CE_WG - 1u) / CE_WG;  // strided steps of the streamed segment
         for (var i = 0u; i < n_st; i = i + 1u) {
@@ -276,7 +282,7 @@ fn cross_entropy(@builtin(workgroup_id) wid : vec3<u32>, @builtin(num_workgroups
 }
 
 // sum_losses: one workgroup; each thread adds a strided share, then one workgroup reduction.
-struct SumParams { n : u32, p0 : u32, p1 : u32, p2 : u32 };
+struct SumParams { n : u32, out_off : u32, accumulate : u32, p2 : u32 };
 
 @group(0) @binding(0) var<storage, read_write> sum_out : array<f32>;
 @group(0) @binding(1) var<storage, read> sum_in : array<f32>;
@@ -295,5 +301,8 @@ fn sum_losses(@builtin(local_invocation_index) lid : u32) {
         if (k == 64u) { acc = acc + blk; blk = 0.0; k = 0u; }
     }
     let total = wg_reduce_sum(acc + blk, lid);
-    if (lid == 0u) { sum_out[0] = total; }
+    if (lid == 0u) {
+        let prev = select(0.0, sum_out[sum_params.out_off], sum_params.accumulate != 0u);
+        sum_out[sum_params.out_off] = prev + total;
+    }
 }

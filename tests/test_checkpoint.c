@@ -68,7 +68,8 @@ static train_config test_config(void) {
 
 static void test_roundtrip_and_damage(void) {
     train_config c = test_config();
-    ckpt_progress pr = {123, 120, 0xfedcba9876543210ull, 123 * 8 * 64, 42.5};  // tokens = step x batch x seq
+    // tokens = step x batch x seq; 3 skipped, loss scale 2^15, 17 updates since it changed
+    ckpt_progress pr = {123, 120, 0xfedcba9876543210ull, 123 * 8 * 64, 42.5, 3, 32768.0, 17};
     size_t n = 4099;
     float *p = malloc(n * 4), *m = malloc(n * 4), *v = malloc(n * 4);
     uint64_t s = 7;
@@ -114,7 +115,31 @@ static void test_roundtrip_and_damage(void) {
     size_t len = 0;
     uint8_t *file = slurp(path, &len);
     char *cj = train_config_to_json(&c);
-    CHECK(file && len == CKPT_HEADER_BYTES + 4 + strlen(cj) + 40 + 8 + 12 * n, "file size %zu", len);
+    CHECK(file && len == CKPT_HEADER_BYTES + 4 + strlen(cj) + 64 + 8 + 12 * n, "file size %zu", len);
+    // the same checkpoint in format version 1 (no loss scale state: the progress block is 24
+    // bytes shorter) still loads, reading skips = step - updates and no recorded scale
+    if (file) {
+        size_t pos = CKPT_HEADER_BYTES + 4 + strlen(cj) + 40;
+        uint8_t *v1 = malloc(len - 24);
+        memcpy(v1, file, pos);
+        memcpy(v1 + pos, file + pos + 24, len - pos - 24);
+        uint32_t one = 1;
+        uint64_t payload = len - 24 - CKPT_HEADER_BYTES;
+        memcpy(v1 + 8, &one, 4);
+        memcpy(v1 + 16, &payload, 8);
+        uint32_t pcrc = (uint32_t)crc32_z(crc32(0, NULL, 0), v1 + CKPT_HEADER_BYTES, payload);
+        memcpy(v1 + 24, &pcrc, 4);
+        uint32_t h1 = (uint32_t)crc32(crc32(0, NULL, 0), v1, 60);
+        memcpy(v1 + 60, &h1, 4);
+        spit(bad, v1, len - 24);
+        checkpoint old;
+        CHECK(checkpoint_read(&old, bad) == WGT_OK, "a version 1 checkpoint is refused: %s", wgt_last_error());
+        CHECK(old.pr.step == 123 && old.pr.updates == 120 && old.pr.skips == 3 && old.pr.loss_scale == 0 &&
+              old.pr.scale_clean == 0 && old.n == n && !memcmp(old.v, v, n * 4),
+              "version 1 progress: skips %llu scale %g", (unsigned long long)old.pr.skips, old.pr.loss_scale);
+        checkpoint_free(&old);
+        free(v1);
+    }
     free(cj);
     // truncations anywhere: empty, inside the header, inside the payload, one byte short
     size_t cuts[] = {0, 7, 63, 64, 100, len / 2, len - 1};
@@ -153,12 +178,12 @@ static void test_roundtrip_and_damage(void) {
     file[0] = 'W';
     expect_refused(bad, "not a wgtrain checkpoint", "wrong magic");
     // another format version, with a consistent header checksum (as a future writer would make)
-    uint32_t ver = 2, hcrc;
+    uint32_t ver = 3, hcrc;
     memcpy(file + 8, &ver, 4);
     hcrc = (uint32_t)crc32(crc32(0, NULL, 0), file, 60);
     memcpy(file + 60, &hcrc, 4);
     spit(bad, file, len);
-    expect_refused(bad, "version 2", "format version 2");
+    expect_refused(bad, "version 3", "format version 3");
     free(file);
     // a text file and a missing file
     spit(bad, "hello, world\n", 13);

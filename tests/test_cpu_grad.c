@@ -24,6 +24,7 @@
 #include <string.h>
 #include "testlib.h"
 #include "backend/cpu/ops.h"
+#include "backend/opt_status.h"
 
 #define FD_H 1e-6
 #define G_ATOL 1e-5
@@ -192,7 +193,7 @@ static void ce_case(const char *name, uint32_t R, uint32_t V, const uint32_t *ta
     ce_ctx c = {to_double(logits, RV), targets, R, V, alpha, beta, inv_norm};
     double *lref = dalloc(R);
     for (uint32_t r = 0; r < R; r++) lref[r] = d_ce_row(c.l + (size_t)r * V, targets[r], V, alpha, beta);
-    cpu_cross_entropy(logits, losses, targets, R, V, alpha, beta, inv_norm);
+    cpu_cross_entropy(logits, losses, targets, NULL, R, V, alpha, beta, inv_norm);
     char what[160];
     snprintf(what, sizeof what, "cross_entropy %s: losses vs double", name);
     check_fwd(what, losses, lref, R);
@@ -648,7 +649,7 @@ static void test_cross_entropy_edges(void) {
     {
         float l[2] = {3.0f, -2.0f}, loss[2];
         uint32_t t[2] = {0, 0};
-        cpu_cross_entropy(l, loss, t, 2, 1, 0.1f, 0.01f, 0.5f);
+        cpu_cross_entropy(l, loss, t, NULL, 2, 1, 0.1f, 0.01f, 0.5f);
         CHECK(fabsf(loss[0] - 0.09f) < 1e-6f && fabsf(loss[1] - 0.04f) < 1e-6f, "V=1 losses %g %g", loss[0], loss[1]);
         CHECK(fabsf(l[0] - 0.03f) < 1e-6f && fabsf(l[1] + 0.02f) < 1e-6f, "V=1 dlogits %g %g", l[0], l[1]);
     }
@@ -660,7 +661,7 @@ static void test_cross_entropy_edges(void) {
         l[5] = NAN;
         l[150] = INFINITY;
         loss[0] = loss[1] = loss[2] = 7;
-        cpu_cross_entropy(l, loss, t, R, V, 0.1f, 1e-4f, 0.0f);
+        cpu_cross_entropy(l, loss, t, NULL, R, V, 0.1f, 1e-4f, 0.0f);
         CHECK_CLOSE("all ignored: dlogits rows are 0", l, zero, R * V, 0, 0);
         CHECK_CLOSE("all ignored: losses are 0", loss, zero, R, 0, 0);
         free(l); free(loss);
@@ -670,7 +671,7 @@ static void test_cross_entropy_edges(void) {
         const uint32_t V = 5;
         float l[5] = {1e4f, -1e4f, 0, 3e4f, -3e4f}, loss[1];
         uint32_t t[1] = {0};
-        cpu_cross_entropy(l, loss, t, 1, V, 0.0f, 0.0f, 1.0f);
+        cpu_cross_entropy(l, loss, t, NULL, 1, V, 0.0f, 0.0f, 1.0f);
         CHECK(fabsf(loss[0] - 2e4f) <= 2e4f * 1e-6f, "huge logits: loss %g, want 2e4", loss[0]);
         float want[5] = {-1, 0, 0, 1, 0};
         CHECK_CLOSE("huge logits: dlogits", l, want, V, 1e-6, 0);
@@ -682,7 +683,7 @@ static void test_cross_entropy_edges(void) {
         uint32_t t[2] = {50256, 12345};
         double *ld = to_double(l, (size_t)R * V), lref[2];
         for (uint32_t r = 0; r < R; r++) lref[r] = d_ce_row(ld + (size_t)r * V, t[r], V, 0.1, 1e-4);
-        cpu_cross_entropy(l, loss, t, R, V, 0.1f, 1e-4f, 0.5f);
+        cpu_cross_entropy(l, loss, t, NULL, R, V, 0.1f, 1e-4f, 0.5f);
         check_fwd("V=50257 losses vs double", loss, lref, R);
         // Σ_v dlogits = (1 - 1 + 2β·lse)·inv_norm since p and the target distribution sum to 1.
         for (uint32_t r = 0; r < R; r++) {
@@ -697,8 +698,23 @@ static void test_cross_entropy_edges(void) {
     // sum_losses
     {
         float loss[5] = {1, 2.5f, 0, 4, 0.25f}, out[1];
-        cpu_sum_losses(out, loss, 5);
+        cpu_sum_losses(out, loss, 5, 0);
         CHECK(out[0] == 7.75f, "sum_losses = %g", out[0]);
+        cpu_sum_losses(out, loss, 5, 1);
+        CHECK(out[0] == 15.5f, "sum_losses accumulate = %g", out[0]);
+    }
+    // a loss scale multiplies every dlogit exactly (a power of two) and leaves the losses alone
+    {
+        const uint32_t R = 3, V = 77;
+        float *a = frandom((size_t)R * V, -4, 4), *b = falloc((size_t)R * V), la[3], lb[3], S[1] = {1024.0f};
+        memcpy(b, a, (size_t)R * V * 4);
+        uint32_t t[3] = {1, 76, 30};
+        cpu_cross_entropy(a, la, t, NULL, R, V, 0.1f, 1e-4f, 1.0f / 3);
+        cpu_cross_entropy(b, lb, t, S, R, V, 0.1f, 1e-4f, 1.0f / 3);
+        int exact = 1;
+        for (size_t i = 0; i < (size_t)R * V; i++) exact &= b[i] == 1024.0f * a[i];
+        CHECK(exact && !memcmp(la, lb, sizeof la), "loss scale 1024: dlogits scaled exactly, losses unchanged");
+        free(a); free(b);
     }
 }
 
@@ -713,20 +729,81 @@ static void test_optimizer(void) {
     CHECK(ns[0] == 34.0f, "grad_norm_sq accumulate: %g", ns[0]);
 
     // grad_clip_scale: clip only when the norm exceeds max_norm; max_norm <= 0 disables.
-    float sc[2], n25[1] = {25}, n0[1] = {0};
-    cpu_grad_clip_scale(sc, n25, 1.0f);
-    CHECK(fabsf(sc[0] - 0.2f) < 1e-7f && sc[1] == 5.0f, "clip 5 -> 1: %g %g", sc[0], sc[1]);
-    cpu_grad_clip_scale(sc, n25, 10.0f);
-    CHECK(sc[0] == 1.0f && sc[1] == 5.0f, "no clip below max: %g %g", sc[0], sc[1]);
-    cpu_grad_clip_scale(sc, n25, 0.0f);
-    CHECK(sc[0] == 1.0f, "max_norm 0 disables clipping: %g", sc[0]);
-    cpu_grad_clip_scale(sc, n0, 1.0f);
-    CHECK(sc[0] == 1.0f && sc[1] == 0.0f, "zero norm: %g %g", sc[0], sc[1]);
+    float st[WGT_ST_WORDS];
+    // a fresh status: scale S, norm_sq given, loss sum finite
+#define ST_FRESH(nsq, S)                                                   \
+    do {                                                                   \
+        memset(st, 0, sizeof st);                                          \
+        st[WGT_ST_NORM_SQ] = (nsq);                                        \
+        st[WGT_ST_LOSS_SCALE] = (S);                                       \
+        st[WGT_ST_LOSS_SUM] = 3.0f;                                        \
+    } while (0)
+    ST_FRESH(25, 1);
+    cpu_grad_clip_scale(st, 1.0f, 0.9f, 0.999f, 0, 2000);
+    CHECK(fabsf(st[WGT_ST_CLIP] - 0.2f) < 1e-7f && st[WGT_ST_NORM] == 5.0f && wgt_st_u32(st, WGT_ST_T) == 1 &&
+          !wgt_st_u32(st, WGT_ST_SKIPPED), "clip 5 -> 1: %g %g", st[WGT_ST_CLIP], st[WGT_ST_NORM]);
+    CHECK(st[WGT_ST_BC1] == (float)(1 - 0.9f) && st[WGT_ST_BC2] == (float)(1 - (double)0.999f),
+          "bias corrections of t = 1: %.9g %.9g", st[WGT_ST_BC1], st[WGT_ST_BC2]);
+    ST_FRESH(25, 1);
+    cpu_grad_clip_scale(st, 10.0f, 0.9f, 0.999f, 0, 2000);
+    CHECK(st[WGT_ST_CLIP] == 1.0f && st[WGT_ST_NORM] == 5.0f, "no clip below max: %g %g", st[WGT_ST_CLIP], st[WGT_ST_NORM]);
+    ST_FRESH(25, 1);
+    cpu_grad_clip_scale(st, 0.0f, 0.9f, 0.999f, 0, 2000);
+    CHECK(st[WGT_ST_CLIP] == 1.0f, "max_norm 0 disables clipping: %g", st[WGT_ST_CLIP]);
+    ST_FRESH(0, 1);
+    cpu_grad_clip_scale(st, 1.0f, 0.9f, 0.999f, 0, 2000);
+    CHECK(st[WGT_ST_CLIP] == 1.0f && st[WGT_ST_NORM] == 0.0f, "zero norm: %g %g", st[WGT_ST_CLIP], st[WGT_ST_NORM]);
+    // a loss scale of 2^10: the norm is unscaled, the multiplier carries 1/S, exactly
+    ST_FRESH(25.0f * 1048576.0f, 1024);
+    cpu_grad_clip_scale(st, 1.0f, 0.9f, 0.999f, 0, 2000);
+    CHECK(st[WGT_ST_NORM] == 5.0f && st[WGT_ST_CLIP] == 0.2f / 1024 && st[WGT_ST_STEP_SCALE] == 1024 &&
+          st[WGT_ST_LOSS_SCALE] == 1024, "scale 1024: norm %g multiplier %g", st[WGT_ST_NORM], st[WGT_ST_CLIP]);
+    // a non-finite norm or loss: skipped, t unchanged, skips counted; dynamic halves the scale
+    ST_FRESH(INFINITY, 65536);
+    wgt_st_set_u32(st, WGT_ST_T, 7);
+    wgt_st_set_u32(st, WGT_ST_CLEAN, 5);
+    cpu_grad_clip_scale(st, 1.0f, 0.9f, 0.999f, 1, 2000);
+    CHECK(st[WGT_ST_CLIP] == 0 && wgt_st_u32(st, WGT_ST_T) == 7 && wgt_st_u32(st, WGT_ST_SKIPS) == 1 &&
+          wgt_st_u32(st, WGT_ST_SKIPPED) == 1 && wgt_st_u32(st, WGT_ST_CLEAN) == 0 && st[WGT_ST_LOSS_SCALE] == 32768,
+          "overflow: skipped and the scale halved (%g)", st[WGT_ST_LOSS_SCALE]);
+    ST_FRESH(4, 2);
+    st[WGT_ST_LOSS_SUM] = NAN;
+    cpu_grad_clip_scale(st, 1.0f, 0.9f, 0.999f, 0, 2000);
+    CHECK(st[WGT_ST_CLIP] == 0 && wgt_st_u32(st, WGT_ST_SKIPPED) == 1 && st[WGT_ST_LOSS_SCALE] == 2,
+          "NaN loss: skipped, a static scale stays");
+    // growth: the window-th clean update in a row doubles the scale and restarts the count
+    ST_FRESH(4, 8);
+    wgt_st_set_u32(st, WGT_ST_CLEAN, 2);
+    cpu_grad_clip_scale(st, 1.0f, 0.9f, 0.999f, 1, 3);
+    CHECK(st[WGT_ST_LOSS_SCALE] == 16 && st[WGT_ST_STEP_SCALE] == 8 && wgt_st_u32(st, WGT_ST_CLEAN) == 0,
+          "growth after 3 clean updates: %g", st[WGT_ST_LOSS_SCALE]);
+    ST_FRESH(4, 3e38f);
+    wgt_st_set_u32(st, WGT_ST_CLEAN, 2);
+    cpu_grad_clip_scale(st, 1.0f, 0.9f, 0.999f, 1, 3);
+    CHECK(st[WGT_ST_LOSS_SCALE] == 3e38f, "growth stops below infinity: %g", st[WGT_ST_LOSS_SCALE]);
+#undef ST_FRESH
+    // bias corrections against double powers, over a range of t
+    {
+        double worst = 0;
+        const float betas[3] = {0.9f, 0.95f, 0.999f};
+        const uint32_t ts[8] = {1, 2, 3, 10, 100, 1000, 12345, 1000000};
+        for (int b = 0; b < 3; b++)
+            for (int k = 0; k < 8; k++) {
+                double want = 1.0 - pow((double)betas[b], ts[k]);
+                double rel = fabs(cpu_bias_correction(betas[b], ts[k]) - want) / want;
+                if (rel > worst) worst = rel;
+            }
+        CHECK(worst < 1.2e-7, "bias corrections within f32 rounding of double powers: worst %.3g", worst);
+    }
 
     // AdamW step 1 by hand: g = 0.5·2 = 1; m = 0.1, v = 0.001; mhat = vhat = 1;
     // p = 1 - 0.01·(1/(1 + 1e-8) + 0.1·1) = 0.989 (to 1e-10).
-    float p[2] = {1.0f, -2.0f}, m[2] = {0, 0}, v[2] = {0, 0}, g[2] = {0.5f, 0.0f}, s[1] = {2.0f};
-    cpu_adamw(p, m, v, g, s, 2, 0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 1);
+    float p[2] = {1.0f, -2.0f}, m[2] = {0, 0}, v[2] = {0, 0}, g[2] = {0.5f, 0.0f};
+    memset(st, 0, sizeof st);
+    st[WGT_ST_LOSS_SCALE] = 1;
+    cpu_grad_clip_scale(st, 0.0f, 0.9f, 0.999f, 0, 2000);
+    st[WGT_ST_CLIP] = 2.0f;  // the multiplier of the hand computation
+    cpu_adamw(p, m, v, g, st, 2, 0.01f, 0.9f, 0.999f, 1e-8f, 0.1f);
     CHECK(fabsf(p[0] - 0.989f) < 1e-6f, "adamw step 1: p = %.9g, want 0.989", p[0]);
     // 1 - 0.999f is 1e-3 only to ~1.3e-5 relative in f32, hence v's looser bound.
     CHECK(fabsf(m[0] - 0.1f) < 1e-7f && fabsf(v[0] - 0.001f) < 2e-8f, "adamw step 1 moments %g %g", m[0], v[0]);
@@ -737,8 +814,16 @@ static void test_optimizer(void) {
     g[0] = -0.25f;
     double md = 0.9 * m[0] + 0.1 * -0.5, vd = 0.999 * v[0] + 0.001 * 0.25;
     double pd = p[0] - 0.01 * ((md / (1 - 0.81)) / (sqrt(vd / (1 - 0.999 * 0.999)) + 1e-8));
-    cpu_adamw(p, m, v, g, s, 1, 0.01f, 0.9f, 0.999f, 1e-8f, 0.0f, 2);
+    cpu_grad_clip_scale(st, 0.0f, 0.9f, 0.999f, 0, 2000);
+    st[WGT_ST_CLIP] = 2.0f;
+    CHECK(wgt_st_u32(st, WGT_ST_T) == 2, "the status counts the second update: t = %u", wgt_st_u32(st, WGT_ST_T));
+    cpu_adamw(p, m, v, g, st, 1, 0.01f, 0.9f, 0.999f, 1e-8f, 0.0f);
     CHECK(fabs(p[0] - pd) < 1e-6, "adamw step 2: p = %.9g, want %.9g", p[0], pd);
+    // a multiplier of 0 (a skipped update) changes nothing
+    float p0 = p[0], m0 = m[0];
+    st[WGT_ST_CLIP] = 0.0f;
+    cpu_adamw(p, m, v, g, st, 1, 0.01f, 0.9f, 0.999f, 1e-8f, 0.0f);
+    CHECK(p[0] == p0 && m[0] == m0, "adamw with multiplier 0 changes nothing");
 }
 
 // ---------------------------------------------------------------- the backend vtable

@@ -517,8 +517,8 @@ static void rebuild_ckpt(const char *dst, const uint8_t *file, size_t len, const
                          const ckpt_progress *pr, int rsv, uint8_t rsv_val) {
     uint32_t oj;
     memcpy(&oj, file + 64, 4);
-    size_t rest_off = 64 + 4 + oj + 40, rest = len - rest_off;
-    size_t payload = 4 + jlen + 40 + rest;
+    size_t rest_off = 64 + 4 + oj + 64, rest = len - rest_off;  // format version 2: 64 progress bytes
+    size_t payload = 4 + jlen + 64 + rest;
     uint8_t *out = malloc(64 + payload);
     memcpy(out, file, 64);
     uint32_t jl = (uint32_t)jlen;
@@ -530,7 +530,10 @@ static void rebuild_ckpt(const char *dst, const uint8_t *file, size_t len, const
     memcpy(pb + 16, &pr->data_rng, 8);
     memcpy(pb + 24, &pr->tokens, 8);
     memcpy(pb + 32, &pr->elapsed_s, 8);
-    memcpy(pb + 40, file + rest_off, rest);
+    memcpy(pb + 40, &pr->skips, 8);
+    memcpy(pb + 48, &pr->loss_scale, 8);
+    memcpy(pb + 56, &pr->scale_clean, 8);
+    memcpy(pb + 64, file + rest_off, rest);
     uint64_t p64 = payload;
     memcpy(out + 16, &p64, 8);
     if (rsv >= 0) out[rsv] = rsv_val;
@@ -549,7 +552,7 @@ static void test_checkpoint_contents(void) {
     snprintf(c.data_dir, sizeof c.data_dir, "/data");
     train_config_finish(&c);
     uint64_t per = (uint64_t)c.batch * c.seq * c.grad_accum;
-    ckpt_progress pr = {10, 9, 77, 10 * per, 3.5};
+    ckpt_progress pr = {10, 9, 77, 10 * per, 3.5, 1, 1024.0, 4};
     float st[64] = {0};
     const char *p = tp("ck.bin"), *q = tp("ck2.bin");
     CHECK(checkpoint_write(p, &c, &pr, st, st, st, 64) == WGT_OK, "write: %s", wgt_last_error());
@@ -562,13 +565,18 @@ static void test_checkpoint_contents(void) {
     CHECK(checkpoint_read(&ck, q) == WGT_OK, "rebuilt unchanged: %s", wgt_last_error());
     checkpoint_free(&ck);
     struct { ckpt_progress pr; int rsv; const char *suffix; const char *msg; } cases[] = {
-        {{2000000000000ull, 9, 77, 2000000000000ull * per, 3.5}, -1, NULL, "beyond"},
-        {{10, 11, 77, 10 * per, 3.5}, -1, NULL, "11 updates applied in 10 steps"},
-        {{10, 9, 77, 10 * per + 1, 3.5}, -1, NULL, "tokens consumed"},
-        {{10, 9, 77, 10 * per, -1.0}, -1, NULL, "elapsed"},
-        {{10, 9, 77, 10 * per, 3.5}, 40, NULL, "reserved header byte 40"},
-        {{10, 9, 77, 10 * per, 3.5}, -1, " trailing", "after the JSON value"},
-        {{10, 9, 77, 10 * per, 3.5}, -1, "\0x", "NUL"},
+        {{2000000000000ull, 9, 77, 2000000000000ull * per, 3.5, 0, 0, 0}, -1, NULL, "beyond"},
+        {{10, 11, 77, 10 * per, 3.5, 0, 0, 0}, -1, NULL, "11 updates applied in 10 steps"},
+        {{10, 9, 77, 10 * per + 1, 3.5, 0, 0, 0}, -1, NULL, "tokens consumed"},
+        {{10, 9, 77, 10 * per, -1.0, 0, 0, 0}, -1, NULL, "elapsed"},
+        {{10, 9, 77, 10 * per, 3.5, 0, 0, 0}, 40, NULL, "reserved header byte 40"},
+        {{10, 9, 77, 10 * per, 3.5, 0, 0, 0}, -1, " trailing", "after the JSON value"},
+        {{10, 9, 77, 10 * per, 3.5, 0, 0, 0}, -1, "\0x", "NUL"},
+        {{10, 9, 77, 10 * per, 3.5, 2, 0, 0}, -1, NULL, "2 skipped"},
+        {{10, 9, 77, 10 * per, 3.5, 1, 0, 10}, -1, NULL, "since the loss scale"},
+        {{10, 9, 77, 10 * per, 3.5, 1, -2.0, 0}, -1, NULL, "loss scale -2"},
+        {{10, 9, 77, 10 * per, 3.5, 1, 1.5e-45, 0}, -1, NULL, "positive normal f32"},
+        {{10, 9, 77, 10 * per, 3.5, 1, 0.1, 0}, -1, NULL, "positive normal f32"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *j2 = malloc(jl + 16);

@@ -316,9 +316,9 @@ static void ce_run(bpair *p, const ce_case *c) {
     wgt_view tc = wgt_view_at(bt_c(bt), c->off_t), tgv = wgt_view_at(bt_g(bt), c->off_t);
     wgt_view oc = wgt_view_at(bt_c(bo), c->off_o), og = wgt_view_at(bt_g(bo), c->off_o);
     double tc0 = wgt_now_s();
-    p->cpu->cross_entropy(p->cpu, lc, oc, tc, c->R, c->V, c->alpha, c->beta, inv_norm);
+    p->cpu->cross_entropy(p->cpu, lc, oc, tc, wgt_view_none(), c->R, c->V, c->alpha, c->beta, inv_norm);
     double tg0 = wgt_now_s();
-    p->gpu->cross_entropy(p->gpu, lg, og, tgv, c->R, c->V, c->alpha, c->beta, inv_norm);
+    p->gpu->cross_entropy(p->gpu, lg, og, tgv, wgt_view_none(), c->R, c->V, c->alpha, c->beta, inv_norm);
     if (p->gpu->sync(p->gpu) != WGT_OK) { fprintf(stderr, "device error: %s\n", wgt_last_error()); exit(1); }
     double tg1 = wgt_now_s();
 
@@ -412,8 +412,8 @@ static void test_sum_losses(bpair *p) {
         float *x = malloc((size_t)n * 4 + 4);
         for (uint32_t k = 0; k < n; k++) x[k] = trng_uniform(0.0f, 12.0f);  // losses are >= 0
         btensor in = bt_new(p, n, x), out = bt_new(p, 1, NULL);
-        p->cpu->sum_losses(p->cpu, bt_c(out), bt_c(in), n);
-        p->gpu->sum_losses(p->gpu, bt_g(out), bt_g(in), n);
+        p->cpu->sum_losses(p->cpu, bt_c(out), bt_c(in), n, 0);
+        p->gpu->sum_losses(p->gpu, bt_g(out), bt_g(in), n, 0);
         char what[64];
         snprintf(what, sizeof what, "sum_losses n=%u", n);
         // positive terms: f32 summation in blocks of 64 per thread, then a 256-way tree, is
@@ -429,11 +429,60 @@ static void test_sum_losses(bpair *p) {
     for (int k = 0; k < 300; k++) x[k] = 1.0f;
     x[123] = NAN;
     btensor in = bt_new(p, 300, x), out = bt_new(p, 1, NULL);
-    p->gpu->sum_losses(p->gpu, bt_g(out), bt_g(in), 300);
-    p->cpu->sum_losses(p->cpu, bt_c(out), bt_c(in), 300);
+    p->gpu->sum_losses(p->gpu, bt_g(out), bt_g(in), 300, 0);
+    p->cpu->sum_losses(p->cpu, bt_c(out), bt_c(in), 300, 0);
     bt_check(p, "sum_losses with a NaN", out, 1e-6, 1e-5);
     bt_free(p, &in);
     bt_free(p, &out);
+    // accumulate = 1 adds to an output word inside a larger buffer (the optimizer status's loss
+    // sum), twice, leaving the words around it alone
+    {
+        float y[1000], w[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+        for (int k = 0; k < 1000; k++) y[k] = trng_uniform(0.0f, 12.0f);
+        btensor in2 = bt_new(p, 1000, y), st = bt_new(p, 8, w);
+        for (int r = 0; r < 2; r++) {
+            p->cpu->sum_losses(p->cpu, wgt_view_sub(bt_c(st), 3, 1), bt_c(in2), 1000, 1);
+            p->gpu->sum_losses(p->gpu, wgt_view_sub(bt_g(st), 3, 1), bt_g(in2), 1000, 1);
+        }
+        float *c, *g;
+        bt_get(p, st, &c, &g);
+        CHECK(fabsf(g[3] - c[3]) <= 1e-5f * c[3] && c[1] == 2 && g[1] == 2 && g[4] == 5 && c[4] == 5,
+              "sum_losses accumulate into word 3: gpu %g cpu %g", g[3], c[3]);
+        free(c);
+        free(g);
+        bt_free(p, &in2);
+        bt_free(p, &st);
+    }
+}
+
+// A loss scale word at an unaligned offset (the optimizer status's): dlogits are scaled by it
+// exactly on both backends (a power of two), the losses are not.
+static void test_cross_entropy_scaled(bpair *p) {
+    const uint32_t R = 7, V = 1000;
+    float *l = malloc((size_t)R * V * 4), s[16] = {0};
+    uint32_t t[7] = {0, 5, 999, 500, 3, 77, 1000};  // the last is ignored
+    for (size_t i = 0; i < (size_t)R * V; i++) l[i] = trng_uniform(-6.0f, 6.0f);
+    s[2] = 256.0f;
+    btensor a = bt_new(p, (size_t)R * V, l), b = bt_new(p, (size_t)R * V, l), tg = bt_new(p, R, t), sc = bt_new(p, 16, s);
+    btensor la = bt_new(p, R, NULL), lb = bt_new(p, R, NULL);
+    for (int k = 0; k < 2; k++) {
+        wgt_backend *be = k ? p->gpu : p->cpu;
+        wgt_view (*v)(btensor) = k ? bt_g : bt_c;
+        be->cross_entropy(be, v(a), v(la), v(tg), wgt_view_none(), R, V, 0.1f, 1e-4f, 1.0f / 6);
+        be->cross_entropy(be, v(b), v(lb), v(tg), wgt_view_sub(v(sc), 2, 1), R, V, 0.1f, 1e-4f, 1.0f / 6);
+    }
+    float *ac, *ag, *bc, *bg, *lac, *lag, *lbc, *lbg;
+    bt_get(p, a, &ac, &ag);
+    bt_get(p, b, &bc, &bg);
+    bt_get(p, la, &lac, &lag);
+    bt_get(p, lb, &lbc, &lbg);
+    int exact_c = 1, exact_g = 1;
+    for (size_t i = 0; i < (size_t)R * V; i++) exact_c &= bc[i] == 256.0f * ac[i], exact_g &= bg[i] == 256.0f * ag[i];
+    CHECK(exact_c && exact_g, "cross_entropy loss scale 256: dlogits exactly 256x (cpu %d, gpu %d)", exact_c, exact_g);
+    CHECK(!memcmp(lac, lbc, R * 4) && !memcmp(lag, lbg, R * 4), "cross_entropy loss scale: the losses are unscaled");
+    bt_check(p, "cross_entropy scaled: gpu vs cpu", b, 1e-6 * 256 / 6, 1e-4);
+    free(ac); free(ag); free(bc); free(bg); free(lac); free(lag); free(lbc); free(lbg); free(l);
+    bt_free(p, &a); bt_free(p, &b); bt_free(p, &tg); bt_free(p, &sc); bt_free(p, &la); bt_free(p, &lb);
 }
 
 int main(void) {
@@ -447,6 +496,7 @@ int main(void) {
         {"ffn_swiglu_backward", test_swiglu_backward},
         {"cross_entropy", test_cross_entropy},
         {"sum_losses", test_sum_losses},
+        {"cross_entropy loss scale", test_cross_entropy_scaled},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         double t0 = wgt_now_s();

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <time.h>
 #include "backend_pair.h"
+#include "backend/cpu/ops.h"
+#include "backend/opt_status.h"
 #include "backend/webgpu/wg_ops_gpt.h"
 #include "core/clock.h"
 
@@ -445,34 +447,91 @@ static void test_grad_norm(size_t n, const char *what) {
     bt_free(&P, &g); bt_free(&P, &ns);
 }
 
+// grad_clip_scale on both backends: a status at an unaligned offset inside a larger buffer
+// (as a view of a word range would be), the float words within 1 ulp, the counters exact.
+static void clip_case(const char *name, float norm_sq, float loss_sum, float S, uint32_t t, uint32_t clean,
+                      float max_norm, uint32_t dynamic, uint32_t window) {
+    const size_t off = 5;
+    float st[WGT_ST_WORDS + off];
+    memset(st, 0, sizeof st);
+    float *w = st + off;
+    w[WGT_ST_NORM_SQ] = norm_sq;
+    w[WGT_ST_LOSS_SUM] = loss_sum;
+    w[WGT_ST_LOSS_SCALE] = S;
+    wgt_st_set_u32(w, WGT_ST_T, t);
+    wgt_st_set_u32(w, WGT_ST_CLEAN, clean);
+    btensor b = bt_new(&P, WGT_ST_WORDS + off, st);
+    P.cpu->grad_clip_scale(P.cpu, wgt_view_sub(bt_c(b), off, WGT_ST_WORDS), max_norm, 0.9f, 0.95f, dynamic, window);
+    P.gpu->grad_clip_scale(P.gpu, wgt_view_sub(bt_g(b), off, WGT_ST_WORDS), max_norm, 0.9f, 0.95f, dynamic, window);
+    float *c, *g;
+    bt_get(&P, b, &c, &g);
+    char what[160];
+    snprintf(what, sizeof what, "grad_clip_scale %s: float words", name);
+    const int fw[] = {WGT_ST_NORM_SQ, WGT_ST_LOSS_SUM, WGT_ST_LOSS_SCALE, WGT_ST_CLIP, WGT_ST_NORM, WGT_ST_STEP_SCALE,
+                      WGT_ST_BC1, WGT_ST_BC2};
+    int ok = 1;
+    for (size_t k = 0; k < sizeof fw / sizeof fw[0]; k++) {
+        float x = g[off + fw[k]], y = c[off + fw[k]];
+        // one sqrt and one division: correctly rounded or 1 ulp; non-finite words must match
+        int same = (isnan(x) && isnan(y)) || x == y || fabsf(x - y) <= 2.4e-7f * fabsf(y);
+        if (!same) fprintf(stderr, "  word %d: gpu %.9g cpu %.9g\n", fw[k], x, y);
+        ok &= same;
+    }
+    CHECK(ok, "%s", what);
+    // the bias corrections are integer arithmetic on both sides: bit for bit
+    CHECK(g[off + WGT_ST_BC1] == c[off + WGT_ST_BC1] && g[off + WGT_ST_BC2] == c[off + WGT_ST_BC2],
+          "grad_clip_scale %s: bias corrections gpu %.9g %.9g cpu %.9g %.9g", name, g[off + WGT_ST_BC1],
+          g[off + WGT_ST_BC2], c[off + WGT_ST_BC1], c[off + WGT_ST_BC2]);
+    const int uw[] = {WGT_ST_T, WGT_ST_SKIPS, WGT_ST_SKIPPED, WGT_ST_CLEAN};
+    for (size_t k = 0; k < sizeof uw / sizeof uw[0]; k++)
+        CHECK(wgt_st_u32(g + off, uw[k]) == wgt_st_u32(c + off, uw[k]), "grad_clip_scale %s: counter word %d: gpu %u cpu %u",
+              name, uw[k], wgt_st_u32(g + off, uw[k]), wgt_st_u32(c + off, uw[k]));
+    CHECK(!memcmp(g, c, off * 4), "grad_clip_scale %s: words before the view changed", name);
+    free(c);
+    free(g);
+    bt_free(&P, &b);
+}
+
 static void test_clip(void) {
     const float norms_sq[] = {0.0f, 0.25f, 4.0f, 1e6f, 1.0f};
     const float max_norms[] = {1.0f, 0.0f, -1.0f, 1.0f, 1.0f};
     for (int i = 0; i < 5; i++) {
-        btensor ns = bt_new(&P, 1, &norms_sq[i]), sc = bt_rand(2, 1);
-        P.cpu->grad_clip_scale(P.cpu, bt_c(sc), bt_c(ns), max_norms[i]);
-        P.gpu->grad_clip_scale(P.gpu, bt_g(sc), bt_g(ns), max_norms[i]);
         char name[96];
-        snprintf(name, sizeof name, "grad_clip_scale norm_sq=%g max_norm=%g", norms_sq[i], max_norms[i]);
-        bt_check(&P, name, sc, 0, 2e-7);  // one sqrt and one division: correctly rounded or 1 ulp
-        bt_free(&P, &ns); bt_free(&P, &sc);
+        snprintf(name, sizeof name, "norm_sq=%g max_norm=%g", norms_sq[i], max_norms[i]);
+        clip_case(name, norms_sq[i], 2.0f, 1.0f, (uint32_t)i, 0, max_norms[i], 0, 2000);
     }
+    clip_case("scale 2^20", 3.0f * 1099511627776.0f, 1.0f, 1048576.0f, 41, 3, 1.0f, 1, 2000);
+    clip_case("t = 1000 (bias corrections)", 2.0f, 1.0f, 1.0f, 999, 0, 1.0f, 0, 2000);
+    clip_case("t = 123456", 2.0f, 1.0f, 1.0f, 123455, 0, 1.0f, 0, 2000);
+    clip_case("overflow, dynamic", INFINITY, 1.0f, 65536.0f, 7, 11, 1.0f, 1, 2000);
+    clip_case("NaN norm, static", NAN, 1.0f, 8.0f, 7, 11, 1.0f, 0, 2000);
+    clip_case("NaN loss", 1.0f, NAN, 1.0f, 7, 11, 1.0f, 1, 2000);
+    clip_case("growth", 1.0f, 1.0f, 128.0f, 7, 4, 1.0f, 1, 5);
+    clip_case("no growth past f32", 1.0f, 1.0f, 3e38f, 7, 4, 1.0f, 1, 5);
+    clip_case("backoff floor", INFINITY, 1.0f, 1.17549435e-38f, 7, 4, 1.0f, 1, 5);
 }
 
 static void test_adamw(size_t n) {
     btensor p = bt_rand(n, 1), m = bt_zero(n), v = bt_zero(n), g = bt_rand(n, 0.1f);
-    const float s[2] = {0.7f, 0.0f};
-    btensor sc = bt_new(&P, 2, s);
     for (int t = 1; t <= 3; t++) {
+        // the status grad_clip_scale would leave for update t, multiplier 0.7
+        float s[WGT_ST_WORDS] = {0};
+        s[WGT_ST_CLIP] = 0.7f;
+        s[WGT_ST_LOSS_SCALE] = 1.0f;
+        s[WGT_ST_BC1] = cpu_bias_correction(0.9f, (uint32_t)t);
+        s[WGT_ST_BC2] = cpu_bias_correction(0.95f, (uint32_t)t);
+        wgt_st_set_u32(s, WGT_ST_T, (uint32_t)t);
+        btensor sc = bt_new(&P, WGT_ST_WORDS, s);
         float wd = t == 2 ? 0.0f : 0.1f;
-        P.cpu->adamw(P.cpu, bt_c(p), bt_c(m), bt_c(v), bt_c(g), bt_c(sc), n, 1e-2f, 0.9f, 0.95f, 1e-8f, wd, (uint32_t)t);
-        P.gpu->adamw(P.gpu, bt_g(p), bt_g(m), bt_g(v), bt_g(g), bt_g(sc), n, 1e-2f, 0.9f, 0.95f, 1e-8f, wd, (uint32_t)t);
+        P.cpu->adamw(P.cpu, bt_c(p), bt_c(m), bt_c(v), bt_c(g), bt_c(sc), n, 1e-2f, 0.9f, 0.95f, 1e-8f, wd);
+        P.gpu->adamw(P.gpu, bt_g(p), bt_g(m), bt_g(v), bt_g(g), bt_g(sc), n, 1e-2f, 0.9f, 0.95f, 1e-8f, wd);
+        bt_free(&P, &sc);
     }
     // element-wise f32 with sqrt and divisions (a few ulps each); m/sqrt(v) amplifies nothing
     bt_check(&P, "adamw params after 3 steps", p, 1e-6, 1e-5);
     bt_check(&P, "adamw m", m, 1e-9, 1e-5);
     bt_check(&P, "adamw v", v, 1e-12, 1e-5);
-    bt_free(&P, &p); bt_free(&P, &m); bt_free(&P, &v); bt_free(&P, &g); bt_free(&P, &sc);
+    bt_free(&P, &p); bt_free(&P, &m); bt_free(&P, &v); bt_free(&P, &g);
 }
 
 // The gradient-norm scratch buffer belongs to its backend: free a backend, open another (malloc

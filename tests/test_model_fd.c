@@ -304,9 +304,9 @@ static void test_deep(wgt_backend *be) {
     double s = NAN;
     float norm = NAN;
     model_zero_grad(m);
-    CHECK(model_forward(m, tok, tgt, (model_loss_opts){0.0f, 0.0f, 0.0f, 0}, 1.0f / 3) == WGT_OK, "forward: %s", wgt_last_error());
+    CHECK(model_forward(m, tok, tgt, (model_loss_opts){0.0f, 0.0f, 0.0f, 0, 0}, 1.0f / 3) == WGT_OK, "forward: %s", wgt_last_error());
     model_backward(m);
-    model_update(m, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1);
+    model_update(m, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f);
     CHECK(model_loss_sum(m, &s) == WGT_OK && model_grad_norm(m, &norm) == WGT_OK, "readback: %s", wgt_last_error());
     CHECK(isfinite(s) && fabs(s / 3 - log(7.0)) < 0.1 && isfinite(norm) && norm > 0,
           "256 layers: loss %g (log V = %g), gradient norm %g", s / 3, log(7.0), norm);
@@ -351,7 +351,7 @@ int main(void) {
     // ---- 1. plain cross entropy, every target valid
     fdctx c = ctx_new(be, &CFG, B_, T_);
     check_table(c.m);
-    c.lo = (model_loss_opts){0.0f, 0.0f, 0.0f, 0};
+    c.lo = (model_loss_opts){0.0f, 0.0f, 0.0f, 0, 0};
     c.inv_norm = 1.0f / (float)count_valid(&c);
     double L_plain = compute_grads(&c);
     printf("plain: loss %.6f (log V = %.6f)\n", L_plain, log((double)CFG.vocab));
@@ -382,7 +382,7 @@ int main(void) {
     // ---- 1c. dropout on the attention probabilities and the residual branches: a fixed seed fixes
     // the masks, so the loss is a smooth function of the parameters and its gradient must match
     // finite differences like any other; the masks must change the loss (else the case sees nothing)
-    c.lo = (model_loss_opts){0.0f, 0.0f, 0.1f, 12345u};
+    c.lo = (model_loss_opts){0.0f, 0.0f, 0.1f, 12345u, 0};
     double L_drop = compute_grads(&c);
     printf("dropout 0.1: loss %.6f\n", L_drop);
     CHECK(fabs(L_drop - L_plain) > 1e-3, "dropout 0.1 changed the loss by only %g", L_drop - L_plain);
@@ -394,7 +394,7 @@ int main(void) {
 
     // ---- 2. label smoothing alpha and z-loss beta. beta = 0.05 instead of the default 1e-4 so
     // that the z-loss term moves the gradient far more than the tolerance (checked below).
-    c.lo = (model_loss_opts){0.1f, 0.05f, 0.0f, 0};
+    c.lo = (model_loss_opts){0.1f, 0.05f, 0.0f, 0, 0};
     double L_ab = compute_grads(&c);
     printf("alpha/beta: loss %.6f\n", L_ab);
     {
@@ -413,7 +413,7 @@ int main(void) {
 
     // ---- 3. ignored targets (negative, = V, far above V) with the default beta = 1e-4;
     // inv_norm = 1/valid. Row 0's last target is ignored, which the invariance check below uses.
-    c.lo = (model_loss_opts){0.0f, 1e-4f, 0.0f, 0};
+    c.lo = (model_loss_opts){0.0f, 1e-4f, 0.0f, 0, 0};
     c.tgt[T_ - 1] = -1;
     c.tgt[2] = CFG.vocab;
     c.tgt[T_ + 1] = 1000;
@@ -472,14 +472,14 @@ int main(void) {
                                  .max_seq = 6, .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5,
                                  .tie_embeddings = tie};
         fdctx l = ctx_new(be, &ll, B_, T_);
-        l.lo = (model_loss_opts){0.0f, 1e-4f, 0.0f, 0};
+        l.lo = (model_loss_opts){0.0f, 1e-4f, 0.0f, 0, 0};
         l.inv_norm = 1.0f / (float)count_valid(&l);
         double L_ll = compute_grads(&l);
         printf("llama tie=%d: loss %.6f over %d tensors\n", tie, L_ll, l.np);
         CHECK(isfinite(L_ll) && L_ll > 0.5 && L_ll < 20, "llama loss %g is implausible", L_ll);
         fd_case(&l, tie ? "llama-tied" : "llama");
         if (!tie) {  // dropout through the LLaMA block (its branches and grouped-query attention)
-            l.lo = (model_loss_opts){0.0f, 1e-4f, 0.25f, 99u};
+            l.lo = (model_loss_opts){0.0f, 1e-4f, 0.25f, 99u, 0};
             double L_d = compute_grads(&l);
             CHECK(fabs(L_d - L_ll) > 1e-3, "llama: dropout 0.25 changed the loss by only %g", L_d - L_ll);
             fd_case(&l, "llama-dropout");

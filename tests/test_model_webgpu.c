@@ -168,7 +168,7 @@ static void run_case(bpair *bp, const mcase *mc) {
         tgt[i] = (i % 11 == 3) ? -1 : (int32_t)(trng_u32() % V);  // every 11th target ignored
         valid += tgt[i] >= 0;
     }
-    model_loss_opts lo = {mc->alpha, mc->beta, mc->dropout, 0};
+    model_loss_opts lo = {mc->alpha, mc->beta, mc->dropout, 0, 0};
     float inv_norm = 1.0f / (float)valid;
     char what[160];
 
@@ -223,8 +223,8 @@ static void run_case(bpair *bp, const mcase *mc) {
         }
         if (s == mc->steps) break;
         // weight decay 0.1, beta2 0.95 as GPT-2 trainings use; clip as the case says
-        model_update(mcpu, lr, 0.9f, 0.95f, 1e-8f, 0.1f, mc->clip, s + 1);
-        model_update(mgpu, lr, 0.9f, 0.95f, 1e-8f, 0.1f, mc->clip, s + 1);
+        model_update(mcpu, lr, 0.9f, 0.95f, 1e-8f, 0.1f, mc->clip);
+        model_update(mgpu, lr, 0.9f, 0.95f, 1e-8f, 0.1f, mc->clip);
         float nc, ng;
         if (model_grad_norm(mcpu, &nc) != WGT_OK || model_grad_norm(mgpu, &ng) != WGT_OK) die("grad_norm");
         CHECK(fabs(ng - nc) <= NORM_RTOL * fabs(nc), "%s: step %d gradient norm webgpu %.9g vs cpu %.9g", mc->name, s,

@@ -17,6 +17,12 @@
 //     value of each variable makes it fail with WGT_ERR_ARG and a message naming the variable and
 //     the accepted form, before any device is made; valid values reach wg_ctx_settings (and the
 //     test-only binding limit reaches wg_binding_limit); the backend's optional entries are there.
+//   - the asynchronous readback and the step's traffic: readback_begin returns before the data
+//     is there and readback_end (polling, then waiting) hands over what the recorded work wrote;
+//     three slots in flight at once keep their own data; an upload whose buffer the recorded
+//     work does not reference submits nothing, one that it references submits first (program
+//     order); the uniform ring is written only where it changed (get_stats); the pass timer
+//     counts the passes and a positive GPU time.
 //   - the adapter choice: "software" gives the CPU (software) adapter, "cpu" is refused, "auto" never the Null
 //     backend, a name that matches nothing fails with a message listing the adapters found, and
 //     with no Vulkan driver at all (a child with VK_DRIVER_FILES pointing nowhere) wg_ctx_init
@@ -394,6 +400,81 @@ static void check_adapters(void) {
     free(out);
 }
 
+static void check_readback(wgt_backend *be) {
+    wgt_buf *a, *b;
+    CHECK(be->buf_alloc(be, &a, 1000, "rb-a") == WGT_OK && be->buf_alloc(be, &b, 1000, "rb-b") == WGT_OK, "alloc");
+    float x[1000], y[1000];
+    for (int i = 0; i < 1000; i++) x[i] = (float)i * 0.01f - 3.0f, y[i] = 0.5f;
+    be->upload(be, wgt_buf_view(be, a), x, 1000);
+    be->sync(be);
+    wgt_backend_stats s0, s1;
+    be->get_stats(be, &s0);
+    // three slots in flight: each holds the value the work recorded before it left
+    for (int k = 0; k < WGT_READBACK_SLOTS; k++) {
+        be->gelu_inplace(be, wgt_buf_view(be, a), 1000);
+        CHECK(be->readback_begin(be, k, wgt_view_of(a, 64, 64), 64) == WGT_OK, "readback_begin %d: %s", k, wgt_last_error());
+    }
+    be->get_stats(be, &s1);
+    CHECK(s1.submits - s0.submits == WGT_READBACK_SLOTS && s1.waits == s0.waits,
+          "three readbacks: %llu submits, %llu waits (want 3, 0)", (unsigned long long)(s1.submits - s0.submits),
+          (unsigned long long)(s1.waits - s0.waits));
+    float ref[64], got[64];
+    memcpy(ref, x + 64, sizeof ref);
+    int polled = 0;
+    for (int k = 0; k < WGT_READBACK_SLOTS; k++) {
+        cpu_gelu_inplace(ref, 64);
+        int ready = 0;
+        // poll a little (the device may not be there yet), then wait
+        for (int tries = 0; tries < 3 && !ready; tries++)
+            CHECK(be->readback_end(be, k, got, 64, 0, &ready) == WGT_OK, "poll %d: %s", k, wgt_last_error());
+        polled += !ready;
+        if (!ready) CHECK(be->readback_end(be, k, got, 64, 1, &ready) == WGT_OK && ready, "wait %d", k);
+        CHECK_CLOSE("readback slot data", got, ref, 64, GELU_ATOL, GELU_RTOL);
+    }
+    printf("readback: %d of %d slots were not ready at the first polls\n", polled, WGT_READBACK_SLOTS);
+    // an upload into a buffer the recorded work does not touch submits nothing; into one it
+    // touches, the recorded work goes first
+    be->sync(be);
+    be->get_stats(be, &s0);
+    be->gelu_inplace(be, wgt_buf_view(be, a), 1000);
+    be->upload(be, wgt_buf_view(be, b), y, 1000);
+    be->get_stats(be, &s1);
+    CHECK(s1.submits == s0.submits, "an upload into an untouched buffer submitted (%llu)",
+          (unsigned long long)(s1.submits - s0.submits));
+    be->upload(be, wgt_buf_view(be, a), y, 1000);
+    be->get_stats(be, &s0);
+    CHECK(s0.submits == s1.submits + 1, "an upload into a buffer the recorded work uses did not submit it first");
+    float back[1000];
+    be->download(be, back, wgt_buf_view(be, a), 1000);
+    CHECK(back[0] == 0.5f && back[999] == 0.5f, "the upload lands after the recorded gelu: %g", back[0]);
+    // the same dispatches again: the uniform ring is not written again
+    be->gelu_inplace(be, wgt_buf_view(be, b), 1000);
+    be->sync(be);
+    be->get_stats(be, &s0);
+    be->gelu_inplace(be, wgt_buf_view(be, b), 1000);
+    be->sync(be);
+    be->get_stats(be, &s1);
+    CHECK(s1.uniform_bytes == s0.uniform_bytes, "an unchanged dispatch rewrote %llu uniform bytes",
+          (unsigned long long)(s1.uniform_bytes - s0.uniform_bytes));
+    be->gelu_inplace(be, wgt_buf_view(be, b), 999);  // one parameter changed: one slot
+    be->sync(be);
+    be->get_stats(be, &s0);
+    CHECK(s0.uniform_bytes - s1.uniform_bytes == 256, "a changed dispatch wrote %llu uniform bytes, want one slot",
+          (unsigned long long)(s0.uniform_bytes - s1.uniform_bytes));
+    if (be->gpu_timer_start) {
+        double ms;
+        long passes;
+        CHECK(be->gpu_timer_start(be) == WGT_OK, "timer start: %s", wgt_last_error());
+        be->gelu_inplace(be, wgt_buf_view(be, a), 1000);
+        be->fill_zero(be, wgt_buf_view(be, b), 10);  // ends the pass
+        be->gelu_inplace(be, wgt_buf_view(be, a), 1000);
+        CHECK(be->gpu_timer_stop(be, &ms, &passes) == WGT_OK && passes == 2 && ms > 0, "timer: %ld passes, %g ms: %s",
+              passes, ms, wgt_last_error());
+    }
+    be->buf_free(be, a);
+    be->buf_free(be, b);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--child-overrun")) return child_overrun();
     if (argc > 1 && !strcmp(argv[1], "--child-no-driver")) return child_no_driver();
@@ -410,6 +491,7 @@ int main(int argc, char **argv) {
     }
     uint32_t maxd = wg_ctx_info((wg_ctx *)be->impl)->limits.maxComputeWorkgroupsPerDimension;
     check_errors(be);
+    check_readback(be);
     check_gelu_split(be, (size_t)maxd * 256 + 1000, "2-D split (x*y grid)");
     check_gelu_split(be, (size_t)maxd * 256, "largest 1-D grid");
     check_gelu_split(be, (size_t)maxd * 256 + 1, "smallest 2-D grid");

@@ -96,6 +96,96 @@ a, b = ([json.loads(l)["loss"] for l in open(p)] for p in sys.argv[1:3])
 sys.exit(0 if len(a) == len(b) == 6 and all(abs(x - y) < 1e-5 * abs(x) for x, y in zip(a, b)) else 1)
 EOF
 
+section "loss scaling"
+# scaling the loss by a power of two changes no f32 result while nothing overflows: a scaled run
+# equals the unscaled one bit for bit (losses and weights), fixed or dynamic (growing every 3)
+$W train "${M[@]}" --out "$T/LS0" --steps 12 --val-every 6 --val-batches 2 >/dev/null 2>&1
+out=$($W train "${M[@]}" --out "$T/LS1" --steps 12 --val-every 6 --val-batches 2 --loss-scale 1024 2>&1)
+check "--loss-scale 1024: the same losses as without" diff <(losses "$T/LS0/metrics.jsonl") <(losses "$T/LS1/metrics.jsonl")
+check "--loss-scale 1024: the same weights as without" cmp -s "$T/LS0/model.safetensors" "$T/LS1/model.safetensors"
+check "--loss-scale 1024: the progress line shows the scale and the skips" grep -qE "\| scale 1024 \| skips 0 \|" <<<"$out"
+check "--loss-scale 1024: metrics carry loss_scale and skips" grep -q '"loss_scale": 1024, "skips": 0}' "$T/LS1/metrics.jsonl"
+$W train "${M[@]}" --out "$T/LS2" --steps 12 --val-every 6 --val-batches 2 --loss-scale dynamic --loss-scale-window 3 >/dev/null 2>&1
+check "dynamic scaling without overflow: the same losses as without" diff <(losses "$T/LS0/metrics.jsonl") <(losses "$T/LS2/metrics.jsonl")
+check "dynamic scaling without overflow: the same weights as without" cmp -s "$T/LS0/model.safetensors" "$T/LS2/model.safetensors"
+check "dynamic scaling: the scale doubles every 3 clean updates" $PY - "$T/LS2/metrics.jsonl" <<'EOF'
+import json, sys
+s = [json.loads(l)["loss_scale"] for l in open(sys.argv[1])]
+sys.exit(0 if s == [65536.0 * 2 ** (i // 3) for i in range(12)] else 1)
+EOF
+# a start at 2^126 provably overflows (the squared norm of the scaled gradients is not finite):
+# the updates are skipped and the scale halved until training proceeds (near 2^63 here)
+out=$($W train "${M[@]}" --out "$T/LS3" --steps 90 --val-every 0 --val-batches 2 --loss-scale dynamic --loss-scale-init 8.507059173023462e37 2>&1); rc=$?
+check "overflowing scale: the run completes ($rc)" test $rc -eq 0
+check "overflowing scale: the skips are said" grep -q "overflowed at loss scale" <<<"$out"
+check "overflowing scale: halved on every skip, then training proceeds with finite losses" $PY - "$T/LS3/metrics.jsonl" <<'EOF'
+import json, math, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+k = 0
+while k < len(r) and r[k].get("skipped"):
+    k += 1
+same = lambda x, y: abs(x / y - 1) < 1e-8  # printed with 9 digits
+ok = 10 < k < 80 and all(same(r[i]["loss_scale"], 2.0 ** (126 - i)) and r[i]["skips"] == i + 1 for i in range(k))
+# from the first applied update on the scale sits at the edge: an overflow now and then halves it
+later = [x for x in r[k:] if x.get("skipped")]
+ok = ok and same(r[k]["loss_scale"], 2.0 ** (126 - k)) and len(later) <= 5 and r[-1]["skips"] == k + len(later)
+ok = ok and all(x["loss_scale"] <= r[k]["loss_scale"] for x in r[k:]) and not any(x.get("skipped") for x in r[-10:])
+ok = ok and all(math.isfinite(x["loss"]) for x in r) and r[-1]["loss"] < r[k]["loss"]
+sys.exit(0 if ok else 1)
+EOF
+# resume inside the overflowing phase and after it: the scale, the skip and clean counts are in
+# the checkpoint, so the resumed run equals the straight one bit for bit
+LSR=(--steps 40 --val-every 0 --val-batches 2 --loss-scale dynamic --loss-scale-init 1e25 --loss-scale-window 4)
+$W train "${M[@]}" --out "$T/LS4" "${LSR[@]}" >/dev/null 2>&1
+$W train "${M[@]}" --out "$T/LS5" "${LSR[@]}" --stop-at 7 >/dev/null 2>&1
+$W train --out "$T/LS5" --resume --device cpu --stop-at 25 >/dev/null 2>&1
+$W train --out "$T/LS5" --resume --device cpu >/dev/null 2>&1
+scales() { sed -E 's/.*("skipped|"loss_scale)/\1/' "$1"; }
+check "dynamic scaling with skips: resumed losses equal the straight run's" diff <(losses "$T/LS4/metrics.jsonl") <(losses "$T/LS5/metrics.jsonl")
+check "dynamic scaling with skips: resumed weights equal the straight run's" cmp -s "$T/LS4/model.safetensors" "$T/LS5/model.safetensors"
+check "dynamic scaling with skips: the same scales and skip counts" diff <(scales "$T/LS4/metrics.jsonl") <(scales "$T/LS5/metrics.jsonl")
+check "dynamic scaling with skips: some updates were skipped" grep -q '"skipped": true' "$T/LS4/metrics.jsonl"
+expect_fail "a fixed scale that overflows every update stops after 20 and names the fix" "start again with a lower --loss-scale" $W train "${M[@]}" --out "$T/LS7" --steps 30 --loss-scale 1e38
+expect_fail "--loss-scale nonsense" "--loss-scale 'x'" $W train "${M[@]}" --out "$T/LS6" --loss-scale x
+expect_fail "--loss-scale 0" "--loss-scale '0'" $W train "${M[@]}" --out "$T/LS6" --loss-scale 0
+expect_fail "--loss-scale-window 0" "--loss-scale-window must be between" $W train "${M[@]}" --out "$T/LS6" --loss-scale-window 0
+# a checkpoint of format version 1 (before the loss scale state) still resumes, as the run it was
+mkdir -p "$T/V1" && cp "$T/A/ckpt.bin" "$T/A/config.json" "$T/A/metrics.jsonl" "$T/V1/"
+$PY - "$T/V1/ckpt.bin" <<'EOF'
+import struct, sys, zlib
+p = sys.argv[1]; b = bytearray(open(p, "rb").read())
+j = struct.unpack_from("<I", b, 64)[0]; pos = 64 + 4 + j + 40
+del b[pos:pos + 24]  # version 2's skips, loss scale, clean count
+struct.pack_into("<I", b, 8, 1)
+struct.pack_into("<Q", b, 16, len(b) - 64)
+struct.pack_into("<I", b, 24, zlib.crc32(bytes(b[64:])))
+struct.pack_into("<I", b, 60, zlib.crc32(bytes(b[:60])))
+open(p, "wb").write(b)
+EOF
+out=$($W train --out "$T/V1" --resume --device cpu --steps 30 2>&1); rc=$?
+check "a version 1 checkpoint resumes ($out)" test $rc -eq 0
+check "a version 1 checkpoint continues as the version 2 one does" diff <(losses "$T/B/metrics.jsonl") <(losses "$T/V1/metrics.jsonl")
+
+section "webgpu: asynchronous step results"
+# the software GPU trains a few steps with accumulation, validation and a checkpoint between
+# steps; its losses follow the C backend's and its update count comes from the device
+$W train "${M[@]}" --out "$T/WG0" --steps 5 --grad-accum 2 --val-every 2 --val-batches 1 --ckpt-every 3 >/dev/null 2>&1
+out=$($W train "${M[@]}" --out "$T/WG1" --steps 5 --grad-accum 2 --val-every 2 --val-batches 1 --ckpt-every 3 --device webgpu 2>&1); rc=$?
+check "webgpu train exits 0 ($rc)" test $rc -eq 0
+check "webgpu losses follow the C backend's" $PY - "$T/WG0/metrics.jsonl" "$T/WG1/metrics.jsonl" <<'EOF'
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+ok = len(a) == len(b) == 5 and all(abs(x["loss"] - y["loss"]) < 1e-3 * abs(x["loss"]) for x, y in zip(a, b))
+ok = ok and all(("val_loss" in x) == ("val_loss" in y) for x, y in zip(a, b))
+sys.exit(0 if ok else 1)
+EOF
+check "webgpu checkpoint counts 5 applied updates" $PY - "$T/WG1/ckpt.bin" <<'EOF'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+j = struct.unpack_from("<I", b, 64)[0]; step, updates = struct.unpack_from("<QQ", b, 64 + 4 + j)
+sys.exit(0 if (step, updates) == (5, 5) else 1)
+EOF
+
 section "SIGTERM and SIGKILL"
 # a larger model so each step writes a ~20 MB checkpoint: kills land inside writes too
 K=(--data "$T/data" --device cpu --layers 2 --heads 4 --d-model 256 --d-ff 1024 --seq 32 --batch 4 --steps 80
@@ -260,7 +350,9 @@ mkdir -p "$T/P" && cp "$T/A/ckpt.bin" "$T/A/config.json" "$T/P/"
 $PY - "$T/P/ckpt.bin" <<'EOF'
 import struct, sys, zlib
 p = sys.argv[1]; b = bytearray(open(p, "rb").read())
-j = struct.unpack_from("<I", b, 64)[0]; off = 64 + 4 + j + 40
+# the progress block: 40 bytes in format version 1, 64 in version 2 (docs/checkpoint-format.md)
+ver = struct.unpack_from("<I", b, 8)[0]
+j = struct.unpack_from("<I", b, 64)[0]; off = 64 + 4 + j + (40 if ver == 1 else 64)
 n = struct.unpack_from("<Q", b, off)[0]; off += 8
 b[off:off + 4 * n] = struct.pack("<f", float("nan")) * n
 struct.pack_into("<I", b, 24, zlib.crc32(bytes(b[64:])))

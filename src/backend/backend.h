@@ -39,6 +39,17 @@ wgt_view wgt_view_sub(wgt_view v, size_t elems, size_t n);
 static inline wgt_view wgt_view_at(wgt_view v, size_t elems) { return wgt_view_sub(v, elems, elems <= v.n ? v.n - elems : 0); }
 
 typedef struct wgt_backend wgt_backend;
+
+#define WGT_READBACK_SLOTS 3   // asynchronous readbacks in flight at once
+#define WGT_READBACK_MAX 64    // elements per readback slot
+
+typedef struct {
+    uint64_t submits;         // command buffers submitted to the device
+    uint64_t uniform_bytes;   // kernel parameter bytes written to the device
+    uint64_t upload_bytes;    // bytes of upload()
+    uint64_t waits;           // times the host blocked on the device (download, sync, a waiting readback_end)
+} wgt_backend_stats;
+
 // The view of a whole buffer.
 wgt_view wgt_buf_view(wgt_backend *be, wgt_buf *buf);
 
@@ -65,6 +76,16 @@ struct wgt_backend {
     wgt_status (*sync)(wgt_backend *be);
     void (*free)(wgt_backend *be);
 
+    // ---- asynchronous readback: a step's results come back while the next step runs ----
+    // readback_begin records a copy of n elements of src (n <= WGT_READBACK_MAX) into readback
+    // slot `slot` (0 .. WGT_READBACK_SLOTS-1) behind all work recorded so far, submits, and
+    // returns without waiting; the slot must be free. readback_end finishes it: wait = 1 blocks
+    // until the data is there; wait = 0 returns at once, with *ready = 0 while the device has not
+    // got that far. With *ready = 1 the n elements are in dst and the slot is free again. Both
+    // report a device error since the last report. The CPU backend copies at once.
+    wgt_status (*readback_begin)(wgt_backend *be, int slot, wgt_view src, size_t n);
+    wgt_status (*readback_end)(wgt_backend *be, int slot, void *dst, size_t n, int wait, int *ready);
+
     // ---- ops: one typed entry per op of op_list.h, e.g.
     //   void (*matmul)(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight,
     //                  wgt_view bias, uint32_t N, uint32_t C, uint32_t OC);
@@ -84,6 +105,16 @@ struct wgt_backend {
     // table of kernel, calls, total ms and share to f (when not NULL) and returns the total GPU ms.
     void (*profile_reset)(wgt_backend *be);
     double (*profile_report)(wgt_backend *be, FILE *f);
+    // Counters of what crossed between host and device since the backend opened (benchmarks and
+    // tests check that a steady step submits little and uploads little).
+    void (*get_stats)(wgt_backend *be, wgt_backend_stats *out);
+    // GPU busy time, on a device with timestamp queries: gpu_timer_start times every compute
+    // pass from now on; gpu_timer_stop waits for queued work and gives the summed GPU time of
+    // those passes in ms (copies and clears between passes are not counted), and how many
+    // passes were timed (*passes < 0: more passes than the query set holds; the time is then
+    // that of the first ones).
+    wgt_status (*gpu_timer_start)(wgt_backend *be);
+    wgt_status (*gpu_timer_stop)(wgt_backend *be, double *busy_ms, long *passes);
 };
 
 wgt_status backend_cpu_init(wgt_backend **out);

@@ -42,7 +42,7 @@
     X(gelu_inplace, "x = gelu(x), tanh approximation")                                         \
     X(swiglu_combine, "hidden = silu(gate) * up")                                              \
     X(cross_entropy, "row softmax cross-entropy, label smoothing alpha, z-loss beta; dlogits in place") \
-    X(sum_losses, "out[0] = sum of losses")                                                    \
+    X(sum_losses, "out[0] = (accumulate ? out[0] : 0) + sum of losses")                        \
     X(ffn_gelu_backward, "grad_pre = grad_hidden * gelu'(pre_gelu)")                           \
     X(ffn_swiglu_backward, "grad_gate = g*up*silu'(gate), grad_up = g*silu(gate)")             \
     X(embedding_forward, "out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]")                         \
@@ -63,8 +63,8 @@
     X(dropout_forward, "out = inp * keep / (1 - p), keep hashed from (seed, stream, index); p = 0 copies") \
     X(dropout_backward, "dinp = dout * keep / (1 - p), the forward's mask regenerated")          \
     X(grad_norm_sq, "norm_sq[0] = (accumulate ? norm_sq[0] : 0) + sum of g^2")                 \
-    X(grad_clip_scale, "scale[0] = min(1, max_norm/norm), 1 if max_norm <= 0, 0 for a non-finite norm") \
-    X(adamw, "AdamW step on params; grads times scale[0]; scale[0] = 0 skips the update")
+    X(grad_clip_scale, "one update's decisions in the status: unscaled norm, clip/S, skip, t, bias corrections, loss scale") \
+    X(adamw, "AdamW step on params; grads times status clip/S, t from the status; clip 0 skips the update")
 
 // ---- element-wise and loss (docs/kernels.md#activations, #cross_entropy, #ffn-backward) ----
 #define WGT_OP_gelu_inplace(BIND, SCAL)                                                            \
@@ -72,13 +72,17 @@
 #define WGT_OP_swiglu_combine(BIND, SCAL)                                                          \
     BIND(hidden, OUT, F32, "n") BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n")                    \
     SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
-// logits are replaced by dlogits; a target >= V marks an ignored row (loss 0, zero dlogits)
+// logits are replaced by dlogits; a target >= V marks an ignored row (loss 0, zero dlogits).
+// loss_scale (optional): the loss scale word of the optimizer status (opt_status.h); dlogits are
+// multiplied by inv_norm * loss_scale[0] (by inv_norm alone without it). The losses are unscaled.
 #define WGT_OP_cross_entropy(BIND, SCAL)                                                           \
     BIND(logits, INOUT, F32, "R,V") BIND(losses, OUT, F32, "R") BIND(targets, IN, U32, "R")        \
+    BIND(loss_scale, IN_OPT, F32, "1")                                                             \
     SCAL(R, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(V, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
     SCAL(alpha, F32, 0.0, 0, 1) SCAL(beta, F32, 1e-4, 0, 1e4) SCAL(inv_norm, F32, WGT_REQ, 0, 1)
 #define WGT_OP_sum_losses(BIND, SCAL)                                                              \
-    BIND(out, OUT, F32, "1") BIND(losses, IN, F32, "n") SCAL(n, U32, WGT_REQ, 1, WGT_U32_MAX)
+    BIND(out, INOUT, F32, "1") BIND(losses, IN, F32, "n") SCAL(n, U32, WGT_REQ, 1, WGT_U32_MAX)    \
+    SCAL(accumulate, U32, 0, 0, 1)
 #define WGT_OP_ffn_gelu_backward(BIND, SCAL)                                                       \
     BIND(grad_pre, OUT, F32, "n") BIND(grad_hidden, IN, F32, "n") BIND(pre_gelu, IN, F32, "n")     \
     SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
@@ -185,15 +189,23 @@
 #define WGT_OP_grad_norm_sq(BIND, SCAL)                                                            \
     BIND(norm_sq, INOUT, F32, "1") BIND(g, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)   \
     SCAL(accumulate, U32, 0, 0, 1)
+// status: the optimizer status (opt_status.h, WGT_ST_WORDS words; docs/kernels.md#grad_clip_scale).
+// Reads the squared norm, the loss sum and the loss scale S; writes the unscaled norm, adamw's
+// multiplier clip/S (0: skip, for a non-finite norm or loss), the update count t and the bias
+// corrections 1-beta^t; with dynamic = 1 halves S on a skip and doubles it after `window`
+// applied updates in a row.
 #define WGT_OP_grad_clip_scale(BIND, SCAL)                                                         \
-    BIND(scale, OUT, F32, "2") BIND(norm_sq, IN, F32, "1") SCAL(max_norm, F32, 1.0, 0, 3e38)
-// t is the 1-based update number (bias corrections)
+    BIND(status, INOUT, F32, "16") SCAL(max_norm, F32, 1.0, 0, 3e38)                               \
+    SCAL(beta1, F32, 0.9, 0, 0.9999999) SCAL(beta2, F32, 0.999, 0, 0.9999999)                      \
+    SCAL(dynamic, U32, 0, 0, 1) SCAL(window, U32, 2000, 1, WGT_U32_MAX)
+// the gradient multiplier and the bias corrections of the update come from status (written by
+// grad_clip_scale with the same beta1, beta2)
 #define WGT_OP_adamw(BIND, SCAL)                                                                   \
     BIND(params, INOUT, F32, "n") BIND(m, INOUT, F32, "n") BIND(v, INOUT, F32, "n")                \
-    BIND(grads, IN, F32, "n") BIND(scale, IN, F32, "1") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)    \
+    BIND(grads, IN, F32, "n") BIND(status, IN, F32, "16") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)  \
     SCAL(lr, F32, 1e-3, 0, 1e4) SCAL(beta1, F32, 0.9, 0, 0.9999999)                                \
     SCAL(beta2, F32, 0.999, 0, 0.9999999) SCAL(eps, F32, 1e-8, 1e-30, 1)                           \
-    SCAL(weight_decay, F32, 0.0, 0, 1e4) SCAL(t, U32, 1, 1, WGT_U32_MAX)
+    SCAL(weight_decay, F32, 0.0, 0, 1e4)
 
 // ---- helpers for the consumers ----
 // C types of the scalars

@@ -4,6 +4,13 @@
 // docs/architecture.md#reference-points (tiny = the 2-core CPU anchor, gpt2-124m = the H200
 // anchor; seeds = the reference model of the original kernel documents: 12 layers, d_model 768,
 // d_ff 3072, T 512, vocab 16384), kept apart from `train`'s presets on purpose.
+//
+// The steps are timed twice in one run: with the old synchronous readback (the loss downloaded
+// after every micro-batch and the gradient norm after the update, each a wait for the GPU) and
+// with the asynchronous one the trainer uses (a step's results read while the next step runs).
+// Each prints the wall time per step, the GPU busy time per step (timestamps on every compute
+// pass, where the device has them) and their difference, the time the GPU sat idle between and
+// inside steps, with the submits, uniform bytes and waits per step.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +23,11 @@
 static void usage(void) {
     printf("usage: wgtrain bench [--preset tiny|small|gpt2-124m|seeds|llama-tiny|llama-124m] [--arch NAME]\n"
            "                     [--layers L --heads NH --kv-heads NKV --d-model C --d-ff F] [--vocab V] [--batch B]\n"
-           "                     [--seq T] [--steps N] [--warmup W]\n"
-           "                     [--device cpu|webgpu|auto] [--adapter A] [--profile]\n"
+           "                     [--seq T] [--grad-accum K] [--steps N] [--warmup W]\n"
+           "                     [--device cpu|webgpu|auto] [--adapter A] [--readback both|sync|async] [--profile]\n"
            "  Times full training steps (forward, loss, backward, AdamW) on random tokens and prints tokens/s.\n"
+           "  --readback: time the old synchronous readback (sync), the asynchronous one (async) or both\n"
+           "  (default); on webgpu each gets wall time, GPU busy time and GPU idle time per step.\n"
            "  --profile (webgpu) also prints the GPU time of every kernel, from timestamp queries.\n");
 }
 
@@ -34,13 +43,98 @@ static const preset presets[] = {
 
 static const char *const bench_flags[] = {"--preset=", "--device=", "--backend=", "--adapter=", "--arch=", "--layers=",
                                           "--heads=", "--kv-heads=", "--d-model=", "--d-ff=", "--vocab=", "--batch=",
-                                          "--seq=", "--steps=", "--warmup=", "--profile", "--help", NULL};
+                                          "--seq=", "--steps=", "--warmup=", "--grad-accum=", "--readback=", "--profile",
+                                          "--help", NULL};
+
+typedef struct {
+    wgt_model *m;
+    wgt_backend *be;
+    const int32_t *tok, *tgt;
+    size_t BT;
+    int K;
+} bench_run;
+
+typedef struct {
+    double wall_ms, gpu_ms;  // per step; gpu_ms < 0: not measured
+    double passes;           // compute passes per step (timed)
+    double sub, uni, up, waits;  // per step
+    double loss;             // mean loss of the last step
+} bench_result;
+
+// One training step; sync = 1 reads the loss after each micro-batch and the norm after the
+// update, blocking each time (what the trainer did before the asynchronous readback).
+static wgt_status bench_step(bench_run *r, long i, int sync, double *loss_sum) {
+    model_loss_opts lo = {0.0f, 0.0f, 0.0f, 0, 0};
+    model_zero_grad(r->m);
+    for (int k = 0; k < r->K; k++) {
+        lo.accumulate_loss = k > 0;
+        WGT_TRY(model_forward(r->m, r->tok, r->tgt, lo, 1.0f / (float)(r->BT * (size_t)r->K)));
+        model_backward(r->m);
+        if (sync) WGT_TRY(model_loss_sum(r->m, loss_sum));
+    }
+    // a learning rate that changes every step, as a schedule's does (its uniform slots change)
+    model_update(r->m, 1e-4f * (1.0f + 1e-3f * (float)i), 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f);
+    if (sync) {
+        float norm;
+        return model_grad_norm(r->m, &norm);
+    }
+    WGT_TRY(model_result_begin(r->m, (int)(i % WGT_READBACK_SLOTS)));
+    if (i > 0) {  // the previous step's results, while this one runs
+        int ready;
+        model_step_result res;
+        WGT_TRY(model_result_end(r->m, (int)((i - 1) % WGT_READBACK_SLOTS), 1, &ready, &res));
+        *loss_sum = res.loss_sum;
+    }
+    return WGT_OK;
+}
+
+static wgt_status bench_mode(bench_run *r, int sync, long warmup, long steps, bench_result *out) {
+    double loss_sum = 0;
+    wgt_backend *be = r->be;
+    long i = 0;
+    for (; i < warmup; i++) WGT_TRY(bench_step(r, i, sync, &loss_sum));
+    if (!sync && i > 0) {  // drain the warm-up's last readback
+        int ready;
+        model_step_result res;
+        WGT_TRY(model_result_end(r->m, (int)((i - 1) % WGT_READBACK_SLOTS), 1, &ready, &res));
+    }
+    WGT_TRY(be->sync(be));
+    wgt_backend_stats s0 = {0}, s1 = {0};
+    int timed = be->gpu_timer_start != NULL;
+    if (timed) WGT_TRY(be->gpu_timer_start(be));
+    if (be->get_stats) be->get_stats(be, &s0);
+    double t0 = wgt_now_s();
+    for (long j = 0; j < steps; j++) WGT_TRY(bench_step(r, j, sync, &loss_sum));
+    if (!sync) {
+        int ready;
+        model_step_result res;
+        WGT_TRY(model_result_end(r->m, (int)((steps - 1) % WGT_READBACK_SLOTS), 1, &ready, &res));
+        loss_sum = res.loss_sum;
+    }
+    double wall = wgt_now_s() - t0;
+    if (be->get_stats) be->get_stats(be, &s1);
+    out->gpu_ms = -1;
+    if (timed) {
+        double busy;
+        long passes;
+        WGT_TRY(be->gpu_timer_stop(be, &busy, &passes));
+        if (passes >= 0) out->gpu_ms = busy / (double)steps, out->passes = (double)passes / (double)steps;
+        else printf("bench: more compute passes than the timer holds (2048); lower --steps for GPU busy times\n");
+    }
+    out->wall_ms = 1e3 * wall / (double)steps;
+    out->sub = (double)(s1.submits - s0.submits) / (double)steps;
+    out->uni = (double)(s1.uniform_bytes - s0.uniform_bytes) / (double)steps;
+    out->up = (double)(s1.upload_bytes - s0.upload_bytes) / (double)steps;
+    out->waits = (double)(s1.waits - s0.waits) / (double)steps;
+    out->loss = loss_sum / (double)(r->BT * (size_t)r->K);
+    return WGT_OK;
+}
 
 static wgt_status bench_main(int argc, char **argv) {
     WGT_TRY(cli_args_split(&argc, &argv, bench_flags));
     const preset *p = &presets[0];
-    long L = -1, NH = -1, NKV = -1, C = -1, F = -1, Vv = -1, B = -1, T = -1, steps = 10, warmup = 2;
-    const char *device = "auto", *adapter = NULL, *arch = NULL;
+    long L = -1, NH = -1, NKV = -1, C = -1, F = -1, Vv = -1, B = -1, T = -1, steps = 10, warmup = 2, K = 1;
+    const char *device = "auto", *adapter = NULL, *arch = NULL, *readback = "both";
     int profile = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -67,6 +161,12 @@ static wgt_status bench_main(int argc, char **argv) {
         else if (!strcmp(a, "--seq")) WGT_TRY(cli_parse_long(a, v, 1, 1 << 16, &T));
         else if (!strcmp(a, "--steps")) WGT_TRY(cli_parse_long(a, v, 1, 1000000, &steps));
         else if (!strcmp(a, "--warmup")) WGT_TRY(cli_parse_long(a, v, 0, 1000, &warmup));
+        else if (!strcmp(a, "--grad-accum")) WGT_TRY(cli_parse_long(a, v, 1, 1024, &K));
+        else if (!strcmp(a, "--readback")) {
+            if (strcmp(v, "both") && strcmp(v, "sync") && strcmp(v, "async"))
+                return wgt_fail(WGT_ERR_ARG, "--readback '%s': use both, sync or async", v);
+            readback = v;
+        }
         else return cli_unknown_flag("bench", a, bench_flags);
     }
     model_config cfg = {.n_layer = L > 0 ? L : p->L, .n_head = NH > 0 ? NH : p->NH, .d_model = C > 0 ? C : p->C,
@@ -99,21 +199,42 @@ static wgt_status bench_main(int argc, char **argv) {
                be->device_name ? " (" : "", be->device_name ? be->device_name(be) : "", be->device_name ? ")" : "",
                cfg.arch, cfg.n_layer, cfg.n_head, cfg.n_kv_heads ? " NKV=" : "", cfg.n_kv_heads, cfg.d_model, cfg.d_ff,
                cfg.vocab, bB, bT, model_num_params(m) / 1e6);
-    model_loss_opts lo = {0.0f, 0.0f, 0.0f, 0};
-    double t0 = 0, loss = 0;
-    for (long i = 0; i < warmup + steps && st == WGT_OK; i++) {
-        if (i == warmup) { st = be->sync(be); t0 = wgt_now_s(); }
-        model_zero_grad(m);
-        st = model_forward(m, tok, tgt, lo, 1.0f / (float)BT);
-        if (st != WGT_OK) break;
-        model_backward(m);
-        model_update(m, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, (int)i + 1);
-        st = model_loss_sum(m, &loss);  // the one readback a training step makes
+    bench_run run = {m, be, tok, tgt, BT, (int)K};
+    const char *modes[2] = {"sync", "async"};
+    bench_result res[2];
+    int have[2] = {0, 0};
+    for (int md = 0; md < 2 && st == WGT_OK; md++) {
+        if (strcmp(readback, "both") && strcmp(readback, modes[md])) continue;
+        st = bench_mode(&run, md == 0, warmup, steps, &res[md]);
+        have[md] = st == WGT_OK;
     }
-    double dt = wgt_now_s() - t0;
     if (st == WGT_OK) {
-        printf("loss %.4f after %ld steps\n", loss / BT, warmup + steps);
-        printf("step time %.2f ms, %.0f tokens/s\n", 1e3 * dt / steps, steps * BT / dt);
+        int last = have[1] ? 1 : 0;
+        printf("loss %.4f after %ld steps\n", res[last].loss, warmup + steps);
+        printf("\n%-8s %10s %12s %12s %7s %9s %12s %12s %8s\n", "readback", "step ms", "GPU busy ms", "GPU idle ms",
+               "idle %", "submits", "uniform B", "upload B", "waits");
+        for (int md = 0; md < 2; md++) {
+            if (!have[md]) continue;
+            const bench_result *b = &res[md];
+            char busy[32] = "n/a", idle[32] = "n/a", pct[32] = "n/a";
+            if (b->gpu_ms >= 0) {
+                snprintf(busy, sizeof busy, "%.3f", b->gpu_ms);
+                snprintf(idle, sizeof idle, "%.3f", b->wall_ms - b->gpu_ms);
+                snprintf(pct, sizeof pct, "%.1f", 100 * (b->wall_ms - b->gpu_ms) / b->wall_ms);
+            }
+            if (be->get_stats)
+                printf("%-8s %10.3f %12s %12s %7s %9.2f %12.0f %12.0f %8.2f\n", modes[md], b->wall_ms, busy, idle, pct,
+                       b->sub, b->uni, b->up, b->waits);
+            else
+                printf("%-8s %10.3f %12s %12s %7s %9s %12s %12s %8s\n", modes[md], b->wall_ms, busy, idle, pct, "n/a",
+                       "n/a", "n/a", "n/a");
+        }
+        printf("(per step; GPU idle = wall - GPU busy; busy is the sum of the compute passes' timestamps%s",
+               be->gpu_timer_start ? "" : ", which this backend does not measure");
+        for (int md = 0; md < 2; md++)
+            if (have[md] && res[md].gpu_ms >= 0) printf("; %s: %.1f passes a step", modes[md], res[md].passes);
+        printf(")\n\n");
+        printf("step time %.2f ms, %.0f tokens/s\n", res[last].wall_ms, 1e3 * (double)(BT * (size_t)K) / res[last].wall_ms);
     }
     if (st == WGT_OK && profile) {
         if (strcmp(be->name, "webgpu")) {
@@ -128,13 +249,14 @@ static wgt_status bench_main(int argc, char **argv) {
                 st = wgt_fail(WGT_ERR_DEVICE, "this backend offers no per-kernel profiling");
             if (st == WGT_OK) st = model_init(&m, be, &cfg, bB, bT);
             if (st == WGT_OK) st = model_init_random(m, 1);
+            model_loss_opts lo = {0.0f, 0.0f, 0.0f, 0, 0};
             for (int i = 0; i < 2 && st == WGT_OK; i++) {
                 if (i == 1) be->profile_reset(be);
                 model_zero_grad(m);
                 st = model_forward(m, tok, tgt, lo, 1.0f / (float)BT);
                 if (st != WGT_OK) break;
                 model_backward(m);
-                model_update(m, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, i + 1);
+                model_update(m, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f);
                 st = be->sync(be);
             }
             if (st == WGT_OK) {

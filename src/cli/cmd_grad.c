@@ -123,7 +123,7 @@ static wgt_status grad_main(int argc, char **argv) {
     if (st == WGT_OK) st = cli_backend_open(&be, backend, adapter, 0);
     if (st == WGT_OK) st = model_init(&m, be, &cfg, (int)B, (int)T);
     if (st == WGT_OK) st = model_load_safetensors(m, model);
-    model_loss_opts lo = {(float)alpha, (float)beta, 0.0f, 0};
+    model_loss_opts lo = {(float)alpha, (float)beta, 0.0f, 0, 0};
     if (st == WGT_OK && logits_path) {
         npy_array la = {NPY_F32, 3, {B, T, (size_t)cfg.vocab}, B * T * (size_t)cfg.vocab, NULL};
         la.data = wgt_malloc(la.n * 4);
@@ -145,7 +145,7 @@ static wgt_status grad_main(int argc, char **argv) {
         }
         if (steps) {
             printf("step %ld loss %.9g\n", s, sum / valid);
-            if (s < steps) model_update(m, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, (float)clip, (int)s + 1);
+            if (s < steps) model_update(m, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, (float)clip);
         }
     }
     if (st == WGT_OK) st = be->sync(be);

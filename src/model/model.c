@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backend/dropout.h"
+#include "backend/opt_status.h"
 #include "model/model_impl.h"
 
 // ------------------------------------------------------------------ families
@@ -572,10 +573,16 @@ wgt_status model_init(wgt_model **out, wgt_backend *be, const model_config *cfg,
     model_alloc(m, &m->targets, BT, "targets", 0);
     model_alloc(m, &m->logits, BT * cfg->vocab, "logits", 1);  // the lm_head matmuls and the loss split it
     model_alloc(m, &m->losses, BT, "losses", 0);
-    model_alloc(m, &m->loss_sum, 1, "loss_sum", 0);
-    model_alloc(m, &m->norm_sq, 1, "norm_sq", 0);
-    model_alloc(m, &m->scale, 2, "clip_scale", 0);
+    model_alloc(m, &m->status, WGT_ST_WORDS, "optimizer_status", 0);
+    m->ls_window = 2000;
     wgt_status st = m->alloc_st;
+    if (st == WGT_OK) {
+        // no update yet, loss scale 1 (model_set_loss_scale changes it)
+        float s0[WGT_ST_WORDS] = {0};
+        s0[WGT_ST_LOSS_SCALE] = 1.0f;
+        s0[WGT_ST_STEP_SCALE] = 1.0f;
+        st = be->upload(be, m->status, s0, WGT_ST_WORDS);
+    }
     if (st == WGT_OK) {
         const model_arch *a = m->arch;
         size_t lsize = (size_t)cfg->n_layer * a->layer_size;
@@ -902,6 +909,8 @@ wgt_view model_branch_dropout_grad(wgt_model *m, wgt_view tmp, wgt_view dres, in
     return tmp;
 }
 
+static wgt_view status_word(wgt_model *m, int word) { return wgt_view_sub(m->status, (size_t)word, 1); }
+
 wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *targets, model_loss_opts lo, float inv_norm) {
     WGT_ASSERT(lo.dropout >= 0.0f && lo.dropout < 1.0f, "dropout probability outside [0, 1)");
     WGT_TRY(upload_batch(m, tokens, targets));
@@ -910,8 +919,10 @@ wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *tar
     m->arch->forward(m);
     wgt_backend *be = m->be;
     const uint32_t BT = (uint32_t)m->B * (uint32_t)m->T;
-    be->cross_entropy(be, m->logits, m->losses, m->targets, BT, (uint32_t)m->c.vocab, lo.alpha, lo.beta, inv_norm);
-    be->sum_losses(be, m->loss_sum, m->losses, BT);
+    // the gradient seed carries the loss scale of the optimizer status (1 without scaling)
+    be->cross_entropy(be, m->logits, m->losses, m->targets, status_word(m, WGT_ST_LOSS_SCALE), BT,
+                      (uint32_t)m->c.vocab, lo.alpha, lo.beta, inv_norm);
+    be->sum_losses(be, status_word(m, WGT_ST_LOSS_SUM), m->losses, BT, lo.accumulate_loss ? 1u : 0u);
     m->have_forward = 1;
     return WGT_OK;
 }
@@ -926,7 +937,7 @@ wgt_status model_forward_logits(wgt_model *m, const int32_t *tokens, float *logi
 
 wgt_status model_loss_sum(wgt_model *m, double *sum) {
     float s;
-    WGT_TRY(m->be->download(m->be, &s, m->loss_sum, 1));
+    WGT_TRY(m->be->download(m->be, &s, status_word(m, WGT_ST_LOSS_SUM), 1));
     *sum = s;
     return WGT_OK;
 }
@@ -947,28 +958,91 @@ static size_t chunk_elems(const wgt_model *m) {
     return c ? c : WGT_VIEW_ALIGN;
 }
 
-void model_update(wgt_model *m, float lr, float beta1, float beta2, float eps, float weight_decay, float max_norm, int t) {
+void model_update(wgt_model *m, float lr, float beta1, float beta2, float eps, float weight_decay, float max_norm) {
     wgt_backend *be = m->be;
     const size_t ch = chunk_elems(m);
     for (size_t o = 0, n; o < m->n_elems; o += n) {
         n = m->n_elems - o < ch ? m->n_elems - o : ch;
-        be->grad_norm_sq(be, m->norm_sq, model_subview(m->grads, o, n), n, o > 0);
+        be->grad_norm_sq(be, status_word(m, WGT_ST_NORM_SQ), model_subview(m->grads, o, n), n, o > 0);
     }
-    be->grad_clip_scale(be, m->scale, m->norm_sq, max_norm);
+    be->grad_clip_scale(be, m->status, max_norm, beta1, beta2, m->ls_dynamic ? 1u : 0u, m->ls_window);
     for (int group = 0; group < 2; group++) {  // decayed tensors, then the others
         size_t lo = group ? m->decay_end : 0, hi = group ? m->n_elems : m->decay_end;
         for (size_t o = lo, n; o < hi; o += n) {
             n = hi - o < ch ? hi - o : ch;
             be->adamw(be, model_subview(m->params, o, n), model_subview(m->m1, o, n), model_subview(m->v1, o, n),
-                      model_subview(m->grads, o, n), m->scale, n, lr, beta1, beta2, eps,
-                      group ? 0.0f : weight_decay, (uint32_t)t);
+                      model_subview(m->grads, o, n), m->status, n, lr, beta1, beta2, eps, group ? 0.0f : weight_decay);
         }
     }
 }
 
 wgt_status model_grad_norm(wgt_model *m, float *norm) {
-    float s[2];
-    WGT_TRY(m->be->download(m->be, s, m->scale, 2));
-    *norm = s[1];
+    return m->be->download(m->be, norm, status_word(m, WGT_ST_NORM), 1);
+}
+
+wgt_status model_set_loss_scale(wgt_model *m, float scale, int dynamic, uint32_t window) {
+    if (!(scale > 0.0f) || !isfinite(scale))
+        return wgt_fail(WGT_ERR_ARG, "loss scale %g is not a positive finite f32", (double)scale);
+    if (window < 1) return wgt_fail(WGT_ERR_ARG, "the loss scale's growth window must be at least 1 update");
+    float s[WGT_ST_WORDS];
+    WGT_TRY(m->be->download(m->be, s, m->status, WGT_ST_WORDS));
+    s[WGT_ST_LOSS_SCALE] = scale;
+    WGT_TRY(m->be->upload(m->be, m->status, s, WGT_ST_WORDS));
+    m->ls_dynamic = dynamic != 0;
+    m->ls_window = window;
+    return WGT_OK;
+}
+
+wgt_status model_opt_state_get(wgt_model *m, model_opt_state *o) {
+    float s[WGT_ST_WORDS];
+    WGT_TRY(m->be->download(m->be, s, m->status, WGT_ST_WORDS));
+    o->updates = wgt_st_u32(s, WGT_ST_T);
+    o->skips = wgt_st_u32(s, WGT_ST_SKIPS);
+    o->clean = wgt_st_u32(s, WGT_ST_CLEAN);
+    o->loss_scale = s[WGT_ST_LOSS_SCALE];
+    return WGT_OK;
+}
+
+wgt_status model_opt_state_set(wgt_model *m, const model_opt_state *o) {
+    if (o->updates > UINT32_MAX || o->skips > UINT32_MAX)
+        return wgt_fail(WGT_ERR_CONFIG, "%llu updates and %llu skips: the optimizer status counts at most %u of each",
+                        (unsigned long long)o->updates, (unsigned long long)o->skips, UINT32_MAX);
+    if (!(o->loss_scale > 0.0f) || !isfinite(o->loss_scale))
+        return wgt_fail(WGT_ERR_FORMAT, "loss scale %g is not a positive finite f32", (double)o->loss_scale);
+    float s[WGT_ST_WORDS];
+    WGT_TRY(m->be->download(m->be, s, m->status, WGT_ST_WORDS));
+    wgt_st_set_u32(s, WGT_ST_T, (uint32_t)o->updates);
+    wgt_st_set_u32(s, WGT_ST_SKIPS, (uint32_t)o->skips);
+    wgt_st_set_u32(s, WGT_ST_CLEAN, o->clean);
+    s[WGT_ST_LOSS_SCALE] = o->loss_scale;
+    return m->be->upload(m->be, m->status, s, WGT_ST_WORDS);
+}
+
+static void result_unpack(const float *s, model_step_result *r) {
+    r->loss_sum = s[WGT_ST_LOSS_SUM];
+    r->grad_norm = s[WGT_ST_NORM];
+    r->loss_scale = s[WGT_ST_STEP_SCALE];
+    r->next_scale = s[WGT_ST_LOSS_SCALE];
+    r->updates = wgt_st_u32(s, WGT_ST_T);
+    r->skips = wgt_st_u32(s, WGT_ST_SKIPS);
+    r->clean = wgt_st_u32(s, WGT_ST_CLEAN);
+    r->skipped = wgt_st_u32(s, WGT_ST_SKIPPED) != 0;
+}
+
+wgt_status model_result_begin(wgt_model *m, int slot) {
+    return m->be->readback_begin(m->be, slot, m->status, WGT_ST_WORDS);
+}
+
+wgt_status model_result_end(wgt_model *m, int slot, int wait, int *ready, model_step_result *r) {
+    float s[WGT_ST_WORDS];
+    WGT_TRY(m->be->readback_end(m->be, slot, s, WGT_ST_WORDS, wait, ready));
+    if (*ready) result_unpack(s, r);
+    return WGT_OK;
+}
+
+wgt_status model_step_result_now(wgt_model *m, model_step_result *r) {
+    float s[WGT_ST_WORDS];
+    WGT_TRY(m->be->download(m->be, s, m->status, WGT_ST_WORDS));
+    result_unpack(s, r);
     return WGT_OK;
 }

@@ -127,6 +127,7 @@ typedef struct {
     float beta;             // z-loss
     float dropout;          // probability in [0, 1)
     uint32_t dropout_seed;  // one per micro-batch
+    int accumulate_loss;    // 1: the loss sum adds to the update's (micro-batches after the first)
 } model_loss_opts;
 // tokens: B*T int32 inputs; targets: B*T int32 (a target < 0 or >= V is ignored). Uploads the
 // batch, runs the forward pass and the loss (the logits become dlogits in place). inv_norm
@@ -138,13 +139,16 @@ wgt_status model_forward_logits(wgt_model *m, const int32_t *tokens, float *logi
 // Backward of the last model_forward; gradients accumulate into the gradient buffer.
 void model_backward(wgt_model *m);
 void model_zero_grad(wgt_model *m);
-// The sum of the per-row losses of the last forward (one readback).
+// The sum of the per-row losses since the last forward without accumulate_loss (a blocking
+// readback).
 wgt_status model_loss_sum(wgt_model *m, double *sum);
-// Global-norm clipping (max_norm <= 0: off) and AdamW (t: 1-based update count), all on the
-// device; decay applies to the MODEL_T_DECAY tensors. Reads nothing back.
-void model_update(wgt_model *m, float lr, float beta1, float beta2, float eps, float weight_decay, float max_norm,
-                  int t);
-// The gradient norm of the last update (before clipping; NaN/inf: the update was skipped).
+// Global-norm clipping (max_norm <= 0: off) and AdamW, all on the device; decay applies to the
+// MODEL_T_DECAY tensors. The update count, the skip decision (a non-finite norm or loss) and
+// the loss scale live in the device's optimizer status (backend/opt_status.h). Reads nothing
+// back.
+void model_update(wgt_model *m, float lr, float beta1, float beta2, float eps, float weight_decay, float max_norm);
+// The gradient norm of the last update (unscaled, before clipping; NaN/inf: the update was
+// skipped). A blocking readback.
 wgt_status model_grad_norm(wgt_model *m, float *norm);
 
 // Host access to the gradient buffer (data-parallel training averages it across processes):
@@ -154,6 +158,39 @@ wgt_status model_grads_download(wgt_model *m, float *dst, size_t off, size_t n);
 wgt_status model_grads_upload(wgt_model *m, const float *src, size_t off, size_t n);
 // The parameters alone (model_state_elems floats), for checking that ranks hold the same weights.
 wgt_status model_params_download(wgt_model *m, float *dst);
+
+// Loss scaling (docs/numerics.md#loss-scaling): the gradient seed is multiplied by `scale` and
+// the norm and the update divide it out; dynamic: a skipped update halves it and `window`
+// applied updates in a row double it. A power-of-two scale changes no f32 result. Default: 1,
+// static. Blocking (done once, before training).
+wgt_status model_set_loss_scale(wgt_model *m, float scale, int dynamic, uint32_t window);
+// The optimizer's counters (for checkpoints; blocking).
+typedef struct {
+    uint64_t updates;   // updates applied (AdamW's t)
+    uint64_t skips;     // updates skipped
+    uint32_t clean;     // updates applied since the loss scale last changed
+    float loss_scale;   // the scale of the next update
+} model_opt_state;
+wgt_status model_opt_state_get(wgt_model *m, model_opt_state *o);
+wgt_status model_opt_state_set(wgt_model *m, const model_opt_state *o);
+
+// One update's results, read back without stalling: model_result_begin (after model_update)
+// starts copying them into readback slot `slot` (0 .. WGT_READBACK_SLOTS-1) and returns;
+// model_result_end collects them (wait = 0: *ready = 0 while the device is not there yet).
+typedef struct {
+    double loss_sum;     // sum of the row losses of the update's micro-batches
+    float grad_norm;     // unscaled, before clipping; NaN/inf when the update was skipped
+    float loss_scale;    // the scale its gradients carried
+    float next_scale;    // the scale of the next update
+    uint32_t updates;    // updates applied so far, this one included
+    uint32_t skips;      // updates skipped so far
+    uint32_t clean;      // updates applied since the scale last changed
+    int skipped;         // this update was skipped
+} model_step_result;
+wgt_status model_result_begin(wgt_model *m, int slot);
+wgt_status model_result_end(wgt_model *m, int slot, int wait, int *ready, model_step_result *r);
+// The same results by a blocking readback (the old synchronous path).
+wgt_status model_step_result_now(wgt_model *m, model_step_result *r);
 
 // ---- state for checkpoints: parameters and both AdamW moments, n = model_state_elems(m)
 // elements each, in the layout of the parameter table's offsets (decayed tensors first).

@@ -119,8 +119,12 @@ struct wgt_model {
     // shared by every family
     wgt_view tokens, targets;  // [B*T] i32 / u32
     wgt_view logits;           // [B*T, V] (dlogits after the loss)
-    wgt_view losses, loss_sum; // [B*T], [1]
-    wgt_view norm_sq, scale;   // [1], [2]: gradient norm and clip scale
+    wgt_view losses;           // [B*T]
+    // the optimizer status (backend/opt_status.h): loss sum, gradient norm, clip multiplier,
+    // update and skip counts, loss scale; its loss scaling settings (model_set_loss_scale)
+    wgt_view status;           // [WGT_ST_WORDS]
+    int ls_dynamic;
+    uint32_t ls_window;
     wgt_buf **bufs;            // every device buffer, freed together
     int nbufs, cap_bufs;
     wgt_status alloc_st;       // first failure of model_alloc

@@ -13,7 +13,8 @@
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "checkpoints are little-endian; add byte swapping for this host");
 
-#define PROGRESS_BYTES 40  // 4 x u64 + f64
+#define PROGRESS_BYTES_V1 40  // 4 x u64 + f64
+#define PROGRESS_BYTES 64     // version 2: + u64 skips, f64 loss scale, u64 clean updates
 
 static uint32_t crc_update(uint32_t crc, const void *p, size_t n) { return (uint32_t)crc32_z(crc, p, n); }
 
@@ -28,14 +29,26 @@ static void progress_pack(uint8_t *b, const ckpt_progress *pr) {
     put_u64(b + 16, pr->data_rng);
     put_u64(b + 24, pr->tokens);
     memcpy(b + 32, &pr->elapsed_s, 8);
+    put_u64(b + 40, pr->skips);
+    memcpy(b + 48, &pr->loss_scale, 8);
+    put_u64(b + 56, pr->scale_clean);
 }
 
-static void progress_unpack(ckpt_progress *pr, const uint8_t *b) {
+static void progress_unpack(ckpt_progress *pr, const uint8_t *b, uint32_t version) {
     pr->step = get_u64(b);
     pr->updates = get_u64(b + 8);
     pr->data_rng = get_u64(b + 16);
     pr->tokens = get_u64(b + 24);
     memcpy(&pr->elapsed_s, b + 32, 8);
+    if (version >= 2) {
+        pr->skips = get_u64(b + 40);
+        memcpy(&pr->loss_scale, b + 48, 8);
+        pr->scale_clean = get_u64(b + 56);
+    } else {  // before loss scaling: every step not applied was skipped, no scale recorded
+        pr->skips = pr->step >= pr->updates ? pr->step - pr->updates : 0;
+        pr->loss_scale = 0;
+        pr->scale_clean = 0;
+    }
 }
 
 wgt_status checkpoint_write(const char *path, const train_config *cfg, const ckpt_progress *pr, const float *params,
@@ -109,27 +122,37 @@ static wgt_status progress_check(const ckpt_progress *pr, const train_config *cf
                         corrupt);
     if (!isfinite(pr->elapsed_s) || pr->elapsed_s < 0)
         return wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: elapsed time %g s; %s", path, pr->elapsed_s, corrupt);
+    if (pr->skips > pr->step - pr->updates || pr->scale_clean > pr->updates)
+        return wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: %llu skipped and %llu applied updates (%llu since the loss scale "
+                        "changed) in %llu steps; %s", path, (unsigned long long)pr->skips, (unsigned long long)pr->updates,
+                        (unsigned long long)pr->scale_clean, (unsigned long long)pr->step, corrupt);
+    if (pr->loss_scale != 0 && !(pr->loss_scale >= 1.1754943508222875e-38 && pr->loss_scale <= 3.4028234663852886e38 &&
+                                 (double)(float)pr->loss_scale == pr->loss_scale))
+        return wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: loss scale %g is not a positive normal f32; %s", path,
+                        pr->loss_scale, corrupt);
     return WGT_OK;
 }
 
-static wgt_status read_body(checkpoint *ck, FILE *f, const char *path, uint64_t payload, uint32_t want_crc) {
+static wgt_status read_body(checkpoint *ck, FILE *f, const char *path, uint64_t payload, uint32_t want_crc,
+                            uint32_t version) {
     uint32_t crc = crc_update(0, NULL, 0);
     uint8_t jl[4], prog[PROGRESS_BYTES], nb[8];
+    const size_t PB = version >= 2 ? PROGRESS_BYTES : PROGRESS_BYTES_V1;
     const char *corrupt = "the file is corrupted; resume from another checkpoint or start the run again";
-    if (payload < 4 + PROGRESS_BYTES + 8)
+    if (payload < 4 + PB + 8)
         return wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: payload of %llu bytes is too small to hold a run; %s", path,
                         (unsigned long long)payload, corrupt);
     WGT_TRY(read_part(f, jl, 4, &crc, path));
     uint32_t jlen = get_u32(jl);
-    if ((uint64_t)jlen > payload - 4 - PROGRESS_BYTES - 8)
+    if ((uint64_t)jlen > payload - 4 - PB - 8)
         return wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: its configuration length (%u bytes) exceeds the payload; %s", path,
                         jlen, corrupt);
     char *json = wgt_malloc((size_t)jlen + 1);
     wgt_status st = read_part(f, json, jlen, &crc, path);
     json[jlen] = 0;
-    if (st == WGT_OK) st = read_part(f, prog, PROGRESS_BYTES, &crc, path);
+    if (st == WGT_OK) st = read_part(f, prog, PB, &crc, path);
     if (st == WGT_OK) st = read_part(f, nb, 8, &crc, path);
-    uint64_t n = get_u64(nb), rest = payload - 4 - jlen - PROGRESS_BYTES - 8;
+    uint64_t n = get_u64(nb), rest = payload - 4 - jlen - PB - 8;
     if (st == WGT_OK && (n > rest / 12 || n * 12 != rest))
         st = wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: %llu state elements do not fill the %llu remaining bytes; %s", path,
                       (unsigned long long)n, (unsigned long long)rest, corrupt);
@@ -152,7 +175,7 @@ static wgt_status read_body(checkpoint *ck, FILE *f, const char *path, uint64_t 
         st = wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: its configuration text holds a NUL byte; %s", path, corrupt);
     if (st == WGT_OK) st = train_config_from_json(&ck->cfg, json, path);
     if (st == WGT_OK) {
-        progress_unpack(&ck->pr, prog);
+        progress_unpack(&ck->pr, prog, version);
         st = progress_check(&ck->pr, &ck->cfg, path);
     }
     free(json);
@@ -175,9 +198,9 @@ wgt_status checkpoint_read(checkpoint *ck, const char *path) {
     else if (get_u32(h + 60) != crc_update(crc_update(0, NULL, 0), h, 60))
         st = wgt_fail(WGT_ERR_FORMAT, "checkpoint %s has a corrupted header (header checksum mismatch); resume from another "
                       "checkpoint or start the run again", path);
-    else if (get_u32(h + 8) != CKPT_VERSION)
-        st = wgt_fail(WGT_ERR_FORMAT, "checkpoint %s has format version %u; this build reads version %d (written by a "
-                      "different wgtrain?)", path, get_u32(h + 8), CKPT_VERSION);
+    else if (get_u32(h + 8) != CKPT_VERSION && get_u32(h + 8) != 1)
+        st = wgt_fail(WGT_ERR_FORMAT, "checkpoint %s has format version %u; this build reads versions 1 and %d (written "
+                      "by a different wgtrain?)", path, get_u32(h + 8), CKPT_VERSION);
     else if (get_u32(h + 12) != CKPT_HEADER_BYTES)
         st = wgt_fail(WGT_ERR_FORMAT, "checkpoint %s declares a %u-byte header; version %d has %d bytes", path,
                       get_u32(h + 12), CKPT_VERSION, CKPT_HEADER_BYTES);
@@ -195,7 +218,7 @@ wgt_status checkpoint_read(checkpoint *ck, const char *path) {
     if (st == WGT_OK && size - CKPT_HEADER_BYTES > payload)
         st = wgt_fail(WGT_ERR_FORMAT, "checkpoint %s has %llu bytes after the payload its header declares: the file is "
                       "corrupted", path, (unsigned long long)(size - CKPT_HEADER_BYTES - payload));
-    if (st == WGT_OK) st = read_body(ck, f, path, payload, get_u32(h + 24));
+    if (st == WGT_OK) st = read_body(ck, f, path, payload, get_u32(h + 24), get_u32(h + 8));
     fclose(f);
     if (st != WGT_OK) checkpoint_free(ck);
     return st;

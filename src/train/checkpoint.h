@@ -12,7 +12,7 @@
 #include "train/train_config.h"
 
 #define CKPT_MAGIC "WGTCKPT\n"
-#define CKPT_VERSION 1
+#define CKPT_VERSION 2           // written; version 1 (no loss scale state) is still read
 #define CKPT_HEADER_BYTES 64
 #define CKPT_MAX_STEP 1000000000000ull  // the largest --steps (train_config's range)
 #define CKPT_MAX_RANKS 65536ull  // the most ranks of a data-parallel run that tokens may count
@@ -23,6 +23,11 @@ typedef struct {
     uint64_t data_rng;   // the data loader's RNG state after `step` updates
     uint64_t tokens;     // training tokens consumed, by all ranks of a data-parallel run
     double elapsed_s;    // training wall time so far (all sessions)
+    // version 2: the optimizer status's loss scale state (version 1 files read as skips = step -
+    // updates, loss_scale 0 = the run's initial scale, scale_clean 0)
+    uint64_t skips;        // updates skipped
+    double loss_scale;     // the scale of the next update (an f32 value); 0: not recorded
+    uint64_t scale_clean;  // updates applied since the scale last changed
 } ckpt_progress;
 
 typedef struct {

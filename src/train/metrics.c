@@ -76,6 +76,8 @@ wgt_status metrics_log_write(metrics_log *ml, const metrics_row *r) {
     k += (size_t)put_num(line + k, sizeof line - k, "tokens_per_s", r->tokens_per_s, "%.1f");
     k += (size_t)put_num(line + k, sizeof line - k, "time_s", r->time_s, "%.3f");
     if (r->skipped) k += (size_t)snprintf(line + k, sizeof line - k, ", \"skipped\": true");
+    if (!isnan(r->loss_scale)) k += (size_t)put_num(line + k, sizeof line - k, "loss_scale", r->loss_scale, "%.9g");
+    if (!isnan(r->loss_scale) || r->skips > 0) k += (size_t)snprintf(line + k, sizeof line - k, ", \"skips\": %ld", r->skips);
     snprintf(line + k, sizeof line - k, "}\n");
     if (fputs(line, ml->f) == EOF || fflush(ml->f) != 0)
         return wgt_fail(WGT_ERR_IO, "cannot write %s: %s (disk full?)", ml->path, strerror(errno));
@@ -116,7 +118,7 @@ wgt_status metrics_log_rewind(const char *path, long max_step, metrics_history *
             atomic_file_write(&af, line, (size_t)len);
             const cJSON *sk = cJSON_GetObjectItemCaseSensitive(o, "skipped");
             metrics_row r = {(long)step, num_or_nan(o, "loss"), num_or_nan(o, "val_loss"), num_or_nan(o, "lr"),
-                             num_or_nan(o, "grad_norm"), 0, 0, cJSON_IsTrue(sk)};
+                             num_or_nan(o, "grad_norm"), 0, 0, cJSON_IsTrue(sk), NAN, 0};
             metrics_history_add(h, &r);
         }
         cJSON_Delete(o);

@@ -1,5 +1,6 @@
 // metrics.h — RUN_DIR/metrics.jsonl: one JSON object per update ("step", "loss", "lr",
-// "grad_norm", "tokens_per_s", "time_s", and "val_loss" when it was measured), appended as
+// "grad_norm", "tokens_per_s", "time_s", "val_loss" when it was measured, "loss_scale" with
+// loss scaling, "skips" once an update was skipped or with loss scaling), appended as
 // training goes so any tool can follow a run; plus the in-memory history the loss plot draws.
 #ifndef WGT_METRICS_H
 #define WGT_METRICS_H
@@ -11,6 +12,8 @@ typedef struct {
     double loss, val_loss;  // val_loss: NAN when not measured at this step
     double lr, grad_norm, tokens_per_s, time_s;
     int skipped;            // the update was skipped (non-finite loss or gradient)
+    double loss_scale;      // the loss scale the update's gradients carried; NAN: no loss scaling
+    long skips;             // updates skipped so far, this one included
 } metrics_row;
 
 // History for the plot: every finite train loss, the validation measurements, the learning

@@ -73,6 +73,14 @@ static const field fields[] = {
      "z-loss beta: adds B*lse^2 to keep logits from drifting (default 1e-4)"},
     {"train", "dropout", "--dropout", FT_DOUBLE, OFF(dropout), 0, 0, 0.9, 0, 0, "P",
      "dropout probability on attention probabilities and residual branches (default 0; masks from --seed)"},
+    {"train", "loss_scale", "--loss-scale", FT_STR, OFF(loss_scale), sizeof(((train_config *)0)->loss_scale), 0, 0, 0,
+     0, "off|dynamic|auto|N",
+     "loss scaling: off, dynamic (starts at --loss-scale-init, halves on an overflow, doubles after "
+     "--loss-scale-window clean updates), a fixed scale N, or auto (default: the precision's choice; off in f32)"},
+    {"train", "loss_scale_init", "--loss-scale-init", FT_DOUBLE, OFF(loss_scale_init), 0, 1.1754943508222875e-38,
+     3.4028234663852886e38, 0, 0, "S", "the first scale of --loss-scale dynamic (default 65536)"},
+    {"train", "loss_scale_window", "--loss-scale-window", FT_LONG, OFF(loss_scale_window), 0, 1, 4294967295.0, 0, 0,
+     "N", "clean updates in a row after which a dynamic loss scale doubles (default 2000)"},
     {"train", "seed", "--seed", FT_LONG, OFF(seed), 0, 0, JSON_SAFE_INT, 0, 0, "S",
      "seed of the initialisation and of the data order (default 1)"},
     {"log", "val_every", "--val-every", FT_LONG, OFF(val_every), 0, 0, 1e12, 1, 0, "N",
@@ -110,6 +118,9 @@ wgt_status train_config_preset(train_config *c, const char *name) {
     c->label_smoothing = 0;
     c->z_loss = 1e-4;
     c->dropout = 0;
+    snprintf(c->loss_scale, sizeof c->loss_scale, "auto");
+    c->loss_scale_init = 65536;   // PyTorch GradScaler's defaults: 2^16, x2 every 2000 clean steps, x0.5
+    c->loss_scale_window = 2000;
     c->seed = 1;
     c->val_batches = 8;
     c->log_every = 10;
@@ -450,6 +461,16 @@ wgt_status train_config_finish(train_config *c) {
     if (c->min_lr > c->lr)
         return wgt_fail(WGT_ERR_CONFIG, "--min-lr %g is above --lr %g; the decay goes from lr down to min-lr", c->min_lr, c->lr);
     if (!c->data_dir[0]) return wgt_fail(WGT_ERR_ARG, "no data directory; pass --data DATA_DIR (see `wgtrain prepare`)");
+    {
+        const char *ls = c->loss_scale;
+        char *end;
+        errno = 0;
+        double v = strtod(ls, &end);
+        int named = !strcmp(ls, "off") || !strcmp(ls, "dynamic") || !strcmp(ls, "auto");
+        if (!named && (end == ls || *end || errno == ERANGE || !(v >= 1.1754943508222875e-38 && v <= 3.4028234663852886e38)))
+            return wgt_fail(WGT_ERR_CONFIG, "--loss-scale '%s': use off, dynamic, auto or a fixed scale between 2^-126 and "
+                            "2^128 (a power of two, e.g. 1024, keeps f32 results exact)", ls);
+    }
     if (c->steps < 1 && !c->init[0])
         return wgt_fail(WGT_ERR_CONFIG, "--steps must be at least 1 (0 only with --init: the model becomes a run "
                         "without training)");
@@ -529,6 +550,12 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
             else if (it) snprintf(fptr(c, f), f->size, "%s", it->valuestring);
         } else if (f->off == OFF(dropout) && !it) {
             c->dropout = 0;  // runs from before dropout existed had none
+        } else if (f->off == OFF(loss_scale) && !it) {
+            snprintf(c->loss_scale, sizeof c->loss_scale, "off");  // runs from before loss scaling had none
+        } else if (f->off == OFF(loss_scale_init) && !it) {
+            c->loss_scale_init = 65536;
+        } else if (f->off == OFF(loss_scale_window) && !it) {
+            c->loss_scale_window = 2000;
         } else if (f->type == FT_STR) {
             if (!cJSON_IsString(it) || strlen(it->valuestring) >= f->size)
                 st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration lacks the string %s%s%s", what,
@@ -547,6 +574,30 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
     }
     cJSON_Delete(root);
     return st;
+}
+
+// ------------------------------------------------------------------ loss scaling
+
+void train_loss_scale_resolve(const train_config *c, float *scale, int *dynamic) {
+    const char *ls = c->loss_scale;
+    // "auto" is where --precision decides: f16 will mean dynamic; f32 (all there is yet) is off
+    if (!strcmp(ls, "auto")) ls = "off";
+    *dynamic = 0;
+    *scale = 1.0f;
+    if (!strcmp(ls, "off")) return;
+    if (!strcmp(ls, "dynamic")) {
+        *dynamic = 1;
+        *scale = (float)c->loss_scale_init;
+        return;
+    }
+    *scale = (float)strtod(ls, NULL);
+}
+
+int train_loss_scale_on(const train_config *c) {
+    float s;
+    int dyn;
+    train_loss_scale_resolve(c, &s, &dyn);
+    return dyn || s != 1.0f;
 }
 
 // ------------------------------------------------------------------ schedule

@@ -19,6 +19,11 @@ typedef struct {
     double weight_decay, clip, beta1, beta2, eps;
     double label_smoothing, z_loss;
     double dropout;  // on attention probabilities and residual branches (0: none)
+    // --loss-scale off|dynamic|auto|N (train_loss_scale_resolve), the dynamic scale's start and
+    // growth window
+    char loss_scale[24];
+    double loss_scale_init;
+    long loss_scale_window;
     long seed;                 // < 2^53 so that JSON numbers hold it exactly
     long val_every, val_batches, ckpt_every, log_every;
     char data_dir[TRAIN_PATH_MAX];
@@ -86,6 +91,15 @@ wgt_status train_config_finish(train_config *c);
 // is strict: the text must be exactly one JSON object (nothing after it, no duplicate key).
 char *train_config_to_json(const train_config *c);
 wgt_status train_config_from_json(train_config *c, const char *json, const char *what);
+
+// What --loss-scale means for this run: *scale the scale of the first update, *dynamic whether
+// it adapts (halved on a skipped update, doubled after loss_scale_window applied ones). "off":
+// 1, static; "dynamic": loss_scale_init, dynamic; a number N: N, static; "auto" (the default):
+// the choice of the run's precision, decided here alone (f32, the only precision so far: off).
+// The string was checked by train_config_finish.
+void train_loss_scale_resolve(const train_config *c, float *scale, int *dynamic);
+// Nonzero when the run scales its loss (the progress line and metrics then show the scale).
+int train_loss_scale_on(const train_config *c);
 
 // Learning rate of the update with 0-based index `step`: linear warmup over `warmup` updates,
 // then cosine decay from lr to min_lr at step == steps - 1.

@@ -104,7 +104,7 @@ wgt_status train_evaluate_progress(wgt_model *m, const dataset *ds, int B, int T
     double sum = 0;
     size_t count = 0;
     wgt_status st = WGT_OK;
-    model_loss_opts plain = {0.0f, 0.0f, 0.0f, 0};
+    model_loss_opts plain = {0.0f, 0.0f, 0.0f, 0, 0};
     for (size_t b = 0; b < batches && st == WGT_OK; b++) {
         // a subset is spread evenly over the validation set: the first batches alone would all
         // come from its first documents
@@ -380,6 +380,163 @@ static wgt_status write_plot(trainer *t) {
     return WGT_OK;
 }
 
+// ------------------------------------------------------------------ asynchronous step results
+// An update is recorded and submitted, and its results (loss, gradient norm, skip decision,
+// loss scale) come back through a readback slot while the next update is recorded and runs.
+// So the host reads step s's results one step late, except where it needs them at once: before
+// a validation, a checkpoint, the last step or a stop, the pending results are drained first.
+
+// An update whose results are on their way.
+typedef struct {
+    long step;       // 0-based index
+    double lr;
+    // the update's time: from the end of the previous update's recording (its start when the one
+    // before was not recorded right before it) to the end of its own. With the device one update
+    // behind, the host records at the pace the device finishes, so this is the step time.
+    double t_from, t_end;
+    int slot;        // readback slot
+} pending_step;
+
+typedef struct {
+    pending_step q[2];  // oldest first: at most the update recorded last and the one before it
+    int n;
+} step_queue;
+
+// What the loop keeps between steps for the progress line, metrics and the skip limit.
+typedef struct {
+    metrics_log ml;
+    int tty, scaled, dynamic;
+    int skipped_in_a_row;
+    double t_session, elapsed0;
+    double t_last_end;  // the end of the last recording; 0 after validation or a checkpoint
+    long step0;
+    double win_t;       // train time and tokens since the tok/s shown last
+    size_t win_tokens;
+    size_t tokens_per_update;  // of all ranks
+    float *host;        // [dist] model_state_elems floats of scratch for the gradient reduction
+} run_state;
+
+// Records update `step`: K micro-batches of forward and backward, the update, the start of its
+// readback. Returns with the update submitted; nothing here waits for the device.
+static wgt_status record_step(trainer *t, wgt_model *m, run_state *rs, long step, int32_t *inp, int32_t *tgt,
+                              pending_step *p) {
+    const train_config *c = &t->cfg;
+    const int B = c->batch, T = c->seq, K = c->grad_accum;
+    // [dist] N ranks of B sequences each: the gradient is normalised by the global token count
+    const int NR = dist_size(), rank = dist_rank();
+    const float inv_norm = (float)(1.0 / ((double)B * T * K * NR));  // every target of our windows is valid
+    model_loss_opts lo = {(float)c->label_smoothing, (float)c->z_loss, (float)c->dropout, 0, 0};
+    p->step = step;
+    p->lr = train_lr_at(c, step);
+    p->t_from = rs->t_last_end > 0 ? rs->t_last_end : wgt_now_s();
+    p->slot = (int)(step % WGT_READBACK_SLOTS);
+    model_zero_grad(m);
+    for (int k = 0; k < K; k++) {
+        // [dist] every rank draws the global batch of NR*B windows and keeps its part
+        WGT_TRY(dataset_train_batch_part(t->ds, &t->pr.data_rng, NR * B, rank * B, B, T, inp, tgt));
+        // dropout masks from the seed, the update and the micro-batch: a resumed run draws the same
+        lo.dropout_seed = wgt_dropout_key((uint32_t)c->seed ^ (uint32_t)((uint64_t)c->seed >> 32), (uint32_t)step,
+                                          (uint32_t)k);
+        lo.accumulate_loss = k > 0;  // the micro-batches' losses add up on the device
+        WGT_TRY(model_forward(m, inp, tgt, lo, inv_norm));
+        model_backward(m);
+    }
+    // [dist] gradients summed over the ranks (a blocking round trip through host memory), stop
+    // requests agreed; the loss sums are added when the results are collected
+    double no_loss = 0;
+    WGT_TRY(train_dist_step(m, rs->host, step, &no_loss, g_stop != 0, &g_stop_all));
+    // the device decides: a non-finite norm or loss skips the update, and the loss scale adapts
+    model_update(m, (float)p->lr, (float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
+                 (float)c->clip);
+    WGT_TRY(model_result_begin(m, p->slot));
+    p->t_end = rs->t_last_end = wgt_now_s();
+    return WGT_OK;
+}
+
+// Collects the results of pending update p (waiting for them), updates the counters, reports a
+// skip and fills its metrics row (val_loss NAN: the caller measures it).
+static wgt_status collect_step(trainer *t, wgt_model *m, run_state *rs, const pending_step *p, metrics_row *row) {
+    int ready;
+    model_step_result r;
+    WGT_TRY(model_result_end(m, p->slot, 1, &ready, &r));
+    WGT_ASSERT(ready, "a waiting readback came back without its data");
+    const long s1 = p->step + 1;
+    double now = wgt_now_s(), dt = p->t_end - p->t_from;
+    if (!(dt > 1e-9)) dt = 1e-9;  // a clock too coarse for the step
+    t->pr.updates = r.updates;
+    t->pr.skips = r.skips;
+    t->pr.loss_scale = r.next_scale;
+    t->pr.scale_clean = r.clean;
+    t->pr.elapsed_s = rs->elapsed0 + (now - rs->t_session);
+    rs->win_t += dt, rs->win_tokens += rs->tokens_per_update;
+    // [dist] the global loss: every rank collects the same updates in the same order
+    if (dist_size() > 1) WGT_TRY(dist_sum_f64(&r.loss_sum, 1));
+    double loss = r.loss_sum / (double)rs->tokens_per_update;
+    *row = (metrics_row){s1, loss, NAN, p->lr, r.grad_norm, (double)rs->tokens_per_update / dt, t->pr.elapsed_s,
+                         r.skipped, rs->scaled ? (double)r.loss_scale : NAN, (long)r.skips};
+    const char *cr = rs->tty ? "\r\033[K" : "";
+    if (!r.skipped) {
+        rs->skipped_in_a_row = 0;
+    } else if (rs->dynamic && r.loss_scale > 1.0f && isfinite(loss)) {
+        // the scaler backing off: expected at the start and now and then; not a divergence
+        printf("%sstep %ld: the gradients overflowed at loss scale %g; the update is skipped and the scale lowered to %g\n",
+               cr, s1, r.loss_scale, r.next_scale);
+    } else {
+        int bad_loss = !isfinite(loss);
+        // a fixed loss scale that overflows the gradients is the likelier cause than the weights
+        const char *fix = rs->scaled && !rs->dynamic && !bad_loss ? "a lower --loss-scale (or dynamic)" : "a lower --lr or --clip";
+        printf("%sstep %ld: the %s is %g, so the update is skipped (the gradients would poison the weights); if this "
+               "repeats, use %s\n", cr, s1, bad_loss ? "loss" : "gradient norm", bad_loss ? loss : r.grad_norm, fix);
+        // a few bad batches can be skipped; a long run of them means the weights are already broken
+        if (++rs->skipped_in_a_row >= MAX_SKIPS_IN_A_ROW) {
+            char where[96];
+            if (t->last_ckpt_step >= 0)
+                snprintf(where, sizeof where, "resume from the last checkpoint (step %ld) with", t->last_ckpt_step);
+            else
+                snprintf(where, sizeof where, "there is no checkpoint yet: start again with");
+            return wgt_fail(WGT_ERR_CONFIG, "the %s has not been finite for %d updates in a row (up to step %ld): the "
+                            "weights are no longer usable; %s %s", bad_loss ? "loss" : "gradient norm",
+                            rs->skipped_in_a_row, s1, where, fix);
+        }
+    }
+    return WGT_OK;
+}
+
+// Writes the metrics row of a collected update and, when due, the progress line: refreshed in
+// place on a terminal, plain lines every --log-every otherwise, and always when forced (the
+// last step, a validation).
+static wgt_status report_step(trainer *t, run_state *rs, const metrics_row *row, int force) {
+    const train_config *c = &t->cfg;
+    if (dist_rank() != 0) return WGT_OK;  // [dist] rank 0 writes and prints
+    WGT_TRY(metrics_log_write(&rs->ml, row));
+    metrics_history_add(&t->hist, row);
+    const long s1 = row->step;
+    if (!(rs->tty || s1 % c->log_every == 0 || force)) return WGT_OK;
+    double sess_t = wgt_now_s() - rs->t_session, eta = (double)(c->steps - s1) * sess_t / (double)(s1 - rs->step0);
+    char eta_s[32], scale_s[64] = "";
+    fmt_duration(eta_s, sizeof eta_s, eta);
+    if (rs->scaled) snprintf(scale_s, sizeof scale_s, " | scale %g | skips %ld", row->loss_scale, row->skips);
+    else if (row->skips) snprintf(scale_s, sizeof scale_s, " | skips %ld", row->skips);
+    printf("%sstep %*ld/%ld | loss %.4f | lr %.3e | grad norm %.3f%s | %.0f tok/s | ETA %s%s", rs->tty ? "\r\033[K" : "",
+           (int)snprintf(NULL, 0, "%ld", c->steps), s1, c->steps, row->loss, row->lr, row->grad_norm, scale_s,
+           (double)rs->win_tokens / rs->win_t, eta_s, rs->tty ? "" : "\n");
+    if (!rs->tty || rs->win_t > 2.0) rs->win_t = 0, rs->win_tokens = 0;  // a terminal shows a ~2 s average
+    fflush(stdout);
+    return WGT_OK;
+}
+
+// Finishes the oldest pending update (the queue is full, or the loop ended).
+static wgt_status finish_oldest(trainer *t, wgt_model *m, run_state *rs, step_queue *sq) {
+    WGT_ASSERT(sq->n > 0, "no pending update to finish");
+    pending_step p = sq->q[0];
+    sq->q[0] = sq->q[1];
+    sq->n--;
+    metrics_row row;
+    WGT_TRY(collect_step(t, m, rs, &p, &row));
+    int last = row.step == t->cfg.steps || (t->o.stop_at > 0 && row.step >= t->o.stop_at);
+    return report_step(t, rs, &row, last);
+}
+
 wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     *interrupted = 0;
     const train_config *c = &t->cfg;
@@ -404,131 +561,95 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
             if (st == WGT_OK) printf("train: weights from %s (optimizer state fresh, step 0)\n", t->init_weights);
         }
     }
+    // the loss scale and the optimizer's counters live on the device (the optimizer status)
+    float scale0;
+    int dynamic;
+    train_loss_scale_resolve(c, &scale0, &dynamic);
+    if (st == WGT_OK) st = model_set_loss_scale(m, scale0, dynamic, (uint32_t)c->loss_scale_window);
+    if (st == WGT_OK && t->resumed) {
+        model_opt_state os = {t->pr.updates, t->pr.skips, (uint32_t)t->pr.scale_clean,
+                              t->pr.loss_scale > 0 ? (float)t->pr.loss_scale : scale0};
+        st = model_opt_state_set(m, &os);
+    }
     if (st != WGT_OK) {
         model_free(m);
         return st;
     }
     printf("train: %.2f M parameters\n", model_num_params(m) / 1e6);
+    if (train_loss_scale_on(c))
+        printf("train: loss scale %s%g%s\n", dynamic ? "dynamic from " : "", t->resumed && t->pr.loss_scale > 0 ?
+               t->pr.loss_scale : (double)scale0, dynamic ? " (halved on an overflow, doubled after --loss-scale-window "
+               "clean updates)" : " (fixed)");
     size_t n = model_state_elems(m);
     state_buf sb = {wgt_malloc(n * 4), wgt_malloc(n * 4), wgt_malloc(n * 4)};
     int32_t *inp = wgt_malloc(BT * 4), *tgt = wgt_malloc(BT * 4);
-    metrics_log ml = {0};
+    run_state rs;
+    memset(&rs, 0, sizeof rs);
     char p[TRAIN_PATH_MAX];
     // [dist] every rank holds the same config, data, position and weights before step 1
     st = train_dist_agree(c, t->ds, &t->pr, m, be, sb.params);
     if (st == WGT_OK) st = run_path(p, sizeof p, t->o.run_dir, RUN_METRICS_FILE);
-    if (st == WGT_OK && dist_rank() == 0) st = metrics_log_open(&ml, p);  // [dist] rank 0 writes
+    if (st == WGT_OK && dist_rank() == 0) st = metrics_log_open(&rs.ml, p);  // [dist] rank 0 writes
 
-    int tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // [dist] mpirun gives ranks a pty even when its output is a file
+    rs.tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // [dist] mpirun gives ranks a pty even when its output is a file
+    rs.scaled = train_loss_scale_on(c);
+    rs.dynamic = dynamic;
+    rs.tokens_per_update = BT * (size_t)K * (size_t)dist_size();  // [dist] every rank's tokens
+    rs.host = sb.params;
     g_stop = 0;
     g_stop_all = 0;
     void (*old_int)(int) = signal(SIGINT, on_signal), (*old_term)(int) = signal(SIGTERM, on_signal);
-    model_loss_opts lo = {(float)c->label_smoothing, (float)c->z_loss, (float)c->dropout, 0};
-    // [dist] N ranks of B sequences each: the gradient is normalised by the global token count
-    const int NR = dist_size(), rank = dist_rank();
-    const float inv_norm = (float)(1.0 / ((double)BT * K * NR));  // every target of our windows is valid
-    const double t_session = wgt_now_s(), elapsed0 = t->pr.elapsed_s;
-    const long step0 = (long)t->pr.step;
-    int skipped_in_a_row = 0;
-    double win_t = 0;  // train time and tokens since the tok/s shown last
-    size_t win_tokens = 0;
+    rs.t_session = wgt_now_s();
+    rs.elapsed0 = t->pr.elapsed_s;
+    rs.step0 = (long)t->pr.step;
+    step_queue sq = {.n = 0};
+    const int tty = rs.tty;
 
     while (st == WGT_OK && (long)t->pr.step < c->steps && !(t->o.stop_at > 0 && (long)t->pr.step >= t->o.stop_at)) {
         if (stop_requested()) break;
         long step = (long)t->pr.step;  // 0-based index of this update
-        double t0 = wgt_now_s(), lr = train_lr_at(c, step), loss_sum = 0;
-        model_zero_grad(m);
-        for (int k = 0; k < K && st == WGT_OK; k++) {
-            // [dist] every rank draws the global batch of NR*B windows and keeps its part
-            st = dataset_train_batch_part(t->ds, &t->pr.data_rng, NR * B, rank * B, B, T, inp, tgt);
-            // dropout masks from the seed, the update and the micro-batch: a resumed run draws the same
-            lo.dropout_seed = wgt_dropout_key((uint32_t)c->seed ^ (uint32_t)((uint64_t)c->seed >> 32), (uint32_t)step,
-                                              (uint32_t)k);
-            if (st == WGT_OK) st = model_forward(m, inp, tgt, lo, inv_norm);
-            if (st != WGT_OK) break;
-            model_backward(m);
-            double s;
-            st = model_loss_sum(m, &s);
-            loss_sum += s;
-        }
-        // [dist] gradients and loss summed over the ranks, stop requests agreed
-        if (st == WGT_OK) st = train_dist_step(m, sb.params, step, &loss_sum, g_stop != 0, &g_stop_all);
+        pending_step ps;
+        st = record_step(t, m, &rs, step, inp, tgt, &ps);
         if (st != WGT_OK) break;
-        double loss = loss_sum / ((double)BT * K * NR);
-        float gnorm = NAN;
-        int skipped = !isfinite(loss);
-        if (skipped) {
-            printf("%sstep %ld: the loss is %g, so the update is skipped (the gradients would poison the weights); if "
-                   "this repeats, lower --lr or --clip\n", tty ? "\r\033[K" : "", step + 1, loss);
-            // a few bad batches can be skipped; a long run of them means the weights are already broken
-            if (++skipped_in_a_row >= MAX_SKIPS_IN_A_ROW) {
-                st = wgt_fail(WGT_ERR_CONFIG, "the loss has not been finite for %d updates in a row (up to step %ld): the "
-                              "weights are no longer usable; resume from an earlier checkpoint with a lower --lr, or start "
-                              "again", skipped_in_a_row, step + 1);
-                break;
-            }
-        } else {
-            model_update(m, (float)lr, (float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
-                        (float)c->clip, t->pr.updates < INT_MAX ? (int)t->pr.updates + 1 : INT_MAX);
-            st = model_grad_norm(m, &gnorm);
-            if (st != WGT_OK) break;
-            if (!isfinite(gnorm)) {
-                // the device skipped the update (a non-finite norm makes adamw leave everything as it was)
-                skipped = 1;
-                printf("%sstep %ld: the gradient norm is %g, so the update was skipped; if this repeats, lower --lr "
-                       "or --clip\n", tty ? "\r\033[K" : "", step + 1, gnorm);
-                if (++skipped_in_a_row >= MAX_SKIPS_IN_A_ROW) {
-                    st = wgt_fail(WGT_ERR_CONFIG, "the gradient norm has not been finite for %d updates in a row (up to "
-                                  "step %ld); resume from the last checkpoint (step %ld) with a lower --lr or --clip",
-                                  skipped_in_a_row, step + 1, t->last_ckpt_step);
-                    break;
-                }
-            } else {
-                skipped_in_a_row = 0;
-                t->pr.updates++;
-            }
-        }
         t->pr.step++;
-        t->pr.tokens += BT * K * NR;
-        double dt = wgt_now_s() - t0;
-        t->pr.elapsed_s = elapsed0 + (wgt_now_s() - t_session);
-        win_t += dt, win_tokens += BT * K * NR;
+        t->pr.tokens += rs.tokens_per_update;
+        sq.q[sq.n++] = ps;
+        // the previous update's results, read while this one runs
+        if (sq.n == 2) st = finish_oldest(t, m, &rs, &sq);
+        if (st != WGT_OK) break;
 
         long s1 = (long)t->pr.step;
         int last = s1 == c->steps || (t->o.stop_at > 0 && s1 >= t->o.stop_at);
-        metrics_row row = {s1, loss, NAN, lr, gnorm, (double)(BT * K * NR) / dt, t->pr.elapsed_s, skipped};
         int do_val = (c->val_every > 0 && s1 % c->val_every == 0) || s1 == c->steps;
+        int do_ckpt = (c->ckpt_every > 0 && s1 % c->ckpt_every == 0) || last;
+        if (!(do_val || do_ckpt || g_stop)) continue;
+        // this update's results are needed now: validation, a checkpoint or a stop follows
+        WGT_ASSERT(sq.n == 1, "a boundary step with more than its own update pending");
+        sq.n = 0;
+        metrics_row row;
+        st = collect_step(t, m, &rs, &sq.q[0], &row);
+        if (st != WGT_OK) break;
         if (do_val) {
             st = train_evaluate(m, t->ds, B, T, c->val_batches, &row.val_loss, NULL);
             if (st != WGT_OK) break;
         }
-        if (rank == 0) st = metrics_log_write(&ml, &row);
+        st = report_step(t, &rs, &row, last || do_val);
         if (st != WGT_OK) break;
-        metrics_history_add(&t->hist, &row);
-
-        // progress: refreshed in place on a terminal, plain lines every --log-every otherwise
-        if (tty || s1 % c->log_every == 0 || last || do_val) {
-            double sess_t = wgt_now_s() - t_session, eta = (double)(c->steps - s1) * sess_t / (double)(s1 - step0);
-            char eta_s[32];
-            fmt_duration(eta_s, sizeof eta_s, eta);
-            printf("%sstep %*ld/%ld | loss %.4f | lr %.3e | grad norm %.3f | %.0f tok/s | ETA %s%s", tty ? "\r\033[K" : "",
-                   (int)snprintf(NULL, 0, "%ld", c->steps), s1, c->steps, loss, lr, gnorm,
-                   (double)win_tokens / win_t, eta_s, tty ? "" : "\n");
-            if (!tty || win_t > 2.0) win_t = 0, win_tokens = 0;  // a terminal shows a ~2 s average
-            fflush(stdout);
-        }
         if (do_val) {
             printf("%sstep %ld: val loss %.4f (perplexity %.4g; unigram entropy %.4f)\n", tty ? "\r\033[K" : "", s1,
                    row.val_loss, exp(row.val_loss), t->entropy);
             st = write_plot(t);
             if (st != WGT_OK) break;
         }
-        if ((c->ckpt_every > 0 && s1 % c->ckpt_every == 0) || last) {
+        if (do_ckpt) {
             st = save_all(t, m, &sb, tty);
             if (st == WGT_OK && !do_val) st = write_plot(t);
         }
+        rs.t_last_end = 0;  // the next update's time starts when it does, not at this one's end
         if (t->o.stop_at > 0 && s1 >= t->o.stop_at) break;
     }
+    // results still on their way (a stop between boundaries)
+    while (st == WGT_OK && sq.n > 0) st = finish_oldest(t, m, &rs, &sq);
     // --steps 0 (with --init): the model becomes the run's step 0, untrained
     if (st == WGT_OK && c->steps == 0 && !t->resumed) {
         st = save_all(t, m, &sb, tty);
@@ -543,12 +664,12 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
                    (unsigned long long)t->pr.step, t->o.run_dir);
     }
     if (st == WGT_OK) train_dist_report();
-    if (st == WGT_OK && !*interrupted && (long)t->pr.step >= c->steps && step0 < c->steps)
+    if (st == WGT_OK && !*interrupted && (long)t->pr.step >= c->steps && rs.step0 < c->steps)
         printf("train: done: %ld steps, %.1f M tokens, %.1f s of training; run directory %s\n", c->steps,
                t->pr.tokens / 1e6, t->pr.elapsed_s, t->o.run_dir);
     signal(SIGINT, old_int);
     signal(SIGTERM, old_term);
-    metrics_log_close(&ml);
+    metrics_log_close(&rs.ml);
     free(sb.params);
     free(sb.m);
     free(sb.v);

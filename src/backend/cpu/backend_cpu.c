@@ -72,7 +72,38 @@ static void copy_elems(wgt_backend *be, wgt_view dst, wgt_view src, size_t n) {
 
 static wgt_status sync_noop(wgt_backend *be) { return WGT_OK; }
 
-static void backend_free(wgt_backend *be) { free(be); }
+// Readback slots: the data is there at once (ops have already run), so begin copies it and
+// end hands it over; the slot discipline is checked as on the device.
+typedef struct {
+    float slot[WGT_READBACK_SLOTS][WGT_READBACK_MAX];
+    int pending[WGT_READBACK_SLOTS];
+    size_t n[WGT_READBACK_SLOTS];
+} cpu_impl;
+
+static wgt_status readback_begin(wgt_backend *be, int slot, wgt_view src, size_t n) {
+    cpu_impl *c = be->impl;
+    WGT_ASSERT(slot >= 0 && slot < WGT_READBACK_SLOTS && n <= WGT_READBACK_MAX, "readback slot or size out of range");
+    WGT_ASSERT(!c->pending[slot], "readback_begin on a slot whose last readback has not ended");
+    if (n) memcpy(c->slot[slot], at(src, n), n * sizeof(float));
+    c->pending[slot] = 1;
+    c->n[slot] = n;
+    return WGT_OK;
+}
+
+static wgt_status readback_end(wgt_backend *be, int slot, void *dst, size_t n, int wait, int *ready) {
+    cpu_impl *c = be->impl;
+    WGT_ASSERT(slot >= 0 && slot < WGT_READBACK_SLOTS, "readback slot out of range");
+    WGT_ASSERT(c->pending[slot] && n <= c->n[slot], "readback_end on a slot without that readback");
+    if (n) memcpy(dst, c->slot[slot], n * sizeof(float));
+    c->pending[slot] = 0;
+    *ready = 1;
+    return WGT_OK;
+}
+
+static void backend_free(wgt_backend *be) {
+    free(be->impl);
+    free(be);
+}
 
 // ---- ops: generated forwarders, views checked against the op's shapes, then the reference ----
 
@@ -96,7 +127,7 @@ WGT_OPS(FWD)
 wgt_status backend_cpu_init(wgt_backend **out) {
     wgt_backend *be = wgt_calloc(1, sizeof *be);
     be->name = "cpu";
-    be->impl = NULL;
+    be->impl = wgt_calloc(1, sizeof(cpu_impl));
     be->buf_alloc = buf_alloc;
     be->buf_free = buf_free;
     be->buf_elems = buf_elems;
@@ -107,6 +138,8 @@ wgt_status backend_cpu_init(wgt_backend **out) {
     be->max_binding_elems = SIZE_MAX;
     be->sync = sync_noop;
     be->free = backend_free;
+    be->readback_begin = readback_begin;
+    be->readback_end = readback_end;
 #define FILL(op, summary) be->op = fwd_##op;
     WGT_OPS(FILL)
     *out = be;

@@ -52,6 +52,10 @@ static inline float cpu_gelu_inner(float xc) {
 // rounded to f32 (HF forms the angles in f32, which differs by up to ~t·6e-8 rad). HS must be even.
 void cpu_rope_tables(float *cos_tab, float *sin_tab, uint32_t maxT, uint32_t HS, double theta);
 
+// AdamW's bias correction 1 - beta^t as grad_clip_scale computes it (double-float powers, the
+// same operations as the kernel; docs/kernels.md#grad_clip_scale).
+float cpu_bias_correction(float beta, uint32_t t);
+
 // ---- the references: cpu_<op>(outputs, inputs, sizes) for every op of op_list.h, e.g.
 //   void cpu_matmul(float *out, const float *inp, const float *weight, const float *bias,
 //                   uint32_t N, uint32_t C, uint32_t OC);

@@ -6,11 +6,14 @@
 // Per row r with target t < V (docs/kernels.md#cross_entropy):
 //   lse  = max + log(max(denom, 1e-30)),  denom = Σ exp(l - max)
 //   loss = lse - (1-α)·l[t] - α·mean(l) + β·lse²
-//   dl[v] = ((p[v] - ((1-α)·[v==t] + α/V)) + 2β·lse·p[v]) · inv_norm
+//   dl[v] = ((p[v] - ((1-α)·[v==t] + α/V)) + 2β·lse·p[v]) · inv_norm · S
+// S = loss_scale[0] (the optimizer status's loss scale word), 1 without it; inv_norm · S is
+// one f32 product, so a power-of-two S scales every dlogit exactly.
 // A target >= V marks an ignored row: loss 0 and a zero dlogits row. Every value of the row
 // is read (max, denom, sum, l[t]) before the first write, which is what makes in-place safe.
-void cpu_cross_entropy(float *logits, float *losses, const uint32_t *targets, uint32_t R,
+void cpu_cross_entropy(float *logits, float *losses, const uint32_t *targets, const float *loss_scale, uint32_t R,
                        uint32_t V, float alpha, float beta, float inv_norm) {
+    if (loss_scale) inv_norm *= loss_scale[0];
     #pragma omp parallel for schedule(static)
     for (uint32_t r = 0; r < R; r++) {
         float *row = logits + (size_t)r * V;
@@ -41,9 +44,11 @@ void cpu_cross_entropy(float *logits, float *losses, const uint32_t *targets, ui
     }
 }
 
-// out[0] = Σ losses, in double. The host divides by the valid count for the displayed mean.
-void cpu_sum_losses(float *out, const float *losses, uint32_t n) {
+// out[0] = Σ losses (in double, rounded once), added to out[0] when accumulate = 1, so that the
+// micro-batches of one update sum into one word. The host divides by the count for the mean.
+void cpu_sum_losses(float *out, const float *losses, uint32_t n, uint32_t accumulate) {
     double s = 0.0;
     for (uint32_t i = 0; i < n; i++) s += losses[i];
-    out[0] = (float)s;
+    // the sum is rounded to f32 before it is added, as the kernel's workgroup total is
+    out[0] = accumulate ? out[0] + (float)s : (float)s;
 }

@@ -21,6 +21,15 @@ static void be_profile_reset(wgt_backend *be) { wg_profile_reset(wg_of(be)); }
 static double be_profile_report(wgt_backend *be, FILE *f) {
     return f ? wg_profile_report(wg_of(be), f) : wg_profile_total_ms(wg_of(be));
 }
+static wgt_status be_readback_begin(wgt_backend *be, int slot, wgt_view src, size_t n) {
+    return wg_readback_begin(wg_of(be), slot, src, n);
+}
+static wgt_status be_readback_end(wgt_backend *be, int slot, void *dst, size_t n, int wait, int *ready) {
+    return wg_readback_end(wg_of(be), slot, dst, n, wait, ready);
+}
+static void be_get_stats(wgt_backend *be, wgt_backend_stats *out) { wg_get_stats(wg_of(be), out); }
+static wgt_status be_timer_start(wgt_backend *be) { return wg_timer_start(wg_of(be)); }
+static wgt_status be_timer_stop(wgt_backend *be, double *ms, long *passes) { return wg_timer_stop(wg_of(be), ms, passes); }
 static void be_free(wgt_backend *be) {
     if (!be) return;
     wg_ctx_free(wg_of(be));
@@ -55,11 +64,18 @@ wgt_status backend_webgpu_init_ex(wgt_backend **out, const char *adapter, int pr
     be->max_binding_elems = wg_max_binding_elems(ctx);
     be->sync = be_sync;
     be->free = be_free;
+    be->readback_begin = be_readback_begin;
+    be->readback_end = be_readback_end;
 #define FILL(op, summary) be->op = fwd_##op;
     WGT_OPS(FILL)
     // optional entries
     be->device_name = be_device_name;
     be->device_is_software = be_device_is_software;
+    be->get_stats = be_get_stats;
+    if (wg_ctx_info(ctx)->has_timestamp && !profile) {
+        be->gpu_timer_start = be_timer_start;
+        be->gpu_timer_stop = be_timer_stop;
+    }
     if (profile) {
         be->profile_reset = be_profile_reset;
         be->profile_report = be_profile_report;

@@ -14,10 +14,10 @@
 typedef struct {
     uint32_t R, V;
     float alpha, beta, inv_norm;
-    uint32_t lbase, tbase, obase;
+    uint32_t lbase, tbase, obase, sbase, has_scale, p0, p1, p2;
 } ce_params;
 
-typedef struct { uint32_t n, p0, p1, p2; } sum_params;
+typedef struct { uint32_t n, out_off, accumulate, p2; } sum_params;
 
 // ------------------------------------------------------------------ cross_entropy settings
 // WGTRAIN_CE_CFG="wg=1024,vec=1,sg=1,reg=4,sm=2,rev=1" (keys left out keep their default), a
@@ -66,8 +66,15 @@ static WGPUComputePipeline ce_pipeline(wg_ctx *ctx) {
     return wg_pipeline(ctx, "07_loss.wgsl", "cross_entropy", defs);
 }
 
-void wg_cross_entropy(wgt_backend *be, wgt_view logits, wgt_view losses, wgt_view targets, uint32_t R, uint32_t V,
-                      float alpha, float beta, float inv_norm) {
+// A binding for an absent optional view (no loss scale): the kernel does not read it.
+static wg_bind placeholder(wgt_backend *be) {
+    wgt_buf *b = wg_scratch(wg_of(be), WG_SCRATCH_PLACEHOLDER, WGT_VIEW_ALIGN, "placeholder");
+    WGT_ASSERT(b != NULL, "could not allocate the 256-byte placeholder buffer");
+    return wg_b(wgt_view_of(b, 0, 1), 1);
+}
+
+void wg_cross_entropy(wgt_backend *be, wgt_view logits, wgt_view losses, wgt_view targets, wgt_view loss_scale,
+                      uint32_t R, uint32_t V, float alpha, float beta, float inv_norm) {
     wg_ctx *ctx = wg_of(be);
     if (R == 0) return;
     size_t max_e = (size_t)wg_binding_limit(be);
@@ -81,20 +88,22 @@ void wg_cross_entropy(wgt_backend *be, wgt_view logits, wgt_view losses, wgt_vie
     // vec4 past the tensor (the kernel never reads or writes past the rows).
     for (size_t r0 = 0; r0 < R; r0 += rows_per) {
         size_t rows = R - r0 < rows_per ? R - r0 : rows_per;
-        ce_params prm = {(uint32_t)rows, V, alpha, beta, inv_norm, 0, 0, 0};
+        ce_params prm = {(uint32_t)rows, V, alpha, beta, inv_norm, 0, 0, 0, 0, loss_scale.buf != NULL, 0, 0, 0};
         wg_bind b[] = {wg_binding_window(logits, r0 * V, rows * V, &prm.lbase),
                        wg_binding_window(losses, r0, rows, &prm.obase),
-                       wg_binding_window(targets, r0, rows, &prm.tbase)};
+                       wg_binding_window(targets, r0, rows, &prm.tbase),
+                       loss_scale.buf ? wg_binding_window(loss_scale, 0, 1, &prm.sbase) : placeholder(be)};
         b[0].n = (b[0].n + 3) / 4 * 4;  // whole vec4s
-        wg_dispatch(ctx, "cross_entropy", p, b, 3, &prm, sizeof prm, rows);
+        wg_dispatch(ctx, "cross_entropy", p, b, 4, &prm, sizeof prm, rows);
     }
 }
 
-void wg_sum_losses(wgt_backend *be, wgt_view out, wgt_view losses, uint32_t n) {
+void wg_sum_losses(wgt_backend *be, wgt_view out, wgt_view losses, uint32_t n, uint32_t accumulate) {
     wg_ctx *ctx = wg_of(be);
-    sum_params prm = {n, 0, 0, 0};
-    // n = 0 still runs (one workgroup) so that out[0] = 0, as the reference writes
-    wg_bind b[] = {wg_b(out, 1), wg_b(losses, n)};
+    sum_params prm = {n, 0, accumulate, 0};
+    // n = 0 still runs (one workgroup) so that out[0] = 0, as the reference writes; out may be a
+    // word inside the optimizer status (a window from its aligned start)
+    wg_bind b[] = {wg_binding_window(out, 0, 1, &prm.out_off), wg_b(losses, n)};
     // the module's cross_entropy constants must exist for it to compile; their values do not matter here
     const char *defs = "const CE_WG=256u;const CE_VEC=false;const CE_SG=false;const CE_SGS=1u;const CE_REG=0u;const CE_SM=0u;"
                        "const CE_REV=false;fn ce_sg_add(v:f32)->f32{return v;}fn ce_sg_max(v:f32)->f32{return v;}";

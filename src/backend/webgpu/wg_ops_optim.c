@@ -1,11 +1,13 @@
 // wg_ops_optim.c — dispatch wrappers for kernels/13_optimizer.wgsl: gradient norm (two-stage
-// reduction), clip factor and AdamW. Nothing here reads back: the norm and the clip factor stay
-// in device buffers that the next kernels read.
+// reduction), the optimizer status of an update and AdamW. Nothing here reads back: the norm,
+// the clip multiplier, the update count and the loss scale stay in the optimizer status buffer
+// (backend/opt_status.h) that the next kernels read.
 //
 // The norm's first stage needs a buffer of partial sums that the op signature does not provide:
 // the runtime's scratch slot (1024 floats), allocated on first use and freed with the device.
 #include <math.h>
 #include <string.h>
+#include "backend/opt_status.h"
 #include "backend/webgpu/wg_ops.h"
 
 #define NORM_MAX_WG 1024u   // stage-1 workgroups: enough to fill a large GPU, few to add up
@@ -46,35 +48,33 @@ void wg_grad_norm_sq(wgt_backend *be, wgt_view norm_sq, wgt_view g, size_t n, ui
     } while (o < n);
 }
 
-typedef struct { float max_norm; uint32_t scale_off, norm_off, p0; } clip_params;
+typedef struct { float max_norm, beta1, beta2; uint32_t dynamic, window, st_off, p0, p1; } clip_params;
 
-void wg_grad_clip_scale(wgt_backend *be, wgt_view scale, wgt_view norm_sq, float max_norm) {
+void wg_grad_clip_scale(wgt_backend *be, wgt_view status, float max_norm, float beta1, float beta2, uint32_t dynamic,
+                        uint32_t window) {
     wg_ctx *ctx = wg_of(be);
-    clip_params p = {max_norm, 0, 0, 0};
-    wg_bind b[] = {wg_binding_window(scale, 0, 2, &p.scale_off), wg_binding_window(norm_sq, 0, 1, &p.norm_off)};
-    wg_dispatch3(ctx, "grad_clip_scale", wg_pipeline(ctx, "13_optimizer.wgsl", "grad_clip_scale", NULL), b, 2, &p,
+    clip_params p = {max_norm, beta1, beta2, dynamic, window, 0, 0, 0};
+    wg_bind b[] = {wg_binding_window(status, 0, WGT_ST_WORDS, &p.st_off)};
+    wg_dispatch3(ctx, "grad_clip_scale", wg_pipeline(ctx, "13_optimizer.wgsl", "grad_clip_scale", NULL), b, 1, &p,
                  sizeof p, 1, 1, 1);
 }
 
 typedef struct {
     uint32_t n, p_off, m_off, v_off, g_off, s_off, p0, p1;
-    float lr, beta1, beta2, eps, weight_decay, bc1, bc2, p2;
+    float lr, beta1, beta2, eps, weight_decay, p2, p3, p4;
 } adam_params;
 
-void wg_adamw(wgt_backend *be, wgt_view params, wgt_view m, wgt_view v, wgt_view grads, wgt_view scale, size_t n,
-              float lr, float beta1, float beta2, float eps, float weight_decay, uint32_t t) {
-    WGT_ASSERT(t >= 1, "AdamW step numbers start at 1");
+void wg_adamw(wgt_backend *be, wgt_view params, wgt_view m, wgt_view v, wgt_view grads, wgt_view status, size_t n,
+              float lr, float beta1, float beta2, float eps, float weight_decay) {
     wg_ctx *ctx = wg_of(be);
     WGPUComputePipeline pipe = wg_pipeline(ctx, "13_optimizer.wgsl", "adamw", NULL);
-    // bias corrections in double, rounded once: exactly what the C reference computes
-    const float bc1 = (float)(1.0 - pow(beta1, t)), bc2 = (float)(1.0 - pow(beta2, t));
     size_t ch = elem_chunk(be);
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
-        adam_params p = {(uint32_t)k, 0, 0, 0, 0, 0, 0, 0, lr, beta1, beta2, eps, weight_decay, bc1, bc2, 0};
+        adam_params p = {(uint32_t)k, 0, 0, 0, 0, 0, 0, 0, lr, beta1, beta2, eps, weight_decay, 0, 0, 0};
         wg_bind b[] = {wg_binding_window(params, o, k, &p.p_off), wg_binding_window(m, o, k, &p.m_off),
                        wg_binding_window(v, o, k, &p.v_off), wg_binding_window(grads, o, k, &p.g_off),
-                       wg_binding_window(scale, 0, 1, &p.s_off)};
+                       wg_binding_window(status, 0, WGT_ST_WORDS, &p.s_off)};
         wg_dispatch(ctx, "adamw", pipe, b, 5, &p, sizeof p, wg_groups(k, 256));
     }
 }

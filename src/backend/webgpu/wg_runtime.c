@@ -17,6 +17,7 @@
 #define UNIFORM_SLOTS 4096u            // dispatches per submit before an automatic flush
 #define WAIT_TIMEOUT_NS (600ull * 1000000000ull)  // a step longer than 10 min means a hung device
 #define MAX_PROFILE 4096
+#define MAX_TIMER_QUERIES 4096         // pass timestamps of wg_timer_start .. wg_timer_stop
 
 typedef struct {
     char key[384];
@@ -64,6 +65,22 @@ struct wg_ctx {
     wg_settings settings;
 
     wgt_buf *scratch[WG_SCRATCH_SLOTS];
+
+    uint64_t epoch;     // submits so far + 1: the number of the submit being recorded
+    wgt_backend_stats stats;
+
+    // asynchronous readback slots (wg_readback_begin / _end)
+    WGPUBuffer rb[WGT_READBACK_SLOTS];
+    WGPUFuture rb_future[WGT_READBACK_SLOTS];
+    WGPUMapAsyncStatus rb_status[WGT_READBACK_SLOTS];
+    int rb_pending[WGT_READBACK_SLOTS];
+    size_t rb_n[WGT_READBACK_SLOTS];
+
+    // pass timer: a begin and an end timestamp on every compute pass while on
+    int timing;
+    WGPUQuerySet tqset;
+    WGPUBuffer tresolve, tread;
+    int t_queries, t_resolved, t_overflow;
 
     int profile;
     WGPUQuerySet qset;
@@ -378,6 +395,7 @@ wgt_status wg_ctx_init(wg_ctx **out, const char *adapter, int profile) {
     ctx->uni_buf = wgpuDeviceCreateBuffer(ctx->device, &bd);
     ctx->cap_bgs = 4096;
     ctx->bgs = wgt_calloc(ctx->cap_bgs, sizeof *ctx->bgs);
+    ctx->epoch = 1;
     if (profile) {
         WGPUQuerySetDescriptor qd;
         memset(&qd, 0, sizeof qd);
@@ -437,6 +455,9 @@ void wg_ctx_free(wg_ctx *ctx) {
     }
     free(ctx->pipes);
     if (ctx->readback) wgpuBufferRelease(ctx->readback);
+    for (int i = 0; i < WGT_READBACK_SLOTS; i++)
+        if (ctx->rb[i]) { wgpuBufferDestroy(ctx->rb[i]); wgpuBufferRelease(ctx->rb[i]); }
+    if (ctx->tqset) { wgpuQuerySetRelease(ctx->tqset); wgpuBufferRelease(ctx->tresolve); wgpuBufferRelease(ctx->tread); }
     if (ctx->uni_buf) wgpuBufferRelease(ctx->uni_buf);
     if (ctx->qset) { wgpuQuerySetRelease(ctx->qset); wgpuBufferRelease(ctx->qresolve); wgpuBufferRelease(ctx->qread); }
     free(ctx->uni_host);
@@ -522,11 +543,14 @@ static void ensure_encoder(wg_ctx *ctx) {
 
 wgt_status wg_upload(wg_ctx *ctx, wgt_view dst, const void *src, size_t n) {
     check_view(dst, n, "upload");
-    // queue writes run before any later submit: submit what is recorded first so the order holds
-    if (ctx->enc) WGT_TRY(submit_wait(ctx, 0));
+    // queue writes run before any later submit: when the recorded commands reference the
+    // destination, submit them first so the order holds (otherwise the order cannot matter, and
+    // the step stays one submit: the gradient clear does not force one before the tokens)
+    if (ctx->enc && dst.buf->epoch == ctx->epoch) WGT_TRY(submit_wait(ctx, 0));
     size_t bytes = n * 4;
     if (bytes & 3) return WGT_OK;
     wgpuQueueWriteBuffer(ctx->queue, dst.buf->b, dst.off * 4, src, bytes);
+    ctx->stats.upload_bytes += bytes;
     return WGT_OK;
 }
 
@@ -546,8 +570,10 @@ wgt_status wg_download(wg_ctx *ctx, void *dst, wgt_view src, size_t n) {
     }
     ensure_encoder(ctx);
     end_pass(ctx);
+    src.buf->epoch = ctx->epoch;
     wgpuCommandEncoderCopyBufferToBuffer(ctx->enc, src.buf->b, src.off * 4, ctx->readback, 0, bytes);
     WGT_TRY(submit_wait(ctx, 0));
+    ctx->stats.waits++;
     WGPUMapAsyncStatus ms = 0;
     WGPUBufferMapCallbackInfo ci;
     memset(&ci, 0, sizeof ci);
@@ -573,6 +599,7 @@ void wg_fill_zero(wg_ctx *ctx, wgt_view dst, size_t n) {
     ensure_encoder(ctx);
     end_pass(ctx);
     uint64_t off = dst.off * 4, bytes = (uint64_t)n * 4;
+    dst.buf->epoch = ctx->epoch;
     // ClearBuffer needs 4-byte granularity, which elements always have
     wgpuCommandEncoderClearBuffer(ctx->enc, dst.buf->b, off, bytes);
 }
@@ -583,6 +610,7 @@ void wg_copy(wg_ctx *ctx, wgt_view dst, wgt_view src, size_t n) {
     if (!n) return;
     ensure_encoder(ctx);
     end_pass(ctx);
+    src.buf->epoch = dst.buf->epoch = ctx->epoch;
     wgpuCommandEncoderCopyBufferToBuffer(ctx->enc, src.buf->b, src.off * 4, dst.buf->b, dst.off * 4, (uint64_t)n * 4);
 }
 
@@ -599,17 +627,37 @@ static wgt_status submit_wait(wg_ctx *ctx, int wait) {
             wgpuCommandEncoderResolveQuerySet(ctx->enc, ctx->qset, 0, ctx->n_queries, ctx->qresolve, 0);
             wgpuCommandEncoderCopyBufferToBuffer(ctx->enc, ctx->qresolve, 0, ctx->qread, 0, (uint64_t)ctx->n_queries * 8);
         }
-        // the uniform ring goes to the GPU before the commands that read it (queue order)
-        if (ctx->uni_used && (ctx->uni_used > ctx->uni_last_used || memcmp(ctx->uni_host, ctx->uni_last, ctx->uni_used))) {
-            wgpuQueueWriteBuffer(ctx->queue, ctx->uni_buf, 0, ctx->uni_host, ctx->uni_used);
-            memcpy(ctx->uni_last, ctx->uni_host, ctx->uni_used);
-            if (ctx->uni_used > ctx->uni_last_used) ctx->uni_last_used = ctx->uni_used;
+        if (ctx->timing && ctx->t_queries > ctx->t_resolved) {
+            // resolve offsets must be 256-byte aligned: start at a multiple of 32 queries (those
+            // before t_resolved were written earlier and resolve to the same values again)
+            uint32_t first = (uint32_t)ctx->t_resolved / 32u * 32u;
+            wgpuCommandEncoderResolveQuerySet(ctx->enc, ctx->tqset, first, (uint32_t)ctx->t_queries - first,
+                                              ctx->tresolve, (uint64_t)first * 8);
+            ctx->t_resolved = ctx->t_queries;
         }
+        // the uniform ring goes to the GPU before the commands that read it (queue order); only
+        // the runs of 256-byte slots that differ from what the GPU holds are written, so a
+        // steady step uploads the few parameters that change (the learning rate, dropout seeds)
+        for (uint32_t a = 0; a < ctx->uni_used;) {
+            int same = a + UNIFORM_SLOT <= ctx->uni_last_used && !memcmp(ctx->uni_host + a, ctx->uni_last + a, UNIFORM_SLOT);
+            if (same) { a += UNIFORM_SLOT; continue; }
+            uint32_t b = a + UNIFORM_SLOT;
+            while (b < ctx->uni_used && !(b + UNIFORM_SLOT <= ctx->uni_last_used &&
+                                          !memcmp(ctx->uni_host + b, ctx->uni_last + b, UNIFORM_SLOT)))
+                b += UNIFORM_SLOT;
+            wgpuQueueWriteBuffer(ctx->queue, ctx->uni_buf, a, ctx->uni_host + a, b - a);
+            memcpy(ctx->uni_last + a, ctx->uni_host + a, b - a);
+            ctx->stats.uniform_bytes += b - a;
+            a = b;
+        }
+        if (ctx->uni_used > ctx->uni_last_used) ctx->uni_last_used = ctx->uni_used;
         WGPUCommandBuffer cb = wgpuCommandEncoderFinish(ctx->enc, NULL);
         wgpuCommandEncoderRelease(ctx->enc);
         ctx->enc = NULL;
         wgpuQueueSubmit(ctx->queue, 1, &cb);
         wgpuCommandBufferRelease(cb);
+        ctx->epoch++;
+        ctx->stats.submits++;
         ctx->uni_used = 0;
         ctx->n_recorded = 0;
         if (ctx->profile && ctx->n_queries) { profile_collect(ctx); wait = 0; }
@@ -622,6 +670,7 @@ static wgt_status submit_wait(wg_ctx *ctx, int wait) {
         ci.callback = on_done;
         ci.userdata1 = &ds;
         WGT_TRY(wait_future(ctx, ctx->instance, wgpuQueueOnSubmittedWorkDone(ctx->queue, ci), "queued GPU work"));
+        ctx->stats.waits++;
         if (ds != WGPUQueueWorkDoneStatus_Success && !ctx->error[0])
             snprintf(ctx->error, sizeof ctx->error, "queued GPU work did not complete (status %d)", (int)ds);
     } else {
@@ -802,6 +851,7 @@ static void record(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const 
             check_view(binds[i].v, binds[i].n, label);
         }
         bufs[i] = binds[i].v.buf->b;
+        binds[i].v.buf->epoch = ctx->epoch;
         offs[i] = binds[i].v.off * 4;
         sizes[i] = (uint64_t)n * 4;
         if (offs[i] % align) {
@@ -836,7 +886,16 @@ static void record(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const 
         ctx->n_queries += 2;
         ctx->pass = wgpuCommandEncoderBeginComputePass(ctx->enc, &pd);
     } else if (!ctx->pass) {
-        ctx->pass = wgpuCommandEncoderBeginComputePass(ctx->enc, NULL);
+        WGPUComputePassDescriptor pd;
+        memset(&pd, 0, sizeof pd);
+        WGPUPassTimestampWrites tw = {NULL, ctx->tqset, (uint32_t)ctx->t_queries, (uint32_t)ctx->t_queries + 1};
+        if (ctx->timing && ctx->t_queries + 2 <= MAX_TIMER_QUERIES) {
+            pd.timestampWrites = &tw;
+            ctx->t_queries += 2;
+        } else if (ctx->timing) {
+            ctx->t_overflow = 1;
+        }
+        ctx->pass = wgpuCommandEncoderBeginComputePass(ctx->enc, &pd);
     }
     wgpuComputePassEncoderSetPipeline(ctx->pass, p);
     wgpuComputePassEncoderSetBindGroup(ctx->pass, 0, bg, 0, NULL);
@@ -922,4 +981,125 @@ double wg_profile_report(wg_ctx *ctx, FILE *f) {
                 total > 0 ? 100 * ctx->prof[i].ms / total : 0);
     fprintf(f, "%-32s %8s %12.3f\n", "total", "", total);
     return total;
+}
+
+// ------------------------------------------------------------------ asynchronous readback
+wgt_status wg_readback_begin(wg_ctx *ctx, int slot, wgt_view src, size_t n) {
+    WGT_ASSERT(slot >= 0 && slot < WGT_READBACK_SLOTS && n >= 1 && n <= WGT_READBACK_MAX, "readback slot or size out of range");
+    WGT_ASSERT(!ctx->rb_pending[slot], "readback_begin on a slot whose last readback has not ended");
+    check_view(src, n, "readback");
+    if (!ctx->rb[slot]) {
+        WGPUBufferDescriptor bd;
+        memset(&bd, 0, sizeof bd);
+        bd.label = sv("readback-slot");
+        bd.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
+        bd.size = WGT_READBACK_MAX * 4;
+        ctx->rb[slot] = wgpuDeviceCreateBuffer(ctx->device, &bd);
+    }
+    ensure_encoder(ctx);
+    end_pass(ctx);
+    src.buf->epoch = ctx->epoch;
+    wgpuCommandEncoderCopyBufferToBuffer(ctx->enc, src.buf->b, src.off * 4, ctx->rb[slot], 0, (uint64_t)n * 4);
+    WGT_TRY(submit_wait(ctx, 0));
+    WGPUBufferMapCallbackInfo ci;
+    memset(&ci, 0, sizeof ci);
+    ci.mode = WGPUCallbackMode_WaitAnyOnly;
+    ci.callback = on_map;
+    ci.userdata1 = &ctx->rb_status[slot];
+    ctx->rb_status[slot] = 0;
+    ctx->rb_future[slot] = wgpuBufferMapAsync(ctx->rb[slot], WGPUMapMode_Read, 0, (size_t)n * 4, ci);
+    ctx->rb_pending[slot] = 1;
+    ctx->rb_n[slot] = n;
+    return WGT_OK;
+}
+
+wgt_status wg_readback_end(wg_ctx *ctx, int slot, void *dst, size_t n, int wait, int *ready) {
+    WGT_ASSERT(slot >= 0 && slot < WGT_READBACK_SLOTS, "readback slot out of range");
+    WGT_ASSERT(ctx->rb_pending[slot] && n <= ctx->rb_n[slot], "readback_end on a slot without that readback");
+    *ready = 0;
+    WGPUFutureWaitInfo wi = {ctx->rb_future[slot], 0};
+    WGPUWaitStatus ws = wgpuInstanceWaitAny(ctx->instance, 1, &wi, wait ? WAIT_TIMEOUT_NS : 0);
+    if (wait) ctx->stats.waits++;
+    if (ws == WGPUWaitStatus_TimedOut && !wait) return take_error(ctx);
+    if (ws == WGPUWaitStatus_TimedOut)
+        return wgt_fail(WGT_ERR_DEVICE, "the GPU did not finish a step within 10 minutes (hung device or driver?)");
+    if (ws != WGPUWaitStatus_Success || !wi.completed)
+        return wgt_fail(WGT_ERR_DEVICE, "waiting for a readback failed (WaitAny status %d)", (int)ws);
+    ctx->rb_pending[slot] = 0;
+    if (ctx->rb_status[slot] != WGPUMapAsyncStatus_Success || ctx->error[0]) {
+        if (ctx->rb_status[slot] == WGPUMapAsyncStatus_Success) wgpuBufferUnmap(ctx->rb[slot]);
+        if (ctx->error[0]) return take_error(ctx);
+        return wgt_fail(WGT_ERR_DEVICE, "mapping a readback slot failed (status %d)", (int)ctx->rb_status[slot]);
+    }
+    const void *p = wgpuBufferGetConstMappedRange(ctx->rb[slot], 0, ctx->rb_n[slot] * 4);
+    WGT_ASSERT(p != NULL, "mapped range of a readback slot is NULL");
+    memcpy(dst, p, n * 4);
+    wgpuBufferUnmap(ctx->rb[slot]);
+    *ready = 1;
+    return WGT_OK;
+}
+
+void wg_get_stats(wg_ctx *ctx, wgt_backend_stats *out) { *out = ctx->stats; }
+
+// ------------------------------------------------------------------ pass timer
+wgt_status wg_timer_start(wg_ctx *ctx) {
+    if (!ctx->info.has_timestamp)
+        return wgt_fail(WGT_ERR_DEVICE, "timing GPU work needs the timestamp-query feature, which this adapter lacks");
+    if (ctx->profile)
+        return wgt_fail(WGT_ERR_ARG, "the pass timer and per-kernel profiling cannot run on one backend at once");
+    if (!ctx->tqset) {
+        WGPUQuerySetDescriptor qd;
+        memset(&qd, 0, sizeof qd);
+        qd.label = sv("pass-timer");
+        qd.type = WGPUQueryType_Timestamp;
+        qd.count = MAX_TIMER_QUERIES;
+        ctx->tqset = wgpuDeviceCreateQuerySet(ctx->device, &qd);
+        WGPUBufferDescriptor bd;
+        memset(&bd, 0, sizeof bd);
+        bd.size = MAX_TIMER_QUERIES * 8;
+        bd.usage = WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc;
+        ctx->tresolve = wgpuDeviceCreateBuffer(ctx->device, &bd);
+        bd.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
+        ctx->tread = wgpuDeviceCreateBuffer(ctx->device, &bd);
+    }
+    WGT_TRY(wg_flush(ctx, 1));  // the passes recorded before now are not timed
+    ctx->timing = 1;
+    ctx->t_queries = ctx->t_resolved = ctx->t_overflow = 0;
+    return WGT_OK;
+}
+
+wgt_status wg_timer_stop(wg_ctx *ctx, double *busy_ms, long *passes) {
+    WGT_ASSERT(ctx->timing, "wg_timer_stop without wg_timer_start");
+    *busy_ms = 0;
+    *passes = 0;
+    wgt_status st = submit_wait(ctx, 0);  // resolves the queries of what is recorded
+    ctx->timing = 0;
+    int nq = ctx->t_queries;
+    if (st == WGT_OK && nq) {
+        ensure_encoder(ctx);
+        wgpuCommandEncoderCopyBufferToBuffer(ctx->enc, ctx->tresolve, 0, ctx->tread, 0, (uint64_t)nq * 8);
+        st = submit_wait(ctx, 0);
+        WGPUMapAsyncStatus ms = 0;
+        WGPUBufferMapCallbackInfo ci;
+        memset(&ci, 0, sizeof ci);
+        ci.mode = WGPUCallbackMode_WaitAnyOnly;
+        ci.callback = on_map;
+        ci.userdata1 = &ms;
+        if (st == WGT_OK)
+            st = wait_future(ctx, ctx->instance, wgpuBufferMapAsync(ctx->tread, WGPUMapMode_Read, 0, (size_t)nq * 8, ci),
+                             "the pass timer's readback");
+        if (st == WGT_OK && ms != WGPUMapAsyncStatus_Success)
+            st = wgt_fail(WGT_ERR_DEVICE, "mapping the pass timer's queries failed (status %d)", (int)ms);
+        if (st == WGT_OK) {
+            const uint64_t *ts = wgpuBufferGetConstMappedRange(ctx->tread, 0, (size_t)nq * 8);
+            WGT_ASSERT(ts != NULL, "mapped range of the pass timer's queries is NULL");
+            double ns = 0;
+            for (int q = 0; q + 1 < nq; q += 2) ns += ts[q + 1] > ts[q] ? (double)(ts[q + 1] - ts[q]) : 0.0;
+            wgpuBufferUnmap(ctx->tread);
+            *busy_ms = ns / 1e6;
+        }
+    }
+    *passes = ctx->t_overflow ? -1 : nq / 2;
+    if (st == WGT_OK) st = take_error(ctx);
+    return st;
 }

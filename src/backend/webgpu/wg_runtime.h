@@ -16,6 +16,7 @@ struct wgt_buf {
     WGPUBuffer b;
     size_t n_elems;  // usable size in 4-byte elements
     uint64_t bytes;  // allocated size
+    uint64_t epoch;  // the submit whose recorded commands last referenced it (wg_upload's ordering)
     char label[48];
 };
 
@@ -53,6 +54,14 @@ void wg_fill_zero(wg_ctx *ctx, wgt_view dst, size_t n_elems);
 void wg_copy(wg_ctx *ctx, wgt_view dst, wgt_view src, size_t n_elems);
 // Submits everything recorded; waits when wait != 0. Reports the first device error.
 wgt_status wg_flush(wg_ctx *ctx, int wait);
+// Asynchronous readback into slot 0..WGT_READBACK_SLOTS-1 (backend.h readback_begin/_end).
+wgt_status wg_readback_begin(wg_ctx *ctx, int slot, wgt_view src, size_t n);
+wgt_status wg_readback_end(wg_ctx *ctx, int slot, void *dst, size_t n, int wait, int *ready);
+void wg_get_stats(wg_ctx *ctx, wgt_backend_stats *out);
+// GPU time of every compute pass between start and stop (backend.h gpu_timer_start/_stop);
+// start fails when the device has no timestamp queries.
+wgt_status wg_timer_start(wg_ctx *ctx);
+wgt_status wg_timer_stop(wg_ctx *ctx, double *busy_ms, long *passes);
 
 // A compute pipeline for entry point `entry` of kernels/`file`, compiled once and cached by
 // (file, entry, defines). `defines` is WGSL prepended after 00_shared.wgsl (e.g. "const TILE=64u;").
