@@ -149,9 +149,11 @@ fn grad_clip_scale() {
     let o = gc_p.st_off;
     let S = gc_st[o + ST_LOSS_SCALE];
     let norm = sqrt(gc_st[o + ST_NORM_SQ]) / S;
-    let ok = is_finite_bits(norm) && is_finite_bits(gc_st[o + ST_LOSS_SUM]);
     var clip = 1.0;
     if (gc_p.max_norm > 0.0 && norm > gc_p.max_norm) { clip = gc_p.max_norm / norm; }
+    // a multiplier below the smallest normal f32 is skipped (flushed to 0 on some GPUs, kept as a
+    // subnormal on others and on the CPU: skipping is the one answer all agree on)
+    let ok = is_finite_bits(norm) && is_finite_bits(gc_st[o + ST_LOSS_SUM]) && clip / S >= 1.17549435e-38;
     var t = st_u32(ST_T);
     var clean = st_u32(ST_CLEAN);
     var next = S;
@@ -164,7 +166,7 @@ fn grad_clip_scale() {
         gc_st[o + ST_BC2] = bias_correction(gc_p.beta2, t);
         clean = clean + select(0u, 1u, clean < U32_MAX);
         if (gc_p.dynamic != 0u && clean >= gc_p.window) {
-            if (is_finite_bits(S * 2.0)) { next = S * 2.0; }
+            if (S * 2.0 <= 18446744073709551616.0) { next = S * 2.0; }  // 2^64, WGT_LOSS_SCALE_MAX
             clean = 0u;
         }
         st_set_u32(ST_SKIPPED, 0u);

@@ -507,7 +507,8 @@ static void test_clip(void) {
     clip_case("NaN norm, static", NAN, 1.0f, 8.0f, 7, 11, 1.0f, 0, 2000);
     clip_case("NaN loss", 1.0f, NAN, 1.0f, 7, 11, 1.0f, 1, 2000);
     clip_case("growth", 1.0f, 1.0f, 128.0f, 7, 4, 1.0f, 1, 5);
-    clip_case("no growth past f32", 1.0f, 1.0f, 3e38f, 7, 4, 1.0f, 1, 5);
+    clip_case("multiplier below 2^-126 skips", 1.0f, 1.0f, 3e38f, 7, 4, 1.0f, 1, 5);
+    clip_case("no growth past 2^64", 1.0f, 1.0f, 18446744073709551616.0f, 7, 4, 1.0f, 1, 5);
     clip_case("backoff floor", INFINITY, 1.0f, 1.17549435e-38f, 7, 4, 1.0f, 1, 5);
 }
 

@@ -27,6 +27,10 @@ enum {
     WGT_ST_WORDS = 16       // words in all (12..15 reserved, zero)
 };
 
+// A dynamic loss scale grows up to WGT_LOSS_SCALE_MAX (= 2^64) and no further: its reciprocal,
+// adamw's multiplier, stays a normal f32 on GPUs that flush subnormals to zero.
+#define WGT_LOSS_SCALE_MAX 18446744073709551616.0f
+
 static inline uint32_t wgt_st_u32(const float *st, int word) {
     uint32_t v;
     memcpy(&v, &st[word], 4);

@@ -58,16 +58,20 @@ float cpu_bias_correction(float beta, uint32_t t) {
 //   clip = min(1, max_norm / norm)             1 when max_norm <= 0 (clipping off) or norm = 0
 //   applied when norm and the loss sum are both finite:
 //     t += 1, bc1 = 1 - beta1^t, bc2 = 1 - beta2^t, multiplier = clip / S, clean += 1;
-//     dynamic: after `window` applied updates in a row S doubles (unless that overflows)
+//     dynamic: after `window` applied updates in a row S doubles (up to 2^64)
 //   skipped otherwise: multiplier 0 (adamw changes nothing), skips += 1;
 //     dynamic: S halves (not below the smallest normal f32)
-// A NaN or infinite norm cannot be repaired by any clip factor, hence the skip.
+// A NaN or infinite norm cannot be repaired by any clip factor, hence the skip; a multiplier
+// clip / S below the smallest normal f32 (an enormous S or norm) is skipped too, because GPUs
+// that flush subnormals would read it as 0.
 void cpu_grad_clip_scale(float *status, float max_norm, float beta1, float beta2, uint32_t dynamic, uint32_t window) {
     const float S = status[WGT_ST_LOSS_SCALE];
     WGT_ASSERT(S > 0.0f && isfinite(S), "the optimizer status holds no valid loss scale (model_init sets it)");
     const float norm = sqrtf(status[WGT_ST_NORM_SQ]) / S;
-    const int ok = isfinite(norm) && isfinite(status[WGT_ST_LOSS_SUM]);
     float clip = (max_norm > 0.0f && norm > max_norm) ? max_norm / norm : 1.0f;
+    // a multiplier below the smallest normal f32 would be flushed to 0 by GPUs that drop
+    // subnormals: such an update is skipped on every backend, like an overflow
+    const int ok = isfinite(norm) && isfinite(status[WGT_ST_LOSS_SUM]) && clip / S >= 1.17549435e-38f;
     uint32_t t = wgt_st_u32(status, WGT_ST_T), clean = wgt_st_u32(status, WGT_ST_CLEAN);
     float next = S;
     status[WGT_ST_NORM] = norm;
@@ -79,7 +83,7 @@ void cpu_grad_clip_scale(float *status, float max_norm, float beta1, float beta2
         status[WGT_ST_BC2] = cpu_bias_correction(beta2, t);
         clean += clean < UINT32_MAX ? 1u : 0u;
         if (dynamic && clean >= window) {
-            if (isfinite(S * 2.0f)) next = S * 2.0f;
+            if (S * 2.0f <= WGT_LOSS_SCALE_MAX) next = S * 2.0f;
             clean = 0;
         }
         wgt_st_set_u32(status, WGT_ST_SKIPPED, 0);
