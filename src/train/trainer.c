@@ -390,9 +390,8 @@ static wgt_status write_plot(trainer *t) {
 typedef struct {
     long step;       // 0-based index
     double lr;
-    // the update's time: from the end of the previous update's recording (its start when the one
-    // before was not recorded right before it) to the end of its own. With the device one update
-    // behind, the host records at the pace the device finishes, so this is the step time.
+    // when its recording began (the end of the previous update's recording when that came right
+    // before) and ended; the step time itself is measured when its results come back
     double t_from, t_end;
     int slot;        // readback slot
 } pending_step;
@@ -409,6 +408,7 @@ typedef struct {
     int skipped_in_a_row;
     double t_session, elapsed0;
     double t_last_end;  // the end of the last recording; 0 after validation or a checkpoint
+    double t_last_done; // when the last update's results came back; 0 likewise
     long step0;
     double win_t;       // train time and tokens since the tok/s shown last
     size_t win_tokens;
@@ -461,7 +461,11 @@ static wgt_status collect_step(trainer *t, wgt_model *m, run_state *rs, const pe
     WGT_TRY(model_result_end(m, p->slot, 1, &ready, &r));
     WGT_ASSERT(ready, "a waiting readback came back without its data");
     const long s1 = p->step + 1;
-    double now = wgt_now_s(), dt = p->t_end - p->t_from;
+    // the update's time: from when the previous one's results came back (or its own recording
+    // began, if later) to when its own did. The host records ahead of the device, so the pace
+    // at which results come back is the step time (recording alone would say a few ms).
+    double now = wgt_now_s(), dt = now - (rs->t_last_done > p->t_from ? rs->t_last_done : p->t_from);
+    rs->t_last_done = now;
     if (!(dt > 1e-9)) dt = 1e-9;  // a clock too coarse for the step
     t->pr.updates = r.updates;
     t->pr.skips = r.skips;
@@ -645,7 +649,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
             st = save_all(t, m, &sb, tty);
             if (st == WGT_OK && !do_val) st = write_plot(t);
         }
-        rs.t_last_end = 0;  // the next update's time starts when it does, not at this one's end
+        rs.t_last_end = rs.t_last_done = 0;  // the next update's time starts when it does, not at this one's end
         if (t->o.stop_at > 0 && s1 >= t->o.stop_at) break;
     }
     // results still on their way (a stop between boundaries)
