@@ -69,6 +69,9 @@ void wg_dispatch(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const wg
 void wg_dispatch3(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const wg_bind *binds, int nb,
                   const void *params, size_t params_size, uint32_t gx, uint32_t gy, uint32_t gz);
 uint64_t wg_max_binding_elems(const wg_ctx *ctx);
+// Whether f16 tensors are bound as native array<f16> (the device has shader-f16 and the f16
+// setting is not packed) rather than as pairs in u32 words. The bytes are the same either way.
+int wg_f16_native(wg_ctx *ctx);
 
 // Binding windows, for ops whose tensors can exceed one storage binding (maxStorageBufferBindingSize).
 // The largest binding in elements that ops split against: the backend's max_binding_elems (which a
