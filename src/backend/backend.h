@@ -84,6 +84,10 @@ struct wgt_backend {
     // table of kernel, calls, total ms and share to f (when not NULL) and returns the total GPU ms.
     void (*profile_reset)(wgt_backend *be);
     double (*profile_report)(wgt_backend *be, FILE *f);
+    // Bytes of the buffers allocated through buf_alloc (and, on WebGPU, the runtime's scratch
+    // slots) that are alive now, and the most that were alive at once since the backend opened
+    // (the figure `wgtrain bench` reports as the memory of a configuration).
+    void (*bytes_allocated)(wgt_backend *be, uint64_t *live, uint64_t *peak);
 };
 
 wgt_status backend_cpu_init(wgt_backend **out);

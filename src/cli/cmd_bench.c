@@ -17,9 +17,14 @@ static void usage(void) {
     printf("usage: wgtrain bench [--preset tiny|small|gpt2-124m|seeds|llama-tiny|llama-124m] [--arch NAME]\n"
            "                     [--layers L --heads NH --kv-heads NKV --d-model C --d-ff F] [--vocab V] [--batch B]\n"
            "                     [--seq T] [--steps N] [--warmup W]\n"
-           "                     [--device cpu|webgpu|auto] [--adapter A] [--profile]\n"
-           "  Times full training steps (forward, loss, backward, AdamW) on random tokens and prints tokens/s.\n"
-           "  --profile (webgpu) also prints the GPU time of every kernel, from timestamp queries.\n");
+           "                     [--device cpu|webgpu|auto] [--adapter A] [--profile] [--precision f32|f16]\n"
+           "                     [--max-batch]\n"
+           "  Times full training steps (forward, loss, backward, AdamW) on random tokens and prints tokens/s\n"
+           "  and the bytes of the buffers allocated on the device (live after the steps, and the peak).\n"
+           "  --profile (webgpu) also prints the GPU time of every kernel, from timestamp queries.\n"
+           "  --precision f16 runs mixed precision (f32 master weights, f16 GEMM operands and saved activations).\n"
+           "  --max-batch finds the largest --batch (up to 4096) whose model and one training step fit the device,\n"
+           "  then times that batch.\n");
 }
 
 typedef struct { const char *name, *arch; int L, NH, C, F, V, T, B, NKV, tie; } preset;
@@ -34,18 +39,58 @@ static const preset presets[] = {
 
 static const char *const bench_flags[] = {"--preset=", "--device=", "--backend=", "--adapter=", "--arch=", "--layers=",
                                           "--heads=", "--kv-heads=", "--d-model=", "--d-ff=", "--vocab=", "--batch=",
-                                          "--seq=", "--steps=", "--warmup=", "--profile", "--help", NULL};
+                                          "--seq=", "--steps=", "--warmup=", "--profile", "--precision=", "--max-batch", "--help",
+                                          NULL};
+
+static void random_batch(int32_t *tok, int32_t *tgt, size_t BT, int V) {
+    uint64_t s = 42;
+    for (size_t i = 0; i < BT; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        tok[i] = (int32_t)((s >> 33) % (uint64_t)V);
+    }
+    for (size_t i = 0; i < BT; i++) tgt[i] = (i + 1 < BT) ? tok[i + 1] : tok[0];
+}
+
+// One training step as the timed loop runs it; t is the 1-based update count.
+static wgt_status bench_step(wgt_model *m, const int32_t *tok, const int32_t *tgt, size_t BT, int t, double *loss) {
+    model_loss_opts lo = {0.0f, 0.0f, 0.0f, 0};
+    model_zero_grad(m);
+    WGT_TRY(model_forward(m, tok, tgt, lo, 1.0f / (float)BT));
+    model_backward(m);
+    model_update(m, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, t);
+    return model_loss_sum(m, loss);  // the one readback a training step makes
+}
+
+// Whether a model of batch B (and one training step of it) fits the device.
+static int batch_fits(wgt_backend *be, const model_config *cfg, int B, int T, model_precision prec) {
+    wgt_model *m = NULL;
+    size_t BT = (size_t)B * T;
+    int32_t *tok = wgt_malloc(BT * 4), *tgt = wgt_malloc(BT * 4);
+    random_batch(tok, tgt, BT, cfg->vocab);
+    double loss;
+    wgt_status st = model_init_prec(&m, be, cfg, B, T, prec);
+    if (st == WGT_OK) st = model_init_random(m, 1);
+    if (st == WGT_OK) st = bench_step(m, tok, tgt, BT, 1, &loss);
+    if (st == WGT_OK) st = be->sync(be);
+    model_free(m);
+    free(tok);
+    free(tgt);
+    if (st != WGT_OK) printf("bench: batch %d does not fit: %s\n", B, wgt_last_error());
+    return st == WGT_OK;
+}
 
 static wgt_status bench_main(int argc, char **argv) {
     WGT_TRY(cli_args_split(&argc, &argv, bench_flags));
     const preset *p = &presets[0];
     long L = -1, NH = -1, NKV = -1, C = -1, F = -1, Vv = -1, B = -1, T = -1, steps = 10, warmup = 2;
     const char *device = "auto", *adapter = NULL, *arch = NULL;
-    int profile = 0;
+    int profile = 0, max_batch = 0;
+    model_precision prec = MODEL_PREC_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help")) { usage(); exit(0); }
         if (!strcmp(a, "--profile")) { profile = 1; continue; }
+        if (!strcmp(a, "--max-batch")) { max_batch = 1; continue; }
         if (!cli_flag_known(a, bench_flags)) return cli_unknown_flag("bench", a, bench_flags);
         if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", a);
         const char *v = argv[++i];
@@ -67,6 +112,7 @@ static wgt_status bench_main(int argc, char **argv) {
         else if (!strcmp(a, "--seq")) WGT_TRY(cli_parse_long(a, v, 1, 1 << 16, &T));
         else if (!strcmp(a, "--steps")) WGT_TRY(cli_parse_long(a, v, 1, 1000000, &steps));
         else if (!strcmp(a, "--warmup")) WGT_TRY(cli_parse_long(a, v, 0, 1000, &warmup));
+        else if (!strcmp(a, "--precision")) WGT_TRY(model_precision_parse(v, "--precision", &prec));
         else return cli_unknown_flag("bench", a, bench_flags);
     }
     model_config cfg = {.n_layer = L > 0 ? L : p->L, .n_head = NH > 0 ? NH : p->NH, .d_model = C > 0 ? C : p->C,
@@ -83,37 +129,57 @@ static wgt_status bench_main(int argc, char **argv) {
     int bB = B > 0 ? B : p->B, bT = cfg.max_seq;
     wgt_backend *be;
     WGT_TRY(cli_backend_open(&be, device, adapter, 0));
+    if (max_batch) {
+        // doubling, then bisection between the last batch that fitted and the first that did not
+        int lo_b = 0, hi_b = 0;
+        for (int b = 1; b <= 4096; b *= 2) {
+            if (!batch_fits(be, &cfg, b, bT, prec)) { hi_b = b; break; }
+            lo_b = b;
+        }
+        if (hi_b == 0) hi_b = 4097;
+        while (lo_b > 0 && hi_b - lo_b > 1) {
+            int mid = lo_b + (hi_b - lo_b) / 2;
+            if (batch_fits(be, &cfg, mid, bT, prec)) lo_b = mid;
+            else hi_b = mid;
+        }
+        if (lo_b == 0) {
+            be->free(be);
+            return wgt_fail(WGT_ERR_MEMORY, "not even batch 1 at T=%d fits this device in %s", bT, model_precision_name(prec));
+        }
+        printf("bench: largest batch that fits at T=%d in %s: %d%s\n", bT, model_precision_name(prec), lo_b,
+               lo_b == 4096 ? " (the search's upper end)" : "");
+        bB = lo_b;
+    }
     wgt_model *m = NULL;
-    wgt_status st = model_init(&m, be, &cfg, bB, bT);
+    wgt_status st = model_init_prec(&m, be, &cfg, bB, bT, prec);
     if (st == WGT_OK) st = model_init_random(m, 1);
     size_t BT = (size_t)bB * bT;
     int32_t *tok = wgt_malloc(BT * 4), *tgt = wgt_malloc(BT * 4);
-    uint64_t s = 42;
-    for (size_t i = 0; i < BT; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        tok[i] = (int32_t)((s >> 33) % (uint64_t)cfg.vocab);
-    }
-    for (size_t i = 0; i < BT; i++) tgt[i] = (i + 1 < BT) ? tok[i + 1] : tok[0];
+    random_batch(tok, tgt, BT, cfg.vocab);
     if (st == WGT_OK)
-        printf("bench: %s backend%s%s%s, %s L=%d NH=%d%s%.0d C=%d F=%d V=%d, B=%d T=%d, %.1fM parameters\n", be->name,
+        printf("bench: %s backend%s%s%s, %s L=%d NH=%d%s%.0d C=%d F=%d V=%d, B=%d T=%d, %.1fM parameters, %s\n", be->name,
                be->device_name ? " (" : "", be->device_name ? be->device_name(be) : "", be->device_name ? ")" : "",
                cfg.arch, cfg.n_layer, cfg.n_head, cfg.n_kv_heads ? " NKV=" : "", cfg.n_kv_heads, cfg.d_model, cfg.d_ff,
-               cfg.vocab, bB, bT, model_num_params(m) / 1e6);
+               cfg.vocab, bB, bT, model_num_params(m) / 1e6, model_precision_name(prec));
     model_loss_opts lo = {0.0f, 0.0f, 0.0f, 0};
     double t0 = 0, loss = 0;
     for (long i = 0; i < warmup + steps && st == WGT_OK; i++) {
         if (i == warmup) { st = be->sync(be); t0 = wgt_now_s(); }
-        model_zero_grad(m);
-        st = model_forward(m, tok, tgt, lo, 1.0f / (float)BT);
-        if (st != WGT_OK) break;
-        model_backward(m);
-        model_update(m, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, (int)i + 1);
-        st = model_loss_sum(m, &loss);  // the one readback a training step makes
+        st = bench_step(m, tok, tgt, BT, (int)i + 1, &loss);
     }
     double dt = wgt_now_s() - t0;
     if (st == WGT_OK) {
         printf("loss %.4f after %ld steps\n", loss / BT, warmup + steps);
         printf("step time %.2f ms, %.0f tokens/s\n", 1e3 * dt / steps, steps * BT / dt);
+        if (be->bytes_allocated) {
+            // the model's buffers and the backend's scratch; a max-batch search before leaves its
+            // larger trials in the peak, so the peak is reported only without one
+            uint64_t live, peak;
+            be->bytes_allocated(be, &live, &peak);
+            if (max_batch) printf("buffer bytes %llu (%.1f MiB) allocated\n", (unsigned long long)live, live / 1048576.0);
+            else printf("buffer bytes %llu (%.1f MiB) allocated, peak %llu (%.1f MiB)\n", (unsigned long long)live,
+                        live / 1048576.0, (unsigned long long)peak, peak / 1048576.0);
+        }
     }
     if (st == WGT_OK && profile) {
         if (strcmp(be->name, "webgpu")) {
@@ -126,7 +192,7 @@ static wgt_status bench_main(int argc, char **argv) {
             st = backend_webgpu_init_ex(&be, adapter ? adapter : "auto", 1);
             if (st == WGT_OK && (!be->profile_reset || !be->profile_report))
                 st = wgt_fail(WGT_ERR_DEVICE, "this backend offers no per-kernel profiling");
-            if (st == WGT_OK) st = model_init(&m, be, &cfg, bB, bT);
+            if (st == WGT_OK) st = model_init_prec(&m, be, &cfg, bB, bT, prec);
             if (st == WGT_OK) st = model_init_random(m, 1);
             for (int i = 0; i < 2 && st == WGT_OK; i++) {
                 if (i == 1) be->profile_reset(be);

@@ -73,6 +73,9 @@ static const field fields[] = {
      "z-loss beta: adds B*lse^2 to keep logits from drifting (default 1e-4)"},
     {"train", "dropout", "--dropout", FT_DOUBLE, OFF(dropout), 0, 0, 0.9, 0, 0, "P",
      "dropout probability on attention probabilities and residual branches (default 0; masks from --seed)"},
+    {"train", "precision", "--precision", FT_STR, OFF(precision), sizeof(((train_config *)0)->precision), 0, 0, 1, 0,
+     "f32|f16", "f32 (default), or f16: mixed precision, f32 master weights, f16 GEMM operands and saved activations "
+     "(may change on --resume)"},
     {"train", "seed", "--seed", FT_LONG, OFF(seed), 0, 0, JSON_SAFE_INT, 0, 0, "S",
      "seed of the initialisation and of the data order (default 1)"},
     {"log", "val_every", "--val-every", FT_LONG, OFF(val_every), 0, 0, 1e12, 1, 0, "N",
@@ -110,6 +113,7 @@ wgt_status train_config_preset(train_config *c, const char *name) {
     c->label_smoothing = 0;
     c->z_loss = 1e-4;
     c->dropout = 0;
+    snprintf(c->precision, sizeof c->precision, "f32");
     c->seed = 1;
     c->val_batches = 8;
     c->log_every = 10;
@@ -427,8 +431,15 @@ wgt_status train_config_read_file(train_config *c, train_flags *fl, const char *
 
 // ------------------------------------------------------------------ validation
 
+model_precision train_config_precision(const train_config *c) {
+    return !strcmp(c->precision, "f16") ? MODEL_PREC_F16 : MODEL_PREC_F32;
+}
+
 wgt_status train_config_finish(train_config *c) {
     if (c->min_lr < 0) c->min_lr = c->lr / 10;
+    if (!c->precision[0]) snprintf(c->precision, sizeof c->precision, "f32");
+    model_precision prec;
+    WGT_TRY(model_precision_parse(c->precision, "--precision", &prec));
     if (c->model.vocab < 1)
         return wgt_fail(WGT_ERR_CONFIG, "the vocabulary size is unknown: the data directory has no tokenizer; pass --vocab");
     if (c->model.max_seq < 1) c->model.max_seq = c->seq;
@@ -529,6 +540,11 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
             else if (it) snprintf(fptr(c, f), f->size, "%s", it->valuestring);
         } else if (f->off == OFF(dropout) && !it) {
             c->dropout = 0;  // runs from before dropout existed had none
+        } else if (f->off == OFF(precision) && !it) {
+            snprintf(c->precision, sizeof c->precision, "f32");  // runs from before mixed precision
+        } else if (f->off == OFF(precision) && !(cJSON_IsString(it) && (!strcmp(it->valuestring, "f32") ||
+                                                                         !strcmp(it->valuestring, "f16")))) {
+            st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration's train.precision is not \"f32\" or \"f16\"", what);
         } else if (f->type == FT_STR) {
             if (!cJSON_IsString(it) || strlen(it->valuestring) >= f->size)
                 st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration lacks the string %s%s%s", what,

@@ -21,6 +21,7 @@ static void be_profile_reset(wgt_backend *be) { wg_profile_reset(wg_of(be)); }
 static double be_profile_report(wgt_backend *be, FILE *f) {
     return f ? wg_profile_report(wg_of(be), f) : wg_profile_total_ms(wg_of(be));
 }
+static void be_bytes_allocated(wgt_backend *be, uint64_t *live, uint64_t *peak) { wg_bytes_allocated(wg_of(be), live, peak); }
 static void be_free(wgt_backend *be) {
     if (!be) return;
     wg_ctx_free(wg_of(be));
@@ -60,6 +61,7 @@ wgt_status backend_webgpu_init_ex(wgt_backend **out, const char *adapter, int pr
     // optional entries
     be->device_name = be_device_name;
     be->device_is_software = be_device_is_software;
+    be->bytes_allocated = be_bytes_allocated;
     if (profile) {
         be->profile_reset = be_profile_reset;
         be->profile_report = be_profile_report;

@@ -57,6 +57,7 @@ struct wg_ctx {
 
     WGPUBuffer readback;
     uint64_t readback_bytes;
+    uint64_t live_bytes, peak_bytes;  // buffers of wg_buf_alloc alive now, and the most at once
 
     char error[2048];   // first uncaptured device error since the last flush
     int lost;
@@ -481,12 +482,20 @@ wgt_status wg_buf_alloc(wg_ctx *ctx, wgt_buf **out, size_t n_elems, const char *
         return wgt_fail(WGT_ERR_MEMORY, "could not allocate %.1f MiB on the GPU for '%s' (%s); use a smaller model, "
                         "batch or sequence length", bytes / 1048576.0, label, st != WGT_OK ? wgt_last_error() : "no buffer");
     }
+    ctx->live_bytes += bytes;
+    if (ctx->live_bytes > ctx->peak_bytes) ctx->peak_bytes = ctx->live_bytes;
     *out = b;
     return WGT_OK;
 }
 
+void wg_bytes_allocated(const wg_ctx *ctx, uint64_t *live, uint64_t *peak) {
+    *live = ctx->live_bytes;
+    *peak = ctx->peak_bytes;
+}
+
 void wg_buf_free(wg_ctx *ctx, wgt_buf *buf) {
     if (!buf) return;
+    ctx->live_bytes -= buf->bytes;
     if (ctx->enc) submit_wait(ctx, 0);
     bg_cache_clear(ctx);  // cached bind groups may reference this buffer
     wgpuBufferDestroy(buf->b);

@@ -47,6 +47,8 @@ const char *wg_feature_name(WGPUFeatureName f);
 
 wgt_status wg_buf_alloc(wg_ctx *ctx, wgt_buf **out, size_t n_elems, const char *label);
 void wg_buf_free(wg_ctx *ctx, wgt_buf *buf);
+// Bytes of the wg_buf_alloc buffers (scratch slots included) alive now, and the most alive at once.
+void wg_bytes_allocated(const wg_ctx *ctx, uint64_t *live, uint64_t *peak);
 wgt_status wg_upload(wg_ctx *ctx, wgt_view dst, const void *src, size_t n_elems);
 wgt_status wg_download(wg_ctx *ctx, void *dst, wgt_view src, size_t n_elems);
 void wg_fill_zero(wg_ctx *ctx, wgt_view dst, size_t n_elems);
