@@ -85,7 +85,7 @@ static wgt_status grad_main(int argc, char **argv) {
     npy_array tk;
     WGT_TRY(npy_load(&tk, tokens_path));
     // the shape is checked before anything is derived from it ([B, 0] would make T = -1)
-    if (tk.dtype == NPY_F32 || tk.ndim != 2 || tk.shape[1] < 2 || tk.shape[0] < 1 || tk.shape[0] > (1u << 20)) {
+    if ((tk.dtype != NPY_I32 && tk.dtype != NPY_U32) || tk.ndim != 2 || tk.shape[1] < 2 || tk.shape[0] < 1 || tk.shape[0] > (1u << 20)) {
         char shape[NPY_MAX_DIMS * 24 + 4] = "[";
         for (int i = 0; i < tk.ndim; i++)
             snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%zu", i ? ", " : "", tk.shape[i]);
