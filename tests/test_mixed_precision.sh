@@ -107,18 +107,16 @@ expect_fail "bench --precision 16 is refused" "--precision must be f32 or f16" $
 expect_fail "grad --precision half is refused" "--precision must be f32 or f16" $W grad --model "$T/m.safetensors" --heads 2 --tokens "$T/t.npy" --precision half
 
 section "200 updates on WebGPU: f16 (the device's storage path, then packed) within 3 % of f32"
-out=$($W train "${M[@]}" --device webgpu --out "$T/G32" --steps 200 --val-every 200 --val-batches 4 2>&1); rc=$?
-check "webgpu f32 training exits 0 ($(tail -2 <<<"$out"))" test $rc -eq 0
 out=$($W train "${M[@]}" --device webgpu --out "$T/G16" --steps 200 --val-every 200 --val-batches 4 --precision f16 2>&1); rc=$?
 check "webgpu f16 training exits 0 ($(tail -2 <<<"$out"))" test $rc -eq 0
 out=$(WGTRAIN_F16=packed $W train "${M[@]}" --device webgpu --out "$T/G16p" --steps 200 --val-every 200 --val-batches 4 \
     --precision f16 2>&1); rc=$?
 check "webgpu f16 training with packed storage exits 0 ($(tail -2 <<<"$out"))" test $rc -eq 0
-if [[ -s $T/G32/metrics.jsonl && -s $T/G16/metrics.jsonl && -s $T/G16p/metrics.jsonl ]]; then
-    gref=$(final_val "$T/G32/metrics.jsonl")
-    check "webgpu: f16 validation loss within 3 % of f32" within3 "$gref" "$(final_val "$T/G16/metrics.jsonl")"
-    check "webgpu, packed f16: validation loss within 3 % of f32" within3 "$gref" "$(final_val "$T/G16p/metrics.jsonl")"
-    check "webgpu f32 agrees with the cpu's f32 run (within 1 %)" $PY -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if abs(a - b) <= 0.01 * b else 1)" "$gref" "$ref"
+# against the CPU backend's f32 run (WebGPU's own f32 run agrees with it to ~1e-5: test_model_webgpu
+# compares the two; one run fewer on the software GPU keeps this test short)
+if [[ -s $T/G16/metrics.jsonl && -s $T/G16p/metrics.jsonl ]]; then
+    check "webgpu: f16 validation loss within 3 % of f32" within3 "$ref" "$(final_val "$T/G16/metrics.jsonl")"
+    check "webgpu, packed f16: validation loss within 3 % of f32" within3 "$ref" "$(final_val "$T/G16p/metrics.jsonl")"
 fi
 
 if [[ ${WGTRAIN_TEST_LARGE:-0} == 1 ]]; then
