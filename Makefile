@@ -11,6 +11,15 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -
 # rpath: Dawn beside the binary (build/) or in the install's lib/wgtrain (make install)
 LDLIBS  := -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib/wgtrain' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp
 
+# OpenMPI (libopenmpi-dev) for data-parallel training (src/train/dist.c, docs/distributed.md)
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null)
+MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null)
+ifeq ($(MPI_LIBS),)
+$(error OpenMPI is missing (pkg-config ompi-c): run scripts/setup.sh, or apt-get install libopenmpi-dev openmpi-bin)
+endif
+CFLAGS  += $(MPI_CFLAGS)
+LDLIBS  += $(MPI_LIBS)
+
 LIB_SRC := $(filter-out src/cli/%,$(shell find src -name '*.c' | sort))
 CLI_SRC := $(shell find src/cli -name '*.c' | sort)
 WGSL    := $(sort $(wildcard kernels/*.wgsl))
@@ -56,7 +65,7 @@ $(BUILD)/wgtrain: $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp $(MPI_LIBS)
 
 # benchmarks: built like the tests, never by `make` / `make test`
 BENCH_SRC := $(sort $(wildcard bench/bench_*.c))
@@ -64,7 +73,7 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 $(BUILD)/bench/%: bench/%.c bench/bench_common.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -Ibench -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp
+	$(Q)$(CC) $(CFLAGS) -Ibench -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp $(MPI_LIBS)
 bench: $(BENCHES)
 
 # fuzz drivers (tests/fuzz/): plain C mutation fuzzers over every file format
@@ -72,7 +81,7 @@ fuzzers: $(FUZZERS)
 $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzzlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp $(MPI_LIBS)
 
 test: all
 	bash tests/run_all.sh

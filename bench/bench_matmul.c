@@ -44,25 +44,42 @@ typedef struct {
     wg_mm_tile_choice tiles;
     int splitk, vec4, group;
     uint64_t skip_tiles;
+    const char *spec;  // a WGTRAIN_MM_TILE tile (BMxBNxBK/TMxTN) for every GEMM, or NULL
 } config;
 
 static const config SWEEP[] = {
-    {"old", WG_MM_TILE_AUTO, 0, 0, 1, 0},          // the wrapper before split-K / vec4 / groups
-    {"vec4", WG_MM_TILE_AUTO, 0, 1, 1, 0},
-    {"vec4+g8", WG_MM_TILE_AUTO, 0, 1, 8, 0},
-    {"big,nosk", WG_MM_TILE_BIG, 0, 1, 8, 0},      // 128² tiles for small outputs, no split
-    {"sk", WG_MM_TILE_AUTO, WG_AUTO, 0, 1, 0},
-    {"sk+vec4", WG_MM_TILE_AUTO, WG_AUTO, 1, 1, 0},
-    {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0},
-    {"S=2", WG_MM_TILE_AUTO, 2, 1, 8, 1024},
-    {"S=4", WG_MM_TILE_AUTO, 4, 1, 8, 1024},
-    {"S=7", WG_MM_TILE_AUTO, 7, 1, 8, 1024},
-    {"S=12", WG_MM_TILE_AUTO, 12, 1, 8, 1024},
-    {"S=16", WG_MM_TILE_AUTO, 16, 1, 8, 1024},
-    {"small,S=4", WG_MM_TILE_SMALL, 4, 1, 8, 1024},
+    {"old", WG_MM_TILE_AUTO, 0, 0, 1, 0, NULL},          // the wrapper before split-K / vec4 / groups
+    {"vec4", WG_MM_TILE_AUTO, 0, 1, 1, 0, NULL},
+    {"vec4+g8", WG_MM_TILE_AUTO, 0, 1, 8, 0, NULL},
+    {"big,nosk", WG_MM_TILE_BIG, 0, 1, 8, 0, NULL},      // 128² tiles for small outputs, no split
+    {"sk", WG_MM_TILE_AUTO, WG_AUTO, 0, 1, 0, NULL},
+    {"sk+vec4", WG_MM_TILE_AUTO, WG_AUTO, 1, 1, 0, NULL},
+    {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL},
+    {"S=2", WG_MM_TILE_AUTO, 2, 1, 8, 1024, NULL},
+    {"S=4", WG_MM_TILE_AUTO, 4, 1, 8, 1024, NULL},
+    {"S=7", WG_MM_TILE_AUTO, 7, 1, 8, 1024, NULL},
+    {"S=12", WG_MM_TILE_AUTO, 12, 1, 8, 1024, NULL},
+    {"S=16", WG_MM_TILE_AUTO, 16, 1, 8, 1024, NULL},
+    {"small,S=4", WG_MM_TILE_SMALL, 4, 1, 8, 1024, NULL},
 };
 #define N_SWEEP (sizeof SWEEP / sizeof SWEEP[0])
 #define DEFAULT_CFG 6
+
+// --sweep-tiles: the default wrapper, then one tile shape for every GEMM (split-K, vec4 and the
+// raster order automatic; "+np": without the register prefetch, WGTRAIN_MM_PREFETCH=0); a row of
+// the tile table (wg_ops_matmul.c) comes from the best ones.
+static const config TILE_SWEEP[] = {
+    {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL},
+    {"128²x16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x16/8x8"},
+    {"128²x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x8/8x8"},
+    {"128²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x4/8x8"},
+    {"64x128x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x8/8x8"},
+    {"64x128x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x4/8x8"},
+    {"128x64x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x4/8x8"},
+    {"64²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x4/8x8"},
+};
+#define N_TILE_SWEEP (sizeof TILE_SWEEP / sizeof TILE_SWEEP[0])
+#define N_MAX_CFG (N_SWEEP > N_TILE_SWEEP ? N_SWEEP : N_TILE_SWEEP)
 
 // Sets the context's GEMM settings to c; a field left automatic in c takes what the environment
 // gave the context (env: its settings as wg_ctx_init read them).
@@ -72,11 +89,20 @@ static void config_apply(wgt_backend *be, const wg_settings *env, const config *
     s->mm_splitk = c->splitk != WG_AUTO ? c->splitk : env->mm_splitk;
     s->mm_vec4 = c->vec4 != WG_AUTO ? c->vec4 : env->mm_vec4;
     s->mm_group = c->group != WG_AUTO ? c->group : env->mm_group;
+    s->mm_prefetch = env->mm_prefetch;
+    if (!c->spec && c->tiles == WG_MM_TILE_AUTO) s->mm_spec = env->mm_spec;
+    if (c->spec) {
+        char t[64];
+        snprintf(t, sizeof t, "%s", c->spec);
+        char *np = strstr(t, "+np");
+        if (np) *np = 0, s->mm_prefetch = 0;
+        if (wg_settings_set(s, "WGTRAIN_MM_TILE", t) != WGT_OK) die("a tile of the sweep");
+    }
 }
 
 typedef struct {
     wgt_backend *be;
-    int reps, profile, checks;
+    int reps, profile, checks, warm;  // warm: 150 ms of calls before each timed batch
     uint64_t rng;
     double peak;  // GFLOP/s of the FMA ceiling
 } bench;
@@ -142,6 +168,12 @@ static result run_op(bench *B, shape_data *D, op_kind op) {
     } while (0)
     CALL();
     if (be->sync(be) != WGT_OK) die("warm-up");
+    // the first call may have compiled pipelines while the GPU idled and lowered its clocks: keep
+    // it busy for a while before the timed calls
+    for (double w0 = wgt_now_s(); B->warm && wgt_now_s() - w0 < 0.15;) {
+        for (int r = 0; r < 4; r++) CALL();
+        if (be->sync(be) != WGT_OK) die("warm-up");
+    }
     double g0 = B->profile ? wg_profile_total_ms(wg_of(be)) : 0;
     double t0 = wgt_now_s();
     for (int r = 0; r < B->reps; r++) CALL();
@@ -215,6 +247,7 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--small")) small = 1;
         else if (!strcmp(a, "--profile")) profile = 1;
         else if (!strcmp(a, "--sweep")) sweep = 1;
+        else if (!strcmp(a, "--sweep-tiles")) sweep = 2;
         else if (!strcmp(a, "--adapter") && i + 1 < argc) adapter = argv[++i];
         else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(a, "--tiles") && i + 1 < argc) tiles = argv[++i];
@@ -230,11 +263,12 @@ int main(int argc, char **argv) {
                    "                    [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1] [--group G]\n"
                    "                    [--only matmul|matmul_t|matmul_at]\n"
                    "  --sweep   time every shape under a list of GEMM settings (ignores the four setting flags)\n"
+                   "  --sweep-tiles  the same over a list of tile shapes (WGTRAIN_MM_TILE specs)\n"
                    "  --profile GPU timestamps (the primary figure when given)\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
     }
-    config one = {"this run", WG_MM_TILE_AUTO, WG_AUTO, vec4, group, 0};
+    config one = {"this run", WG_MM_TILE_AUTO, WG_AUTO, vec4, group, 0, NULL};
     if (!strcmp(tiles, "big")) one.tiles = WG_MM_TILE_BIG;
     else if (!strcmp(tiles, "small")) one.tiles = WG_MM_TILE_SMALL;
     else if (strcmp(tiles, "auto")) { fprintf(stderr, "bench_matmul: --tiles takes auto, big or small\n"); return 2; }
@@ -264,17 +298,27 @@ int main(int argc, char **argv) {
             if (!strcmp(shapes[i].name, "square")) shapes[i].N = shapes[i].C = shapes[i].OC = 259;
         }
 
-    const config *cfgs = sweep ? SWEEP : &one;
-    const size_t nc = sweep ? N_SWEEP : 1;
-    bench B = {be, reps, profile, sweep ? 8 : 64, 0x243F6A8885A308D3ull, 0};
+    const config *cfgs = sweep == 2 ? TILE_SWEEP : sweep ? SWEEP : &one;
+    const size_t nc = sweep == 2 ? N_TILE_SWEEP : sweep ? N_SWEEP : 1;
+    const size_t dflt = sweep == 2 ? 0 : DEFAULT_CFG;
+    bench B = {be, reps, profile, sweep ? 8 : 64, !small, 0x243F6A8885A308D3ull, 0};
+    if (sweep && !small) {  // bring the clocks up first: the first shape's rows would be slow otherwise
+        wgt_buf *o = dev_from(be, NULL, (size_t)8192 * 256, "warm-up");
+        double t0 = wgt_now_s();
+        while (wgt_now_s() - t0 < 2.0) {
+            for (int r = 0; r < 20; r++) wg_matmul_peak(be, V0(o), 8192, 4096);
+            if (be->sync(be) != WGT_OK) die("warm-up");
+        }
+        be->buf_free(be, o);
+    }
     B.peak = measure_peak(&B, small);
 
     // per (shape, op): the primary time of each config (NAN: skipped or not run)
-    static double tms[6][3][N_SWEEP];
-    static int bad[6][3][N_SWEEP];
+    static double tms[6][3][N_MAX_CFG];
+    static int bad[6][3][N_MAX_CFG];
     for (size_t i = 0; i < ns; i++)
         for (int op = 0; op < 3; op++)
-            for (size_t c = 0; c < N_SWEEP; c++) tms[i][op][c] = NAN;
+            for (size_t c = 0; c < N_MAX_CFG; c++) tms[i][op][c] = NAN;
 
     if (!sweep) {
         config_apply(be, &env, &one);
@@ -328,13 +372,13 @@ int main(int argc, char **argv) {
            B.peak * 1e9 / unit, uname, "shape", "op");
     for (size_t c = 0; c < nc; c++) printf(" %9s", cfgs[c].name);
     printf("  best\n");
-    double step[N_SWEEP] = {0}, step_best = 0;
+    double step[N_MAX_CFG] = {0}, step_best = 0;
     for (size_t i = 0; i < ns; i++) {
         const double flop = 2.0 * shapes[i].N * shapes[i].C * shapes[i].OC;
         for (int op = 0; op < 3; op++) {
             if (only >= 0 && op != only) continue;
             printf("%-8s %-9s", shapes[i].name, op_name[op]);
-            size_t best = DEFAULT_CFG;
+            size_t best = dflt;
             for (size_t c = 0; c < nc; c++) {
                 double ms = tms[i][op][c];
                 if (isnan(ms)) { printf(" %9s", "-"); continue; }
@@ -342,12 +386,12 @@ int main(int argc, char **argv) {
                 if (!bad[i][op][c] && (isnan(tms[i][op][best]) || ms < tms[i][op][best])) best = c;
             }
             char how[96];
-            config_apply(be, &env, &cfgs[DEFAULT_CFG]);
+            config_apply(be, &env, &cfgs[dflt]);
             printf("  %s (%.0f%% of ceiling)  [default: %s]\n", cfgs[best].name,
                    100.0 * flop / (tms[i][op][best] * 1e6) / B.peak,
                    wg_mm_describe(be, op, shapes[i].N, shapes[i].C, shapes[i].OC, how, sizeof how));
             for (size_t c = 0; c < nc; c++)  // a skipped GEMM counts with the default's time
-                step[c] += shapes[i].per_step * (isnan(tms[i][op][c]) ? tms[i][op][DEFAULT_CFG] : tms[i][op][c]);
+                step[c] += shapes[i].per_step * (isnan(tms[i][op][c]) ? tms[i][op][dflt] : tms[i][op][c]);
             step_best += shapes[i].per_step * tms[i][op][best];
         }
     }

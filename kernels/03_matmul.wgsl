@@ -11,7 +11,7 @@
 //   matmul_at A(m,k) = dout[k,m]     m contiguous    B(k,n) = inp[k,n] n contiguous
 //
 // Tiling (sizes come from the host's `defines`, chosen per device and per shape):
-//   MM_BM x MM_BN outputs per workgroup, MM_BK deep k-slices, 256 threads as a
+//   MM_BM x MM_BN outputs per workgroup, MM_BK deep k-slices, MM_WG threads (64, 128 or 256) as a
 //   (MM_BN/MM_TN) x (MM_BM/MM_TM) grid, each thread owning MM_TM x MM_TN outputs. A thread's
 //   rows are MM_TM/4 groups of 4 adjacent rows spread MM_BM/(MM_TM/4) apart (likewise columns),
 //   so that every workgroup-memory read is one vec4 and the 16 threads of a half-warp read 16
@@ -38,13 +38,15 @@
 // bind a 256-byte-aligned window of a larger matrix (splitting bindings larger than the device
 // limit, e.g. the lm_head logits) and write a column block of `out` with a row stride > N.
 //
-// Host defines: const MM_BM, MM_BN, MM_BK, MM_TM, MM_TN : u32 with TM, TN in {4, 8},
-// (BM/TM)*(BN/TN) = 256 and BM*BK, BN*BK at most 2048 (a tile is loaded in one or two passes);
+// Host defines: const MM_BM, MM_BN, MM_BK, MM_TM, MM_TN, MM_WG : u32 with TM, TN in {4, 8},
+// (BM/TM)*(BN/TN) = MM_WG and BM*BK, BN*BK at most 16*MM_WG (a tile is loaded in 1-4 passes);
 // alias MM_A_T, MM_B_T = f32 or vec4<f32> with const MM_A_V4, MM_B_V4 : bool to match, or for an
 // f16 operand (mixed precision: matmul_f16, matmul_t_f16, matmul_at_f16) f16 (native, with
 // shader-f16) or u32 (packed pairs) with V4 false, its offset and leading dimension then counted
-// in halves; the accessors mm_a_at, mm_a_el, mm_b_at, mm_b_el (below); const MM_RS : bool, true
-// only in the pipeline that writes row sums (so the others carry no extra registers for them).
+// in halves; the accessors mm_a_at, mm_a_el, mm_b_at, mm_b_el (below); const MM_PF : bool,
+// prefetch the next k-slice into registers during the FMAs (false: load it after them, fewer
+// registers a thread so more workgroups fit a core); const MM_RS : bool, true only in the
+// pipeline that writes row sums (so the others carry no extra registers for them).
 // An f16 operand is widened to f32 as it is loaded: the tiles in workgroup memory, the FMAs and
 // the accumulators stay f32.
 
@@ -70,14 +72,18 @@ const MM_AS_V : u32 = MM_BM / 4u + 1u;
 const MM_BS_V : u32 = MM_BN / 4u + 1u;
 const MM_A_SLOTS : u32 = MM_BM * MM_BK / 4u;   // vec4 per A tile
 const MM_B_SLOTS : u32 = MM_BN * MM_BK / 4u;
-const MM_A_PASSES : u32 = (MM_A_SLOTS + 255u) / 256u;
-const MM_B_PASSES : u32 = (MM_B_SLOTS + 255u) / 256u;
+const MM_A_PASSES : u32 = (MM_A_SLOTS + MM_WG - 1u) / MM_WG;
+const MM_B_PASSES : u32 = (MM_B_SLOTS + MM_WG - 1u) / MM_WG;
 const MM_IOTA : vec4<u32> = vec4<u32>(0u, 1u, 2u, 3u);
-const_assert MM_TX * MM_TY == 256u;
+const_assert MM_TX * MM_TY == MM_WG;
+const_assert MM_WG == 64u || MM_WG == 128u || MM_WG == 256u;
 const_assert (MM_TM == 4u || MM_TM == 8u) && (MM_TN == 4u || MM_TN == 8u);
-const_assert MM_A_PASSES <= 2u && MM_B_PASSES <= 2u;
-const_assert MM_BM % 16u == 0u && MM_BN % 16u == 0u && MM_BK % 8u == 0u;  // the k-contiguous vec4 slots
-const_assert 2u * MM_BK * MM_AS_V >= 256u;  // the row-sum reduction reuses the A tiles
+const_assert MM_A_PASSES <= 4u && MM_B_PASSES <= 4u;
+// row sums (m-contiguous A): a thread's slots must keep the same 4 rows in every pass
+const_assert !MM_RS || MM_WG % (MM_BM / 4u) == 0u;
+const_assert MM_BM % 16u == 0u && MM_BN % 16u == 0u && MM_BK % 4u == 0u;
+const_assert (!MM_A_V4 && !MM_B_V4) || MM_BK % 8u == 0u;  // the k-contiguous vec4 slots
+const_assert 2u * MM_BK * MM_AS_V >= MM_WG;  // the row-sum reduction reuses the A tiles
 
 var<workgroup> mm_as : array<vec4<f32>, 2u * MM_BK * MM_AS_V>;
 var<workgroup> mm_bs : array<vec4<f32>, 2u * MM_BK * MM_BS_V>;
@@ -121,8 +127,24 @@ fn mm_slot_kc4(s : u32) -> vec2<u32> {  // (kk, row)
     return vec2<u32>(((s / 16u) % kq) * 4u, (s / (16u * kq)) * 16u + s % 16u);
 }
 
+// Tiles wholly inside the matrices (nearly all of them) load without any bounds test: the test
+// of every element costs issue slots that the FMAs need. inside: the whole BM x BK (BN x BK) tile
+// of this k-slice is in range, the same for every thread of the workgroup.
 fn mm_fetch_a(s : u32, m0 : u32, k0 : u32, ke : u32, a_kc : bool) -> vec4<f32> {
     if (s >= MM_A_SLOTS) { return vec4<f32>(0.0); }
+    let inside = m0 + MM_BM <= mm_p.M && k0 + MM_BK <= ke;
+    if (inside && !MM_A_V4) {
+        let q = mm_slot_a(s, a_kc);
+        let m = m0 + q.y * 4u;
+        let k = k0 + q.x;
+        if (a_kc) {
+            let i = mm_p.a_off + m * mm_p.lda + k;
+            let l = mm_p.lda;
+            return vec4<f32>(mm_a_el(i), mm_a_el(i + l), mm_a_el(i + 2u * l), mm_a_el(i + 3u * l));
+        }
+        let i = mm_p.a_off + k * mm_p.lda + m;
+        return vec4<f32>(mm_a_el(i), mm_a_el(i + 1u), mm_a_el(i + 2u), mm_a_el(i + 3u));
+    }
     if (MM_A_V4) {
         if (a_kc) {
             let q = mm_slot_kc4(s);
@@ -147,6 +169,19 @@ fn mm_fetch_a(s : u32, m0 : u32, k0 : u32, ke : u32, a_kc : bool) -> vec4<f32> {
 }
 fn mm_fetch_b(s : u32, n0 : u32, k0 : u32, ke : u32, b_kc : bool) -> vec4<f32> {
     if (s >= MM_B_SLOTS) { return vec4<f32>(0.0); }
+    let inside = n0 + MM_BN <= mm_p.N && k0 + MM_BK <= ke;
+    if (inside && !MM_B_V4) {
+        let q = mm_slot_b(s, b_kc);
+        let n = n0 + q.y * 4u;
+        let k = k0 + q.x;
+        if (b_kc) {
+            let i = mm_p.b_off + n * mm_p.ldb + k;
+            let l = mm_p.ldb;
+            return vec4<f32>(mm_b_el(i), mm_b_el(i + l), mm_b_el(i + 2u * l), mm_b_el(i + 3u * l));
+        }
+        let i = mm_p.b_off + k * mm_p.ldb + n;
+        return vec4<f32>(mm_b_el(i), mm_b_el(i + 1u), mm_b_el(i + 2u), mm_b_el(i + 3u));
+    }
     if (MM_B_V4) {
         if (b_kc) {
             let q = mm_slot_kc4(s);
@@ -200,6 +235,19 @@ fn mm_store_b(buf : u32, s : u32, v : vec4<f32>, b_kc : bool) {
     mm_bs[(buf * MM_BK + q.x) * MM_BS_V + q.y] = v;
 }
 
+// The prefetched slots of both tiles into buffer `buf` (pass p holds slot lid + p·MM_WG).
+fn mm_store_tiles(buf : u32, lid : u32, a0 : vec4<f32>, a1 : vec4<f32>, a2 : vec4<f32>, a3 : vec4<f32>,
+                  b0 : vec4<f32>, b1 : vec4<f32>, b2 : vec4<f32>, b3 : vec4<f32>, a_kc : bool, b_kc : bool) {
+    mm_store_a(buf, lid, a0, a_kc);
+    if (MM_A_PASSES > 1u) { mm_store_a(buf, lid + MM_WG, a1, a_kc); }
+    if (MM_A_PASSES > 2u) { mm_store_a(buf, lid + 2u * MM_WG, a2, a_kc); }
+    if (MM_A_PASSES > 3u) { mm_store_a(buf, lid + 3u * MM_WG, a3, a_kc); }
+    mm_store_b(buf, lid, b0, b_kc);
+    if (MM_B_PASSES > 1u) { mm_store_b(buf, lid + MM_WG, b1, b_kc); }
+    if (MM_B_PASSES > 2u) { mm_store_b(buf, lid + 2u * MM_WG, b2, b_kc); }
+    if (MM_B_PASSES > 3u) { mm_store_b(buf, lid + 3u * MM_WG, b3, b_kc); }
+}
+
 // One output row of a thread: up to 8 columns in two vec4 (v1 only when MM_TN4 == 2), with the
 // bias and the accumulation of the params. cz: the element offset of this grid layer's C.
 fn mm_store_row(cz : u32, m0 : u32, n0 : u32, g : u32, j : u32, tx : u32, ty : u32, v0 : vec4<f32>, v1 : vec4<f32>) {
@@ -236,7 +284,7 @@ fn mm_tile_of(wid : vec3<u32>, nwg : vec3<u32>) -> vec2<u32> {
 
 // Row sums of this workgroup's A rows over its k-range (dbias of matmul_at = Σ_n dout[n, m]),
 // written to C[rs_off + z·M + m]. Each thread summed the A values it loaded: with A m-contiguous
-// a thread's slots always hold the same 4 rows (MM_BM/4 divides 256), so the 256/(MM_BM/4)
+// a thread's slots always hold the same 4 rows (MM_BM/4 divides MM_WG), so the MM_WG/(MM_BM/4)
 // threads of one row quad add up through workgroup memory in a fixed order.
 fn mm_rowsum_store(lid : u32, m0 : u32, z : u32, rs : vec4<f32>) {
     mm_as[lid] = rs;  // free: every thread has passed the k-loop's last barrier
@@ -244,7 +292,7 @@ fn mm_rowsum_store(lid : u32, m0 : u32, z : u32, rs : vec4<f32>) {
     let quads = MM_BM / 4u;
     if (lid < quads) {
         var t = vec4<f32>(0.0);
-        for (var j = 0u; j < 256u / quads; j++) { t += mm_as[j * quads + lid]; }
+        for (var j = 0u; j < MM_WG / quads; j++) { t += mm_as[j * quads + lid]; }
         let m = m0 + lid * 4u;
         let base = mm_p.rs_off + z * mm_p.M;
         for (var i = 0u; i < 4u; i++) {
@@ -269,27 +317,37 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
     let z = vec4<f32>(0.0);
     var c00 = z; var c01 = z; var c10 = z; var c11 = z; var c20 = z; var c21 = z; var c30 = z; var c31 = z;
     var c40 = z; var c41 = z; var c50 = z; var c51 = z; var c60 = z; var c61 = z; var c70 = z; var c71 = z;
-    var ra0 = z; var ra1 = z; var rb0 = z; var rb1 = z;   // prefetch (at most 2 passes a tile)
+    // prefetch registers: one vec4 per pass of each tile (at most 4; unused ones fold away)
+    var ra0 = z; var ra1 = z; var ra2 = z; var ra3 = z; var rb0 = z; var rb1 = z; var rb2 = z; var rb3 = z;
     var rs = z;                                           // row sums of A (MM_RS, m-contiguous A)
 
     // first k-slice straight into buffer 0
+    const W = MM_WG;
     ra0 = mm_fetch_a(lid, m0, kb, ke, a_kc);
-    mm_store_a(0u, lid, ra0, a_kc);
-    if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + 256u, m0, kb, ke, a_kc); mm_store_a(0u, lid + 256u, ra1, a_kc); }
-    if (MM_RS && !a_kc) { rs += ra0 + ra1; }
-    mm_store_b(0u, lid, mm_fetch_b(lid, n0, kb, ke, b_kc), b_kc);
-    if (MM_B_PASSES > 1u) { mm_store_b(0u, lid + 256u, mm_fetch_b(lid + 256u, n0, kb, ke, b_kc), b_kc); }
+    if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + W, m0, kb, ke, a_kc); }
+    if (MM_A_PASSES > 2u) { ra2 = mm_fetch_a(lid + 2u * W, m0, kb, ke, a_kc); }
+    if (MM_A_PASSES > 3u) { ra3 = mm_fetch_a(lid + 3u * W, m0, kb, ke, a_kc); }
+    rb0 = mm_fetch_b(lid, n0, kb, ke, b_kc);
+    if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + W, n0, kb, ke, b_kc); }
+    if (MM_B_PASSES > 2u) { rb2 = mm_fetch_b(lid + 2u * W, n0, kb, ke, b_kc); }
+    if (MM_B_PASSES > 3u) { rb3 = mm_fetch_b(lid + 3u * W, n0, kb, ke, b_kc); }
+    mm_store_tiles(0u, lid, ra0, ra1, ra2, ra3, rb0, rb1, rb2, rb3, a_kc, b_kc);
+    if (MM_RS && !a_kc) { rs += (ra0 + ra1) + (ra2 + ra3); }
     workgroupBarrier();
 
     for (var t = 0u; t < ntiles; t++) {
         let buf = t & 1u;
         let more = t + 1u < ntiles;
-        if (more) {  // prefetch the next slice; its latency hides behind the FMAs below
+        if (more && MM_PF) {  // prefetch the next slice; its latency hides behind the FMAs below
             let k1 = kb + (t + 1u) * MM_BK;
             ra0 = mm_fetch_a(lid, m0, k1, ke, a_kc);
-            if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + 256u, m0, k1, ke, a_kc); }
+            if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + W, m0, k1, ke, a_kc); }
+            if (MM_A_PASSES > 2u) { ra2 = mm_fetch_a(lid + 2u * W, m0, k1, ke, a_kc); }
+            if (MM_A_PASSES > 3u) { ra3 = mm_fetch_a(lid + 3u * W, m0, k1, ke, a_kc); }
             rb0 = mm_fetch_b(lid, n0, k1, ke, b_kc);
-            if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + 256u, n0, k1, ke, b_kc); }
+            if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + W, n0, k1, ke, b_kc); }
+            if (MM_B_PASSES > 2u) { rb2 = mm_fetch_b(lid + 2u * W, n0, k1, ke, b_kc); }
+            if (MM_B_PASSES > 3u) { rb3 = mm_fetch_b(lid + 3u * W, n0, k1, ke, b_kc); }
         }
         var ai = buf * MM_BK * MM_AS_V + ty;
         var bi = buf * MM_BK * MM_BS_V + tx;
@@ -328,12 +386,20 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
             bi += MM_BS_V;
         }
         if (more) {
+            if (!MM_PF) {  // no prefetch registers: load now, other workgroups hide the latency
+                let k1 = kb + (t + 1u) * MM_BK;
+                ra0 = mm_fetch_a(lid, m0, k1, ke, a_kc);
+                if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + W, m0, k1, ke, a_kc); }
+                if (MM_A_PASSES > 2u) { ra2 = mm_fetch_a(lid + 2u * W, m0, k1, ke, a_kc); }
+                if (MM_A_PASSES > 3u) { ra3 = mm_fetch_a(lid + 3u * W, m0, k1, ke, a_kc); }
+                rb0 = mm_fetch_b(lid, n0, k1, ke, b_kc);
+                if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + W, n0, k1, ke, b_kc); }
+                if (MM_B_PASSES > 2u) { rb2 = mm_fetch_b(lid + 2u * W, n0, k1, ke, b_kc); }
+                if (MM_B_PASSES > 3u) { rb3 = mm_fetch_b(lid + 3u * W, n0, k1, ke, b_kc); }
+            }
             // the other buffer was last read in iteration t-1, which every thread has left
-            mm_store_a(buf ^ 1u, lid, ra0, a_kc);
-            if (MM_A_PASSES > 1u) { mm_store_a(buf ^ 1u, lid + 256u, ra1, a_kc); }
-            if (MM_RS && !a_kc) { rs += ra0 + ra1; }
-            mm_store_b(buf ^ 1u, lid, rb0, b_kc);
-            if (MM_B_PASSES > 1u) { mm_store_b(buf ^ 1u, lid + 256u, rb1, b_kc); }
+            mm_store_tiles(buf ^ 1u, lid, ra0, ra1, ra2, ra3, rb0, rb1, rb2, rb3, a_kc, b_kc);
+            if (MM_RS && !a_kc) { rs += (ra0 + ra1) + (ra2 + ra3); }
         }
         workgroupBarrier();
     }
@@ -354,19 +420,19 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(MM_WG)
 fn matmul(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
           @builtin(num_workgroups) nwg : vec3<u32>) {
     mm_main(lid, wid, nwg, true, true);
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(MM_WG)
 fn matmul_t(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
             @builtin(num_workgroups) nwg : vec3<u32>) {
     mm_main(lid, wid, nwg, true, false);
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(MM_WG)
 fn matmul_at(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
              @builtin(num_workgroups) nwg : vec3<u32>) {
     mm_main(lid, wid, nwg, false, false);

@@ -15,11 +15,15 @@ log() { printf '[setup] %s\n' "$*"; }
 # ---------------------------------------------------------------- Debian packages
 # libpcre2-dev: the Unicode letter/number classes of GPT-2's pre-tokenizer, from a well-kept
 # library with Unicode tables (14.0 in Debian 12) rather than tables written by hand.
-APT_PKGS=(build-essential libopenblas-dev zlib1g-dev libvulkan1 python3-torch python3-numpy ca-certificates openssl libcjson-dev libpcre2-dev)
+# openmpi-bin, libopenmpi-dev: data-parallel training (`mpirun -np N wgtrain train`, docs/distributed.md).
+APT_PKGS=(build-essential libopenblas-dev zlib1g-dev libvulkan1 python3-torch python3-numpy ca-certificates openssl libcjson-dev libpcre2-dev
+          openmpi-bin libopenmpi-dev)
 # Node.js/npm only fetch the npm packages; an existing install (any source) is kept.
 command -v npm >/dev/null || APT_PKGS+=(nodejs npm)
 BACKPORTS_PKGS=(mesa-vulkan-drivers libdrm2)
 MESA_MIN=25
+# OpenMPI 4 (Debian 12: 4.1.4): libmpi.so.40, the ABI wgtrain is built and tested against
+OMPI_MAJOR=4
 
 need_apt=0
 for p in "${APT_PKGS[@]}"; do
@@ -27,6 +31,8 @@ for p in "${APT_PKGS[@]}"; do
 done
 mesa_ver=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || true)
 [[ ${mesa_ver%%.*} =~ ^[0-9]+$ && ${mesa_ver%%.*} -ge $MESA_MIN ]] || need_apt=1
+ompi_ver=$(dpkg-query -W -f='${Version}' openmpi-bin 2>/dev/null || true)
+[[ ${ompi_ver%%.*} == "$OMPI_MAJOR" ]] || need_apt=1
 
 if [[ $need_apt == 1 ]]; then
     export DEBIAN_FRONTEND=noninteractive
@@ -52,6 +58,8 @@ if [[ $need_apt == 1 ]]; then
     apt-get install -y -qq --no-install-recommends -t bookworm-backports "${BACKPORTS_PKGS[@]}" >/dev/null
     mesa_ver=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)
     [[ ${mesa_ver%%.*} -ge $MESA_MIN ]] || { echo "setup: got Mesa $mesa_ver, need >= $MESA_MIN (bookworm-backports)" >&2; exit 1; }
+    ompi_ver=$(dpkg-query -W -f='${Version}' openmpi-bin)
+    [[ ${ompi_ver%%.*} == "$OMPI_MAJOR" ]] || { echo "setup: got OpenMPI $ompi_ver, need $OMPI_MAJOR.x (Debian 12's)" >&2; exit 1; }
 fi
 
 # ---------------------------------------------------------------- npm packages, pinned + integrity

@@ -140,6 +140,36 @@ static void test_matmul_splitk_pass(const char *tiles, size_t first_shape) {
     }
 }
 
+// Tile shapes other than the generic defaults (WGTRAIN_MM_TILE specs): the tile table's row for
+// NVIDIA GPUs, which the software GPU never picks itself: 64x128 tiles of 128 threads with 8-deep
+// k-slices (matmul, matmul_t; once without the register prefetch) and 128x128 ones with 4-deep
+// slices (matmul_at: split-K with the fused dbias, i.e. the row-sum path, and the plain dbias).
+// Edges in every dimension. Each pipeline costs seconds of shader compilation on the software
+// GPU: five of them here.
+static void test_matmul_tile_specs(void) {
+    char what[96];
+    S->mm_vec4 = 0;
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "64x128x8/8x8") == WGT_OK, "tile spec parses");
+    snprintf(what, sizeof what, "tile 64x128x8/8x8");
+    S->mm_splitk = 0;
+    test_matmul_fwd(67, 45, 130, 1, what);
+    test_matmul_t(130, 67, 45, what);
+    S->mm_prefetch = 0;
+    snprintf(what, sizeof what, "tile 64x128x8/8x8 no prefetch");
+    test_matmul_t(67, 45, 130, what);
+    S->mm_prefetch = WG_AUTO;
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x4/8x8") == WGT_OK, "tile spec parses");
+    snprintf(what, sizeof what, "tile 128x128x4/8x8");
+    test_matmul_at(200, 129, 300, 1, what);
+    S->mm_splitk = 2;
+    test_matmul_at(211, 209, 213, 1, what);
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "64x64x32/8x8") != WGT_OK, "a tile of 8 load passes is refused");
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x8/8x8 ") != WGT_OK, "a tile spec with a blank is refused");
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x2/8x8") != WGT_OK, "a 2-deep k-slice is refused");
+    wg_settings_set(S, "WGTRAIN_MM_TILE", NULL);
+    S->mm_prefetch = S->mm_splitk = S->mm_vec4 = WG_AUTO;
+}
+
 static void test_matmul_splitk(void) {
     S->mm_vec4 = 0;
     test_matmul_splitk_pass("big tiles", 0);  // forced split-K takes the big tile
@@ -547,6 +577,7 @@ int main(void) {
     S = wg_ctx_settings(wg_of(P.gpu));
     TIMED("matmul family", test_matmuls());
     TIMED("matmul split-K, vec4 loads, raster groups", test_matmul_splitk());
+    TIMED("matmul tile shapes of the tile table", test_matmul_tile_specs());
     TIMED("matmul_at shared gradient buffer", test_matmul_at_shared_grads());
     TIMED("matmul offsets", test_matmul_offsets());
     TIMED("matmul split-K scratch lifetime", test_matmul_scratch_lifetime());

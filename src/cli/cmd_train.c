@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "train/train_dist.h"
 #include "train/trainer.h"
 
 static void usage(void) {
@@ -51,7 +52,7 @@ static const char *const *train_known_flags(void) {
     return known;
 }
 
-static wgt_status train_main(int argc, char **argv, int *exit_code) {
+static wgt_status train_main(int argc, char **argv, int *exit_code, int *reached_checks) {
     const char *const *known = train_known_flags();
     WGT_TRY(cli_args_split(&argc, &argv, known));
     train_config flags;
@@ -99,9 +100,12 @@ static wgt_status train_main(int argc, char **argv, int *exit_code) {
         return wgt_fail(WGT_ERR_ARG, "unknown device '%s'; use --device auto, cpu or webgpu", device);
     if (!o.run_dir) return wgt_fail(WGT_ERR_ARG, "no run directory; pass --out RUN_DIR (see --help)");
     trainer *t;
-    WGT_TRY(trainer_init(&t, &flags, &given, &o));
+    // under mpirun: every rank stops together when any fails to start (dist_check_all)
+    *reached_checks = 1;
+    WGT_TRY(dist_check_all(trainer_init(&t, &flags, &given, &o)));
     wgt_backend *be = NULL;
-    wgt_status st = cli_backend_open(&be, device, adapter, 0);
+    train_dist_pick_gpu(device, adapter);  // under mpirun: this rank's GPU among the host's
+    wgt_status st = dist_check_all(cli_backend_open(&be, device, adapter, 0));
     int interrupted = 0;
     if (st == WGT_OK) st = trainer_run(t, be, &interrupted);
     trainer_free(t);
@@ -112,6 +116,14 @@ static wgt_status train_main(int argc, char **argv, int *exit_code) {
 
 int cmd_train(int argc, char **argv) {
     int code = 0;
-    wgt_status st = train_main(argc, argv, &code);
-    return st == WGT_OK ? code : cli_fail("train", st);
+    // under mpirun this process is one rank of a data-parallel run (docs/distributed.md)
+    wgt_status st = dist_init();
+    int reached_checks = 0;
+    if (st == WGT_OK) st = train_main(argc, argv, &code, &reached_checks);
+    // a bad flag: the other ranks wait in their first start-up check
+    if (st != WGT_OK && !reached_checks) st = dist_check_all(st);
+    // a failing rank ends the whole job, naming itself
+    if (st != WGT_OK) return dist_fail("train", st);
+    dist_finalize();
+    return code;
 }

@@ -915,6 +915,18 @@ wgt_status model_state_download(wgt_model *m, float *params, float *m1, float *v
     return m->be->download(m->be, v1, m->v1, m->n_elems);
 }
 
+wgt_status model_grads_download(wgt_model *m, float *dst, size_t off, size_t n) {
+    WGT_ASSERT(n > 0 && off <= m->n_elems && n <= m->n_elems - off, "gradient range outside the state");
+    return m->be->download(m->be, dst, model_subview(m->grads, off, n), n);
+}
+
+wgt_status model_grads_upload(wgt_model *m, const float *src, size_t off, size_t n) {
+    WGT_ASSERT(n > 0 && off <= m->n_elems && n <= m->n_elems - off, "gradient range outside the state");
+    return m->be->upload(m->be, model_subview(m->grads, off, n), src, n);
+}
+
+wgt_status model_params_download(wgt_model *m, float *dst) { return m->be->download(m->be, dst, m->params, m->n_elems); }
+
 wgt_status model_state_upload(wgt_model *m, const float *params, const float *m1, const float *v1) {
     WGT_TRY(m->be->upload(m->be, m->params, params, m->n_elems));
     m->half_stale = 1;

@@ -160,6 +160,14 @@ void model_update(wgt_model *m, float lr, float beta1, float beta2, float eps, f
 // The gradient norm of the last update (before clipping; NaN/inf: the update was skipped).
 wgt_status model_grad_norm(wgt_model *m, float *norm);
 
+// Host access to the gradient buffer (data-parallel training averages it across processes):
+// elements [off, off + n) of the state layout, n > 0 and inside model_state_elems(m). download
+// waits for the backward; upload takes effect before the next op (model_update).
+wgt_status model_grads_download(wgt_model *m, float *dst, size_t off, size_t n);
+wgt_status model_grads_upload(wgt_model *m, const float *src, size_t off, size_t n);
+// The parameters alone (model_state_elems floats), for checking that ranks hold the same weights.
+wgt_status model_params_download(wgt_model *m, float *dst);
+
 // ---- state for checkpoints: parameters and both AdamW moments, n = model_state_elems(m)
 // elements each, in the layout of the parameter table's offsets (decayed tensors first).
 size_t model_state_elems(const wgt_model *m);

@@ -89,7 +89,8 @@ static wgt_status read_part(FILE *f, void *p, size_t n, uint32_t *crc, const cha
 }
 
 // The progress counters must be ones a run can reach: step <= the largest --steps, updates <=
-// step, tokens = step x tokens per update, a finite non-negative elapsed time.
+// step, tokens = step x tokens per update x ranks (1 to CKPT_MAX_RANKS), a finite non-negative
+// elapsed time.
 static wgt_status progress_check(const ckpt_progress *pr, const train_config *cfg, const char *path) {
     const char *corrupt = "the file is corrupted; resume from another checkpoint or start the run again";
     uint64_t per_update = (uint64_t)cfg->batch * (uint64_t)cfg->seq * (uint64_t)cfg->grad_accum;
@@ -99,7 +100,10 @@ static wgt_status progress_check(const ckpt_progress *pr, const train_config *cf
     if (pr->updates > pr->step)
         return wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: %llu updates applied in %llu steps; %s", path,
                         (unsigned long long)pr->updates, (unsigned long long)pr->step, corrupt);
-    if (per_update == 0 || pr->step > UINT64_MAX / per_update || pr->tokens != pr->step * per_update)
+    // a data-parallel run counts every rank's tokens: step x per-rank tokens x a rank count
+    uint64_t per_step = pr->step && per_update && pr->step <= UINT64_MAX / per_update ? pr->step * per_update : 0;
+    if (per_update == 0 || (pr->step && !per_step) || (!pr->step && pr->tokens) ||
+        (per_step && (pr->tokens % per_step || pr->tokens / per_step < 1 || pr->tokens / per_step > CKPT_MAX_RANKS)))
         return wgt_fail(WGT_ERR_FORMAT, "checkpoint %s: %llu tokens consumed in %llu steps of %llu tokens; %s", path,
                         (unsigned long long)pr->tokens, (unsigned long long)pr->step, (unsigned long long)per_update,
                         corrupt);

@@ -15,12 +15,13 @@
 #define CKPT_VERSION 1
 #define CKPT_HEADER_BYTES 64
 #define CKPT_MAX_STEP 1000000000000ull  // the largest --steps (train_config's range)
+#define CKPT_MAX_RANKS 65536ull  // the most ranks of a data-parallel run that tokens may count
 
 typedef struct {
     uint64_t step;       // updates done: the next update has 0-based index `step`
     uint64_t updates;    // updates applied (step minus those skipped): AdamW's step count
     uint64_t data_rng;   // the data loader's RNG state after `step` updates
-    uint64_t tokens;     // training tokens consumed
+    uint64_t tokens;     // training tokens consumed, by all ranks of a data-parallel run
     double elapsed_s;    // training wall time so far (all sessions)
 } ckpt_progress;
 

@@ -377,14 +377,22 @@ wgt_status dataset_check_seq(const dataset *ds, int T) {
 }
 
 wgt_status dataset_train_batch(const dataset *ds, uint64_t *rng, int B, int T, int32_t *inputs, int32_t *targets) {
+    return dataset_train_batch_part(ds, rng, B, 0, B, T, inputs, targets);
+}
+
+wgt_status dataset_train_batch_part(const dataset *ds, uint64_t *rng, int total, int first, int B, int T,
+                                    int32_t *inputs, int32_t *targets) {
+    WGT_ASSERT(first >= 0 && B >= 0 && first <= total && B <= total - first, "batch part outside the batch");
     uint64_t starts = 0;  // window starts over all shards: a shard of n tokens has n - T of them
     for (size_t i = 0; i < ds->train.n; i++)
         if (ds->train.v[i].n > (size_t)T) starts += ds->train.v[i].n - (size_t)T;
     WGT_ASSERT(starts > 0, "dataset_check_seq must pass before batches are drawn");
     uint16_t *w = wgt_malloc(((size_t)T + 1) * sizeof *w);
     wgt_status st = WGT_OK;
-    for (int b = 0; b < B && st == WGT_OK; b++) {
+    for (int g = 0; g < total && st == WGT_OK; g++) {
         uint64_t r = rng_next_below(rng, starts);
+        if (g < first || g >= first + B) continue;  // another rank's window: the draw only
+        int b = g - first;
         size_t i = 0;
         for (;; i++) {
             size_t k = ds->train.v[i].n > (size_t)T ? ds->train.v[i].n - (size_t)T : 0;

@@ -47,6 +47,11 @@ wgt_status dataset_check_seq(const dataset *ds, int T);
 // shards), drawn with *rng: inputs [B*T] and next-token targets [B*T]. Fails only if a shard
 // can no longer be read (truncated or removed while training).
 wgt_status dataset_train_batch(const dataset *ds, uint64_t *rng, int B, int T, int32_t *inputs, int32_t *targets);
+// The part [first, first + B) of a batch of `total` windows: *rng advances over all `total`
+// draws, but only the part is read, so that the ranks of a data-parallel run share one data
+// stream (a 2-rank batch of 4 per rank is the 1-process batch of 8, cut in two).
+wgt_status dataset_train_batch_part(const dataset *ds, uint64_t *rng, int total, int first, int B, int T,
+                                    int32_t *inputs, int32_t *targets);
 
 // Validation windows: the val shards cut in order into windows of T+1 tokens overlapping by
 // one; the last window of a shard is padded (ignored targets). Batch b holds windows

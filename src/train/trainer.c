@@ -23,6 +23,7 @@
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/rng.h"
+#include "train/train_dist.h"
 #include "core/clock.h"
 
 // Updates skipped one after the other (non-finite loss) before training gives up.
@@ -208,6 +209,7 @@ static wgt_status init_resume(trainer *t, const train_config *flags, const train
                         "drop one of them", t->o.run_dir);
     WGT_TRY(run_checkpoint_read(&t->ck, t->o.run_dir));
     t->resumed = 1;
+    WGT_TRY(train_dist_resume_batch(&t->ck, flags, given));  // [dist] --batch is per rank
     WGT_TRY(train_config_check_resume(&t->ck.cfg, flags, given));
     t->cfg = t->ck.cfg;
     train_config_apply_flags(&t->cfg, flags, given);  // only fields a resumed run may change
@@ -229,7 +231,8 @@ wgt_status trainer_init(trainer **out, const train_config *flags, const train_fl
     *out = NULL;
     trainer *t = wgt_calloc(1, sizeof *t);
     t->o = *o;
-    wgt_status st = run_lock_dir(&t->lock, o->run_dir, !o->resume, "train");
+    const int writer = dist_rank() == 0;  // [dist] rank 0 alone writes the run directory
+    wgt_status st = writer ? run_lock_dir(&t->lock, o->run_dir, !o->resume, "train") : WGT_OK;
     if (st == WGT_OK) st = o->resume ? init_resume(t, flags, given) : init_new(t, flags, given);
     train_config *c = &t->cfg;
     // store the data directory absolute, so eval/sample/--resume work from any directory
@@ -238,9 +241,9 @@ wgt_status trainer_init(trainer **out, const train_config *flags, const train_fl
         snprintf(c->data_dir, sizeof c->data_dir, "%s", real);
     if (st == WGT_OK) st = dataset_check_vocab(t->ds, c->model.vocab);
     if (st == WGT_OK) st = dataset_check_seq(t->ds, c->seq);
-    if (st == WGT_OK) st = dir_make(o->run_dir);
+    if (st == WGT_OK && writer) st = dir_make(o->run_dir);
     char p[TRAIN_PATH_MAX];
-    if (st == WGT_OK) {
+    if (st == WGT_OK && writer) {
         remove_stale_temps(o->run_dir);
         char *json = train_config_to_json(c);
         st = run_path(p, sizeof p, o->run_dir, RUN_CONFIG_FILE);
@@ -249,10 +252,10 @@ wgt_status trainer_init(trainer **out, const train_config *flags, const train_fl
     }
     // the run keeps its own tokenizer, so sample works even if the data directory moves
     // (tokenizer.bin, or GPT-2's encoder.json + vocab.bpe)
-    if (st == WGT_OK && dataset_tokenizer(t->ds) && (!t->resumed || !text_tokenizer_dir_has(o->run_dir)))
+    if (st == WGT_OK && writer && dataset_tokenizer(t->ds) && (!t->resumed || !text_tokenizer_dir_has(o->run_dir)))
         st = text_tokenizer_save_dir(dataset_tokenizer(t->ds), o->run_dir);
     if (st == WGT_OK) st = run_path(p, sizeof p, o->run_dir, RUN_METRICS_FILE);
-    if (st == WGT_OK) {
+    if (st == WGT_OK && writer) {
         if (t->resumed) st = metrics_log_rewind(p, (long)t->pr.step, &t->hist);
         else if (unlink(p) != 0 && errno != ENOENT)
             st = wgt_fail(WGT_ERR_IO, "cannot remove the old %s: %s", p, strerror(errno));
@@ -317,6 +320,9 @@ void trainer_free(trainer *t) {
 // ------------------------------------------------------------------ run
 
 static volatile sig_atomic_t g_stop = 0;
+// [dist] with several ranks a stop is decided by all of them at the same step (train_dist_step)
+static int g_stop_all = 0;
+static int stop_requested(void) { return dist_size() > 1 ? g_stop_all : g_stop; }
 
 static void on_signal(int sig) {
     g_stop = sig;
@@ -344,6 +350,12 @@ typedef struct {
 static wgt_status save_all(trainer *t, wgt_model *m, state_buf *sb, int tty) {
     double t0 = wgt_now_s();
     char p[TRAIN_PATH_MAX];
+    // [dist] every rank's weights must still be rank 0's, which alone writes
+    WGT_TRY(train_dist_check_weights(m, sb->params));
+    if (dist_rank() != 0) {
+        t->last_ckpt_step = (long)t->pr.step;
+        return WGT_OK;
+    }
     WGT_TRY(model_state_download(m, sb->params, sb->m, sb->v));
     WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_CKPT_FILE));
     WGT_TRY(checkpoint_write(p, &t->cfg, &t->pr, sb->params, sb->m, sb->v, model_state_elems(m)));
@@ -358,6 +370,7 @@ static wgt_status save_all(trainer *t, wgt_model *m, state_buf *sb, int tty) {
 
 static wgt_status write_plot(trainer *t) {
     char p[TRAIN_PATH_MAX], title[256];
+    if (dist_rank() != 0) return WGT_OK;  // [dist] rank 0 writes
     WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_PLOT_FILE));
     const model_config *mc = &t->cfg.model;
     snprintf(title, sizeof title, "wgtrain %s: L=%d C=%d NH=%d V=%d, %d x %d tokens/update", mc->arch, mc->n_layer,
@@ -402,14 +415,19 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     int32_t *inp = wgt_malloc(BT * 4), *tgt = wgt_malloc(BT * 4);
     metrics_log ml = {0};
     char p[TRAIN_PATH_MAX];
-    st = run_path(p, sizeof p, t->o.run_dir, RUN_METRICS_FILE);
-    if (st == WGT_OK) st = metrics_log_open(&ml, p);
+    // [dist] every rank holds the same config, data, position and weights before step 1
+    st = train_dist_agree(c, t->ds, &t->pr, m, be, sb.params);
+    if (st == WGT_OK) st = run_path(p, sizeof p, t->o.run_dir, RUN_METRICS_FILE);
+    if (st == WGT_OK && dist_rank() == 0) st = metrics_log_open(&ml, p);  // [dist] rank 0 writes
 
-    int tty = isatty(STDOUT_FILENO);
+    int tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // [dist] mpirun gives ranks a pty even when its output is a file
     g_stop = 0;
+    g_stop_all = 0;
     void (*old_int)(int) = signal(SIGINT, on_signal), (*old_term)(int) = signal(SIGTERM, on_signal);
     model_loss_opts lo = {(float)c->label_smoothing, (float)c->z_loss, (float)c->dropout, 0};
-    const float inv_norm = (float)(1.0 / ((double)BT * K));  // every target of our windows is valid
+    // [dist] N ranks of B sequences each: the gradient is normalised by the global token count
+    const int NR = dist_size(), rank = dist_rank();
+    const float inv_norm = (float)(1.0 / ((double)BT * K * NR));  // every target of our windows is valid
     const double t_session = wgt_now_s(), elapsed0 = t->pr.elapsed_s;
     const long step0 = (long)t->pr.step;
     int skipped_in_a_row = 0;
@@ -417,12 +435,13 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     size_t win_tokens = 0;
 
     while (st == WGT_OK && (long)t->pr.step < c->steps && !(t->o.stop_at > 0 && (long)t->pr.step >= t->o.stop_at)) {
-        if (g_stop) break;
+        if (stop_requested()) break;
         long step = (long)t->pr.step;  // 0-based index of this update
         double t0 = wgt_now_s(), lr = train_lr_at(c, step), loss_sum = 0;
         model_zero_grad(m);
         for (int k = 0; k < K && st == WGT_OK; k++) {
-            st = dataset_train_batch(t->ds, &t->pr.data_rng, B, T, inp, tgt);
+            // [dist] every rank draws the global batch of NR*B windows and keeps its part
+            st = dataset_train_batch_part(t->ds, &t->pr.data_rng, NR * B, rank * B, B, T, inp, tgt);
             // dropout masks from the seed, the update and the micro-batch: a resumed run draws the same
             lo.dropout_seed = wgt_dropout_key((uint32_t)c->seed ^ (uint32_t)((uint64_t)c->seed >> 32), (uint32_t)step,
                                               (uint32_t)k);
@@ -433,8 +452,10 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
             st = model_loss_sum(m, &s);
             loss_sum += s;
         }
+        // [dist] gradients and loss summed over the ranks, stop requests agreed
+        if (st == WGT_OK) st = train_dist_step(m, sb.params, step, &loss_sum, g_stop != 0, &g_stop_all);
         if (st != WGT_OK) break;
-        double loss = loss_sum / ((double)BT * K);
+        double loss = loss_sum / ((double)BT * K * NR);
         float gnorm = NAN;
         int skipped = !isfinite(loss);
         if (skipped) {
@@ -469,20 +490,20 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
             }
         }
         t->pr.step++;
-        t->pr.tokens += BT * K;
+        t->pr.tokens += BT * K * NR;
         double dt = wgt_now_s() - t0;
         t->pr.elapsed_s = elapsed0 + (wgt_now_s() - t_session);
-        win_t += dt, win_tokens += BT * K;
+        win_t += dt, win_tokens += BT * K * NR;
 
         long s1 = (long)t->pr.step;
         int last = s1 == c->steps || (t->o.stop_at > 0 && s1 >= t->o.stop_at);
-        metrics_row row = {s1, loss, NAN, lr, gnorm, (double)(BT * K) / dt, t->pr.elapsed_s, skipped};
+        metrics_row row = {s1, loss, NAN, lr, gnorm, (double)(BT * K * NR) / dt, t->pr.elapsed_s, skipped};
         int do_val = (c->val_every > 0 && s1 % c->val_every == 0) || s1 == c->steps;
         if (do_val) {
             st = train_evaluate(m, t->ds, B, T, c->val_batches, &row.val_loss, NULL);
             if (st != WGT_OK) break;
         }
-        st = metrics_log_write(&ml, &row);
+        if (rank == 0) st = metrics_log_write(&ml, &row);
         if (st != WGT_OK) break;
         metrics_history_add(&t->hist, &row);
 
@@ -515,13 +536,14 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         if (st == WGT_OK) printf("train: --steps 0: the model of --init is the run's step 0 (no training)\n");
     }
     // a signal during the last step changes nothing: the run is complete
-    if (st == WGT_OK && g_stop && (long)t->pr.step < c->steps && !(t->o.stop_at > 0 && (long)t->pr.step >= t->o.stop_at)) {
+    if (st == WGT_OK && stop_requested() && (long)t->pr.step < c->steps && !(t->o.stop_at > 0 && (long)t->pr.step >= t->o.stop_at)) {
         *interrupted = 1;
         if (t->last_ckpt_step != (long)t->pr.step) st = save_all(t, m, &sb, tty);
         if (st == WGT_OK)
             printf("%sinterrupted at step %llu; continue with: wgtrain train --out %s --resume\n", tty ? "\r\033[K" : "",
                    (unsigned long long)t->pr.step, t->o.run_dir);
     }
+    if (st == WGT_OK) train_dist_report();
     if (st == WGT_OK && !*interrupted && (long)t->pr.step >= c->steps && step0 < c->steps)
         printf("train: done: %ld steps, %.1f M tokens, %.1f s of training; run directory %s\n", c->steps,
                t->pr.tokens / 1e6, t->pr.elapsed_s, t->o.run_dir);

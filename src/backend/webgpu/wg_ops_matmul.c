@@ -16,6 +16,8 @@
 // of the reduction dimension accumulates into the output.
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <stdio.h>
 #include "backend/webgpu/wg_ops.h"
 #include "backend/webgpu/wg_ops_gpt.h"
 
@@ -42,13 +44,45 @@ static uint32_t group_setting(wg_ctx *ctx) {
 }
 
 // ------------------------------------------------------------------ tile shapes and split-K
-typedef struct { uint32_t bm, bn, bk, tm, tn; } mm_tile;
+typedef struct { uint32_t bm, bn, bk, tm, tn, pf; } mm_tile;  // threads: (bm/tm)*(bn/tn); pf: MM_PF
 
-static const mm_tile TILE_BIG = {128, 128, 16, 8, 8};   // 64 outputs a thread: the FLOP workhorse
-static const mm_tile TILE_BIG_K8 = {128, 128, 8, 8, 8}; // same, for 32 KiB of workgroup memory
-static const mm_tile TILE_SMALL = {64, 64, 16, 4, 4};   // more workgroups for small outputs
+static const mm_tile TILE_BIG = {128, 128, 16, 8, 8, 1};   // 64 outputs a thread: the FLOP workhorse
+static const mm_tile TILE_BIG_K8 = {128, 128, 8, 8, 8, 1}; // same, for 32 KiB of workgroup memory
+static const mm_tile TILE_SMALL = {64, 64, 16, 4, 4, 1};   // more workgroups for small outputs
 
 static size_t tile_smem(mm_tile t) { return (size_t)2 * t.bk * ((t.bm / 4 + 1) + (t.bn / 4 + 1)) * 16; }
+static uint32_t tile_threads(mm_tile t) { return (t.bm / t.tm) * (t.bn / t.tn); }
+
+typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
+
+// The tile table: per device and per op (the operands' layouts differ: matmul reads both along
+// k, matmul_at neither), the tile of large outputs ("big") and of outputs of too few big tiles to
+// fill the GPU ("small"). The first row whose pattern is a case-insensitive substring of the
+// adapter's vendor, architecture or name, and whose tiles fit its workgroup memory and threads,
+// is used; the last row (pattern "") is the default for every other GPU. A row comes from
+// `bench_matmul --sweep-tiles` on that GPU (bench/README.md).
+typedef struct { mm_tile big, small; } mm_tile_pair;
+static const struct { const char *match; mm_tile_pair op[3]; } mm_tile_table[] = {  // op: mm_variant
+    // NVIDIA (measured on the H200): 8-deep k-slices keep fewer registers live a thread than
+    // 16-deep ones; 64x128 tiles of 128 threads for matmul and matmul_t, and 4-deep slices of
+    // 128x128 for matmul_at, whose operands are loaded across k: a GPT-2 124M step's GEMMs
+    // 225.7 ms -> 178.8 ms
+    {"nvidia", {{{64, 128, 8, 8, 8, 1}, {64, 128, 8, 8, 8, 1}},
+                {{64, 128, 8, 8, 8, 1}, {64, 128, 8, 8, 8, 1}},
+                {{128, 128, 4, 8, 8, 1}, {128, 128, 4, 8, 8, 1}}}},
+    {"", {{{128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}},
+          {{128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}},
+          {{128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}}}},
+};
+#define MM_TILE_ROWS (sizeof mm_tile_table / sizeof mm_tile_table[0])
+
+static int ci_contains(const char *hay, const char *needle) {
+    size_t n = strlen(needle);
+    if (!n) return 1;
+    for (; *hay; hay++)
+        if (!strncasecmp(hay, needle, n)) return 1;
+    return 0;
+}
 static uint64_t tile_count(mm_tile t, uint64_t M, uint64_t N) { return cdiv(M, t.bm) * cdiv(N, t.bn); }
 
 // Fewer big tiles than this many means that some of a large GPU's cores would idle (an H200
@@ -92,16 +126,58 @@ typedef struct {
     uint32_t splits;  // 0: direct; S >= 1: through the scratch in (up to) S slices
 } mm_plan;
 
-static mm_plan plan_pick(wg_ctx *ctx, uint32_t M, uint32_t N, uint32_t K) {
-    size_t smem = wg_ctx_info(ctx)->limits.maxComputeWorkgroupStorageSize;
-    mm_tile big = tile_smem(TILE_BIG) <= smem ? TILE_BIG : TILE_BIG_K8;
-    const wg_mm_tile_choice tile = mm_settings(ctx)->mm_tile;
-    mm_plan p = {tile == WG_MM_TILE_SMALL ? TILE_SMALL : big, 0};
+// The device's big and small tiles of op `var` from the table (fitting its workgroup memory and
+// threads).
+static void device_tiles(wg_ctx *ctx, mm_variant var, mm_tile *big, mm_tile *small) {
+    const wg_device_info *d = wg_ctx_info(ctx);
+    size_t smem = d->limits.maxComputeWorkgroupStorageSize, wg = d->limits.maxComputeInvocationsPerWorkgroup;
+    for (size_t i = 0; i < MM_TILE_ROWS; i++) {
+        const mm_tile b = mm_tile_table[i].op[var].big, s = mm_tile_table[i].op[var].small;
+        if (!ci_contains(d->vendor, mm_tile_table[i].match) && !ci_contains(d->architecture, mm_tile_table[i].match) &&
+            !ci_contains(d->name, mm_tile_table[i].match))
+            continue;
+        if (tile_smem(b) > smem || tile_smem(s) > smem || tile_threads(b) > wg || tile_threads(s) > wg) continue;
+        *big = b, *small = s;
+        return;
+    }
+    *big = tile_smem(TILE_BIG) <= smem ? TILE_BIG : TILE_BIG_K8;  // WebGPU guarantees 16 KiB, 256 threads
+    *small = TILE_SMALL;
+}
+
+// WGTRAIN_MM_TILE=BMxBNxBK/TMxTN, when it fits the device (said once on stderr when not).
+static int spec_tile(wg_ctx *ctx, mm_tile *t) {
+    const wg_settings *s = mm_settings(ctx);
+    if (s->mm_tile != WG_MM_TILE_SPEC) return 0;
+    const wg_mm_tile_spec *q = &s->mm_spec;
+    mm_tile r = {(uint32_t)q->bm, (uint32_t)q->bn, (uint32_t)q->bk, (uint32_t)q->tm, (uint32_t)q->tn, 1};
+    const wg_device_info *d = wg_ctx_info(ctx);
+    if (tile_smem(r) > d->limits.maxComputeWorkgroupStorageSize ||
+        tile_threads(r) > d->limits.maxComputeInvocationsPerWorkgroup) {
+        static int said;
+        if (!said++)
+            fprintf(stderr, "webgpu: WGTRAIN_MM_TILE=%dx%dx%d/%dx%d needs %zu bytes of workgroup memory and %u threads, "
+                    "more than this device has; using the default tiles\n", q->bm, q->bn, q->bk, q->tm, q->tn,
+                    tile_smem(r), tile_threads(r));
+        return 0;
+    }
+    *t = r;
+    return 1;
+}
+
+static mm_plan plan_pick(wg_ctx *ctx, mm_variant var, uint32_t M, uint32_t N, uint32_t K) {
+    mm_tile big, small, spec;
+    device_tiles(ctx, var, &big, &small);
+    const int forced = spec_tile(ctx, &spec);
+    if (forced) big = small = spec;
+    const wg_mm_tile_choice tile = forced ? WG_MM_TILE_SPEC : mm_settings(ctx)->mm_tile;
+    mm_plan p = {tile == WG_MM_TILE_SMALL ? small : big, 0};
+    const int pf = mm_settings(ctx)->mm_prefetch;
+    if (pf != WG_AUTO) big.pf = small.pf = p.t.pf = (uint32_t)pf;
     uint64_t tiles = tile_count(p.t, M, N);
     int s = splitk_setting(ctx);
     if (K > 0 && s > 0) p.splits = (uint32_t)s;
     else if (K > 0 && s == WG_AUTO) p.splits = splitk_auto(tiles, K);
-    if (tile == WG_MM_TILE_AUTO && !p.splits && tiles < MM_MIN_BIG_TILES) p.t = TILE_SMALL;
+    if (tile == WG_MM_TILE_AUTO && !p.splits && tiles < MM_MIN_BIG_TILES) p.t = small;
     return p;
 }
 
@@ -131,8 +207,10 @@ static int mm_operand_defs(char *buf, size_t cap, char x, mm_optype t) {
 // The module's constants (every entry point of 03_matmul.wgsl needs them to compile): the tile,
 // how each operand is bound and whether the kernel writes row sums (dbias).
 static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int rs, char *buf, size_t cap) {
-    int n = snprintf(buf, cap, "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;const MM_RS=%s;\n",
-                     t.bm, t.bn, t.bk, t.tm, t.tn, rs ? "true" : "false");
+    int n = snprintf(buf, cap,
+                     "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;const MM_WG=%uu;"
+                     "const MM_PF=%s;const MM_RS=%s;\n",
+                     t.bm, t.bn, t.bk, t.tm, t.tn, tile_threads(t), t.pf ? "true" : "false", rs ? "true" : "false");
     n += mm_operand_defs(buf + n, cap - (size_t)n, 'a', ta);
     n += snprintf(buf + n, cap - (size_t)n, "\n");
     n += mm_operand_defs(buf + n, cap - (size_t)n, 'b', tb);
@@ -171,7 +249,6 @@ static wgt_buf *mm_placeholder(wgt_backend *be) {
 }
 
 // ------------------------------------------------------------------ the GEMM
-typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
 static const char *const mm_entry[] = {"matmul", "matmul_t", "matmul_at"};
 
 typedef struct {
@@ -247,7 +324,8 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     enum { MM_C, MM_A, MM_B, MM_BIAS };        // 03_matmul.wgsl bindings: outputs first
     enum { SK_C, SK_DB, SK_PART, SK_BIAS };    // and those of matmul_splitk_reduce
     wg_bind bd[4];
-    int v4a = g->want_v4 && !g->a_h, v4b = g->want_v4 && !g->b_h;
+    const int v4ok = g->want_v4 && t.bk % 8 == 0;  // vec4 slots need 8-deep k-slices
+    int v4a = v4ok && !g->a_h, v4b = v4ok && !g->b_h;
     if (g->a_h) bd[MM_A] = a_kc ? mm_window_h(g->a, m0, mc, k0, kc, g->lda, &p.a_off)
                                 : mm_window_h(g->a, k0, kc, m0, mc, g->lda, &p.a_off);
     else if (a_kc) bd[MM_A] = mm_window(g->a, m0, mc, k0, kc, g->lda, &p.a_off, &v4a);
@@ -319,7 +397,7 @@ static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_
     wg_ctx *ctx = wg_of(be);
     if (M == 0 || N == 0) return 0;
     const int a_kc = var != MM_TN, b_kc = var == MM_NT;
-    mm_call g = {be, var, plan_pick(ctx, M, N, K), a, b, c, bias, dbias, lda, ldb, ldc, accumulate, 0, vec4_on(ctx),
+    mm_call g = {be, var, plan_pick(ctx, var, M, N, K), a, b, c, bias, dbias, lda, ldb, ldc, accumulate, 0, vec4_on(ctx),
                  group_setting(ctx), a_h, b_h};
     const mm_tile t = g.plan.t;
 
@@ -417,11 +495,13 @@ void wg_matmul_peak(wgt_backend *be, wgt_view out, uint32_t groups, uint32_t ite
 // ------------------------------------------------------------------ bench/test introspection
 const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint32_t OC, char *buf, size_t cap) {
     uint32_t M = op == 2 ? OC : N, Nn = op == 0 ? OC : C, K = op == 0 ? C : op == 1 ? OC : N;
-    mm_plan p = plan_pick(wg_of(be), M, Nn, K);
+    mm_plan p = plan_pick(wg_of(be), (mm_variant)op, M, Nn, K);
     uint64_t tiles = tile_count(p.t, M, Nn);
     uint64_t S = p.splits ? min_u64(p.splits, cdiv(K, p.t.bk)) : 0;
     if (S) S = cdiv(K, cdiv(cdiv(K, p.t.bk), S) * p.t.bk);
-    snprintf(buf, cap, "%ux%u tiles %llu split %llu vec4 %d group %u", p.t.bm, p.t.bn, (unsigned long long)tiles,
+    snprintf(buf, cap, "%ux%ux%u/%ux%u%s tiles %llu split %llu vec4 %d group %u", p.t.bm, p.t.bn, p.t.bk, p.t.tm, p.t.tn,
+             p.t.pf ? "" : " no-prefetch",
+             (unsigned long long)tiles,
              (unsigned long long)S, vec4_on(wg_of(be)), group_setting(wg_of(be)));
     return buf;
 }

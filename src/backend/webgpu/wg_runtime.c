@@ -330,15 +330,22 @@ wgt_status wg_ctx_init(wg_ctx **out, const char *adapter, int profile) {
     req.nextInChain = NULL;
     // Timestamps are quantized by default (a fingerprinting defence for browsers); we want them exact.
     static const char *disabled[] = {"timestamp_quantization"};
-    static const char *enabled[] = {"disable_robustness"};
+    const char *enabled[2];
+    size_t ne = 0;
+    // Bounds clamping costs bandwidth; every kernel bounds-checks its own indices. Opt out with
+    // WGTRAIN_ROBUST=1 to debug a suspected out-of-bounds access.
+    if (!ctx->settings.robust) enabled[ne++] = "disable_robustness";
+    // Zeroing a kernel's workgroup memory before it starts costs every workgroup a pass over it
+    // (WGSL's rule); WGTRAIN_WG_ZERO_INIT=0 skips it, for kernels that never read workgroup
+    // memory they have not written.
+    if (ctx->settings.wg_zero_init == 0) enabled[ne++] = "disable_workgroup_init";
     WGPUDawnTogglesDescriptor toggles;
     memset(&toggles, 0, sizeof toggles);
     toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
     toggles.disabledToggleCount = 1;
     toggles.disabledToggles = disabled;
-    // Bounds clamping costs bandwidth; every kernel bounds-checks its own indices. Opt out with
-    // WGTRAIN_ROBUST=1 to debug a suspected out-of-bounds access.
-    if (!ctx->settings.robust) { toggles.enabledToggleCount = 1; toggles.enabledToggles = enabled; }
+    toggles.enabledToggleCount = ne;
+    toggles.enabledToggles = enabled;
     WGPUDeviceDescriptor dd;
     memset(&dd, 0, sizeof dd);
     dd.nextInChain = &toggles.chain;

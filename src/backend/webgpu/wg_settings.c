@@ -2,6 +2,7 @@
 // the meaning of each variable are in wg_settings.h and docs/webgpu-settings.md).
 #include "backend/webgpu/wg_settings.h"
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +11,10 @@ typedef struct { const char *name, *form; } setting_def;
 
 static const setting_def defs[] = {
     {"WGTRAIN_ROBUST", "0 or 1"},
-    {"WGTRAIN_MM_TILE", "auto, big or small"},
+    {"WGTRAIN_MM_TILE", "auto, big, small or a tile BMxBNxBK/TMxTN (TM, TN 4 or 8; BM, BN multiples of 16 up to 256; "
+                        "BK 4, 8, 16 or 32; 64, 128 or 256 threads; e.g. 128x128x16/8x8)"},
+    {"WGTRAIN_MM_PREFETCH", "auto, 0 or 1"},
+    {"WGTRAIN_WG_ZERO_INIT", "auto, 0 or 1"},
     {"WGTRAIN_MM_SPLITK", "auto, off or an integer 0..1024"},
     {"WGTRAIN_MM_VEC4", "auto, 0 or 1"},
     {"WGTRAIN_MM_GROUP", "auto or an integer 1..1024"},
@@ -30,6 +34,7 @@ void wg_settings_default(wg_settings *s) {
     s->robust = 0;
     s->mm_tile = WG_MM_TILE_AUTO;
     s->mm_splitk = s->mm_vec4 = s->mm_group = WG_AUTO;
+    s->wg_zero_init = s->mm_prefetch = WG_AUTO;
     s->attn_unroll = WG_AUTO;
     wg_ce_settings ce = {WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO};
     s->ce = ce;
@@ -87,6 +92,28 @@ static int parse_ce(const char *s, wg_ce_settings *c) {
     return 1;
 }
 
+int wg_mm_tile_spec_valid(const wg_mm_tile_spec *t) {
+    if ((t->tm != 4 && t->tm != 8) || (t->tn != 4 && t->tn != 8)) return 0;
+    if (t->bm < 16 || t->bm > 256 || t->bm % 16 || t->bn < 16 || t->bn > 256 || t->bn % 16) return 0;
+    if (t->bk != 4 && t->bk != 8 && t->bk != 16 && t->bk != 32) return 0;
+    int wg = (t->bm / t->tm) * (t->bn / t->tn);
+    if (wg != 64 && wg != 128 && wg != 256) return 0;
+    if (t->bm * t->bk / 4 > 4 * wg || t->bn * t->bk / 4 > 4 * wg) return 0;  // at most 4 load passes a tile
+    if (wg % (t->bm / 4)) return 0;                                           // the row sums of dbias
+    return 2 * t->bk * (t->bm / 4 + 1) >= wg;                                 // their reduction's room
+}
+
+// "BMxBNxBK/TMxTN", the whole text.
+static int parse_tile_spec(const char *v, wg_mm_tile_spec *t) {
+    int n = 0;
+    wg_mm_tile_spec r;
+    if (strspn(v, "0123456789x/") != strlen(v)) return 0;  // no signs or blanks, which sscanf would take
+    if (sscanf(v, "%3dx%3dx%2d/%1dx%1d%n", &r.bm, &r.bn, &r.bk, &r.tm, &r.tn, &n) != 5 || v[n]) return 0;
+    if (!wg_mm_tile_spec_valid(&r)) return 0;
+    *t = r;
+    return 1;
+}
+
 // Parses v into a copy of the settings; 1 when well-formed (then *s is updated). NULL or ""
 // gives the field its default.
 static int set_one(wg_settings *s, const char *name, const char *v) {
@@ -103,7 +130,14 @@ static int set_one(wg_settings *s, const char *name, const char *v) {
         if (dflt || !strcmp(v, "auto")) t.mm_tile = WG_MM_TILE_AUTO;
         else if (!strcmp(v, "big")) t.mm_tile = WG_MM_TILE_BIG;
         else if (!strcmp(v, "small")) t.mm_tile = WG_MM_TILE_SMALL;
+        else if (parse_tile_spec(v, &t.mm_spec)) t.mm_tile = WG_MM_TILE_SPEC;
         else ok = 0;
+    } else if (!strcmp(name, "WGTRAIN_MM_PREFETCH")) {
+        t.mm_prefetch = d.mm_prefetch;
+        ok = dflt || parse_auto_int(v, 0, 1, NULL, &t.mm_prefetch);
+    } else if (!strcmp(name, "WGTRAIN_WG_ZERO_INIT")) {
+        t.wg_zero_init = d.wg_zero_init;
+        ok = dflt || parse_auto_int(v, 0, 1, NULL, &t.wg_zero_init);
     } else if (!strcmp(name, "WGTRAIN_MM_SPLITK")) {
         t.mm_splitk = d.mm_splitk;
         ok = dflt || parse_auto_int(v, 0, 1024, &off, &t.mm_splitk);

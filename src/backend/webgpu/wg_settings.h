@@ -12,7 +12,14 @@
 //                                                      suspected out-of-bounds access (0: off, every
 //                                                      kernel checks its own bounds). Read when the
 //                                                      device is created; changing it later does nothing.
-//   WGTRAIN_MM_TILE             auto | big | small     matmul tile shape (auto: per device and shape)
+//   WGTRAIN_MM_TILE             auto | big | small |   matmul tile shape (auto: the device's row of
+//                               BMxBNxBK/TMxTN         the tile table, per output size); a spec forces
+//                                                      one shape for every GEMM, e.g. 128x128x16/8x8
+//   WGTRAIN_MM_PREFETCH         auto | 0 | 1           matmul prefetch of the next k-slice into
+//                                                      registers (auto: the tile table's)
+//   WGTRAIN_WG_ZERO_INIT        auto | 0 | 1           Dawn's zero-initialisation of workgroup memory
+//                                                      (auto: on, as WGSL requires). Read when the
+//                                                      device is created.
 //   WGTRAIN_MM_SPLITK           auto | off | 0..1024   split-K: off or 0 never; S >= 1 every GEMM
 //                                                      through the split path with up to S slices
 //                                                      (auto: outputs of few tiles with a long K)
@@ -48,7 +55,12 @@
 
 #define WG_AUTO (-1)  // an integer setting left to the automatic choice
 
-typedef enum { WG_MM_TILE_AUTO, WG_MM_TILE_BIG, WG_MM_TILE_SMALL } wg_mm_tile_choice;
+typedef enum { WG_MM_TILE_AUTO, WG_MM_TILE_BIG, WG_MM_TILE_SMALL, WG_MM_TILE_SPEC } wg_mm_tile_choice;
+// A matmul tile: BM x BN outputs per workgroup, BK-deep k-slices, TM x TN outputs a thread
+// (kernels/03_matmul.wgsl; (BM/TM)*(BN/TN) threads).
+typedef struct { int bm, bn, bk, tm, tn; } wg_mm_tile_spec;
+// Whether a tile spec is one the kernel compiles (form only: workgroup memory is the device's).
+int wg_mm_tile_spec_valid(const wg_mm_tile_spec *t);
 typedef enum { WG_F16_AUTO, WG_F16_PACKED, WG_F16_NATIVE } wg_f16_choice;
 
 // cross_entropy variant; each field WG_AUTO keeps the device's default
@@ -57,6 +69,9 @@ typedef struct { int wg, vec, sg, reg, sm, rev; } wg_ce_settings;
 typedef struct {
     int robust;                  // WGTRAIN_ROBUST: 0 or 1
     wg_mm_tile_choice mm_tile;   // WGTRAIN_MM_TILE
+    wg_mm_tile_spec mm_spec;     // WGTRAIN_MM_TILE=BMxBNxBK/TMxTN (mm_tile == WG_MM_TILE_SPEC)
+    int mm_prefetch;             // WGTRAIN_MM_PREFETCH: WG_AUTO, 0 or 1
+    int wg_zero_init;            // WGTRAIN_WG_ZERO_INIT: WG_AUTO, 0 or 1
     int mm_splitk;               // WGTRAIN_MM_SPLITK: WG_AUTO, 0 (off) or S >= 1
     int mm_vec4;                 // WGTRAIN_MM_VEC4: WG_AUTO, 0 or 1
     int mm_group;                // WGTRAIN_MM_GROUP: WG_AUTO or >= 1
