@@ -701,12 +701,15 @@ WGPUComputePipeline wg_pipeline(wg_ctx *ctx, const char *file, const char *entry
     const char *body = wgsl_find(file);
     WGT_ASSERT(shared && body, "a kernel file is missing from the embedded WGSL table (check kernels/ and the build)");
     // subgroup operations need the enable directive before any declaration
-    // (and f16 types, which the native f16 storage path declares, need theirs)
-    const char *enables = ctx->info.has_subgroups ? (ctx->info.has_f16 ? "enable subgroups;\nenable f16;\n" : "enable subgroups;\n")
-                                                  : (ctx->info.has_f16 ? "enable f16;\n" : "");
+    // (and f16 types, which the native f16 storage path declares, need theirs: only where the
+    // device has shader-f16 and WGTRAIN_F16 is not packed, so that the packed path compiles
+    // here exactly as on a device without f16)
+    const int f16 = ctx->info.has_f16 && ctx->settings.f16 != WG_F16_PACKED;
+    const char *enables = ctx->info.has_subgroups ? (f16 ? "enable subgroups;\nenable f16;\n" : "enable subgroups;\n")
+                                                  : (f16 ? "enable f16;\n" : "");
     char consts[256];
     snprintf(consts, sizeof consts, "const HAS_SUBGROUPS : bool = %s;\nconst HAS_F16 : bool = %s;\n",
-             ctx->info.has_subgroups ? "true" : "false", ctx->info.has_f16 ? "true" : "false");
+             ctx->info.has_subgroups ? "true" : "false", f16 ? "true" : "false");
     size_t n = strlen(enables) + strlen(consts) + strlen(shared) + strlen(body) + (defines ? strlen(defines) : 0) + 8;
     char *src = wgt_malloc(n);
     snprintf(src, n, "%s%s%s\n%s\n%s", enables, consts, shared, defines ? defines : "", body);
