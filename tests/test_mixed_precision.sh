@@ -104,6 +104,7 @@ section "bad values"
 expect_fail "--precision f8 is refused" "--precision must be f32 or f16" $W train "${M[@]}" --device cpu --out "$T/bad" --precision f8
 expect_fail "eval --precision bf16 is refused" "--precision must be f32 or f16" $W eval --run "$T/C16" --precision bf16
 expect_fail "bench --precision 16 is refused" "--precision must be f32 or f16" $W bench --precision 16
+expect_fail "bench --max-batch on the CPU backend is refused" "--max-batch searches a GPU" $W bench --device cpu --max-batch
 expect_fail "grad --precision half is refused" "--precision must be f32 or f16" $W grad --model "$T/m.safetensors" --heads 2 --tokens "$T/t.npy" --precision half
 
 section "200 updates on WebGPU: f16 (the device's storage path, then packed) within 3 % of f32"

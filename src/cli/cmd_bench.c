@@ -129,6 +129,12 @@ static wgt_status bench_main(int argc, char **argv) {
     int bB = B > 0 ? B : p->B, bT = cfg.max_seq;
     wgt_backend *be;
     WGT_TRY(cli_backend_open(&be, device, adapter, 0));
+    if (max_batch && strcmp(be->name, "webgpu")) {
+        wgt_status e = wgt_fail(WGT_ERR_ARG, "--max-batch searches a GPU's memory; the %s backend allocates host memory, "
+                                "which the system may overcommit: give --batch instead, or use --device webgpu", be->name);
+        be->free(be);
+        return e;
+    }
     if (max_batch) {
         // doubling, then bisection between the last batch that fitted and the first that did not
         int lo_b = 0, hi_b = 0;
