@@ -274,7 +274,10 @@ static void run_case(bpair *bp, const mcase *mc) {
             if (!(e <= hard)) beyond_hard++;
             if (!(e <= worst)) { worst = e; worst_i = k; }
         }
-        size_t allowed = (size_t)(PARAM_OUTLIER_FRAC * n);
+        // f16: an f16 rounding flip moves a small gradient entry by far more than f32 noise does,
+        // and AdamW turns any entry near 0 into a step of ~lr: 10x the outliers, still within the
+        // hard bound
+        size_t allowed = (size_t)(PARAM_OUTLIER_FRAC * (mc->f16 ? 10 : 1) * n);
         CHECK(outliers <= allowed && beyond_hard == 0,
               "%s: %s after %d AdamW steps: %zu of %zu elements beyond %.2g (+rtol %g), %zu allowed; %zu beyond %.2g; "
               "worst [%zu] webgpu %.9g cpu %.9g",

@@ -78,12 +78,13 @@ typedef struct {
     wgt_view pre_gelu, fch;            // [B,T,F] before / after the GELU
 } block_acts;
 
-// In the f16 model the GEMM inputs kept for the backward (ln1, atty, ln2, pre_gelu, fch, lnf) are
-// f16 (model_alloc_act) and their producers write through the f32 scratches x_c, x_f.
+// In the f16 model the GEMM inputs kept for the backward (ln1, atty, ln2, pre_gelu, fch, lnf) and
+// the attention's input qkv are f16 (model_alloc_act); their producers write through the f32
+// scratches x_c, x_f, x_q.
 typedef struct {
     wgt_view res_final;                // [B,T,C] the last block's output
     wgt_view lnf, lnf_mean, lnf_rstd;  // [B,T,C], [B,T], [B,T]
-    wgt_view x_c, x_f;                 // f16 model only: [B,T,C], [B,T,F] f32 scratch
+    wgt_view x_c, x_f, x_q;            // f16 model only: [B,T,C], [B,T,F], [B,T,3C] f32 scratch
     wgt_view scratch_c;                // [B,T,C] a branch's output before its residual add
     wgt_view dres, dtmp;               // [B,T,C] backward: the residual gradient, a branch's input gradient
     wgt_view dqkv;                     // [B,T,3C]
@@ -105,7 +106,7 @@ static wgt_status init(wgt_model *m) {
         model_alloc_act(m, &h->ln1, BT * C, "ln1");
         model_alloc(m, &h->ln1_mean, BT, "ln1_mean", 0);
         model_alloc(m, &h->ln1_rstd, BT, "ln1_rstd", 0);
-        model_alloc(m, &h->qkv, BT * 3 * C, "qkv", 0);
+        model_alloc_act(m, &h->qkv, BT * 3 * C, "qkv");
         model_alloc_act(m, &h->atty, BT * C, "atty");
         model_alloc(m, &h->lse, (size_t)m->B * NH * m->T, "lse", 0);
         model_alloc_act(m, &h->ln2, BT * C, "ln2");
@@ -119,6 +120,7 @@ static wgt_status init(wgt_model *m) {
     if (model_f16(m)) {
         model_alloc(m, &a->x_c, BT * C, "x_c", 0);
         model_alloc(m, &a->x_f, BT * F, "x_f", 0);
+        model_alloc(m, &a->x_q, BT * 3 * C, "x_q", 0);
     }
     model_alloc(m, &a->lnf_mean, BT, "lnf_mean", 0);
     model_alloc(m, &a->lnf_rstd, BT, "lnf_rstd", 0);
@@ -147,9 +149,12 @@ static void block_forward(wgt_model *m, int l) {
     wgt_view ln1 = model_act_out(m, h->ln1, a->x_c);
     be->layernorm_forward(be, ln1, h->ln1_mean, h->ln1_rstd, h->res, p->ln1_w, p->ln1_b, BT, C);     // ln1 [B,T,C]
     model_act_keep(m, h->ln1, ln1, nc);
-    model_matmul(m, h->qkv, h->ln1, p->qkv_w, p->qkv_b, BT, C, 3 * C);                                // qkv [B,T,3C]
+    wgt_view qkv = model_act_out(m, h->qkv, a->x_q);
+    model_matmul(m, qkv, h->ln1, p->qkv_w, p->qkv_b, BT, C, 3 * C);                                   // qkv [B,T,3C]
+    model_act_keep(m, h->qkv, qkv, 3 * nc);
+    qkv = model_act_f32(m, h->qkv, a->x_q, 3 * nc);  // (f16: attention reads the rounded qkv, as its backward)
     wgt_view atty = model_act_out(m, h->atty, a->x_c);
-    be->attention_forward(be, atty, h->lse, h->qkv, B, T, NH, NH, C / NH, m->drop_p,
+    be->attention_forward(be, atty, h->lse, qkv, B, T, NH, NH, C / NH, m->drop_p,
                           model_dropout_seed(m, l, 0));                                     // atty [B,T,C], lse [B,NH,T]
     model_act_keep(m, h->atty, atty, nc);
     model_matmul(m, a->scratch_c, h->atty, p->attproj_w, p->attproj_b, BT, C, C);                // attproj [B,T,C]
@@ -206,7 +211,8 @@ static void block_backward(wgt_model *m, int l) {
     model_matmul_t(m, a->dtmp, dattn, p->attproj_w, BT, C, C);                                     // datty [B,T,C]
     model_matmul_at(m, g->attproj_w, g->attproj_b, dattn, h->atty, BT, C, C);
     wgt_view atty = model_act_f32(m, h->atty, a->x_c, (size_t)BT * C);  // (f16: the rounded out, widened)
-    be->attention_backward(be, a->dqkv, a->dtmp, h->qkv, atty, h->lse, B, T, NH, NH, C / NH, m->drop_p,
+    wgt_view qkv = model_act_f32(m, h->qkv, a->x_q, (size_t)BT * 3 * C);
+    be->attention_backward(be, a->dqkv, a->dtmp, qkv, atty, h->lse, B, T, NH, NH, C / NH, m->drop_p,
                            model_dropout_seed(m, l, 0));                                             // dqkv [B,T,3C]
     model_matmul_t(m, a->dtmp, a->dqkv, p->qkv_w, BT, C, 3 * C);                                    // dln1 [B,T,C]
     model_matmul_at(m, g->qkv_w, g->qkv_b, a->dqkv, h->ln1, BT, C, 3 * C);

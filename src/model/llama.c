@@ -139,8 +139,9 @@ typedef struct {
 typedef struct {
     wgt_view res_final;      // [B,T,C] the last block's output
     wgt_view lnf, rstdf;     // [B,T,C], [B,T] model.norm
-    wgt_view x_c, x_f;       // f16 model only: [B,T,C], [B,T,F] f32 scratch through which the
-                             // producers of the f16 GEMM inputs (ln1, atty, ln2, hid, lnf) write
+    wgt_view x_c, x_f, x_q;  // f16 model only: [B,T,C], [B,T,F], [B,T,C+2KV] f32 scratch through
+                             // which the producers of the f16 tensors (ln1, qkv, atty, ln2, hid,
+                             // lnf) write
     wgt_view scratch_c;      // [B,T,C] a branch's output before its residual add; in the backward
                              // the up_proj part of d(ln2)
     wgt_view dres, dtmp;     // [B,T,C] backward: the residual gradient, a branch's input gradient
@@ -165,7 +166,7 @@ static wgt_status init(wgt_model *m) {
         model_alloc(m, &h->res, BT * C, "res", 0);
         model_alloc_act(m, &h->ln1, BT * C, "ln1");
         model_alloc(m, &h->rstd1, BT, "rstd1", 0);
-        model_alloc(m, &h->qkv, BT * QKV, "qkv", 0);
+        model_alloc_act(m, &h->qkv, BT * QKV, "qkv");
         model_alloc_act(m, &h->atty, BT * C, "atty");
         model_alloc(m, &h->lse, (size_t)m->B * NH * T, "lse", 0);
         model_alloc(m, &h->res2, BT * C, "res2", 0);
@@ -180,6 +181,7 @@ static wgt_status init(wgt_model *m) {
     if (model_f16(m)) {
         model_alloc(m, &a->x_c, BT * C, "x_c", 0);
         model_alloc(m, &a->x_f, BT * F, "x_f", 0);
+        model_alloc(m, &a->x_q, BT * QKV, "x_q", 0);
     }
     model_alloc(m, &a->rstdf, BT, "rstdf", 0);
     model_alloc(m, &a->scratch_c, BT * C, "scratch_c", 0);
@@ -224,10 +226,14 @@ static void block_forward(wgt_model *m, int l) {
     wgt_view ln1 = model_act_out(m, h->ln1, a->x_c);
     be->rmsnorm_forward(be, ln1, h->rstd1, h->res, p->ln1_w, BT, C, eps);                     // ln1 [B,T,C]
     model_act_keep(m, h->ln1, ln1, nc);
-    model_matmul(m, h->qkv, h->ln1, qkv_of(p), none, BT, C, QKV);                            // qkv [B,T,C+2KV]
-    be->rope_forward(be, h->qkv, a->cos, a->sin, B, T, NH, NKV, HS);                          // q, k rotated
+    const size_t nq = (size_t)BT * QKV;
+    wgt_view qkv = model_act_out(m, h->qkv, a->x_q);
+    model_matmul(m, qkv, h->ln1, qkv_of(p), none, BT, C, QKV);                               // qkv [B,T,C+2KV]
+    be->rope_forward(be, qkv, a->cos, a->sin, B, T, NH, NKV, HS);                             // q, k rotated
+    model_act_keep(m, h->qkv, qkv, nq);
+    qkv = model_act_f32(m, h->qkv, a->x_q, nq);  // (f16: attention reads the rounded qkv, as its backward)
     wgt_view atty = model_act_out(m, h->atty, a->x_c);
-    be->attention_forward(be, atty, h->lse, h->qkv, B, T, NH, NKV, HS, m->drop_p,
+    be->attention_forward(be, atty, h->lse, qkv, B, T, NH, NKV, HS, m->drop_p,
                           model_dropout_seed(m, l, 0));                                     // atty [B,T,C], lse [B,NH,T]
     model_act_keep(m, h->atty, atty, nc);
     model_matmul(m, a->scratch_c, h->atty, p->o_w, none, BT, C, C);                            // o_proj [B,T,C]
@@ -286,7 +292,8 @@ static void block_backward(wgt_model *m, int l) {
     model_matmul_t(m, a->dtmp, dattn, p->o_w, BT, C, C);                                           // datty [B,T,C]
     model_matmul_at(m, g->o_w, none, dattn, h->atty, BT, C, C);
     wgt_view atty = model_act_f32(m, h->atty, a->x_c, (size_t)BT * C);  // (f16: the rounded out, widened)
-    be->attention_backward(be, a->dqkv, a->dtmp, h->qkv, atty, h->lse, B, T, NH, NKV, HS, m->drop_p,
+    wgt_view qkv = model_act_f32(m, h->qkv, a->x_q, (size_t)BT * QKV);
+    be->attention_backward(be, a->dqkv, a->dtmp, qkv, atty, h->lse, B, T, NH, NKV, HS, m->drop_p,
                            model_dropout_seed(m, l, 0));                                             // dqkv (rotated)
     be->rope_backward(be, a->dqkv, a->cos, a->sin, B, T, NH, NKV, HS);                    // dqkv [B,T,C+2KV]
     model_matmul_t(m, a->dtmp, a->dqkv, qkv_of(p), BT, C, QKV);                                    // dln1 [B,T,C]
