@@ -40,11 +40,15 @@
 //
 // Host defines: const MM_BM, MM_BN, MM_BK, MM_TM, MM_TN, MM_WG : u32 with TM, TN in {4, 8},
 // (BM/TM)*(BN/TN) = MM_WG and BM*BK, BN*BK at most 16*MM_WG (a tile is loaded in 1-4 passes);
-// alias MM_A_T, MM_B_T = f32 or vec4<f32> with const MM_A_V4, MM_B_V4 : bool to match; const
-// MM_PF : bool, prefetch the next k-slice into registers during the FMAs (false: load it after
-// them, fewer registers a thread so more workgroups fit a core); const
-// MM_RS : bool, true only in the pipeline that writes row sums (so the others carry no extra
-// registers for them).
+// alias MM_A_T, MM_B_T = f32 or vec4<f32> with const MM_A_V4, MM_B_V4 : bool to match, or for an
+// f16 operand (mixed precision: matmul_f16, matmul_t_f16, matmul_at_f16) f16 (native, with
+// shader-f16) or u32 (packed pairs) with V4 false, its offset and leading dimension then counted
+// in halves; the accessors mm_a_at, mm_a_el, mm_b_at, mm_b_el (below); const MM_PF : bool,
+// prefetch the next k-slice into registers during the FMAs (false: load it after them, fewer
+// registers a thread so more workgroups fit a core); const MM_RS : bool, true only in the
+// pipeline that writes row sums (so the others carry no extra registers for them).
+// An f16 operand is widened to f32 as it is loaded: the tiles in workgroup memory, the FMAs and
+// the accumulators stay f32.
 
 struct MMParams {
     M : u32, N : u32, K : u32, flags : u32,   // flags: 1 add bias, 2 accumulate into C, 4 row sums of A
@@ -84,23 +88,25 @@ const_assert 2u * MM_BK * MM_AS_V >= MM_WG;  // the row-sum reduction reuses the
 var<workgroup> mm_as : array<vec4<f32>, 2u * MM_BK * MM_AS_V>;
 var<workgroup> mm_bs : array<vec4<f32>, 2u * MM_BK * MM_BS_V>;
 
-// Vector i of a vec4-bound operand, or element i (splat) of a scalar-bound one: the same code
-// compiles for both bindings, and the host's constants decide which use is live.
-fn mm_a_at(i : u32) -> vec4<f32> { return vec4<f32>(mm_a[i]); }
-fn mm_b_at(i : u32) -> vec4<f32> { return vec4<f32>(mm_b[i]); }
+// The operand accessors come from the host's defines, one pair per operand type:
+//   mm_a_at(i) -> vec4<f32>  vector i of a vec4-bound operand (a stub for the other types)
+//   mm_a_el(i) -> f32        element i of a scalar-bound one: mm_a[i] for f32; for f16,
+//                            f32(mm_a[i]) of an array<f16> (native) or half i&1 of
+//                            unpack2x16float(mm_a[i/2]) of an array<u32> (packed)
+// (likewise mm_b_at, mm_b_el), so that the one body compiles for every binding type.
 
 // Element (m, k) of A (scalar binding), 0 outside [0, M) x [0, ke). a_kc: stored k-contiguous.
 fn mm_load_a(m : u32, k : u32, ke : u32, a_kc : bool) -> f32 {
     if (m >= mm_p.M || k >= ke) { return 0.0; }
-    if (a_kc) { return mm_a_at(mm_p.a_off + m * mm_p.lda + k).x; }
-    return mm_a_at(mm_p.a_off + k * mm_p.lda + m).x;
+    if (a_kc) { return mm_a_el(mm_p.a_off + m * mm_p.lda + k); }
+    return mm_a_el(mm_p.a_off + k * mm_p.lda + m);
 }
 
 // Element (k, n) of B (scalar binding), 0 outside. b_kc: B is stored k-contiguous (W[n,k]).
 fn mm_load_b(k : u32, n : u32, ke : u32, b_kc : bool) -> f32 {
     if (n >= mm_p.N || k >= ke) { return 0.0; }
-    if (b_kc) { return mm_b_at(mm_p.b_off + n * mm_p.ldb + k).x; }
-    return mm_b_at(mm_p.b_off + k * mm_p.ldb + n).x;
+    if (b_kc) { return mm_b_el(mm_p.b_off + n * mm_p.ldb + k); }
+    return mm_b_el(mm_p.b_off + k * mm_p.ldb + n);
 }
 
 // Slot s of a tile = 4 adjacent m (or n) at one k. The slot -> (k, m4) order follows the
@@ -134,10 +140,10 @@ fn mm_fetch_a(s : u32, m0 : u32, k0 : u32, ke : u32, a_kc : bool) -> vec4<f32> {
         if (a_kc) {
             let i = mm_p.a_off + m * mm_p.lda + k;
             let l = mm_p.lda;
-            return vec4<f32>(mm_a_at(i).x, mm_a_at(i + l).x, mm_a_at(i + 2u * l).x, mm_a_at(i + 3u * l).x);
+            return vec4<f32>(mm_a_el(i), mm_a_el(i + l), mm_a_el(i + 2u * l), mm_a_el(i + 3u * l));
         }
         let i = mm_p.a_off + k * mm_p.lda + m;
-        return vec4<f32>(mm_a_at(i).x, mm_a_at(i + 1u).x, mm_a_at(i + 2u).x, mm_a_at(i + 3u).x);
+        return vec4<f32>(mm_a_el(i), mm_a_el(i + 1u), mm_a_el(i + 2u), mm_a_el(i + 3u));
     }
     if (MM_A_V4) {
         if (a_kc) {
@@ -171,10 +177,10 @@ fn mm_fetch_b(s : u32, n0 : u32, k0 : u32, ke : u32, b_kc : bool) -> vec4<f32> {
         if (b_kc) {
             let i = mm_p.b_off + n * mm_p.ldb + k;
             let l = mm_p.ldb;
-            return vec4<f32>(mm_b_at(i).x, mm_b_at(i + l).x, mm_b_at(i + 2u * l).x, mm_b_at(i + 3u * l).x);
+            return vec4<f32>(mm_b_el(i), mm_b_el(i + l), mm_b_el(i + 2u * l), mm_b_el(i + 3u * l));
         }
         let i = mm_p.b_off + k * mm_p.ldb + n;
-        return vec4<f32>(mm_b_at(i).x, mm_b_at(i + 1u).x, mm_b_at(i + 2u).x, mm_b_at(i + 3u).x);
+        return vec4<f32>(mm_b_el(i), mm_b_el(i + 1u), mm_b_el(i + 2u), mm_b_el(i + 3u));
     }
     if (MM_B_V4) {
         if (b_kc) {

@@ -12,6 +12,7 @@
 #include "backend/cpu/ops.h"
 #include "backend/opt_status.h"
 #include "backend/op_desc.h"
+#include "backend/webgpu/wg_ops.h"
 #include "backend_pair.h"
 
 #define GUARD 64  // elements before and after every view (one alignment unit)
@@ -122,6 +123,16 @@ static const op_case cases[] = {
     {"matmul_t", "N=37,C=68,OC=50", 1e-5, 1e-5, NULL},
     {"matmul_at", "N=300,C=68,OC=52", 1e-5, 1e-5, NULL},
     {"matmul_at", "N=33,C=130,OC=20", 1e-5, 1e-5, NULL},
+    // f16 operands: both sides widen the same halves exactly, so the f32 GEMM tolerances hold
+    {"matmul_f16", "N=37,C=68,OC=50", 1e-5, 1e-5, NULL},
+    {"matmul_f16", "N=130,C=257,OC=129", 1e-5, 1e-5, NULL},  // odd C: rows start mid-word
+    {"matmul_t_f16", "N=37,C=67,OC=50", 1e-5, 1e-5, NULL},
+    {"matmul_at_f16", "N=300,C=67,OC=52", 1e-5, 1e-5, NULL},
+    {"matmul_at_f16", "N=33,C=130,OC=20", 1e-5, 1e-5, NULL},
+    // the casts are exact on both sides: bitwise
+    {"cast_f16", "n=4099", 0, 0, NULL},
+    {"cast_f16", "n=70000", 0, 0, NULL},
+    {"cast_f32", "n=4099", 0, 0, NULL},
     {"rope_forward", "B=2,T=37,NH=4,NKV=2,HS=16", 1e-6, 1e-5, NULL},
     {"rope_forward", "B=1,T=5,NH=3,NKV=3,HS=6", 1e-6, 1e-5, NULL},  // HS/2 odd; plain heads
     {"rope_backward", "B=2,T=37,NH=4,NKV=2,HS=16", 1e-6, 1e-5, NULL},
@@ -163,6 +174,10 @@ static void fill_random(const wgt_op_desc *d, int b, float *h, size_t n, const d
     uint32_t V = vi >= 0 ? (uint32_t)s[vi] : 1;
     for (size_t i = 0; i < n; i++) {
         if (d->b[b].type == WGT_TYPE_F32) h[i] = trng_normal();
+        else if (d->b[b].type == WGT_TYPE_F16) {  // two N(0,1) halves a word
+            uint16_t two[2] = {wgt_f32_to_f16(trng_normal()), wgt_f32_to_f16(trng_normal())};
+            memcpy(&h[i], two, 4);
+        }
         else {
             uint32_t u = d->b[b].type == WGT_TYPE_I32 ? trng_u32() % V : trng_u32() % (V + V / 8 + 1);
             memcpy(&h[i], &u, 4);
@@ -216,7 +231,11 @@ static void run_case(bpair *P, const op_case *c) {
                        !memcmp(hc + GUARD + n[b], host[b] + GUARD + n[b], GUARD * 4) &&
                        !memcmp(hg + GUARD + n[b], host[b] + GUARD + n[b], GUARD * 4);
         CHECK(guard_ok, "%s [%s] '%s': an op wrote outside its view", d->name, c->sizes, d->b[b].name);
-        if (wgt_role_writes(d->b[b].role)) {
+        if (wgt_role_writes(d->b[b].role) && d->b[b].type == WGT_TYPE_F16) {
+            // f16 outputs: the same bits (the casts are exact); the whole last word counts
+            snprintf(what, sizeof what, "%s [%s] '%s'", d->name, c->sizes, d->b[b].name);
+            CHECK(!memcmp(hg + GUARD, hc + GUARD, n[b] * 4), "%s: the f16 bits differ", what);
+        } else if (wgt_role_writes(d->b[b].role)) {
             double mx = 0;
             for (size_t i = 0; i < n[b]; i++)
                 if (isfinite(hc[GUARD + i]) && fabs(hc[GUARD + i]) > mx) mx = fabs(hc[GUARD + i]);
@@ -257,6 +276,24 @@ int main(int argc, char **argv) {
     bpair P = bpair_open();
     for (int i = 0; i < NCASES; i++)
         if (selected(&cases[i], argc, argv)) run_case(&P, &cases[i]);
+    // The ops with f16 bindings once more through the other storage path: on a device with
+    // shader-f16 the first pass ran the native path, so force the packed one (a device without
+    // it ran the packed path already and has no other).
+    wg_ctx *ctx = wg_of(P.gpu);
+    if (wg_f16_native(ctx)) {
+        wg_settings *S = wg_ctx_settings(ctx), saved = *S;
+        S->f16 = WG_F16_PACKED;
+        printf("f16 ops again with packed f16 storage\n");
+        for (int i = 0; i < NCASES; i++) {
+            const wgt_op_desc *d = wgt_op_find(cases[i].op);
+            int has_h = 0;
+            for (int b = 0; d && b < d->nb; b++) has_h |= d->b[b].type == WGT_TYPE_F16;
+            if (has_h && selected(&cases[i], argc, argv)) run_case(&P, &cases[i]);
+        }
+        *S = saved;
+    } else {
+        printf("f16 ops ran with packed f16 storage (the device has no shader-f16)\n");
+    }
     bpair_close(&P);
     return test_finish();
 }

@@ -12,6 +12,7 @@
 #include "backend/cpu/ops.h"
 #include "backend/opt_status.h"
 #include "backend/webgpu/wg_ops_gpt.h"
+#include "backend/half.h"
 #include "core/clock.h"
 
 static bpair P;
@@ -562,6 +563,68 @@ static void test_norm_scratch_lifetime(void) {
     }
 }
 
+// ------------------------------------------------------------------ matmul with f16 operands
+// The f16 GEMMs (mixed precision) through the paths that cut operands: binding windows that
+// start in the middle of a word (odd leading dimensions, a 3000-element binding limit), split-K,
+// vec4 loads of the f32 operand beside the f16 one; in each f16 storage path the device has.
+// Both sides widen the same halves exactly, so the f32 tolerances hold.
+static btensor bt_rand_h(size_t n) {
+    uint16_t *h = calloc(n + 2, 2);
+    for (size_t i = 0; i < n; i++) h[i] = wgt_f32_to_f16(trng_normal());
+    btensor t = bt_new(&P, wgt_f16_words(n), h);
+    free(h);
+    return t;
+}
+
+static void test_matmul_h(uint32_t N, uint32_t C, uint32_t OC, const char *what) {
+    char name[200];
+    btensor inp = bt_rand_h((size_t)N * C), w = bt_rand_h((size_t)OC * C), b = bt_rand(OC, 1);
+    btensor out = bt_rand((size_t)N * OC, 1), dout = bt_rand((size_t)N * OC, 1), dinp = bt_rand((size_t)N * C, 1);
+    btensor dw = bt_rand((size_t)OC * C, 1), db = bt_rand(OC, 1);
+    P.cpu->matmul_f16(P.cpu, bt_c(out), bt_c(inp), bt_c(w), bt_c(b), N, C, OC);
+    P.gpu->matmul_f16(P.gpu, bt_g(out), bt_g(inp), bt_g(w), bt_g(b), N, C, OC);
+    snprintf(name, sizeof name, "matmul_f16 %s N=%u C=%u OC=%u", what, N, C, OC);
+    bt_check(&P, name, out, mm_atol(C), 1e-5);
+    P.cpu->matmul_t_f16(P.cpu, bt_c(dinp), bt_c(dout), bt_c(w), N, C, OC);
+    P.gpu->matmul_t_f16(P.gpu, bt_g(dinp), bt_g(dout), bt_g(w), N, C, OC);
+    snprintf(name, sizeof name, "matmul_t_f16 %s N=%u C=%u OC=%u", what, N, C, OC);
+    bt_check(&P, name, dinp, mm_atol(OC), 1e-5);
+    for (int rep = 0; rep < 2; rep++) {
+        P.cpu->matmul_at_f16(P.cpu, bt_c(dw), bt_c(db), bt_c(dout), bt_c(inp), N, C, OC);
+        P.gpu->matmul_at_f16(P.gpu, bt_g(dw), bt_g(db), bt_g(dout), bt_g(inp), N, C, OC);
+    }
+    snprintf(name, sizeof name, "matmul_at_f16 x2 %s N=%u C=%u OC=%u", what, N, C, OC);
+    bt_check(&P, name, dw, 2 * mm_atol(N), 1e-5);
+    bt_check(&P, name, db, 2 * mm_atol(N), 1e-5);
+    bt_free(&P, &inp); bt_free(&P, &w); bt_free(&P, &b); bt_free(&P, &out); bt_free(&P, &dout);
+    bt_free(&P, &dinp); bt_free(&P, &dw); bt_free(&P, &db);
+}
+
+static void test_matmul_f16(void) {
+    const int native = wg_f16_native(wg_of(P.gpu));
+    for (int pass = 0; pass < (native ? 2 : 1); pass++) {
+        S->f16 = pass ? WG_F16_PACKED : WG_F16_AUTO;
+        const char *path = wg_f16_native(wg_of(P.gpu)) ? "native" : "packed";
+        char what[96];
+        S->mm_tile = WG_MM_TILE_SMALL;
+        snprintf(what, sizeof what, "%s", path);
+        test_matmul_h(67, 45, 131, what);
+        S->binding_limit = 3000;
+        snprintf(what, sizeof what, "%s, split bindings", path);
+        test_matmul_h(67, 45, 131, what);
+        S->binding_limit = 0;
+        S->mm_tile = WG_MM_TILE_BIG;
+        S->mm_splitk = 3;
+        S->mm_vec4 = 1;
+        snprintf(what, sizeof what, "%s, split-K 3, vec4 f32 operand", path);
+        test_matmul_h(100, 216, 90, what);
+        S->mm_splitk = WG_AUTO;
+        S->mm_vec4 = WG_AUTO;
+        S->mm_tile = WG_MM_TILE_AUTO;
+    }
+    S->f16 = WG_F16_AUTO;
+}
+
 // ------------------------------------------------------------------ main
 #define TIMED(what, call)                                                \
     do {                                                                 \
@@ -580,6 +643,7 @@ int main(void) {
     TIMED("matmul_at shared gradient buffer", test_matmul_at_shared_grads());
     TIMED("matmul offsets", test_matmul_offsets());
     TIMED("matmul split-K scratch lifetime", test_matmul_scratch_lifetime());
+    TIMED("matmul with f16 operands", test_matmul_f16());
     TIMED("layernorm", {
         test_layernorm(67, 45, 0.0f, 1.0f, "random");
         test_layernorm(9, 700, 0.0f, 1.0f, "wide rows");

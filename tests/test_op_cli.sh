@@ -237,5 +237,48 @@ if "$WGT" info 2>/dev/null | grep -q "llvmpipe"; then
     rm -f "$tmp/big.npy"
 fi
 
+# ---- f16 bindings: float16 .npy in and out. cast_f16 against NumPy's own float32 -> float16
+# rounding (round to nearest even) at the edges, cast_f32 back, matmul_f16 against NumPy
+"$PY" - "$tmp" <<'EOF'
+import sys, numpy as np
+d = sys.argv[1]
+edge = np.array([0.0, -0.0, 1.0, 65504, 65519.99, 65520, -65520, 1e10, np.inf, -np.inf, np.nan, 2.0**-24, 2.0**-25,
+                 1.5 * 2.0**-25, 1.5 * 2.0**-24, 2.0**-14, 1 + 2.0**-11, 1 + 3 * 2.0**-11, 2049, 2051, 1e-40, 0.1],
+                np.float32)
+x = np.concatenate([edge, np.random.default_rng(1).standard_normal(1001).astype(np.float32) * 100])
+np.save(f"{d}/h_in.npy", x)
+r = np.random.default_rng(2)
+np.save(f"{d}/h_a.npy", r.standard_normal((7, 33)).astype(np.float16))
+np.save(f"{d}/h_w.npy", r.standard_normal((5, 33)).astype(np.float16))
+EOF
+if run_both cast_f16 --in inp="$tmp/h_in.npy" --out out="$tmp/h_BE.npy" &&
+   run_both cast_f32 --in inp="$tmp/h_cpu.npy" --out out="$tmp/h32_BE.npy" &&
+   run_both matmul_f16 --in inp="$tmp/h_a.npy" --in weight="$tmp/h_w.npy" --out out="$tmp/hmm_BE.npy"; then
+    if "$PY" - "$tmp" <<'EOF'
+import sys, numpy as np
+d = sys.argv[1]
+x = np.load(f"{d}/h_in.npy")
+c, g = np.load(f"{d}/h_cpu.npy"), np.load(f"{d}/h_webgpu.npy")
+assert c.dtype == np.float16 and c.shape == x.shape, (c.dtype, c.shape)
+with np.errstate(over="ignore"):
+    ref = x.astype(np.float16)
+nan = np.isnan(ref)
+assert (np.isnan(c) == nan).all() and (np.isnan(g) == nan).all()
+assert (c.view(np.uint16)[~nan] == ref.view(np.uint16)[~nan]).all(), np.nonzero(c.view(np.uint16) != ref.view(np.uint16))
+assert (g.view(np.uint16) == c.view(np.uint16)).all()
+for be in ("cpu", "webgpu"):
+    w = np.load(f"{d}/h32_{be}.npy")
+    assert w.dtype == np.float32 and (np.isnan(w) == nan).all() and (w[~nan] == ref[~nan].astype(np.float32)).all()
+a, w = np.load(f"{d}/h_a.npy").astype(np.float64), np.load(f"{d}/h_w.npy").astype(np.float64)
+for be in ("cpu", "webgpu"):
+    o = np.load(f"{d}/hmm_{be}.npy")
+    assert o.shape == (7, 5) and np.allclose(o, a @ w.T, atol=1e-4, rtol=1e-5), np.abs(o - a @ w.T).max()
+EOF
+    then ok; else bad "f16 ops through wgtrain op: the bits differ from NumPy's float16 (or the backends differ)"; fi
+fi
+# a float32 file for a float16 binding is refused with the dtype named
+out=$("$WGT" op cast_f32 --in inp="$tmp/h_in.npy" --out out="$tmp/bad.npy" 2>&1)
+if [[ $? -ne 0 && $out == *"must be float16"* ]]; then ok; else bad "cast_f32 of a float32 file: $out"; fi
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

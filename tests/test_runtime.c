@@ -275,6 +275,7 @@ static void check_settings(void) {
         {"WGTRAIN_ATTN_FWD_CFG", "nl=8;tr=2"}, {"WGTRAIN_ATTN_BWD_CFG", "v=bogus"},
         {"WGTRAIN_ATTN_UNROLL", "maybe"},   {"WGTRAIN_CE_CFG", "wg=100"},
         {"WGTRAIN_CE_CFG", "reg=4,zz=1"},   {"WGTRAIN_TEST_BINDING_LIMIT", "12"},
+        {"WGTRAIN_F16", "half"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv(bad[i].name, bad[i].value, 1);
@@ -294,6 +295,7 @@ static void check_settings(void) {
         {"WGTRAIN_MM_GROUP", "3"},        {"WGTRAIN_ATTN_FWD_CFG", "nl=8,tr=1"},
         {"WGTRAIN_ATTN_BWD_CFG", "v=split,kv=16x16/1x2"}, {"WGTRAIN_ATTN_UNROLL", "0"},
         {"WGTRAIN_CE_CFG", "wg=512,reg=2"}, {"WGTRAIN_TEST_BINDING_LIMIT", "4096"},
+        {"WGTRAIN_F16", "packed"},
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) setenv(good[i].name, good[i].value, 1);
     wgt_backend *be;
@@ -313,6 +315,17 @@ static void check_settings(void) {
           s->ce.vec);
     CHECK(s->binding_limit == 4096 && wg_binding_limit(be) == 4096, "binding limit %llu, wg_binding_limit %llu",
           (unsigned long long)s->binding_limit, (unsigned long long)wg_binding_limit(be));
+    CHECK(s->f16 == WG_F16_PACKED && !wg_f16_native(ctx), "WGTRAIN_F16=packed did not reach the context");
+    // native: accepted where the device has shader-f16, refused with a message naming the fix elsewhere
+    setenv("WGTRAIN_F16", "native", 1);
+    {
+        wg_ctx *c2 = NULL;
+        wgt_status s2 = wg_ctx_init(&c2, adapter_env(), 0);
+        if (wg_ctx_info(ctx)->has_f16) CHECK(s2 == WGT_OK && wg_f16_native(c2), "WGTRAIN_F16=native on an f16 device: %s", s2 ? wgt_last_error() : "");
+        else CHECK(s2 == WGT_ERR_ARG && strstr(wgt_last_error(), "shader-f16"), "WGTRAIN_F16=native without shader-f16: %d %s", (int)s2, wgt_last_error());
+        if (s2 == WGT_OK) wg_ctx_free(c2);
+    }
+    unsetenv("WGTRAIN_F16");
     // the settings are the context's: later changes to the environment do nothing
     setenv("WGTRAIN_MM_GROUP", "5", 1);
     CHECK(wg_ctx_settings(ctx)->mm_group == 3, "the settings changed with the environment after wg_ctx_init");

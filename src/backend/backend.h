@@ -115,6 +115,10 @@ struct wgt_backend {
     // that of the first ones).
     wgt_status (*gpu_timer_start)(wgt_backend *be);
     wgt_status (*gpu_timer_stop)(wgt_backend *be, double *busy_ms, long *passes);
+    // Bytes of the buffers allocated through buf_alloc (and, on WebGPU, the runtime's scratch
+    // slots) that are alive now, and the most that were alive at once since the backend opened
+    // (the figure `wgtrain bench` reports as the memory of a configuration).
+    void (*bytes_allocated)(wgt_backend *be, uint64_t *live, uint64_t *peak);
 };
 
 wgt_status backend_cpu_init(wgt_backend **out);

@@ -52,7 +52,7 @@ const char *wgt_role_name(wgt_role r) {
 }
 
 const char *wgt_type_name(wgt_type t) {
-    static const char *const n[] = {"float32", "int32", "uint32", "size"};
+    static const char *const n[] = {"float32", "int32", "uint32", "size", "float16"};
     return n[t];
 }
 
@@ -121,6 +121,7 @@ uint64_t wgt_op_need(const wgt_op_desc *d, int b, const double *s) {
     int nd = wgt_op_dims(d, b, dims);
     uint64_t n = 1;
     for (int i = 0; i < nd; i++) n = mul_sat(n, wgt_op_dim_value(&dims[i], s));
+    if (d->b[b].type == WGT_TYPE_F16 && n != UINT64_MAX) n = n / 2 + (n & 1);
     return n;
 }
 

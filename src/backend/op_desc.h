@@ -8,7 +8,8 @@
 #include "backend/backend.h"
 
 typedef enum { WGT_ROLE_OUT, WGT_ROLE_INOUT, WGT_ROLE_IN, WGT_ROLE_IN_OPT, WGT_ROLE_INOUT_OPT } wgt_role;
-typedef enum { WGT_TYPE_F32, WGT_TYPE_I32, WGT_TYPE_U32, WGT_TYPE_SIZE } wgt_type;
+// F16: halves stored in pairs, so a binding of `count` halves needs ceil(count/2) elements
+typedef enum { WGT_TYPE_F32, WGT_TYPE_I32, WGT_TYPE_U32, WGT_TYPE_SIZE, WGT_TYPE_F16 } wgt_type;
 
 typedef struct {
     const char *name;
@@ -44,7 +45,7 @@ static inline int wgt_role_reads(wgt_role r) { return r != WGT_ROLE_OUT; }
 static inline int wgt_role_writes(wgt_role r) { return r == WGT_ROLE_OUT || r == WGT_ROLE_INOUT || r == WGT_ROLE_INOUT_OPT; }
 static inline int wgt_role_optional(wgt_role r) { return r == WGT_ROLE_IN_OPT || r == WGT_ROLE_INOUT_OPT; }
 const char *wgt_role_name(wgt_role r);  // "out", "in+out", "in", ...
-const char *wgt_type_name(wgt_type t);  // "float32", "int32", "uint32", "size"
+const char *wgt_type_name(wgt_type t);  // "float32", "int32", "uint32", "size", "float16"
 
 // One dimension of a shape: a sum of terms, each the product of `factor` and named scalars
 // ("NH*HS+2*NKV*HS"); `atleast` for ">=".
@@ -68,7 +69,8 @@ static inline int wgt_op_dim_symbol(const wgt_op_dim *d) {
 int wgt_op_dims(const wgt_op_desc *d, int b, wgt_op_dim *dims);
 // The value of a dimension given the scalars; UINT64_MAX on overflow.
 uint64_t wgt_op_dim_value(const wgt_op_dim *dim, const double *s);
-// Elements binding b needs (the product of its shape); UINT64_MAX on overflow.
+// Elements binding b needs (the product of its shape; half of it rounded up for F16); UINT64_MAX
+// on overflow.
 uint64_t wgt_op_need(const wgt_op_desc *d, int b, const double *s);
 // Aborts, naming the op and binding, when a present view holds fewer elements than its shape
 // needs or a required one is absent: a layout bug in the caller.

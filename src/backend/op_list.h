@@ -20,7 +20,9 @@
 //            IN         read
 //            IN_OPT     read, may be absent (a view without a buffer), e.g. no bias
 //            INOUT_OPT  accumulated, may be absent, e.g. no dbias
-//     type   F32 | I32 | U32, 4-byte elements
+//     type   F32 | I32 | U32, 4-byte elements; F16: IEEE half precision stored as pairs in
+//            4-byte words (element 2i in the low half of word i), so a view of `count` halves
+//            holds ceil(count/2) elements (backend/half.h, docs/numerics.md#mixed-precision)
 //     shape  dimensions separated by commas, each a sum of products of scalar names and
 //            integers ("N,OC", "B,T,3*C", "B,T,NH*HS+2*NKV*HS"); ">=T" means at least T (the op
 //            reads the first T rows of a longer tensor). A view must hold at least the product
@@ -54,6 +56,11 @@
     X(matmul, "out[N,OC] = inp[N,C] . weight[OC,C]^T + bias[OC] (bias optional)")              \
     X(matmul_t, "dinp[N,C] = dout[N,OC] . weight[OC,C]")                                       \
     X(matmul_at, "dweight[OC,C] += dout^T . inp; dbias[OC] += column sums of dout (optional)") \
+    X(matmul_f16, "matmul with inp and weight in f16, f32 accumulation")                       \
+    X(matmul_t_f16, "matmul_t with weight in f16, f32 accumulation")                           \
+    X(matmul_at_f16, "matmul_at with inp in f16, f32 accumulation")                            \
+    X(cast_f16, "out (f16) = inp rounded to nearest even; +-Inf past 65504, NaN stays NaN")    \
+    X(cast_f32, "out = inp (f16) widened to f32, exact")                                       \
     X(rope_forward, "rotary position embedding (rotate-half) of the q and k heads of qkv, in place") \
     X(rope_backward, "dq, dk through rope_forward (the transposed rotation), in place; dv untouched") \
     X(attention_forward, "causal attention out = dropout(softmax(q k^T / sqrt(HS))) v, grouped kv heads; row lse") \
@@ -136,6 +143,28 @@
     BIND(dweight, INOUT, F32, "OC,C") BIND(dbias, INOUT_OPT, F32, "OC")                            \
     BIND(dout, IN, F32, "N,OC") BIND(inp, IN, F32, "N,C") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX)    \
     SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
+
+// The same GEMMs with an f16 operand (mixed precision, docs/kernels.md#matmul_f16): the tiles are
+// widened to f32 as they are loaded, the products and sums stay f32, out / dinp / dweight are f32.
+#define WGT_OP_matmul_f16(BIND, SCAL)                                                              \
+    BIND(out, OUT, F32, "N,OC") BIND(inp, IN, F16, "N,C") BIND(weight, IN, F16, "OC,C")            \
+    BIND(bias, IN_OPT, F32, "OC") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX)                            \
+    SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_matmul_t_f16(BIND, SCAL)                                                            \
+    BIND(dinp, OUT, F32, "N,C") BIND(dout, IN, F32, "N,OC") BIND(weight, IN, F16, "OC,C")          \
+    SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
+    SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_matmul_at_f16(BIND, SCAL)                                                           \
+    BIND(dweight, INOUT, F32, "OC,C") BIND(dbias, INOUT_OPT, F32, "OC")                            \
+    BIND(dout, IN, F32, "N,OC") BIND(inp, IN, F16, "N,C") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX)    \
+    SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX)
+
+// ---- 08_cast: f32 <-> f16 (docs/kernels.md#cast_f16); out holds ceil(n/2) words, and an odd n
+// zeroes the high half of the last one ----
+#define WGT_OP_cast_f16(BIND, SCAL)                                                                \
+    BIND(out, OUT, F16, "n") BIND(inp, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+#define WGT_OP_cast_f32(BIND, SCAL)                                                                \
+    BIND(out, OUT, F32, "n") BIND(inp, IN, F16, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 
 // ---- rotary position embedding (docs/kernels.md#rope) ----
 // In place on the q (NH heads) and k (NKV heads) parts of qkv, HF LLaMA's rotate-half convention

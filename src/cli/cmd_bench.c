@@ -25,10 +25,15 @@ static void usage(void) {
            "                     [--layers L --heads NH --kv-heads NKV --d-model C --d-ff F] [--vocab V] [--batch B]\n"
            "                     [--seq T] [--grad-accum K] [--steps N] [--warmup W]\n"
            "                     [--device cpu|webgpu|auto] [--adapter A] [--readback both|sync|async] [--profile]\n"
-           "  Times full training steps (forward, loss, backward, AdamW) on random tokens and prints tokens/s.\n"
+           "                     [--precision f32|f16] [--max-batch]\n"
+           "  Times full training steps (forward, loss, backward, AdamW) on random tokens and prints tokens/s\n"
+           "  and the bytes of the buffers allocated on the device (live after the steps, and the peak).\n"
            "  --readback: time the old synchronous readback (sync), the asynchronous one (async) or both\n"
            "  (default); on webgpu each gets wall time, GPU busy time and GPU idle time per step.\n"
-           "  --profile (webgpu) also prints the GPU time of every kernel, from timestamp queries.\n");
+           "  --profile (webgpu) also prints the GPU time of every kernel, from timestamp queries.\n"
+           "  --precision f16 runs mixed precision (f32 master weights, f16 GEMM operands and saved activations).\n"
+           "  --max-batch finds the largest --batch (up to 4096) whose model and one training step fit the device,\n"
+           "  then times that batch.\n");
 }
 
 typedef struct { const char *name, *arch; int L, NH, C, F, V, T, B, NKV, tie; } preset;
@@ -44,7 +49,16 @@ static const preset presets[] = {
 static const char *const bench_flags[] = {"--preset=", "--device=", "--backend=", "--adapter=", "--arch=", "--layers=",
                                           "--heads=", "--kv-heads=", "--d-model=", "--d-ff=", "--vocab=", "--batch=",
                                           "--seq=", "--steps=", "--warmup=", "--grad-accum=", "--readback=", "--profile",
-                                          "--help", NULL};
+                                          "--precision=", "--max-batch", "--help", NULL};
+
+static void random_batch(int32_t *tok, int32_t *tgt, size_t BT, int V) {
+    uint64_t s = 42;
+    for (size_t i = 0; i < BT; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        tok[i] = (int32_t)((s >> 33) % (uint64_t)V);
+    }
+    for (size_t i = 0; i < BT; i++) tgt[i] = (i + 1 < BT) ? tok[i + 1] : tok[0];
+}
 
 typedef struct {
     wgt_model *m;
@@ -130,16 +144,37 @@ static wgt_status bench_mode(bench_run *r, int sync, long warmup, long steps, be
     return WGT_OK;
 }
 
+// Whether a model of batch B (and one training step of it) fits the device.
+static int batch_fits(wgt_backend *be, const model_config *cfg, int B, int T, model_precision prec) {
+    wgt_model *m = NULL;
+    size_t BT = (size_t)B * T;
+    int32_t *tok = wgt_malloc(BT * 4), *tgt = wgt_malloc(BT * 4);
+    random_batch(tok, tgt, BT, cfg->vocab);
+    double loss;
+    wgt_status st = model_init_prec(&m, be, cfg, B, T, prec);
+    if (st == WGT_OK) st = model_init_random(m, 1);
+    bench_run r = {m, be, tok, tgt, BT, 1};
+    if (st == WGT_OK) st = bench_step(&r, 0, 1, &loss);
+    if (st == WGT_OK) st = be->sync(be);
+    model_free(m);
+    free(tok);
+    free(tgt);
+    if (st != WGT_OK) printf("bench: batch %d does not fit: %s\n", B, wgt_last_error());
+    return st == WGT_OK;
+}
+
 static wgt_status bench_main(int argc, char **argv) {
     WGT_TRY(cli_args_split(&argc, &argv, bench_flags));
     const preset *p = &presets[0];
     long L = -1, NH = -1, NKV = -1, C = -1, F = -1, Vv = -1, B = -1, T = -1, steps = 10, warmup = 2, K = 1;
     const char *device = "auto", *adapter = NULL, *arch = NULL, *readback = "both";
-    int profile = 0;
+    int profile = 0, max_batch = 0;
+    model_precision prec = MODEL_PREC_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help")) { usage(); exit(0); }
         if (!strcmp(a, "--profile")) { profile = 1; continue; }
+        if (!strcmp(a, "--max-batch")) { max_batch = 1; continue; }
         if (!cli_flag_known(a, bench_flags)) return cli_unknown_flag("bench", a, bench_flags);
         if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", a);
         const char *v = argv[++i];
@@ -167,6 +202,7 @@ static wgt_status bench_main(int argc, char **argv) {
                 return wgt_fail(WGT_ERR_ARG, "--readback '%s': use both, sync or async", v);
             readback = v;
         }
+        else if (!strcmp(a, "--precision")) WGT_TRY(model_precision_parse(v, "--precision", &prec));
         else return cli_unknown_flag("bench", a, bench_flags);
     }
     model_config cfg = {.n_layer = L > 0 ? L : p->L, .n_head = NH > 0 ? NH : p->NH, .d_model = C > 0 ? C : p->C,
@@ -183,22 +219,44 @@ static wgt_status bench_main(int argc, char **argv) {
     int bB = B > 0 ? B : p->B, bT = cfg.max_seq;
     wgt_backend *be;
     WGT_TRY(cli_backend_open(&be, device, adapter, 0));
+    if (max_batch && strcmp(be->name, "webgpu")) {
+        wgt_status e = wgt_fail(WGT_ERR_ARG, "--max-batch searches a GPU's memory; the %s backend allocates host memory, "
+                                "which the system may overcommit: give --batch instead, or use --device webgpu", be->name);
+        be->free(be);
+        return e;
+    }
+    if (max_batch) {
+        // doubling, then bisection between the last batch that fitted and the first that did not
+        int lo_b = 0, hi_b = 0;
+        for (int b = 1; b <= 4096; b *= 2) {
+            if (!batch_fits(be, &cfg, b, bT, prec)) { hi_b = b; break; }
+            lo_b = b;
+        }
+        if (hi_b == 0) hi_b = 4097;
+        while (lo_b > 0 && hi_b - lo_b > 1) {
+            int mid = lo_b + (hi_b - lo_b) / 2;
+            if (batch_fits(be, &cfg, mid, bT, prec)) lo_b = mid;
+            else hi_b = mid;
+        }
+        if (lo_b == 0) {
+            be->free(be);
+            return wgt_fail(WGT_ERR_MEMORY, "not even batch 1 at T=%d fits this device in %s", bT, model_precision_name(prec));
+        }
+        printf("bench: largest batch that fits at T=%d in %s: %d%s\n", bT, model_precision_name(prec), lo_b,
+               lo_b == 4096 ? " (the search's upper end)" : "");
+        bB = lo_b;
+    }
     wgt_model *m = NULL;
-    wgt_status st = model_init(&m, be, &cfg, bB, bT);
+    wgt_status st = model_init_prec(&m, be, &cfg, bB, bT, prec);
     if (st == WGT_OK) st = model_init_random(m, 1);
     size_t BT = (size_t)bB * bT;
     int32_t *tok = wgt_malloc(BT * 4), *tgt = wgt_malloc(BT * 4);
-    uint64_t s = 42;
-    for (size_t i = 0; i < BT; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        tok[i] = (int32_t)((s >> 33) % (uint64_t)cfg.vocab);
-    }
-    for (size_t i = 0; i < BT; i++) tgt[i] = (i + 1 < BT) ? tok[i + 1] : tok[0];
+    random_batch(tok, tgt, BT, cfg.vocab);
     if (st == WGT_OK)
-        printf("bench: %s backend%s%s%s, %s L=%d NH=%d%s%.0d C=%d F=%d V=%d, B=%d T=%d, %.1fM parameters\n", be->name,
+        printf("bench: %s backend%s%s%s, %s L=%d NH=%d%s%.0d C=%d F=%d V=%d, B=%d T=%d, %.1fM parameters, %s\n", be->name,
                be->device_name ? " (" : "", be->device_name ? be->device_name(be) : "", be->device_name ? ")" : "",
                cfg.arch, cfg.n_layer, cfg.n_head, cfg.n_kv_heads ? " NKV=" : "", cfg.n_kv_heads, cfg.d_model, cfg.d_ff,
-               cfg.vocab, bB, bT, model_num_params(m) / 1e6);
+               cfg.vocab, bB, bT, model_num_params(m) / 1e6, model_precision_name(prec));
     bench_run run = {m, be, tok, tgt, BT, (int)K};
     const char *modes[2] = {"sync", "async"};
     bench_result res[2];
@@ -235,6 +293,15 @@ static wgt_status bench_main(int argc, char **argv) {
             if (have[md] && res[md].gpu_ms >= 0) printf("; %s: %.1f passes a step", modes[md], res[md].passes);
         printf(")\n\n");
         printf("step time %.2f ms, %.0f tokens/s\n", res[last].wall_ms, 1e3 * (double)(BT * (size_t)K) / res[last].wall_ms);
+        if (be->bytes_allocated) {
+            // the model's buffers and the backend's scratch; a max-batch search before leaves its
+            // larger trials in the peak, so the peak is reported only without one
+            uint64_t live, peak;
+            be->bytes_allocated(be, &live, &peak);
+            if (max_batch) printf("buffer bytes %llu (%.1f MiB) allocated\n", (unsigned long long)live, live / 1048576.0);
+            else printf("buffer bytes %llu (%.1f MiB) allocated, peak %llu (%.1f MiB)\n", (unsigned long long)live,
+                        live / 1048576.0, (unsigned long long)peak, peak / 1048576.0);
+        }
     }
     if (st == WGT_OK && profile) {
         if (strcmp(be->name, "webgpu")) {
@@ -247,7 +314,7 @@ static wgt_status bench_main(int argc, char **argv) {
             st = backend_webgpu_init_ex(&be, adapter ? adapter : "auto", 1);
             if (st == WGT_OK && (!be->profile_reset || !be->profile_report))
                 st = wgt_fail(WGT_ERR_DEVICE, "this backend offers no per-kernel profiling");
-            if (st == WGT_OK) st = model_init(&m, be, &cfg, bB, bT);
+            if (st == WGT_OK) st = model_init_prec(&m, be, &cfg, bB, bT, prec);
             if (st == WGT_OK) st = model_init_random(m, 1);
             model_loss_opts lo = {0.0f, 0.0f, 0.0f, 0, 0};
             for (int i = 0; i < 2 && st == WGT_OK; i++) {

@@ -11,19 +11,20 @@
 
 static void usage(void) {
     printf("usage: wgtrain eval --run RUN_DIR [--data DATA_DIR] [--shard PATH] [--batches N] [--device auto|cpu|webgpu]\n"
-           "                    [--adapter A] [--progress S]\n"
+           "                    [--adapter A] [--progress S] [--precision f32|f16]\n"
            "  --run RUN_DIR     a run directory written by `wgtrain train` (its ckpt.bin is evaluated)\n"
            "  --data DATA_DIR   whose validation shards to use (default: the run's own data directory)\n"
            "  --shard PATH      evaluate this one token shard instead\n"
            "  --batches N       N batches of the run's batch x seq size, spread over the set (default: all)\n"
            "  --progress S      a progress line on stderr every S seconds (redrawn in place on a terminal;\n"
            "                    default 2; 0: none)\n"
+           "  --precision P     f32 (default) or f16: the forward in mixed precision (f16 GEMM operands)\n"
            "Prints `loss X` (mean cross-entropy in nats/token, without label smoothing or z-loss) and\n"
            "`perplexity Y` (exp of the loss).\n");
 }
 
 static const char *const eval_flags[] = {"--run=", "--data=", "--shard=", "--batches=", "--device=", "--adapter=",
-                                         "--progress=", "--help", "-h", NULL};
+                                         "--progress=", "--precision=", "--help", "-h", NULL};
 
 // Progress on stderr: one line redrawn in place on a terminal, else a plain line at most every
 // --progress seconds, so a long evaluation is never silent.
@@ -60,6 +61,7 @@ static wgt_status eval_main(int argc, char **argv) {
     const char *run = NULL, *data = NULL, *shard_path = NULL, *device = "auto", *adapter = NULL;
     long batches = 0;
     double progress_s = 2;
+    model_precision prec = MODEL_PREC_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -76,6 +78,7 @@ static wgt_status eval_main(int argc, char **argv) {
         else if (!strcmp(a, "--adapter")) adapter = v;
         else if (!strcmp(a, "--batches")) WGT_TRY(cli_parse_long(a, v, 1, 1000000000L, &batches));
         else if (!strcmp(a, "--progress")) WGT_TRY(cli_parse_double_range(a, v, 0, 1e6, 0, &progress_s));
+        else if (!strcmp(a, "--precision")) WGT_TRY(model_precision_parse(v, "--precision", &prec));
         else return cli_unknown_flag("eval", a, eval_flags);
     }
     if (!run) return wgt_fail(WGT_ERR_ARG, "no run directory; pass --run RUN_DIR (see --help)");
@@ -97,12 +100,12 @@ static wgt_status eval_main(int argc, char **argv) {
     wgt_backend *be = NULL;
     wgt_model *m = NULL;
     if (st == WGT_OK) st = cli_backend_open(&be, device, adapter, 0);
-    if (st == WGT_OK) st = run_model_open(&m, be, &ck, c->batch, c->seq, run);
+    if (st == WGT_OK) st = run_model_open(&m, be, &ck, c->batch, c->seq, run, prec);
     double loss = 0;
     size_t targets = 0;
     if (st == WGT_OK) {
-        printf("eval: %s at step %llu on %s (device %s)\n", run, (unsigned long long)ck.pr.step,
-               shard_path ? shard_path : (data ? data : c->data_dir), be->name);
+        printf("eval: %s at step %llu on %s (device %s, %s)\n", run, (unsigned long long)ck.pr.step,
+               shard_path ? shard_path : (data ? data : c->data_dir), be->name, model_precision_name(prec));
         size_t nb = train_eval_batches(ds, c->batch, c->seq, batches), vt = dataset_val_tokens(ds);
         eval_progress p = {progress_s, wgt_now_s(), wgt_now_s(), isatty(STDERR_FILENO), 0, (size_t)c->batch * c->seq, 0};
         p.total_tokens = nb * p.tokens_per_batch < vt ? nb * p.tokens_per_batch : vt;

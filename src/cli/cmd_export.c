@@ -150,7 +150,7 @@ static wgt_status export_main(int argc, char **argv) {
     wgt_backend *be = NULL;
     wgt_model *m = NULL;
     if (st == WGT_OK) st = cli_backend_open(&be, "cpu", NULL, 0);
-    if (st == WGT_OK) st = run_model_open(&m, be, &ck, 1, 1, run);
+    if (st == WGT_OK) st = run_model_open(&m, be, &ck, 1, 1, run, MODEL_PREC_F32);
     if (st == WGT_OK) st = join(p, sizeof p, out, "model.safetensors");
     if (st == WGT_OK) st = model_export_safetensors(m, p);
     model_free(m);

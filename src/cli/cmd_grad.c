@@ -14,6 +14,7 @@ static void usage(void) {
     printf("usage: wgtrain grad --model M.safetensors (--config config.json | --heads NH [--arch NAME]) --tokens T.npy\n"
            "                    [--backend cpu|webgpu] [--adapter A] [--out G.safetensors] [--alpha A] [--beta B]\n"
            "                    [--steps N --lr X --weight-decay W --beta1 B1 --beta2 B2 --eps E --clip C] [--logits L.npy]\n"
+           "                    [--precision f32|f16]\n"
            "  --config: M's Hugging Face config.json (model_type \"gpt2\" or \"llama\"): the family and every size; the\n"
            "  tensors must match it (names, shapes, none missing or extra).\n"
            "  --heads NH [--arch NAME]: without a config, for a GPT-2 file (the default family, " MODEL_ARCH_DEFAULT "):\n"
@@ -22,13 +23,14 @@ static void usage(void) {
            "  Prints `loss <value>`: the mean cross-entropy over the targets (plus label smoothing / z-loss\n"
            "  terms when --alpha / --beta are given; both default to 0 here). --out writes each parameter's\n"
            "  gradient under its Hugging Face name and shape. --steps N then runs N AdamW steps on the batch\n"
-           "  and prints `step i loss <value>` before each update.\n");
+           "  and prints `step i loss <value>` before each update. --precision f16 computes in mixed precision\n"
+           "  (f16 GEMM operands and saved activations; the gradients and the weights stay f32).\n");
 }
 
 static const char *const grad_flags[] = {"--model=", "--tokens=", "--out=", "--logits=", "--backend=", "--device=",
                                          "--adapter=", "--arch=", "--config=", "--heads=", "--steps=", "--alpha=",
                                          "--beta=", "--lr=", "--weight-decay=", "--beta1=", "--beta2=", "--eps=",
-                                         "--clip=", "--help", NULL};
+                                         "--clip=", "--precision=", "--help", NULL};
 
 static wgt_status grad_main(int argc, char **argv) {
     WGT_TRY(cli_args_split(&argc, &argv, grad_flags));
@@ -36,6 +38,7 @@ static wgt_status grad_main(int argc, char **argv) {
                *arch = NULL, *config = NULL;
     long heads = 0, steps = 0;
     double alpha = 0, beta = 0, lr = 1e-4, wd = 0.0, b1 = 0.9, b2 = 0.999, eps = 1e-8, clip = 0;
+    model_precision prec = MODEL_PREC_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help")) { usage(); exit(0); }
@@ -51,6 +54,7 @@ static wgt_status grad_main(int argc, char **argv) {
         else if (!strcmp(a, "--arch")) arch = v;
         else if (!strcmp(a, "--config")) config = v;
         else if (!strcmp(a, "--heads")) WGT_TRY(cli_parse_long(a, v, 1, 4096, &heads));
+        else if (!strcmp(a, "--precision")) WGT_TRY(model_precision_parse(v, "--precision", &prec));
         else if (!strcmp(a, "--steps")) WGT_TRY(cli_parse_long(a, v, 0, 1000000, &steps));
         // the same ranges as `wgtrain train`'s flags: AdamW's betas below 1 (at 1 its bias
         // correction divides by zero), a learning rate that cannot overflow the weights at once
@@ -81,7 +85,7 @@ static wgt_status grad_main(int argc, char **argv) {
     npy_array tk;
     WGT_TRY(npy_load(&tk, tokens_path));
     // the shape is checked before anything is derived from it ([B, 0] would make T = -1)
-    if (tk.dtype == NPY_F32 || tk.ndim != 2 || tk.shape[1] < 2 || tk.shape[0] < 1 || tk.shape[0] > (1u << 20)) {
+    if ((tk.dtype != NPY_I32 && tk.dtype != NPY_U32) || tk.ndim != 2 || tk.shape[1] < 2 || tk.shape[0] < 1 || tk.shape[0] > (1u << 20)) {
         char shape[NPY_MAX_DIMS * 24 + 4] = "[";
         for (int i = 0; i < tk.ndim; i++)
             snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%zu", i ? ", " : "", tk.shape[i]);
@@ -121,7 +125,7 @@ static wgt_status grad_main(int argc, char **argv) {
     wgt_backend *be = NULL;
     wgt_model *m = NULL;
     if (st == WGT_OK) st = cli_backend_open(&be, backend, adapter, 0);
-    if (st == WGT_OK) st = model_init(&m, be, &cfg, (int)B, (int)T);
+    if (st == WGT_OK) st = model_init_prec(&m, be, &cfg, (int)B, (int)T, prec);
     if (st == WGT_OK) st = model_load_safetensors(m, model);
     model_loss_opts lo = {(float)alpha, (float)beta, 0.0f, 0, 0};
     if (st == WGT_OK && logits_path) {

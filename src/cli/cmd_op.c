@@ -41,7 +41,8 @@ static void op_help(const wgt_op_desc *d) {
     printf("wgtrain op %s: %s\n  bindings (outputs first):\n", d->name, d->summary);
     for (int i = 0; i < d->nb; i++)
         printf("    %-12s [%s] %s, %s\n", d->b[i].name, d->b[i].shape,
-               d->b[i].type == WGT_TYPE_F32 ? "float32" : "int32|uint32", wgt_role_name(d->b[i].role));
+               d->b[i].type == WGT_TYPE_F32 ? "float32" : d->b[i].type == WGT_TYPE_F16 ? "float16" : "int32|uint32",
+               wgt_role_name(d->b[i].role));
     printf("  scalars (sizes are found from the shapes; --set KEY=VALUE):\n");
     for (int i = 0; i < d->ns; i++) {
         printf("    %-12s %s in [%g, %g]", d->s[i].name, d->s[i].type == WGT_TYPE_F32 ? "float" : "integer", d->s[i].lo,
@@ -260,7 +261,8 @@ static wgt_status fill_shape(op_call *c, int b) {
     wgt_op_dim dims[WGT_OP_MAX_DIMS];
     int k = wgt_op_dims(d, b, dims);
     npy_array *a = &c->a[b];
-    a->dtype = d->b[b].type == WGT_TYPE_F32 ? NPY_F32 : d->b[b].type == WGT_TYPE_I32 ? NPY_I32 : NPY_U32;
+    a->dtype = d->b[b].type == WGT_TYPE_F32 ? NPY_F32 : d->b[b].type == WGT_TYPE_F16 ? NPY_F16
+             : d->b[b].type == WGT_TYPE_I32 ? NPY_I32 : NPY_U32;
     a->ndim = 0;
     // an output whose first dimension is a size some input spelled as several dimensions (or
     // left out) keeps that input's spelling: matmul of [B, T, C] gives [B, T, OC]
@@ -365,11 +367,12 @@ static wgt_status load_inputs(op_call *c) {
         }
         WGT_TRY(npy_load(&c->a[b], c->in_path[b]));
         c->have[b] = 1;
-        if (d->b[b].type == WGT_TYPE_F32 && c->a[b].dtype != NPY_F32)
-            return wgt_fail(WGT_ERR_FORMAT, "'%s' (%s) must be float32, got %s", d->b[b].name, c->in_path[b],
-                            npy_dtype_name(c->a[b].dtype));
-        if (d->b[b].type != WGT_TYPE_F32 && c->a[b].dtype == NPY_F32)
-            return wgt_fail(WGT_ERR_FORMAT, "'%s' (%s) must be int32 or uint32, got float32", d->b[b].name, c->in_path[b]);
+        const wgt_type bt = d->b[b].type;
+        const npy_dtype want = bt == WGT_TYPE_F32 ? NPY_F32 : bt == WGT_TYPE_F16 ? NPY_F16 : NPY_I32;
+        if ((want == NPY_I32) != (c->a[b].dtype == NPY_I32 || c->a[b].dtype == NPY_U32) ||
+            (want != NPY_I32 && c->a[b].dtype != want))
+            return wgt_fail(WGT_ERR_FORMAT, "'%s' (%s) must be %s, got %s", d->b[b].name, c->in_path[b],
+                            want == NPY_I32 ? "int32 or uint32" : npy_dtype_name(want), npy_dtype_name(c->a[b].dtype));
     }
     return WGT_OK;
 }
@@ -422,10 +425,10 @@ static wgt_status op_main(int argc, char **argv, int *want_help) {
     for (int b = 0; b < d->nb && st == WGT_OK; b++) {
         v[b] = wgt_view_none();
         if (!c.have[b]) continue;
-        st = be->buf_alloc(be, &bufs[b], c.a[b].n, d->b[b].name);  // zero-filled
+        st = be->buf_alloc(be, &bufs[b], npy_words(&c.a[b]), d->b[b].name);  // zero-filled
         if (st != WGT_OK) break;
         v[b] = wgt_buf_view(be, bufs[b]);
-        if (c.have[b] == 1) st = be->upload(be, v[b], c.a[b].data, c.a[b].n);
+        if (c.have[b] == 1) st = be->upload(be, v[b], c.a[b].data, npy_words(&c.a[b]));
     }
     if (st == WGT_OK) {
         d->call(be, v, c.s);
@@ -433,8 +436,8 @@ static wgt_status op_main(int argc, char **argv, int *want_help) {
     }
     for (int b = 0; b < d->nb && st == WGT_OK; b++) {
         if (!c.out_path[b] || !c.have[b]) continue;
-        if (!c.a[b].data) c.a[b].data = wgt_malloc(c.a[b].n * 4 + 4);
-        st = be->download(be, c.a[b].data, v[b], c.a[b].n);
+        if (!c.a[b].data) c.a[b].data = wgt_malloc(npy_words(&c.a[b]) * 4 + 4);
+        st = be->download(be, c.a[b].data, v[b], npy_words(&c.a[b]));
         if (st == WGT_OK) st = npy_save(c.out_path[b], &c.a[b]);
     }
     for (int b = 0; b < d->nb; b++) {
@@ -452,7 +455,8 @@ int cmd_op(int argc, char **argv) {
     if (want_help == 1) {
         printf("usage: wgtrain op OP [--backend cpu|webgpu] [--adapter A] --in NAME=FILE.npy ... [--set KEY=VALUE ...]\n"
                "                 --out NAME=FILE.npy ...\n"
-               "  Runs one op on .npy inputs (float32; integers int32 or uint32) and writes its outputs.\n"
+               "  Runs one op on .npy inputs (float32; float16 for f16 bindings; integers int32 or uint32) and writes\n"
+               "  its outputs.\n"
                "  Sizes come from the input shapes; in-place bindings are named once: --in x=a.npy --out x=b.npy;\n"
                "  in+out bindings not given start at zero. OP --help lists its bindings and scalars.\n"
                "ops:\n");

@@ -76,7 +76,7 @@ static wgt_status sample_main(int argc, char **argv) {
     wgt_backend *be = NULL;
     wgt_model *m = NULL;
     if (st == WGT_OK) st = cli_backend_open(&be, device, adapter, 0);
-    if (st == WGT_OK) st = run_model_open(&m, be, &ck, 1, T, run);
+    if (st == WGT_OK) st = run_model_open(&m, be, &ck, 1, T, run, MODEL_PREC_F32);
     checkpoint_free(&ck);
     if (st != WGT_OK) {
         model_free(m);

@@ -16,8 +16,11 @@
 #define NPY_MAX_HEADER 10000            // NumPy's own default limit (np.load max_header_size)
 #define NPY_MAX_ELEMS ((size_t)1 << 40)  // 4 TiB of data: beyond anything a kernel test needs
 
+size_t npy_words(const npy_array *a) { return a->dtype == NPY_F16 ? (a->n + 1) / 2 : a->n; }
+static size_t elem_bytes(npy_dtype t) { return t == NPY_F16 ? 2 : 4; }
+
 const char *npy_dtype_name(npy_dtype t) {
-    return t == NPY_F32 ? "float32" : t == NPY_I32 ? "int32" : "uint32";
+    return t == NPY_F32 ? "float32" : t == NPY_I32 ? "int32" : t == NPY_U32 ? "uint32" : "float16";
 }
 
 typedef struct {
@@ -209,9 +212,10 @@ wgt_status npy_load(npy_array *out, const char *path) {
     if (!strcmp(descr, "<f4")) out->dtype = NPY_F32;
     else if (!strcmp(descr, "<i4")) out->dtype = NPY_I32;
     else if (!strcmp(descr, "<u4")) out->dtype = NPY_U32;
+    else if (!strcmp(descr, "<f2")) out->dtype = NPY_F16;
     else {
-        st = wgt_fail(WGT_ERR_FORMAT, "'%s' has dtype '%s'; wgtrain reads float32 ('<f4'), int32 ('<i4') or uint32 ('<u4'): "
-                      "convert with arr.astype(numpy.float32) / numpy.int32", path, descr);
+        st = wgt_fail(WGT_ERR_FORMAT, "'%s' has dtype '%s'; wgtrain reads float32 ('<f4'), int32 ('<i4'), uint32 ('<u4') or "
+                      "float16 ('<f2'): convert with arr.astype(numpy.float32) / numpy.int32", path, descr);
         goto done;
     }
     if (fortran) {
@@ -220,7 +224,7 @@ wgt_status npy_load(npy_array *out, const char *path) {
     }
     // the file's size must be exactly header + data: checked before allocating, so a corrupt
     // header cannot ask for terabytes
-    uint64_t data_at = pre_len + hlen, want = (uint64_t)out->n * 4;
+    uint64_t data_at = pre_len + hlen, want = (uint64_t)out->n * elem_bytes(out->dtype);
     if (fsize < data_at || fsize - data_at < want) {
         st = wgt_fail(WGT_ERR_FORMAT, "'%s' is truncated: the header promises %zu elements (%llu bytes) but %llu bytes "
                       "follow it", path, out->n, (unsigned long long)want,
@@ -232,8 +236,8 @@ wgt_status npy_load(npy_array *out, const char *path) {
                       "per file", path, (unsigned long long)(fsize - data_at - want), out->n);
         goto done;
     }
-    out->data = wgt_malloc(out->n * 4);
-    if (fread(out->data, 4, out->n, f) != out->n) {
+    out->data = wgt_calloc(npy_words(out) ? npy_words(out) : 1, 4);
+    if (fread(out->data, elem_bytes(out->dtype), out->n, f) != out->n) {
         st = wgt_fail(WGT_ERR_FORMAT, "'%s' is truncated: the header promises %zu elements", path, out->n);
         goto done;
     }
@@ -250,7 +254,7 @@ wgt_status npy_save(const char *path, const npy_array *a) {
     size_t len = 0;
     for (int i = 0; i < a->ndim; i++) len += snprintf(shape + len, sizeof shape - len, "%zu,%s", a->shape[i], (i + 1 < a->ndim) ? " " : "");
     if (a->ndim > 1) shape[len - 1] = 0;  // "(3, 4)" not "(3, 4,)"; a 1-d shape keeps "(3,)"
-    const char *descr = a->dtype == NPY_F32 ? "<f4" : a->dtype == NPY_I32 ? "<i4" : "<u4";
+    const char *descr = a->dtype == NPY_F32 ? "<f4" : a->dtype == NPY_I32 ? "<i4" : a->dtype == NPY_U32 ? "<u4" : "<f2";
     char h[512];
     int hl = snprintf(h, sizeof h, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, shape);
     int total = 10 + hl + 1;
@@ -263,7 +267,7 @@ wgt_status npy_save(const char *path, const npy_array *a) {
     atomic_file_write(&af, h, (size_t)hl);
     for (int i = 0; i < pad; i++) atomic_file_write(&af, " ", 1);
     atomic_file_write(&af, "\n", 1);
-    atomic_file_write(&af, a->data, a->n * 4);
+    atomic_file_write(&af, a->data, a->n * elem_bytes(a->dtype));
     return atomic_file_commit(&af);
 }
 

@@ -78,9 +78,13 @@ typedef struct {
     wgt_view pre_gelu, fch;            // [B,T,F] before / after the GELU
 } block_acts;
 
+// In the f16 model the GEMM inputs kept for the backward (ln1, atty, ln2, pre_gelu, fch, lnf) and
+// the attention's input qkv are f16 (model_alloc_act); their producers write through the f32
+// scratches x_c, x_f, x_q.
 typedef struct {
     wgt_view res_final;                // [B,T,C] the last block's output
     wgt_view lnf, lnf_mean, lnf_rstd;  // [B,T,C], [B,T], [B,T]
+    wgt_view x_c, x_f, x_q;            // f16 model only: [B,T,C], [B,T,F], [B,T,3C] f32 scratch
     wgt_view scratch_c;                // [B,T,C] a branch's output before its residual add
     wgt_view dres, dtmp;               // [B,T,C] backward: the residual gradient, a branch's input gradient
     wgt_view dqkv;                     // [B,T,3C]
@@ -99,20 +103,25 @@ static wgt_status init(wgt_model *m) {
         block_acts *h = &a->h[l];
         model_alloc(m, &h->res, BT * C, "res", 0);
         model_alloc(m, &h->res2, BT * C, "res2", 0);
-        model_alloc(m, &h->ln1, BT * C, "ln1", 0);
+        model_alloc_act(m, &h->ln1, BT * C, "ln1");
         model_alloc(m, &h->ln1_mean, BT, "ln1_mean", 0);
         model_alloc(m, &h->ln1_rstd, BT, "ln1_rstd", 0);
-        model_alloc(m, &h->qkv, BT * 3 * C, "qkv", 0);
-        model_alloc(m, &h->atty, BT * C, "atty", 0);
+        model_alloc_act(m, &h->qkv, BT * 3 * C, "qkv");
+        model_alloc_act(m, &h->atty, BT * C, "atty");
         model_alloc(m, &h->lse, (size_t)m->B * NH * m->T, "lse", 0);
-        model_alloc(m, &h->ln2, BT * C, "ln2", 0);
+        model_alloc_act(m, &h->ln2, BT * C, "ln2");
         model_alloc(m, &h->ln2_mean, BT, "ln2_mean", 0);
         model_alloc(m, &h->ln2_rstd, BT, "ln2_rstd", 0);
-        model_alloc(m, &h->pre_gelu, BT * F, "pre_gelu", 0);
-        model_alloc(m, &h->fch, BT * F, "fch", 0);
+        model_alloc_act(m, &h->pre_gelu, BT * F, "pre_gelu");
+        model_alloc_act(m, &h->fch, BT * F, "fch");
     }
     model_alloc(m, &a->res_final, BT * C, "res_final", 0);
-    model_alloc(m, &a->lnf, BT * C, "lnf", 0);
+    model_alloc_act(m, &a->lnf, BT * C, "lnf");
+    if (model_f16(m)) {
+        model_alloc(m, &a->x_c, BT * C, "x_c", 0);
+        model_alloc(m, &a->x_f, BT * F, "x_f", 0);
+        model_alloc(m, &a->x_q, BT * 3 * C, "x_q", 0);
+    }
     model_alloc(m, &a->lnf_mean, BT, "lnf_mean", 0);
     model_alloc(m, &a->lnf_rstd, BT, "lnf_rstd", 0);
     model_alloc(m, &a->scratch_c, BT * C, "scratch_c", 0);
@@ -135,18 +144,32 @@ static void block_forward(wgt_model *m, int l) {
     acts *a = A(m);
     const block_acts *h = &a->h[l];
     wgt_view out = l + 1 < m->c.n_layer ? a->h[l + 1].res : a->res_final;
-    be->layernorm_forward(be, h->ln1, h->ln1_mean, h->ln1_rstd, h->res, p->ln1_w, p->ln1_b, BT, C);  // ln1 [B,T,C]
-    be->matmul(be, h->qkv, h->ln1, p->qkv_w, p->qkv_b, BT, C, 3 * C);                                // qkv [B,T,3C]
-    be->attention_forward(be, h->atty, h->lse, h->qkv, B, T, NH, NH, C / NH, m->drop_p,
+    const size_t nc = (size_t)BT * C, nf = (size_t)BT * F;
+    // (f16: each saved GEMM input is written into x_c / x_f, then rounded into its f16 tensor)
+    wgt_view ln1 = model_act_out(m, h->ln1, a->x_c);
+    be->layernorm_forward(be, ln1, h->ln1_mean, h->ln1_rstd, h->res, p->ln1_w, p->ln1_b, BT, C);     // ln1 [B,T,C]
+    model_act_keep(m, h->ln1, ln1, nc);
+    wgt_view qkv = model_act_out(m, h->qkv, a->x_q);
+    model_matmul(m, qkv, h->ln1, p->qkv_w, p->qkv_b, BT, C, 3 * C);                                   // qkv [B,T,3C]
+    model_act_keep(m, h->qkv, qkv, 3 * nc);
+    qkv = model_act_f32(m, h->qkv, a->x_q, 3 * nc);  // (f16: attention reads the rounded qkv, as its backward)
+    wgt_view atty = model_act_out(m, h->atty, a->x_c);
+    be->attention_forward(be, atty, h->lse, qkv, B, T, NH, NH, C / NH, m->drop_p,
                           model_dropout_seed(m, l, 0));                                     // atty [B,T,C], lse [B,NH,T]
-    be->matmul(be, a->scratch_c, h->atty, p->attproj_w, p->attproj_b, BT, C, C);                 // attproj [B,T,C]
+    model_act_keep(m, h->atty, atty, nc);
+    model_matmul(m, a->scratch_c, h->atty, p->attproj_w, p->attproj_b, BT, C, C);                // attproj [B,T,C]
     model_branch_dropout(m, a->scratch_c, l, 1);
-    be->residual_forward(be, h->res2, h->res, a->scratch_c, (size_t)BT * C);                        // res2 [B,T,C]
-    be->layernorm_forward(be, h->ln2, h->ln2_mean, h->ln2_rstd, h->res2, p->ln2_w, p->ln2_b, BT, C); // ln2 [B,T,C]
-    be->matmul(be, h->pre_gelu, h->ln2, p->fc_w, p->fc_b, BT, C, F);                            // pre_gelu [B,T,F]
-    be->copy(be, h->fch, h->pre_gelu, (size_t)BT * F);
-    be->gelu_inplace(be, h->fch, (size_t)BT * F);                                                    // fch [B,T,F]
-    be->matmul(be, a->scratch_c, h->fch, p->fcproj_w, p->fcproj_b, BT, F, C);                     // fcproj [B,T,C]
+    be->residual_forward(be, h->res2, h->res, a->scratch_c, nc);                                    // res2 [B,T,C]
+    wgt_view ln2 = model_act_out(m, h->ln2, a->x_c);
+    be->layernorm_forward(be, ln2, h->ln2_mean, h->ln2_rstd, h->res2, p->ln2_w, p->ln2_b, BT, C);   // ln2 [B,T,C]
+    model_act_keep(m, h->ln2, ln2, nc);
+    wgt_view pre = model_act_out(m, h->pre_gelu, a->x_f), fch = model_act_out(m, h->fch, a->x_f);
+    model_matmul(m, pre, h->ln2, p->fc_w, p->fc_b, BT, C, F);                                   // pre_gelu [B,T,F]
+    model_act_keep(m, h->pre_gelu, pre, nf);
+    if (!model_f16(m)) be->copy(be, fch, pre, nf);  // (f16: the GELU runs in place on x_f)
+    be->gelu_inplace(be, fch, nf);                                                                   // fch [B,T,F]
+    model_act_keep(m, h->fch, fch, nf);
+    model_matmul(m, a->scratch_c, h->fch, p->fcproj_w, p->fcproj_b, BT, F, C);                    // fcproj [B,T,C]
     model_branch_dropout(m, a->scratch_c, l, 2);
     be->residual_forward(be, out, h->res2, a->scratch_c, (size_t)BT * C);                            // out [B,T,C]
 }
@@ -158,8 +181,10 @@ static void forward(wgt_model *m) {
     acts *a = A(m);
     be->embedding_forward(be, a->h[0].res, m->tokens, p->wte, p->wpe, B, T, C, m->c.vocab);           // [B,T,C]
     for (int l = 0; l < m->c.n_layer; l++) block_forward(m, l);
-    be->layernorm_forward(be, a->lnf, a->lnf_mean, a->lnf_rstd, a->res_final, p->lnf_w, p->lnf_b, BT, C); // lnf [B,T,C]
-    be->matmul(be, m->logits, a->lnf, p->wte, model_no_view(), BT, C, m->c.vocab);                 // logits [B,T,V]
+    wgt_view lnf = model_act_out(m, a->lnf, a->x_c);
+    be->layernorm_forward(be, lnf, a->lnf_mean, a->lnf_rstd, a->res_final, p->lnf_w, p->lnf_b, BT, C);   // lnf [B,T,C]
+    model_act_keep(m, a->lnf, lnf, (size_t)BT * C);
+    model_matmul(m, m->logits, a->lnf, p->wte, model_no_view(), BT, C, m->c.vocab);                // logits [B,T,V]
 }
 
 // ------------------------------------------------------------------ backward
@@ -173,21 +198,24 @@ static void block_backward(wgt_model *m, int l) {
     const block_acts *h = &a->h[l];
     // MLP: out = res2 + fcproj(gelu(fc(ln2(res2))))
     wgt_view dmlp = model_branch_dropout_grad(m, a->scratch_c, a->dres, l, 2);                    // dfcproj [B,T,C]
-    be->matmul_t(be, a->df1, dmlp, p->fcproj_w, BT, F, C);                                          // dfch [B,T,F]
-    be->matmul_at(be, g->fcproj_w, g->fcproj_b, dmlp, h->fch, BT, F, C);
-    be->ffn_gelu_backward(be, a->df2, a->df1, h->pre_gelu, (size_t)BT * F);                      // dpre_gelu [B,T,F]
-    be->matmul_t(be, a->dtmp, a->df2, p->fc_w, BT, C, F);                                           // dln2 [B,T,C]
-    be->matmul_at(be, g->fc_w, g->fc_b, a->df2, h->ln2, BT, C, F);
+    model_matmul_t(m, a->df1, dmlp, p->fcproj_w, BT, F, C);                                         // dfch [B,T,F]
+    model_matmul_at(m, g->fcproj_w, g->fcproj_b, dmlp, h->fch, BT, F, C);
+    wgt_view pre = model_act_f32(m, h->pre_gelu, a->x_f, (size_t)BT * F);  // (f16: widened into x_f)
+    be->ffn_gelu_backward(be, a->df2, a->df1, pre, (size_t)BT * F);                              // dpre_gelu [B,T,F]
+    model_matmul_t(m, a->dtmp, a->df2, p->fc_w, BT, C, F);                                          // dln2 [B,T,C]
+    model_matmul_at(m, g->fc_w, g->fc_b, a->df2, h->ln2, BT, C, F);
     be->layernorm_backward(be, a->dres, g->ln2_w, g->ln2_b, a->dtmp, h->res2, p->ln2_w, h->ln2_mean, h->ln2_rstd, BT,
                            C);                                                                      // dres2 [B,T,C]
     // attention: res2 = x + attproj(attention(qkv(ln1(x))))
     wgt_view dattn = model_branch_dropout_grad(m, a->scratch_c, a->dres, l, 1);                  // dattproj [B,T,C]
-    be->matmul_t(be, a->dtmp, dattn, p->attproj_w, BT, C, C);                                      // datty [B,T,C]
-    be->matmul_at(be, g->attproj_w, g->attproj_b, dattn, h->atty, BT, C, C);
-    be->attention_backward(be, a->dqkv, a->dtmp, h->qkv, h->atty, h->lse, B, T, NH, NH, C / NH, m->drop_p,
+    model_matmul_t(m, a->dtmp, dattn, p->attproj_w, BT, C, C);                                     // datty [B,T,C]
+    model_matmul_at(m, g->attproj_w, g->attproj_b, dattn, h->atty, BT, C, C);
+    wgt_view atty = model_act_f32(m, h->atty, a->x_c, (size_t)BT * C);  // (f16: the rounded out, widened)
+    wgt_view qkv = model_act_f32(m, h->qkv, a->x_q, (size_t)BT * 3 * C);
+    be->attention_backward(be, a->dqkv, a->dtmp, qkv, atty, h->lse, B, T, NH, NH, C / NH, m->drop_p,
                            model_dropout_seed(m, l, 0));                                             // dqkv [B,T,3C]
-    be->matmul_t(be, a->dtmp, a->dqkv, p->qkv_w, BT, C, 3 * C);                                     // dln1 [B,T,C]
-    be->matmul_at(be, g->qkv_w, g->qkv_b, a->dqkv, h->ln1, BT, C, 3 * C);
+    model_matmul_t(m, a->dtmp, a->dqkv, p->qkv_w, BT, C, 3 * C);                                    // dln1 [B,T,C]
+    model_matmul_at(m, g->qkv_w, g->qkv_b, a->dqkv, h->ln1, BT, C, 3 * C);
     be->layernorm_backward(be, a->dres, g->ln1_w, g->ln1_b, a->dtmp, h->res, p->ln1_w, h->ln1_mean, h->ln1_rstd, BT,
                            C);                                                                         // dx [B,T,C]
 }
@@ -198,8 +226,8 @@ static void backward(wgt_model *m) {
     const top_params *p = P(m), *g = G(m);
     acts *a = A(m);
     // m->logits holds dlogits [B,T,V]
-    be->matmul_t(be, a->dtmp, m->logits, p->wte, BT, C, V);                                         // dlnf [B,T,C]
-    be->matmul_at(be, g->wte, model_no_view(), m->logits, a->lnf, BT, C, V);                           // dwte [V,C]
+    model_matmul_t(m, a->dtmp, m->logits, p->wte, BT, C, V);                                        // dlnf [B,T,C]
+    model_matmul_at(m, g->wte, model_no_view(), m->logits, a->lnf, BT, C, V);                          // dwte [V,C]
     be->fill_zero(be, a->dres, (size_t)BT * C);
     be->layernorm_backward(be, a->dres, g->lnf_w, g->lnf_b, a->dtmp, a->res_final, p->lnf_w, a->lnf_mean, a->lnf_rstd,
                            BT, C);                                                                  // dres [B,T,C]

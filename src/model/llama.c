@@ -139,6 +139,9 @@ typedef struct {
 typedef struct {
     wgt_view res_final;      // [B,T,C] the last block's output
     wgt_view lnf, rstdf;     // [B,T,C], [B,T] model.norm
+    wgt_view x_c, x_f, x_q;  // f16 model only: [B,T,C], [B,T,F], [B,T,C+2KV] f32 scratch through
+                             // which the producers of the f16 tensors (ln1, qkv, atty, ln2, hid,
+                             // lnf) write
     wgt_view scratch_c;      // [B,T,C] a branch's output before its residual add; in the backward
                              // the up_proj part of d(ln2)
     wgt_view dres, dtmp;     // [B,T,C] backward: the residual gradient, a branch's input gradient
@@ -161,20 +164,25 @@ static wgt_status init(wgt_model *m) {
     for (int l = 0; l < c->n_layer; l++) {
         block_acts *h = &a->h[l];
         model_alloc(m, &h->res, BT * C, "res", 0);
-        model_alloc(m, &h->ln1, BT * C, "ln1", 0);
+        model_alloc_act(m, &h->ln1, BT * C, "ln1");
         model_alloc(m, &h->rstd1, BT, "rstd1", 0);
-        model_alloc(m, &h->qkv, BT * QKV, "qkv", 0);
-        model_alloc(m, &h->atty, BT * C, "atty", 0);
+        model_alloc_act(m, &h->qkv, BT * QKV, "qkv");
+        model_alloc_act(m, &h->atty, BT * C, "atty");
         model_alloc(m, &h->lse, (size_t)m->B * NH * T, "lse", 0);
         model_alloc(m, &h->res2, BT * C, "res2", 0);
-        model_alloc(m, &h->ln2, BT * C, "ln2", 0);
+        model_alloc_act(m, &h->ln2, BT * C, "ln2");
         model_alloc(m, &h->rstd2, BT, "rstd2", 0);
         model_alloc(m, &h->gate, BT * F, "gate", 0);
         model_alloc(m, &h->up, BT * F, "up", 0);
-        model_alloc(m, &h->hid, BT * F, "swiglu", 0);
+        model_alloc_act(m, &h->hid, BT * F, "swiglu");
     }
     model_alloc(m, &a->res_final, BT * C, "res_final", 0);
-    model_alloc(m, &a->lnf, BT * C, "lnf", 0);
+    model_alloc_act(m, &a->lnf, BT * C, "lnf");
+    if (model_f16(m)) {
+        model_alloc(m, &a->x_c, BT * C, "x_c", 0);
+        model_alloc(m, &a->x_f, BT * F, "x_f", 0);
+        model_alloc(m, &a->x_q, BT * QKV, "x_q", 0);
+    }
     model_alloc(m, &a->rstdf, BT, "rstdf", 0);
     model_alloc(m, &a->scratch_c, BT * C, "scratch_c", 0);
     model_alloc(m, &a->dres, BT * C, "dres", 0);
@@ -213,19 +221,33 @@ static void block_forward(wgt_model *m, int l) {
     const block_acts *h = &a->h[l];
     const wgt_view none = model_no_view();
     wgt_view out = l + 1 < m->c.n_layer ? a->h[l + 1].res : a->res_final;
-    be->rmsnorm_forward(be, h->ln1, h->rstd1, h->res, p->ln1_w, BT, C, eps);                  // ln1 [B,T,C]
-    be->matmul(be, h->qkv, h->ln1, qkv_of(p), none, BT, C, QKV);                             // qkv [B,T,C+2KV]
-    be->rope_forward(be, h->qkv, a->cos, a->sin, B, T, NH, NKV, HS);                          // q, k rotated
-    be->attention_forward(be, h->atty, h->lse, h->qkv, B, T, NH, NKV, HS, m->drop_p,
+    const size_t nc = (size_t)BT * C, nf = (size_t)BT * F;
+    // (f16: each saved GEMM input is written into x_c / x_f, then rounded into its f16 tensor)
+    wgt_view ln1 = model_act_out(m, h->ln1, a->x_c);
+    be->rmsnorm_forward(be, ln1, h->rstd1, h->res, p->ln1_w, BT, C, eps);                     // ln1 [B,T,C]
+    model_act_keep(m, h->ln1, ln1, nc);
+    const size_t nq = (size_t)BT * QKV;
+    wgt_view qkv = model_act_out(m, h->qkv, a->x_q);
+    model_matmul(m, qkv, h->ln1, qkv_of(p), none, BT, C, QKV);                               // qkv [B,T,C+2KV]
+    be->rope_forward(be, qkv, a->cos, a->sin, B, T, NH, NKV, HS);                             // q, k rotated
+    model_act_keep(m, h->qkv, qkv, nq);
+    qkv = model_act_f32(m, h->qkv, a->x_q, nq);  // (f16: attention reads the rounded qkv, as its backward)
+    wgt_view atty = model_act_out(m, h->atty, a->x_c);
+    be->attention_forward(be, atty, h->lse, qkv, B, T, NH, NKV, HS, m->drop_p,
                           model_dropout_seed(m, l, 0));                                     // atty [B,T,C], lse [B,NH,T]
-    be->matmul(be, a->scratch_c, h->atty, p->o_w, none, BT, C, C);                             // o_proj [B,T,C]
+    model_act_keep(m, h->atty, atty, nc);
+    model_matmul(m, a->scratch_c, h->atty, p->o_w, none, BT, C, C);                            // o_proj [B,T,C]
     model_branch_dropout(m, a->scratch_c, l, 1);
-    be->residual_forward(be, h->res2, h->res, a->scratch_c, (size_t)BT * C);                    // res2 [B,T,C]
-    be->rmsnorm_forward(be, h->ln2, h->rstd2, h->res2, p->ln2_w, BT, C, eps);                   // ln2 [B,T,C]
-    be->matmul(be, h->gate, h->ln2, p->gate_w, none, BT, C, F);                                // gate [B,T,F]
-    be->matmul(be, h->up, h->ln2, p->up_w, none, BT, C, F);                                      // up [B,T,F]
-    be->swiglu_combine(be, h->hid, h->gate, h->up, (size_t)BT * F);                              // hid [B,T,F]
-    be->matmul(be, a->scratch_c, h->hid, p->down_w, none, BT, F, C);                         // down_proj [B,T,C]
+    be->residual_forward(be, h->res2, h->res, a->scratch_c, nc);                                // res2 [B,T,C]
+    wgt_view ln2 = model_act_out(m, h->ln2, a->x_c);
+    be->rmsnorm_forward(be, ln2, h->rstd2, h->res2, p->ln2_w, BT, C, eps);                      // ln2 [B,T,C]
+    model_act_keep(m, h->ln2, ln2, nc);
+    model_matmul(m, h->gate, h->ln2, p->gate_w, none, BT, C, F);                               // gate [B,T,F]
+    model_matmul(m, h->up, h->ln2, p->up_w, none, BT, C, F);                                     // up [B,T,F]
+    wgt_view hid = model_act_out(m, h->hid, a->x_f);
+    be->swiglu_combine(be, hid, h->gate, h->up, nf);                                             // hid [B,T,F]
+    model_act_keep(m, h->hid, hid, nf);
+    model_matmul(m, a->scratch_c, h->hid, p->down_w, none, BT, F, C);                        // down_proj [B,T,C]
     model_branch_dropout(m, a->scratch_c, l, 2);
     be->residual_forward(be, out, h->res2, a->scratch_c, (size_t)BT * C);                        // out [B,T,C]
 }
@@ -237,8 +259,10 @@ static void forward(wgt_model *m) {
     acts *a = A(m);
     be->embedding_forward(be, a->h[0].res, m->tokens, p->embed, a->zero_pos, B, T, C, V);               // [B,T,C]
     for (int l = 0; l < m->c.n_layer; l++) block_forward(m, l);
-    be->rmsnorm_forward(be, a->lnf, a->rstdf, a->res_final, p->norm_w, BT, C, (float)m->c.rms_eps);     // [B,T,C]
-    be->matmul(be, m->logits, a->lnf, lm_head_of(m, p), model_no_view(), BT, C, V);               // logits [B,T,V]
+    wgt_view lnf = model_act_out(m, a->lnf, a->x_c);
+    be->rmsnorm_forward(be, lnf, a->rstdf, a->res_final, p->norm_w, BT, C, (float)m->c.rms_eps);        // [B,T,C]
+    model_act_keep(m, a->lnf, lnf, (size_t)BT * C);
+    model_matmul(m, m->logits, a->lnf, lm_head_of(m, p), model_no_view(), BT, C, V);              // logits [B,T,V]
 }
 
 // ------------------------------------------------------------------ backward
@@ -254,24 +278,26 @@ static void block_backward(wgt_model *m, int l) {
     const wgt_view none = model_no_view();
     // MLP: out = res2 + down_proj(silu(gate) * up), gate = gate_proj(ln2), up = up_proj(ln2)
     wgt_view dmlp = model_branch_dropout_grad(m, a->scratch_c, a->dres, l, 2);                   // ddown [B,T,C]
-    be->matmul_t(be, a->dhid, dmlp, p->down_w, BT, F, C);                                          // dhid [B,T,F]
-    be->matmul_at(be, g->down_w, none, dmlp, h->hid, BT, F, C);
+    model_matmul_t(m, a->dhid, dmlp, p->down_w, BT, F, C);                                         // dhid [B,T,F]
+    model_matmul_at(m, g->down_w, none, dmlp, h->hid, BT, F, C);
     be->ffn_swiglu_backward(be, a->dgate, a->dup, a->dhid, h->gate, h->up, (size_t)BT * F);  // dgate, dup [B,T,F]
-    be->matmul_t(be, a->dtmp, a->dgate, p->gate_w, BT, C, F);
-    be->matmul_t(be, a->scratch_c, a->dup, p->up_w, BT, C, F);
+    model_matmul_t(m, a->dtmp, a->dgate, p->gate_w, BT, C, F);
+    model_matmul_t(m, a->scratch_c, a->dup, p->up_w, BT, C, F);
     be->add_inplace(be, a->dtmp, a->scratch_c, (size_t)BT * C);                                   // dln2 [B,T,C]
-    be->matmul_at(be, g->gate_w, none, a->dgate, h->ln2, BT, C, F);
-    be->matmul_at(be, g->up_w, none, a->dup, h->ln2, BT, C, F);
+    model_matmul_at(m, g->gate_w, none, a->dgate, h->ln2, BT, C, F);
+    model_matmul_at(m, g->up_w, none, a->dup, h->ln2, BT, C, F);
     be->rmsnorm_backward(be, a->dres, g->ln2_w, a->dtmp, h->res2, p->ln2_w, h->rstd2, BT, C);    // dres2 [B,T,C]
     // attention: res2 = x + o_proj(attention(rope(qkv(ln1(x)))))
     wgt_view dattn = model_branch_dropout_grad(m, a->scratch_c, a->dres, l, 1);                  // do_proj [B,T,C]
-    be->matmul_t(be, a->dtmp, dattn, p->o_w, BT, C, C);                                            // datty [B,T,C]
-    be->matmul_at(be, g->o_w, none, dattn, h->atty, BT, C, C);
-    be->attention_backward(be, a->dqkv, a->dtmp, h->qkv, h->atty, h->lse, B, T, NH, NKV, HS, m->drop_p,
+    model_matmul_t(m, a->dtmp, dattn, p->o_w, BT, C, C);                                           // datty [B,T,C]
+    model_matmul_at(m, g->o_w, none, dattn, h->atty, BT, C, C);
+    wgt_view atty = model_act_f32(m, h->atty, a->x_c, (size_t)BT * C);  // (f16: the rounded out, widened)
+    wgt_view qkv = model_act_f32(m, h->qkv, a->x_q, (size_t)BT * QKV);
+    be->attention_backward(be, a->dqkv, a->dtmp, qkv, atty, h->lse, B, T, NH, NKV, HS, m->drop_p,
                            model_dropout_seed(m, l, 0));                                             // dqkv (rotated)
     be->rope_backward(be, a->dqkv, a->cos, a->sin, B, T, NH, NKV, HS);                    // dqkv [B,T,C+2KV]
-    be->matmul_t(be, a->dtmp, a->dqkv, qkv_of(p), BT, C, QKV);                                     // dln1 [B,T,C]
-    be->matmul_at(be, qkv_of(g), none, a->dqkv, h->ln1, BT, C, QKV);
+    model_matmul_t(m, a->dtmp, a->dqkv, qkv_of(p), BT, C, QKV);                                    // dln1 [B,T,C]
+    model_matmul_at(m, qkv_of(g), none, a->dqkv, h->ln1, BT, C, QKV);
     be->rmsnorm_backward(be, a->dres, g->ln1_w, a->dtmp, h->res, p->ln1_w, h->rstd1, BT, C);         // dx [B,T,C]
 }
 
@@ -281,8 +307,8 @@ static void backward(wgt_model *m) {
     const top_params *p = P(m), *g = G(m);
     acts *a = A(m);
     // m->logits holds dlogits [B,T,V]
-    be->matmul_t(be, a->dtmp, m->logits, lm_head_of(m, p), BT, C, V);                             // dlnf [B,T,C]
-    be->matmul_at(be, lm_head_of(m, g), model_no_view(), m->logits, a->lnf, BT, C, V);          // dlm_head [V,C]
+    model_matmul_t(m, a->dtmp, m->logits, lm_head_of(m, p), BT, C, V);                            // dlnf [B,T,C]
+    model_matmul_at(m, lm_head_of(m, g), model_no_view(), m->logits, a->lnf, BT, C, V);         // dlm_head [V,C]
     be->fill_zero(be, a->dres, (size_t)BT * C);
     be->rmsnorm_backward(be, a->dres, g->norm_w, a->dtmp, a->res_final, p->norm_w, a->rstdf, BT, C);  // [B,T,C]
     for (int l = m->c.n_layer - 1; l >= 0; l--) block_backward(m, l);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "backend/dropout.h"
 #include "backend/opt_status.h"
+#include "backend/half.h"
 #include "model/model_impl.h"
 
 // ------------------------------------------------------------------ families
@@ -541,7 +542,66 @@ void model_alloc(wgt_model *m, wgt_view *v, size_t n, const char *label, int may
     *v = model_view(b, 0, n);
 }
 
+const char *model_precision_name(model_precision p) { return p == MODEL_PREC_F16 ? "f16" : "f32"; }
+
+wgt_status model_precision_parse(const char *s, const char *flag, model_precision *out) {
+    if (s && !strcmp(s, "f32")) *out = MODEL_PREC_F32;
+    else if (s && !strcmp(s, "f16")) *out = MODEL_PREC_F16;
+    else return wgt_fail(WGT_ERR_ARG, "%s must be f32 or f16, got '%s'", flag, s ? s : "");
+    return WGT_OK;
+}
+
+model_precision model_prec(const wgt_model *m) { return m->prec; }
+
+void model_alloc_act(wgt_model *m, wgt_view *v, size_t n, const char *label) {
+    model_alloc(m, v, model_f16(m) ? wgt_f16_words(n) : n, label, 0);
+}
+
+void model_act_keep(wgt_model *m, wgt_view saved, wgt_view out, size_t n) {
+    if (model_f16(m)) m->be->cast_f16(m->be, saved, out, n);
+}
+
+wgt_view model_act_f32(wgt_model *m, wgt_view saved, wgt_view scratch, size_t n) {
+    if (!model_f16(m)) return saved;
+    wgt_view v = model_subview(scratch, 0, n);
+    m->be->cast_f32(m->be, v, saved, n);
+    return v;
+}
+
+wgt_view model_half_weight(const wgt_model *m, wgt_view w) {
+    WGT_ASSERT(w.buf == m->params.buf && w.off + w.n <= m->decay_end && w.off % 2 == 0,
+               "an f16 GEMM weight must be a tensor of the weight-decayed range starting at an even element");
+    return model_subview(m->params_h, w.off / 2, wgt_f16_words(w.n));
+}
+
+void model_matmul(wgt_model *m, wgt_view out, wgt_view inp, wgt_view w, wgt_view bias, uint32_t N, uint32_t C,
+                  uint32_t OC) {
+    if (model_f16(m)) m->be->matmul_f16(m->be, out, inp, model_half_weight(m, w), bias, N, C, OC);
+    else m->be->matmul(m->be, out, inp, w, bias, N, C, OC);
+}
+void model_matmul_t(wgt_model *m, wgt_view dinp, wgt_view dout, wgt_view w, uint32_t N, uint32_t C, uint32_t OC) {
+    if (model_f16(m)) m->be->matmul_t_f16(m->be, dinp, dout, model_half_weight(m, w), N, C, OC);
+    else m->be->matmul_t(m->be, dinp, dout, w, N, C, OC);
+}
+void model_matmul_at(wgt_model *m, wgt_view dw, wgt_view db, wgt_view dout, wgt_view inp, uint32_t N, uint32_t C,
+                     uint32_t OC) {
+    if (model_f16(m)) m->be->matmul_at_f16(m->be, dw, db, dout, inp, N, C, OC);
+    else m->be->matmul_at(m->be, dw, db, dout, inp, N, C, OC);
+}
+
+// f16: the weights' f16 copy from the f32 masters, when they changed since the last cast.
+static void refresh_half(wgt_model *m) {
+    if (!model_f16(m) || !m->half_stale) return;
+    m->be->cast_f16(m->be, m->params_h, model_subview(m->params, 0, m->decay_end), m->decay_end);
+    m->half_stale = 0;
+}
+
 wgt_status model_init(wgt_model **out, wgt_backend *be, const model_config *cfg, int B, int T) {
+    return model_init_prec(out, be, cfg, B, T, MODEL_PREC_F32);
+}
+
+wgt_status model_init_prec(wgt_model **out, wgt_backend *be, const model_config *cfg, int B, int T,
+                           model_precision prec) {
     *out = NULL;
     WGT_TRY(model_config_check(cfg));
     if (B < 1) return wgt_fail(WGT_ERR_CONFIG, "batch size must be at least 1, got %d", B);
@@ -554,6 +614,8 @@ wgt_status model_init(wgt_model **out, wgt_backend *be, const model_config *cfg,
     m->c = *cfg;
     m->B = B;
     m->T = T;
+    m->prec = prec;
+    m->half_stale = 1;
     layout(m);
     for (int i = 0; i < m->np; i++) {
         const model_param_info *p = &m->t[i].info;
@@ -569,6 +631,7 @@ wgt_status model_init(wgt_model **out, wgt_backend *be, const model_config *cfg,
     model_alloc(m, &m->grads, m->n_elems, "grads", 1);
     model_alloc(m, &m->m1, m->n_elems, "adam_m", 1);
     model_alloc(m, &m->v1, m->n_elems, "adam_v", 1);
+    if (prec == MODEL_PREC_F16) model_alloc(m, &m->params_h, wgt_f16_words(m->decay_end), "params_f16", 1);
     model_alloc(m, &m->tokens, BT, "tokens", 0);
     model_alloc(m, &m->targets, BT, "targets", 0);
     model_alloc(m, &m->logits, BT * cfg->vocab, "logits", 1);  // the lm_head matmuls and the loss split it
@@ -638,6 +701,7 @@ wgt_status model_param_get(wgt_model *m, int i, float *dst, int grad) {
 wgt_status model_param_set(wgt_model *m, int i, const float *src) {
     const model_param_info *p = model_param(m, i);
     WGT_TRY(m->be->upload(m->be, tensor_view(m->params, p), src, p->n));
+    m->half_stale = 1;
     return m->be->sync(m->be);
 }
 
@@ -671,6 +735,7 @@ wgt_status model_init_random(wgt_model *m, uint64_t seed) {
     }
     wgt_status st = m->be->upload(m->be, m->params, h, m->n_elems);
     free(h);
+    m->half_stale = 1;
     if (st == WGT_OK) {
         m->be->fill_zero(m->be, m->m1, m->n_elems);
         m->be->fill_zero(m->be, m->v1, m->n_elems);
@@ -803,6 +868,7 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
     free(used);
     free(tmp);
     st_close(f);
+    m->half_stale = 1;
     if (st == WGT_OK) st = m->be->sync(m->be);
     return st;
 }
@@ -870,6 +936,7 @@ wgt_status model_params_download(wgt_model *m, float *dst) { return m->be->downl
 
 wgt_status model_state_upload(wgt_model *m, const float *params, const float *m1, const float *v1) {
     WGT_TRY(m->be->upload(m->be, m->params, params, m->n_elems));
+    m->half_stale = 1;
     WGT_TRY(m->be->upload(m->be, m->m1, m1, m->n_elems));
     WGT_TRY(m->be->upload(m->be, m->v1, v1, m->n_elems));
     return m->be->sync(m->be);
@@ -916,6 +983,7 @@ wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *tar
     WGT_TRY(upload_batch(m, tokens, targets));
     m->drop_p = lo.dropout;
     m->drop_seed = lo.dropout_seed;
+    refresh_half(m);
     m->arch->forward(m);
     wgt_backend *be = m->be;
     const uint32_t BT = (uint32_t)m->B * (uint32_t)m->T;
@@ -930,6 +998,7 @@ wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *tar
 wgt_status model_forward_logits(wgt_model *m, const int32_t *tokens, float *logits) {
     WGT_TRY(upload_batch(m, tokens, NULL));
     m->drop_p = 0.0f;  // inference: no dropout
+    refresh_half(m);
     m->arch->forward(m);
     m->have_forward = 0;  // logits are not dlogits: no backward from here
     return m->be->download(m->be, logits, m->logits, (size_t)m->B * m->T * m->c.vocab);
@@ -974,6 +1043,7 @@ void model_update(wgt_model *m, float lr, float beta1, float beta2, float eps, f
                       model_subview(m->grads, o, n), m->status, n, lr, beta1, beta2, eps, group ? 0.0f : weight_decay);
         }
     }
+    m->half_stale = 1;  // f16: the next forward casts the new weights (refresh_half)
 }
 
 wgt_status model_grad_norm(wgt_model *m, float *norm) {

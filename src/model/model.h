@@ -73,10 +73,23 @@ wgt_status model_config_from_hf_json(model_config *c, const char *json, const ch
 wgt_status model_config_from_hf_file(model_config *c, const char *path);  // reads the file, then as above
 char *model_config_to_hf_json(const model_config *c);
 
+// ---- precision (docs/numerics.md#mixed-precision)
+// f32: everything f32. f16 (mixed precision): f32 master weights, AdamW moments, gradients,
+// residual stream, norm statistics, softmax and loss; the GEMMs read f16 copies of the weights
+// (cast after every update) and f16 activations, which are also what the backward keeps.
+typedef enum { MODEL_PREC_F32, MODEL_PREC_F16 } model_precision;
+const char *model_precision_name(model_precision p);  // "f32", "f16"
+// "f32" or "f16"; anything else is WGT_ERR_ARG with a message naming `flag` and the choices.
+wgt_status model_precision_parse(const char *s, const char *flag, model_precision *out);
+
 // ---- a model on a backend, for batches of B x T tokens
 typedef struct wgt_model wgt_model;
-// Validates the config and that the device can hold it; allocates everything once.
+// Validates the config and that the device can hold it; allocates everything once (f32).
 wgt_status model_init(wgt_model **out, wgt_backend *be, const model_config *c, int B, int T);
+// The same at a chosen precision.
+wgt_status model_init_prec(wgt_model **out, wgt_backend *be, const model_config *c, int B, int T,
+                           model_precision prec);
+model_precision model_prec(const wgt_model *m);
 void model_free(wgt_model *m);
 const model_config *model_cfg(const wgt_model *m);
 size_t model_num_params(const wgt_model *m);

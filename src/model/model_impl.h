@@ -105,6 +105,9 @@ typedef struct {
 struct wgt_model {
     const model_arch *arch;
     wgt_backend *be;
+    model_precision prec;
+    wgt_view params_h;  // f16: the f16 copy of the weight-decayed range [0, decay_end) of params
+    int half_stale;     // f16: params changed since params_h was cast (cast before the next forward)
     model_config c;
     int B, T;
     model_tensor *t;   // the parameter table, t[0..np)
@@ -148,6 +151,30 @@ wgt_view model_branch_dropout_grad(wgt_model *m, wgt_view tmp, wgt_view dres, in
 // one storage binding unless may_exceed. After a failure it does nothing more; the first
 // failure is m->alloc_st.
 void model_alloc(wgt_model *m, wgt_view *v, size_t n, const char *label, int may_exceed);
+// ---- mixed precision: the helpers that let one op list serve both precisions. In f32 they are
+// the plain ops on the plain views; in f16 a saved activation is an f16 tensor (ceil(n/2) words)
+// that its producer fills through an f32 scratch, and the GEMMs take the f16 operands.
+static inline int model_f16(const wgt_model *m) { return m->prec == MODEL_PREC_F16; }
+// Allocates a saved activation of n values: f32, or f16 in the f16 model.
+void model_alloc_act(wgt_model *m, wgt_view *v, size_t n, const char *label);
+// Where a producer of saved activation `saved` writes: saved itself (f32), or the f32 scratch.
+static inline wgt_view model_act_out(const wgt_model *m, wgt_view saved, wgt_view scratch) {
+    return model_f16(m) ? model_subview(scratch, 0, saved.n * 2 <= scratch.n ? saved.n * 2 : scratch.n) : saved;
+}
+// After the producer: f16 rounds what it wrote (out = model_act_out's view) into saved.
+void model_act_keep(wgt_model *m, wgt_view saved, wgt_view out, size_t n);
+// A saved activation as f32 for an op that reads f32: saved itself, or widened into scratch.
+wgt_view model_act_f32(wgt_model *m, wgt_view saved, wgt_view scratch, size_t n);
+// The f16 copy of a weight (a view of m->params inside the weight-decayed range).
+wgt_view model_half_weight(const wgt_model *m, wgt_view w);
+// The GEMMs of the model at its precision: inp / the saved activations are f16 in f16 and the
+// weights the f16 copies; out, dout, dinp and the weight gradients are always f32.
+void model_matmul(wgt_model *m, wgt_view out, wgt_view inp, wgt_view w, wgt_view bias, uint32_t N, uint32_t C,
+                  uint32_t OC);
+void model_matmul_t(wgt_model *m, wgt_view dinp, wgt_view dout, wgt_view w, uint32_t N, uint32_t C, uint32_t OC);
+void model_matmul_at(wgt_model *m, wgt_view dw, wgt_view db, wgt_view dout, wgt_view inp, uint32_t N, uint32_t C,
+                     uint32_t OC);
+
 // A tensor of a Hugging Face file by its name, with or without the family's prefix.
 const st_tensor *model_st_find(const model_arch *a, const st_file *f, const char *name);
 

@@ -81,6 +81,9 @@ static const field fields[] = {
      3.4028234663852886e38, 0, 0, "S", "the first scale of --loss-scale dynamic (default 65536)"},
     {"train", "loss_scale_window", "--loss-scale-window", FT_LONG, OFF(loss_scale_window), 0, 1, 4294967295.0, 0, 0,
      "N", "clean updates in a row after which a dynamic loss scale doubles (default 2000)"},
+    {"train", "precision", "--precision", FT_STR, OFF(precision), sizeof(((train_config *)0)->precision), 0, 0, 1, 0,
+     "f32|f16", "f32 (default), or f16: mixed precision, f32 master weights, f16 GEMM operands and saved activations "
+     "(may change on --resume)"},
     {"train", "seed", "--seed", FT_LONG, OFF(seed), 0, 0, JSON_SAFE_INT, 0, 0, "S",
      "seed of the initialisation and of the data order (default 1)"},
     {"log", "val_every", "--val-every", FT_LONG, OFF(val_every), 0, 0, 1e12, 1, 0, "N",
@@ -121,6 +124,7 @@ wgt_status train_config_preset(train_config *c, const char *name) {
     snprintf(c->loss_scale, sizeof c->loss_scale, "auto");
     c->loss_scale_init = 65536;   // PyTorch GradScaler's defaults: 2^16, x2 every 2000 clean steps, x0.5
     c->loss_scale_window = 2000;
+    snprintf(c->precision, sizeof c->precision, "f32");
     c->seed = 1;
     c->val_batches = 8;
     c->log_every = 10;
@@ -438,8 +442,15 @@ wgt_status train_config_read_file(train_config *c, train_flags *fl, const char *
 
 // ------------------------------------------------------------------ validation
 
+model_precision train_config_precision(const train_config *c) {
+    return !strcmp(c->precision, "f16") ? MODEL_PREC_F16 : MODEL_PREC_F32;
+}
+
 wgt_status train_config_finish(train_config *c) {
     if (c->min_lr < 0) c->min_lr = c->lr / 10;
+    if (!c->precision[0]) snprintf(c->precision, sizeof c->precision, "f32");
+    model_precision prec;
+    WGT_TRY(model_precision_parse(c->precision, "--precision", &prec));
     if (c->model.vocab < 1)
         return wgt_fail(WGT_ERR_CONFIG, "the vocabulary size is unknown: the data directory has no tokenizer; pass --vocab");
     if (c->model.max_seq < 1) c->model.max_seq = c->seq;
@@ -556,6 +567,11 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
             c->loss_scale_init = 65536;
         } else if (f->off == OFF(loss_scale_window) && !it) {
             c->loss_scale_window = 2000;
+        } else if (f->off == OFF(precision) && !it) {
+            snprintf(c->precision, sizeof c->precision, "f32");  // runs from before mixed precision
+        } else if (f->off == OFF(precision) && !(cJSON_IsString(it) && (!strcmp(it->valuestring, "f32") ||
+                                                                         !strcmp(it->valuestring, "f16")))) {
+            st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration's train.precision is not \"f32\" or \"f16\"", what);
         } else if (f->type == FT_STR) {
             if (!cJSON_IsString(it) || strlen(it->valuestring) >= f->size)
                 st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration lacks the string %s%s%s", what,
@@ -580,7 +596,9 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
 
 void train_loss_scale_resolve(const train_config *c, float *scale, int *dynamic) {
     const char *ls = c->loss_scale;
-    // "auto" is where --precision decides: f16 will mean dynamic; f32 (all there is yet) is off
+    // "auto" is where the precision decides. Both are off: in f16 the weights and the kept
+    // activations are f16 but every gradient stays f32 (docs/numerics.md#mixed-precision), so
+    // there is no f16 gradient for a scale to keep from underflowing
     if (!strcmp(ls, "auto")) ls = "off";
     *dynamic = 0;
     *scale = 1.0f;

@@ -24,6 +24,9 @@ typedef struct {
     char loss_scale[24];
     double loss_scale_init;
     long loss_scale_window;
+    // "f32" or "f16" (mixed precision, docs/numerics.md#mixed-precision); the checkpoint keeps f32
+    // master weights either way, so a resumed run may change it
+    char precision[8];
     long seed;                 // < 2^53 so that JSON numbers hold it exactly
     long val_every, val_batches, ckpt_every, log_every;
     char data_dir[TRAIN_PATH_MAX];
@@ -86,6 +89,8 @@ wgt_status train_config_read_file(train_config *c, train_flags *f, const char *p
 // Resolves defaults that depend on other fields (min_lr) and validates every field with a
 // message naming the flag to change.
 wgt_status train_config_finish(train_config *c);
+// The run's precision (c->precision, "f32" when empty).
+model_precision train_config_precision(const train_config *c);
 
 // JSON (config.json and the checkpoint's copy). to_json returns a malloc'd string. from_json
 // is strict: the text must be exactly one JSON object (nothing after it, no duplicate key).

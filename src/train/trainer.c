@@ -71,10 +71,11 @@ wgt_status run_checkpoint_read(checkpoint *ck, const char *run_dir) {
     return checkpoint_read(ck, p);
 }
 
-wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir) {
+wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir,
+                          model_precision prec) {
     *out = NULL;
     wgt_model *m;
-    WGT_TRY(model_init(&m, be, &ck->cfg.model, B, T));
+    WGT_TRY(model_init_prec(&m, be, &ck->cfg.model, B, T, prec));
     char p[TRAIN_PATH_MAX];
     wgt_status st = run_path(p, sizeof p, run_dir, RUN_CKPT_FILE);
     if (st == WGT_OK) st = checkpoint_check_model(ck, &ck->cfg, model_state_elems(m), p);
@@ -554,10 +555,10 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         printf("train: warning: this WebGPU adapter is a software GPU; it trains about 10x slower than --device cpu "
                "(it is there to check the WGSL kernels)\n");
     if (t->resumed) {
-        st = run_model_open(&m, be, &t->ck, B, T, t->o.run_dir);
+        st = run_model_open(&m, be, &t->ck, B, T, t->o.run_dir, train_config_precision(c));
         checkpoint_free(&t->ck);  // uploaded: the host copy is no longer needed
     } else {
-        st = model_init(&m, be, &c->model, B, T);
+        st = model_init_prec(&m, be, &c->model, B, T, train_config_precision(c));
         if (st == WGT_OK) st = model_init_random(m, rng_seed_stream((uint64_t)c->seed, STREAM_INIT));
         // --init: its weights replace the random ones; the gradients and AdamW moments stay zero
         if (st == WGT_OK && c->init[0]) {
@@ -579,7 +580,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         model_free(m);
         return st;
     }
-    printf("train: %.2f M parameters\n", model_num_params(m) / 1e6);
+    printf("train: %.2f M parameters, precision %s\n", model_num_params(m) / 1e6, model_precision_name(model_prec(m)));
     if (train_loss_scale_on(c))
         printf("train: loss scale %s%g%s\n", dynamic ? "dynamic from " : "", t->resumed && t->pr.loss_scale > 0 ?
                t->pr.loss_scale : (double)scale0, dynamic ? " (halved on an overflow, doubled after --loss-scale-window "

@@ -23,7 +23,9 @@ wgt_status run_path(char *dst, size_t n, const char *run_dir, const char *name);
 // Reads RUN_DIR/ckpt.bin, refusing a missing or damaged file with a message saying so.
 wgt_status run_checkpoint_read(checkpoint *ck, const char *run_dir);
 // A model of the checkpoint's config for batches of B x T, holding the checkpoint's state.
-wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir);
+// prec: the precision to run at; the checkpoint's f32 master weights load into either.
+wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir,
+                          model_precision prec);
 
 // Mean cross-entropy (no label smoothing, no z-loss: comparable to the entropy) over
 // max_batches validation batches spread evenly over the set (0: all of them), always the same

@@ -12,7 +12,11 @@
 struct wgt_buf {
     float *data;
     size_t n;  // elements
+    size_t bytes;
 };
+
+// be->impl: what bytes_allocated reports
+typedef struct { uint64_t live, peak; } cpu_counts;
 
 // Element pointer of view v after checking that `need` elements lie inside the view and the
 // view inside its buffer.
@@ -39,12 +43,17 @@ static wgt_status buf_alloc(wgt_backend *be, wgt_buf **out, size_t n_elems, cons
     wgt_buf *b = wgt_malloc(sizeof *b);
     b->data = data;
     b->n = n_elems;
+    b->bytes = bytes;
+    cpu_counts *k = be->impl;
+    k->live += bytes;
+    if (k->live > k->peak) k->peak = k->live;
     *out = b;
     return WGT_OK;
 }
 
 static void buf_free(wgt_backend *be, wgt_buf *buf) {
     if (!buf) return;
+    ((cpu_counts *)be->impl)->live -= buf->bytes;
     free(buf->data);
     free(buf);
 }
@@ -75,6 +84,7 @@ static wgt_status sync_noop(wgt_backend *be) { return WGT_OK; }
 // Readback slots: the data is there at once (ops have already run), so begin copies it and
 // end hands it over; the slot discipline is checked as on the device.
 typedef struct {
+    cpu_counts counts;  // first: the allocation counters read it through be->impl
     float slot[WGT_READBACK_SLOTS][WGT_READBACK_MAX];
     int pending[WGT_READBACK_SLOTS];
     size_t n[WGT_READBACK_SLOTS];
@@ -105,6 +115,12 @@ static void backend_free(wgt_backend *be) {
     free(be);
 }
 
+static void bytes_allocated(wgt_backend *be, uint64_t *live, uint64_t *peak) {
+    const cpu_counts *k = be->impl;
+    *live = k->live;
+    *peak = k->peak;
+}
+
 // ---- ops: generated forwarders, views checked against the op's shapes, then the reference ----
 
 // Host pointer of a view (NULL for an absent optional one) after checking that it lies inside
@@ -128,6 +144,7 @@ wgt_status backend_cpu_init(wgt_backend **out) {
     wgt_backend *be = wgt_calloc(1, sizeof *be);
     be->name = "cpu";
     be->impl = wgt_calloc(1, sizeof(cpu_impl));
+    be->bytes_allocated = bytes_allocated;
     be->buf_alloc = buf_alloc;
     be->buf_free = buf_free;
     be->buf_elems = buf_elems;

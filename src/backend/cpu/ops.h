@@ -12,7 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 #include "backend/backend.h"
-#include "backend/dropout.h"  // the dropout mask (wgt_dropout_*), shared with the WebGPU hosts
+#include "backend/dropout.h"
+#include "backend/half.h"  // f16 on the bits (wgt_f32_to_f16 / wgt_f16_to_f32)  // the dropout mask (wgt_dropout_*), shared with the WebGPU hosts
 
 // ---- shared scalar helpers (the C twins of 00_shared.wgsl and the activation preambles) ----
 
@@ -68,6 +69,8 @@ float cpu_bias_correction(float beta, uint32_t t);
 #define CPU_PTR_IN_OPT_F32 const float *
 #define CPU_PTR_IN_I32 const int32_t *
 #define CPU_PTR_IN_U32 const uint32_t *
+#define CPU_PTR_OUT_F16 uint16_t *
+#define CPU_PTR_IN_F16 const uint16_t *
 #define CPU_ARG_B(name, role, type, shape) , CPU_PTR_##role##_##type name
 #define CPU_PROTO_(op, summary) void cpu_##op(WGT_ARGS(WGT_OP_##op(CPU_ARG_B, WGT_PARAM_S)));
 WGT_OPS(CPU_PROTO_)

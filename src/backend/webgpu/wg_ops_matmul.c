@@ -181,20 +181,46 @@ static mm_plan plan_pick(wg_ctx *ctx, mm_variant var, uint32_t M, uint32_t N, ui
     return p;
 }
 
+// How an operand is bound: f32, vec4<f32>, or f16 (native array<f16> or packed pairs in u32).
+typedef enum { MM_OP_F32, MM_OP_V4, MM_OP_F16, MM_OP_F16_PACKED } mm_optype;
+
+// The operand's binding type, V4 flag and accessors (x = a or b; see 03_matmul.wgsl).
+static int mm_operand_defs(char *buf, size_t cap, char x, mm_optype t) {
+    const char *zero = "{return vec4<f32>(0.0);}";
+    switch (t) {
+    case MM_OP_V4:
+        return snprintf(buf, cap, "alias MM_%c_T=vec4<f32>;const MM_%c_V4=true;fn mm_%c_at(i:u32)->vec4<f32>{return mm_%c[i];}"
+                        "fn mm_%c_el(i:u32)->f32{return mm_%c[i/4u][i%%4u];}", x - 32, x - 32, x, x, x, x);
+    case MM_OP_F16:
+        return snprintf(buf, cap, "alias MM_%c_T=f16;const MM_%c_V4=false;fn mm_%c_at(i:u32)->vec4<f32>%s"
+                        "fn mm_%c_el(i:u32)->f32{return f32(mm_%c[i]);}", x - 32, x - 32, x, zero, x, x);
+    case MM_OP_F16_PACKED:
+        return snprintf(buf, cap, "alias MM_%c_T=u32;const MM_%c_V4=false;fn mm_%c_at(i:u32)->vec4<f32>%s"
+                        "fn mm_%c_el(i:u32)->f32{return unpack2x16float(mm_%c[i>>1u])[i&1u];}", x - 32, x - 32, x, zero,
+                        x, x);
+    default:
+        return snprintf(buf, cap, "alias MM_%c_T=f32;const MM_%c_V4=false;fn mm_%c_at(i:u32)->vec4<f32>{return vec4<f32>(mm_%c[i]);}"
+                        "fn mm_%c_el(i:u32)->f32{return mm_%c[i];}", x - 32, x - 32, x, x, x, x);
+    }
+}
+
 // The module's constants (every entry point of 03_matmul.wgsl needs them to compile): the tile,
-// how each operand is bound (f32 or vec4<f32>) and whether the kernel writes row sums (dbias).
-static const char *mm_defines(mm_tile t, int v4a, int v4b, int rs, char *buf, size_t cap) {
-    snprintf(buf, cap,
-             "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;const MM_WG=%uu;"
-             "const MM_PF=%s;alias MM_A_T=%s;const MM_A_V4=%s;alias MM_B_T=%s;const MM_B_V4=%s;const MM_RS=%s;",
-             t.bm, t.bn, t.bk, t.tm, t.tn, tile_threads(t), t.pf ? "true" : "false", v4a ? "vec4<f32>" : "f32", v4a ? "true" : "false",
-             v4b ? "vec4<f32>" : "f32", v4b ? "true" : "false", rs ? "true" : "false");
+// how each operand is bound and whether the kernel writes row sums (dbias).
+static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int rs, char *buf, size_t cap) {
+    int n = snprintf(buf, cap,
+                     "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;const MM_WG=%uu;"
+                     "const MM_PF=%s;const MM_RS=%s;\n",
+                     t.bm, t.bn, t.bk, t.tm, t.tn, tile_threads(t), t.pf ? "true" : "false", rs ? "true" : "false");
+    n += mm_operand_defs(buf + n, cap - (size_t)n, 'a', ta);
+    n += snprintf(buf + n, cap - (size_t)n, "\n");
+    n += mm_operand_defs(buf + n, cap - (size_t)n, 'b', tb);
+    WGT_ASSERT(n > 0 && (size_t)n < cap, "matmul defines overflow their buffer");
     return buf;
 }
 
 static WGPUComputePipeline aux_pipeline(wg_ctx *ctx, const char *entry) {
-    char defs[320];
-    return wg_pipeline(ctx, "03_matmul.wgsl", entry, mm_defines(TILE_SMALL, 0, 0, 0, defs, sizeof defs));
+    char defs[700];
+    return wg_pipeline(ctx, "03_matmul.wgsl", entry, mm_defines(TILE_SMALL, MM_OP_F32, MM_OP_F32, 0, defs, sizeof defs));
 }
 
 // ------------------------------------------------------------------ split-K scratch
@@ -263,6 +289,18 @@ static wg_bind mm_window(wgt_view v, uint64_t r0, uint64_t rows, uint64_t c0, ui
     return wg_binding_window(v, start, count, off);
 }
 
+// The same window of an f16 matrix, whose view counts 4-byte words of two halves: rows, columns,
+// ld and the returned *off are in halves. The window covers the words that hold the halves.
+static wg_bind mm_window_h(wgt_view v, uint64_t r0, uint64_t rows, uint64_t c0, uint64_t cols, uint64_t ld,
+                           uint32_t *off) {
+    uint64_t start = r0 * ld + c0, count = rows && cols ? (rows - 1) * ld + cols : 0;
+    uint64_t w0 = start / 2, w1 = count ? (start + count + 1) / 2 : w0;
+    uint32_t rem;
+    wg_bind b = wg_binding_window(v, w0, w1 - w0, &rem);
+    *off = rem * 2 + (uint32_t)(start & 1);
+    return b;
+}
+
 typedef struct {
     wgt_backend *be;
     mm_variant var;
@@ -271,6 +309,7 @@ typedef struct {
     uint32_t lda, ldb, ldc;
     int accumulate, fuse_db, want_v4;
     uint32_t group;
+    int a_h, b_h;                   // the operand is f16 (then mm_window_h, no vec4)
 } mm_call;
 
 // One chunk: C[m0:+mc, n0:+nc] (+)= A[m0:+mc, k0:+kc]·B[k0:+kc, n0:+nc]
@@ -285,15 +324,22 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     enum { MM_C, MM_A, MM_B, MM_BIAS };        // 03_matmul.wgsl bindings: outputs first
     enum { SK_C, SK_DB, SK_PART, SK_BIAS };    // and those of matmul_splitk_reduce
     wg_bind bd[4];
-    int v4a = g->want_v4 && t.bk % 8 == 0, v4b = v4a;  // vec4 slots need 8-deep k-slices
-    if (a_kc) bd[MM_A] = mm_window(g->a, m0, mc, k0, kc, g->lda, &p.a_off, &v4a);
+    const int v4ok = g->want_v4 && t.bk % 8 == 0;  // vec4 slots need 8-deep k-slices
+    int v4a = v4ok && !g->a_h, v4b = v4ok && !g->b_h;
+    if (g->a_h) bd[MM_A] = a_kc ? mm_window_h(g->a, m0, mc, k0, kc, g->lda, &p.a_off)
+                                : mm_window_h(g->a, k0, kc, m0, mc, g->lda, &p.a_off);
+    else if (a_kc) bd[MM_A] = mm_window(g->a, m0, mc, k0, kc, g->lda, &p.a_off, &v4a);
     else bd[MM_A] = mm_window(g->a, k0, kc, m0, mc, g->lda, &p.a_off, &v4a);
-    if (b_kc) bd[MM_B] = mm_window(g->b, n0, nc, k0, kc, g->ldb, &p.b_off, &v4b);
+    if (g->b_h) bd[MM_B] = b_kc ? mm_window_h(g->b, n0, nc, k0, kc, g->ldb, &p.b_off)
+                                : mm_window_h(g->b, k0, kc, n0, nc, g->ldb, &p.b_off);
+    else if (b_kc) bd[MM_B] = mm_window(g->b, n0, nc, k0, kc, g->ldb, &p.b_off, &v4b);
     else bd[MM_B] = mm_window(g->b, k0, kc, n0, nc, g->ldb, &p.b_off, &v4b);
     bd[MM_BIAS] = wg_b(bd[MM_A].v, 0);  // an unread placeholder; read-only like A, so no usage conflict
-    char defs[320];
+    const mm_optype h = wg_f16_native(ctx) ? MM_OP_F16 : MM_OP_F16_PACKED;
+    const mm_optype ta = g->a_h ? h : v4a ? MM_OP_V4 : MM_OP_F32, tb = g->b_h ? h : v4b ? MM_OP_V4 : MM_OP_F32;
+    char defs[700];
     WGPUComputePipeline pipe =
-        wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[g->var], mm_defines(t, v4a, v4b, db_here, defs, sizeof defs));
+        wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[g->var], mm_defines(t, ta, tb, db_here, defs, sizeof defs));
     const uint32_t gx = (nc + t.bn - 1) / t.bn, gy = (mc + t.bm - 1) / t.bm;
     int no_v4 = 0;
 
@@ -343,13 +389,16 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
 // split path runs (returns 1 then; 0: the caller adds dbias itself). a_kc/b_kc follow from the
 // variant. The kernel indexes each binding window with u32, which every window (at most one
 // binding) satisfies.
+// a_h, b_h: that operand is f16 (its view counts words of two halves; chunks of it fit a binding
+// whenever the f32 chunks below do).
 static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias, wgt_view dbias,
-                   uint32_t M, uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate) {
+                   uint32_t M, uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate,
+                   int a_h, int b_h) {
     wg_ctx *ctx = wg_of(be);
     if (M == 0 || N == 0) return 0;
     const int a_kc = var != MM_TN, b_kc = var == MM_NT;
     mm_call g = {be, var, plan_pick(ctx, var, M, N, K), a, b, c, bias, dbias, lda, ldb, ldc, accumulate, 0, vec4_on(ctx),
-                 group_setting(ctx)};
+                 group_setting(ctx), a_h, b_h};
     const mm_tile t = g.plan.t;
 
     // chunk sizes: every operand's window must fit one binding; grids stay within 65535 a side
@@ -381,23 +430,46 @@ static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_
     return g.fuse_db;
 }
 
+static void matmul_fwd(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N,
+                       uint32_t C, uint32_t OC, int h) {
+    wgt_view none = wgt_view_none();
+    mm_gemm(be, MM_NT, out, inp, weight, bias, none, N, OC, C, C, C, OC, 0, h, h);
+}
 void wg_matmul(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N, uint32_t C,
                uint32_t OC) {
-    wgt_view none = wgt_view_none();
-    mm_gemm(be, MM_NT, out, inp, weight, bias, none, N, OC, C, C, C, OC, 0);
+    matmul_fwd(be, out, inp, weight, bias, N, C, OC, 0);
+}
+void wg_matmul_f16(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N, uint32_t C,
+                   uint32_t OC) {
+    matmul_fwd(be, out, inp, weight, bias, N, C, OC, 1);
 }
 
 void wg_matmul_t(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t N, uint32_t C, uint32_t OC) {
     wgt_view none = wgt_view_none();
-    mm_gemm(be, MM_NN, dinp, dout, weight, none, none, N, C, OC, OC, C, C, 0);
+    mm_gemm(be, MM_NN, dinp, dout, weight, none, none, N, C, OC, OC, C, C, 0, 0, 0);
+}
+void wg_matmul_t_f16(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t N, uint32_t C, uint32_t OC) {
+    wgt_view none = wgt_view_none();
+    mm_gemm(be, MM_NN, dinp, dout, weight, none, none, N, C, OC, OC, C, C, 0, 0, 1);
 }
 
 typedef struct { uint32_t R, N, ld, x_off, out_off, p0, p1, p2; } colsum_params;
 
+static void matmul_at_any(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view dout, wgt_view inp, uint32_t N,
+                          uint32_t C, uint32_t OC, int h);
 void wg_matmul_at(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view dout, wgt_view inp, uint32_t N,
                   uint32_t C, uint32_t OC) {
+    matmul_at_any(be, dweight, dbias, dout, inp, N, C, OC, 0);
+}
+void wg_matmul_at_f16(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view dout, wgt_view inp, uint32_t N,
+                      uint32_t C, uint32_t OC) {
+    matmul_at_any(be, dweight, dbias, dout, inp, N, C, OC, 1);
+}
+
+static void matmul_at_any(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view dout, wgt_view inp, uint32_t N,
+                          uint32_t C, uint32_t OC, int h) {
     wgt_view none = wgt_view_none();
-    if (mm_gemm(be, MM_TN, dweight, dout, inp, none, dbias, OC, C, N, OC, C, C, 1)) return;  // dbias fused
+    if (mm_gemm(be, MM_TN, dweight, dout, inp, none, dbias, OC, C, N, OC, C, C, 1, 0, h)) return;  // dbias fused
     if (!dbias.buf || N == 0 || OC == 0) return;
     // dbias[OC] += column sums of dout[N,OC], over row chunks that fit one binding
     wg_ctx *ctx = wg_of(be);

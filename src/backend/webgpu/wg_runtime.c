@@ -20,7 +20,7 @@
 #define MAX_TIMER_QUERIES 4096         // pass timestamps of wg_timer_start .. wg_timer_stop
 
 typedef struct {
-    char key[384];
+    char key[1024];
     WGPUComputePipeline p;
     WGPUBindGroupLayout bgl;
 } pipe_entry;
@@ -58,6 +58,7 @@ struct wg_ctx {
 
     WGPUBuffer readback;
     uint64_t readback_bytes;
+    uint64_t live_bytes, peak_bytes;  // buffers of wg_buf_alloc alive now, and the most at once
 
     char error[2048];   // first uncaptured device error since the last flush
     int lost;
@@ -332,6 +333,11 @@ wgt_status wg_ctx_init(wg_ctx **out, const char *adapter, int profile) {
         return wgt_fail(WGT_ERR_DEVICE, "per-kernel profiling needs the timestamp-query feature, which this adapter lacks; run without profiling");
     }
 
+    if (ctx->settings.f16 == WG_F16_NATIVE && !info->has_f16) {
+        wgpuAdapterRelease(ctx->adapter); wgpuInstanceRelease(ctx->instance); free(ctx);
+        return wgt_fail(WGT_ERR_ARG, "WGTRAIN_F16=native needs the shader-f16 feature, which this adapter lacks; unset "
+                        "WGTRAIN_F16 (or set it to auto or packed) to store f16 as pairs in u32 words");
+    }
     WGPUFeatureName feats[4];
     size_t nf = 0;
     if (info->has_f16) feats[nf++] = WGPUFeatureName_ShaderF16;
@@ -417,6 +423,12 @@ wgt_status wg_ctx_init(wg_ctx **out, const char *adapter, int profile) {
 }
 
 const wg_device_info *wg_ctx_info(const wg_ctx *ctx) { return &ctx->info; }
+int wg_f16_native(wg_ctx *ctx) {
+    WGT_ASSERT(ctx->settings.f16 != WG_F16_NATIVE || ctx->info.has_f16,
+               "WGTRAIN_F16=native on a device without shader-f16");
+    return ctx->info.has_f16 && ctx->settings.f16 != WG_F16_PACKED;
+}
+
 uint64_t wg_max_binding_elems(const wg_ctx *ctx) { return ctx->info.limits.maxStorageBufferBindingSize / 4; }
 wg_settings *wg_ctx_settings(wg_ctx *ctx) { return &ctx->settings; }
 
@@ -498,12 +510,20 @@ wgt_status wg_buf_alloc(wg_ctx *ctx, wgt_buf **out, size_t n_elems, const char *
         return wgt_fail(WGT_ERR_MEMORY, "could not allocate %.1f MiB on the GPU for '%s' (%s); use a smaller model, "
                         "batch or sequence length", bytes / 1048576.0, label, st != WGT_OK ? wgt_last_error() : "no buffer");
     }
+    ctx->live_bytes += bytes;
+    if (ctx->live_bytes > ctx->peak_bytes) ctx->peak_bytes = ctx->live_bytes;
     *out = b;
     return WGT_OK;
 }
 
+void wg_bytes_allocated(const wg_ctx *ctx, uint64_t *live, uint64_t *peak) {
+    *live = ctx->live_bytes;
+    *peak = ctx->peak_bytes;
+}
+
 void wg_buf_free(wg_ctx *ctx, wgt_buf *buf) {
     if (!buf) return;
+    ctx->live_bytes -= buf->bytes;
     if (ctx->enc) submit_wait(ctx, 0);
     bg_cache_clear(ctx);  // cached bind groups may reference this buffer
     wgpuBufferDestroy(buf->b);
@@ -718,7 +738,7 @@ static void on_compiled(WGPUCompilationInfoRequestStatus st, const WGPUCompilati
 }
 
 WGPUComputePipeline wg_pipeline(wg_ctx *ctx, const char *file, const char *entry, const char *defines) {
-    char key[384];
+    char key[1024];
     int kl = snprintf(key, sizeof key, "%s:%s:%s", file, entry, defines ? defines : "");
     WGT_ASSERT(kl > 0 && (size_t)kl < sizeof key, "pipeline key (file, entry, defines) too long for the cache");
     for (int i = 0; i < ctx->n_pipes; i++)
@@ -730,9 +750,15 @@ WGPUComputePipeline wg_pipeline(wg_ctx *ctx, const char *file, const char *entry
     const char *body = wgsl_find(file);
     WGT_ASSERT(shared && body, "a kernel file is missing from the embedded WGSL table (check kernels/ and the build)");
     // subgroup operations need the enable directive before any declaration
-    const char *enables = ctx->info.has_subgroups ? "enable subgroups;\n" : "";
+    // (and f16 types, which the native f16 storage path declares, need theirs: only where the
+    // device has shader-f16 and WGTRAIN_F16 is not packed, so that the packed path compiles
+    // here exactly as on a device without f16)
+    const int f16 = ctx->info.has_f16 && ctx->settings.f16 != WG_F16_PACKED;
+    const char *enables = ctx->info.has_subgroups ? (f16 ? "enable subgroups;\nenable f16;\n" : "enable subgroups;\n")
+                                                  : (f16 ? "enable f16;\n" : "");
     char consts[256];
-    snprintf(consts, sizeof consts, "const HAS_SUBGROUPS : bool = %s;\n", ctx->info.has_subgroups ? "true" : "false");
+    snprintf(consts, sizeof consts, "const HAS_SUBGROUPS : bool = %s;\nconst HAS_F16 : bool = %s;\n",
+             ctx->info.has_subgroups ? "true" : "false", f16 ? "true" : "false");
     size_t n = strlen(enables) + strlen(consts) + strlen(shared) + strlen(body) + (defines ? strlen(defines) : 0) + 8;
     char *src = wgt_malloc(n);
     snprintf(src, n, "%s%s%s\n%s\n%s", enables, consts, shared, defines ? defines : "", body);

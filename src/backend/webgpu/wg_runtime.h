@@ -48,6 +48,8 @@ const char *wg_feature_name(WGPUFeatureName f);
 
 wgt_status wg_buf_alloc(wg_ctx *ctx, wgt_buf **out, size_t n_elems, const char *label);
 void wg_buf_free(wg_ctx *ctx, wgt_buf *buf);
+// Bytes of the wg_buf_alloc buffers (scratch slots included) alive now, and the most alive at once.
+void wg_bytes_allocated(const wg_ctx *ctx, uint64_t *live, uint64_t *peak);
 wgt_status wg_upload(wg_ctx *ctx, wgt_view dst, const void *src, size_t n_elems);
 wgt_status wg_download(wg_ctx *ctx, void *dst, wgt_view src, size_t n_elems);
 void wg_fill_zero(wg_ctx *ctx, wgt_view dst, size_t n_elems);
@@ -78,6 +80,9 @@ void wg_dispatch(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const wg
 void wg_dispatch3(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const wg_bind *binds, int nb,
                   const void *params, size_t params_size, uint32_t gx, uint32_t gy, uint32_t gz);
 uint64_t wg_max_binding_elems(const wg_ctx *ctx);
+// Whether f16 tensors are bound as native array<f16> (the device has shader-f16 and the f16
+// setting is not packed) rather than as pairs in u32 words. The bytes are the same either way.
+int wg_f16_native(wg_ctx *ctx);
 
 // Binding windows, for ops whose tensors can exceed one storage binding (maxStorageBufferBindingSize).
 // The largest binding in elements that ops split against: the backend's max_binding_elems (which a

@@ -24,6 +24,7 @@ static const setting_def defs[] = {
     {"WGTRAIN_ATTN_UNROLL", "auto, 0 or 1"},
     {"WGTRAIN_CE_CFG", "comma-separated key=integer pairs: wg=64..1024 (a power of 2), vec=0|1, sg=0|1, reg=0..16, "
                        "sm=0..1024, rev=0|1 (e.g. wg=1024,reg=4,sm=2)"},
+    {"WGTRAIN_F16", "auto, packed or native"},
     {"WGTRAIN_TEST_BINDING_LIMIT", "0 (the device's limit) or an element count of at least 256"},
 };
 #define N_DEFS (sizeof defs / sizeof defs[0])
@@ -158,6 +159,11 @@ static int set_one(wg_settings *s, const char *name, const char *v) {
     } else if (!strcmp(name, "WGTRAIN_CE_CFG")) {
         t.ce = d.ce;  // the keys given over the defaults, as from the environment
         ok = dflt || parse_ce(v, &t.ce);
+    } else if (!strcmp(name, "WGTRAIN_F16")) {
+        if (dflt || !strcmp(v, "auto")) t.f16 = WG_F16_AUTO;
+        else if (!strcmp(v, "packed")) t.f16 = WG_F16_PACKED;
+        else if (!strcmp(v, "native")) t.f16 = WG_F16_NATIVE;
+        else ok = 0;
     } else if (!strcmp(name, "WGTRAIN_TEST_BINDING_LIMIT")) {
         ok = dflt || (parse_int(v, 0, (long long)1 << 62, &x) && (x == 0 || x >= 256));
         t.binding_limit = (uint64_t)x;

@@ -35,6 +35,12 @@
 //   WGTRAIN_CE_CFG              k=v,...                cross_entropy kernel: wg=64..1024 (power of
 //                                                      2), vec=0|1, sg=0|1, reg=0..16, sm=0..1024,
 //                                                      rev=0|1; keys left out keep the default
+//   WGTRAIN_F16                 auto | packed | native f16 storage of mixed precision: native
+//                                                      array<f16> bindings where the device has
+//                                                      shader-f16, else f16 pairs in u32 words
+//                                                      (auto); packed forces the pairs (to test
+//                                                      that path on an f16 device); native
+//                                                      refuses a device without shader-f16
 //   WGTRAIN_TEST_BINDING_LIMIT  0 | 256..2^62          TEST ONLY: the ops split tensors as if one
 //                                                      storage binding held at most this many
 //                                                      elements (0: the device's limit)
@@ -55,6 +61,7 @@ typedef enum { WG_MM_TILE_AUTO, WG_MM_TILE_BIG, WG_MM_TILE_SMALL, WG_MM_TILE_SPE
 typedef struct { int bm, bn, bk, tm, tn; } wg_mm_tile_spec;
 // Whether a tile spec is one the kernel compiles (form only: workgroup memory is the device's).
 int wg_mm_tile_spec_valid(const wg_mm_tile_spec *t);
+typedef enum { WG_F16_AUTO, WG_F16_PACKED, WG_F16_NATIVE } wg_f16_choice;
 
 // cross_entropy variant; each field WG_AUTO keeps the device's default
 typedef struct { int wg, vec, sg, reg, sm, rev; } wg_ce_settings;
@@ -72,6 +79,7 @@ typedef struct {
     char attn_bwd[256];          // WGTRAIN_ATTN_BWD_CFG ("" = the defaults)
     int attn_unroll;             // WGTRAIN_ATTN_UNROLL: WG_AUTO, 0 or 1
     wg_ce_settings ce;           // WGTRAIN_CE_CFG
+    wg_f16_choice f16;           // WGTRAIN_F16
     uint64_t binding_limit;      // WGTRAIN_TEST_BINDING_LIMIT: elements, 0 = the device's
 } wg_settings;
 
