@@ -777,10 +777,16 @@ static void test_optimizer(void) {
     cpu_grad_clip_scale(st, 1.0f, 0.9f, 0.999f, 1, 3);
     CHECK(st[WGT_ST_LOSS_SCALE] == 16 && st[WGT_ST_STEP_SCALE] == 8 && wgt_st_u32(st, WGT_ST_CLEAN) == 0,
           "growth after 3 clean updates: %g", st[WGT_ST_LOSS_SCALE]);
-    ST_FRESH(4, 3e38f);
+    ST_FRESH(4, WGT_LOSS_SCALE_MAX);
     wgt_st_set_u32(st, WGT_ST_CLEAN, 2);
     cpu_grad_clip_scale(st, 1.0f, 0.9f, 0.999f, 1, 3);
-    CHECK(st[WGT_ST_LOSS_SCALE] == 3e38f, "growth stops below infinity: %g", st[WGT_ST_LOSS_SCALE]);
+    CHECK(st[WGT_ST_LOSS_SCALE] == WGT_LOSS_SCALE_MAX && wgt_st_u32(st, WGT_ST_SKIPPED) == 0,
+          "growth stops at 2^64: %g", st[WGT_ST_LOSS_SCALE]);
+    // a scale so large that clip / S is no normal f32 (GPUs would flush it): skipped, halved
+    ST_FRESH(4, 3e38f);
+    cpu_grad_clip_scale(st, 1.0f, 0.9f, 0.999f, 1, 3);
+    CHECK(st[WGT_ST_CLIP] == 0 && wgt_st_u32(st, WGT_ST_SKIPPED) == 1 && st[WGT_ST_LOSS_SCALE] == 1.5e38f,
+          "a multiplier below 2^-126 skips: scale %g", st[WGT_ST_LOSS_SCALE]);
 #undef ST_FRESH
     // bias corrections against double powers, over a range of t
     {

@@ -82,7 +82,8 @@ l32=$($W eval --run "$T/C16" --device cpu 2>&1 | sed -n 's/^loss //p')
 check "eval in f16 within 1 % of eval in f32 ($l16 vs $l32)" $PY -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if abs(a - b) <= 0.01 * b else 1)" "$l16" "$l32"
 out=$($W bench --preset tiny --device cpu --layers 1 --seq 32 --batch 2 --steps 2 --warmup 0 --precision f16 2>&1); rc=$?
 check "bench --precision f16 exits 0 ($out)" test $rc -eq 0
-check "bench reports the step time and the buffer bytes" bash -c "grep -q 'step time' <<<'$out' && grep -qE 'buffer bytes [0-9]+' <<<'$out'"
+bench_reports() { grep -q 'step time' <<<"$out" && grep -qE 'buffer bytes [0-9]+' <<<"$out"; }
+check "bench reports the step time and the buffer bytes" bench_reports
 # a GPT-2 checkpoint in Hugging Face names (the f16 run's) and a token batch as int32 .npy
 $PY - "$T/t.npy" <<'EOF2'
 import struct, sys, random

@@ -627,7 +627,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         int last = s1 == c->steps || (t->o.stop_at > 0 && s1 >= t->o.stop_at);
         int do_val = (c->val_every > 0 && s1 % c->val_every == 0) || s1 == c->steps;
         int do_ckpt = (c->ckpt_every > 0 && s1 % c->ckpt_every == 0) || last;
-        if (!(do_val || do_ckpt || g_stop)) continue;
+        if (!(do_val || do_ckpt || stop_requested())) continue;
         // this update's results are needed now: validation, a checkpoint or a stop follows
         WGT_ASSERT(sq.n == 1, "a boundary step with more than its own update pending");
         sq.n = 0;
