@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
         printf("allreduce of %zu floats (%.1f MB) over %d rank%s, %ld timed repetitions each; GB/s = 1e9 bytes/s\n", n,
                bytes / 1e6, N, N > 1 ? "s" : "", iters);
     if (me == 0) printf("%-24s %10s %10s %12s %12s\n", "buckets", "best ms", "mean ms", "algbw GB/s", "busbw GB/s");
-    const size_t sizes[] = {(size_t)1 << 18, (size_t)1 << 20, DIST_BUCKET_ELEMS};
+    const size_t sizes[] = {(size_t)1 << 18, (size_t)1 << 20, (size_t)1 << 22};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t b = sizes[s] < n ? sizes[s] : n;
         double best = 1e30, sum = 0;

@@ -144,8 +144,12 @@ static wgt_status bench_mode(bench_run *r, int sync, long warmup, long steps, be
     return WGT_OK;
 }
 
-// Whether a model of batch B (and one training step of it) fits the device.
-static int batch_fits(wgt_backend *be, const model_config *cfg, int B, int T, model_precision prec) {
+// Whether a model of batch B (and one training step of it) fits the device. A trial that does
+// not fit may leave the device unusable (a failed allocation can lose it), so after a failure
+// the backend is opened anew (*bep; NULL when that fails too).
+static int batch_fits(wgt_backend **bep, const char *device, const char *adapter, const model_config *cfg, int B,
+                      int T, model_precision prec) {
+    wgt_backend *be = *bep;
     wgt_model *m = NULL;
     size_t BT = (size_t)B * T;
     int32_t *tok = wgt_malloc(BT * 4), *tgt = wgt_malloc(BT * 4);
@@ -159,7 +163,12 @@ static int batch_fits(wgt_backend *be, const model_config *cfg, int B, int T, mo
     model_free(m);
     free(tok);
     free(tgt);
-    if (st != WGT_OK) printf("bench: batch %d does not fit: %s\n", B, wgt_last_error());
+    if (st != WGT_OK) {
+        printf("bench: batch %d does not fit: %s\n", B, wgt_last_error());
+        be->free(be);
+        *bep = NULL;
+        if (cli_backend_open(bep, device, adapter, 0) != WGT_OK) *bep = NULL;
+    }
     return st == WGT_OK;
 }
 
@@ -229,15 +238,16 @@ static wgt_status bench_main(int argc, char **argv) {
         // doubling, then bisection between the last batch that fitted and the first that did not
         int lo_b = 0, hi_b = 0;
         for (int b = 1; b <= 4096; b *= 2) {
-            if (!batch_fits(be, &cfg, b, bT, prec)) { hi_b = b; break; }
+            if (!batch_fits(&be, device, adapter, &cfg, b, bT, prec)) { hi_b = b; break; }
             lo_b = b;
         }
         if (hi_b == 0) hi_b = 4097;
-        while (lo_b > 0 && hi_b - lo_b > 1) {
+        while (be && lo_b > 0 && hi_b - lo_b > 1) {
             int mid = lo_b + (hi_b - lo_b) / 2;
-            if (batch_fits(be, &cfg, mid, bT, prec)) lo_b = mid;
+            if (batch_fits(&be, device, adapter, &cfg, mid, bT, prec)) lo_b = mid;
             else hi_b = mid;
         }
+        if (!be) return wgt_fail(WGT_ERR_DEVICE, "the device could not be opened again after a batch that did not fit");
         if (lo_b == 0) {
             be->free(be);
             return wgt_fail(WGT_ERR_MEMORY, "not even batch 1 at T=%d fits this device in %s", bT, model_precision_name(prec));

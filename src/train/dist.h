@@ -9,9 +9,13 @@
 #include <stdint.h>
 #include "core/error.h"
 
-// Gradient buckets: the reduction runs over consecutive slices of this many floats (16 MiB),
-// started one after another in the order of the state layout.
-#define DIST_BUCKET_ELEMS ((size_t)1 << 22)
+// Gradient buckets: the reduction runs over consecutive slices of this many floats (1 MiB),
+// started one after another in the order of the state layout; the gradients come down from the
+// device in slices of DIST_DOWNLOAD_ELEMS (16 MiB: fewer, larger readbacks). On the H200's host
+// 1 MiB buckets summed GPT-2 124M's 498 MB between 2 ranks in 284 ms, 16 MiB ones in 496 ms
+// (bench_allreduce, docs/distributed.md).
+#define DIST_BUCKET_ELEMS ((size_t)1 << 18)
+#define DIST_DOWNLOAD_ELEMS ((size_t)1 << 22)
 
 // Initialises MPI when the process was started by mpirun (OMPI_COMM_WORLD_SIZE, PMIX_RANK or
 // PMI_RANK in the environment); otherwise does nothing. The ranks other than 0 send their

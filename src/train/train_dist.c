@@ -255,18 +255,22 @@ wgt_status train_dist_step(wgt_model *m, float *host, long step, double *loss_su
     const size_t n = model_state_elems(m), nb = (n + DIST_BUCKET_ELEMS - 1) / DIST_BUCKET_ELEMS;
     dist_reqs *rq = dist_reqs_new((int)nb);
     wgt_status st = WGT_OK;
-    // bucket b's sum runs while bucket b+1 comes down from the device, in the state's order
-    for (size_t b = 0; b < nb && st == WGT_OK; b++) {
-        size_t o = b * DIST_BUCKET_ELEMS, k = n - o < DIST_BUCKET_ELEMS ? n - o : DIST_BUCKET_ELEMS;
-        st = model_grads_download(m, host + o, o, k);
-        if (st == WGT_OK) st = dist_isum_f32(rq, host + o, k);
+    // the buckets of one downloaded slice are summed while the next slice comes down from the
+    // device, in the state's order
+    for (size_t d = 0; d < n && st == WGT_OK; d += DIST_DOWNLOAD_ELEMS) {
+        size_t dk = n - d < DIST_DOWNLOAD_ELEMS ? n - d : DIST_DOWNLOAD_ELEMS;
+        st = model_grads_download(m, host + d, d, dk);
+        for (size_t o = d; o < d + dk && st == WGT_OK; o += DIST_BUCKET_ELEMS) {
+            size_t k = d + dk - o < DIST_BUCKET_ELEMS ? d + dk - o : DIST_BUCKET_ELEMS;
+            st = dist_isum_f32(rq, host + o, k);
+        }
         dist_progress(rq);
     }
     if (st == WGT_OK) st = dist_wait_all(rq);
     dist_reqs_free(rq);
-    for (size_t b = 0; b < nb && st == WGT_OK; b++) {
-        size_t o = b * DIST_BUCKET_ELEMS, k = n - o < DIST_BUCKET_ELEMS ? n - o : DIST_BUCKET_ELEMS;
-        st = model_grads_upload(m, host + o, o, k);
+    for (size_t d = 0; d < n && st == WGT_OK; d += DIST_DOWNLOAD_ELEMS) {
+        size_t dk = n - d < DIST_DOWNLOAD_ELEMS ? n - d : DIST_DOWNLOAD_ELEMS;
+        st = model_grads_upload(m, host + d, d, dk);
     }
     WGT_TRY(st);
     double v[2] = {*loss_sum, local_stop ? 1.0 : 0.0};
@@ -298,5 +302,5 @@ wgt_status train_dist_check_weights(wgt_model *m, float *host) {
 void train_dist_report(void) {
     if (dist_size() == 1 || !g_comm_steps) return;
     printf("train: gradient allreduce over %d ranks: %.1f ms per step on average (%ld steps, buckets of %zu MiB)\n",
-           dist_size(), 1e3 * g_comm_s / (double)g_comm_steps, g_comm_steps, DIST_BUCKET_ELEMS * 4 >> 20);
+           dist_size(), 1e3 * g_comm_s / (double)g_comm_steps, g_comm_steps, DIST_BUCKET_ELEMS * 4 >> 20);  // MiB
 }

@@ -464,8 +464,11 @@ static wgt_status collect_step(trainer *t, wgt_model *m, run_state *rs, const pe
     const long s1 = p->step + 1;
     // the update's time: from when the previous one's results came back (or its own recording
     // began, if later) to when its own did. The host records ahead of the device, so the pace
-    // at which results come back is the step time (recording alone would say a few ms).
+    // at which results come back is the step time (recording alone would say a few ms), unless
+    // the recording itself waited for the device (a data-parallel step brings its gradients
+    // down to the host): then it is the recording's time
     double now = wgt_now_s(), dt = now - (rs->t_last_done > p->t_from ? rs->t_last_done : p->t_from);
+    if (p->t_end - p->t_from > dt) dt = p->t_end - p->t_from;
     rs->t_last_done = now;
     if (!(dt > 1e-9)) dt = 1e-9;  // a clock too coarse for the step
     t->pr.updates = r.updates;
