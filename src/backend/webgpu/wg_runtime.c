@@ -299,6 +299,25 @@ static wgt_status choose_adapter(wg_ctx *ctx, const char *want) {
 }
 
 // ------------------------------------------------------------------ init
+// A timestamp query set of `count` queries, the buffer they resolve into and the mappable one
+// they are copied to for reading (per-kernel profiling and the pass timer).
+static void timestamps_create(wg_ctx *ctx, const char *label, uint32_t count, WGPUQuerySet *qset, WGPUBuffer *resolve,
+                              WGPUBuffer *read) {
+    WGPUQuerySetDescriptor qd;
+    memset(&qd, 0, sizeof qd);
+    qd.label = sv(label);
+    qd.type = WGPUQueryType_Timestamp;
+    qd.count = count;
+    *qset = wgpuDeviceCreateQuerySet(ctx->device, &qd);
+    WGPUBufferDescriptor bd;
+    memset(&bd, 0, sizeof bd);
+    bd.size = (uint64_t)count * 8;
+    bd.usage = WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc;
+    *resolve = wgpuDeviceCreateBuffer(ctx->device, &bd);
+    bd.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
+    *read = wgpuDeviceCreateBuffer(ctx->device, &bd);
+}
+
 wgt_status wg_ctx_init(wg_ctx **out, const char *adapter, int profile) {
     *out = NULL;
     wg_settings settings;
@@ -402,20 +421,7 @@ wgt_status wg_ctx_init(wg_ctx **out, const char *adapter, int profile) {
     ctx->cap_bgs = 4096;
     ctx->bgs = wgt_calloc(ctx->cap_bgs, sizeof *ctx->bgs);
     ctx->epoch = 1;
-    if (profile) {
-        WGPUQuerySetDescriptor qd;
-        memset(&qd, 0, sizeof qd);
-        qd.label = sv("profile");
-        qd.type = WGPUQueryType_Timestamp;
-        qd.count = MAX_PROFILE;
-        ctx->qset = wgpuDeviceCreateQuerySet(ctx->device, &qd);
-        memset(&bd, 0, sizeof bd);
-        bd.size = MAX_PROFILE * 8;
-        bd.usage = WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc;
-        ctx->qresolve = wgpuDeviceCreateBuffer(ctx->device, &bd);
-        bd.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
-        ctx->qread = wgpuDeviceCreateBuffer(ctx->device, &bd);
-    }
+    if (profile) timestamps_create(ctx, "profile", MAX_PROFILE, &ctx->qset, &ctx->qresolve, &ctx->qread);
     st = wg_flush(ctx, 1);
     if (st != WGT_OK) { wg_ctx_free(ctx); return st; }
     *out = ctx;
@@ -1073,21 +1079,7 @@ wgt_status wg_timer_start(wg_ctx *ctx) {
         return wgt_fail(WGT_ERR_DEVICE, "timing GPU work needs the timestamp-query feature, which this adapter lacks");
     if (ctx->profile)
         return wgt_fail(WGT_ERR_ARG, "the pass timer and per-kernel profiling cannot run on one backend at once");
-    if (!ctx->tqset) {
-        WGPUQuerySetDescriptor qd;
-        memset(&qd, 0, sizeof qd);
-        qd.label = sv("pass-timer");
-        qd.type = WGPUQueryType_Timestamp;
-        qd.count = MAX_TIMER_QUERIES;
-        ctx->tqset = wgpuDeviceCreateQuerySet(ctx->device, &qd);
-        WGPUBufferDescriptor bd;
-        memset(&bd, 0, sizeof bd);
-        bd.size = MAX_TIMER_QUERIES * 8;
-        bd.usage = WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc;
-        ctx->tresolve = wgpuDeviceCreateBuffer(ctx->device, &bd);
-        bd.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
-        ctx->tread = wgpuDeviceCreateBuffer(ctx->device, &bd);
-    }
+    if (!ctx->tqset) timestamps_create(ctx, "pass-timer", MAX_TIMER_QUERIES, &ctx->tqset, &ctx->tresolve, &ctx->tread);
     WGT_TRY(wg_flush(ctx, 1));  // the passes recorded before now are not timed
     ctx->timing = 1;
     ctx->t_queries = ctx->t_resolved = ctx->t_overflow = 0;
