@@ -103,6 +103,7 @@ check "grad: the f16 loss within 1 % of f32 ($g16 vs $g32)" $PY -c "import sys; 
 
 section "bad values"
 expect_fail "--precision f8 is refused" "--precision must be f32 or f16" $W train "${M[@]}" --device cpu --out "$T/bad" --precision f8
+expect_fail "an empty --precision is refused" "--precision must be f32 or f16" $W train "${M[@]}" --device cpu --out "$T/bad" --precision=
 expect_fail "eval --precision bf16 is refused" "--precision must be f32 or f16" $W eval --run "$T/C16" --precision bf16
 expect_fail "bench --precision 16 is refused" "--precision must be f32 or f16" $W bench --precision 16
 expect_fail "bench --max-batch on the CPU backend is refused" "--max-batch searches a GPU" $W bench --device cpu --max-batch

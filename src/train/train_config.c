@@ -448,7 +448,6 @@ model_precision train_config_precision(const train_config *c) {
 
 wgt_status train_config_finish(train_config *c) {
     if (c->min_lr < 0) c->min_lr = c->lr / 10;
-    if (!c->precision[0]) snprintf(c->precision, sizeof c->precision, "f32");
     model_precision prec;
     WGT_TRY(model_precision_parse(c->precision, "--precision", &prec));
     if (c->model.vocab < 1)
