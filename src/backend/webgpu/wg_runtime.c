@@ -191,6 +191,16 @@ static void on_map(WGPUMapAsyncStatus status, WGPUStringView msg, void *u1, void
     (void)u2; (void)msg;
     *(WGPUMapAsyncStatus *)u1 = status;
 }
+// Starts mapping the first `bytes` of buffer b for reading; *status is set when it completes.
+static WGPUFuture map_read_start(WGPUBuffer b, size_t bytes, WGPUMapAsyncStatus *status) {
+    WGPUBufferMapCallbackInfo ci;
+    memset(&ci, 0, sizeof ci);
+    ci.mode = WGPUCallbackMode_WaitAnyOnly;
+    ci.callback = on_map;
+    ci.userdata1 = status;
+    *status = 0;
+    return wgpuBufferMapAsync(b, WGPUMapMode_Read, 0, bytes, ci);
+}
 static void on_done(WGPUQueueWorkDoneStatus status, WGPUStringView msg, void *u1, void *u2) {
     (void)u2; (void)msg;
     *(WGPUQueueWorkDoneStatus *)u1 = status;
@@ -600,13 +610,8 @@ wgt_status wg_download(wg_ctx *ctx, void *dst, wgt_view src, size_t n) {
     wgpuCommandEncoderCopyBufferToBuffer(ctx->enc, src.buf->b, src.off * 4, ctx->readback, 0, bytes);
     WGT_TRY(submit_wait(ctx, 0));
     ctx->stats.waits++;
-    WGPUMapAsyncStatus ms = 0;
-    WGPUBufferMapCallbackInfo ci;
-    memset(&ci, 0, sizeof ci);
-    ci.mode = WGPUCallbackMode_WaitAnyOnly;
-    ci.callback = on_map;
-    ci.userdata1 = &ms;
-    WGT_TRY(wait_future(ctx, ctx->instance, wgpuBufferMapAsync(ctx->readback, WGPUMapMode_Read, 0, bytes, ci), "a readback"));
+    WGPUMapAsyncStatus ms;
+    WGT_TRY(wait_future(ctx, ctx->instance, map_read_start(ctx->readback, bytes, &ms), "a readback"));
     if (ms != WGPUMapAsyncStatus_Success || ctx->error[0]) {
         if (ms == WGPUMapAsyncStatus_Success) wgpuBufferUnmap(ctx->readback);  // keep it usable
         if (ctx->error[0]) return take_error(ctx);
@@ -961,13 +966,8 @@ void wg_dispatch3(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const w
 static void profile_collect(wg_ctx *ctx) {
     int nq = ctx->n_queries;
     ctx->n_queries = 0;
-    WGPUMapAsyncStatus ms = 0;
-    WGPUBufferMapCallbackInfo ci;
-    memset(&ci, 0, sizeof ci);
-    ci.mode = WGPUCallbackMode_WaitAnyOnly;
-    ci.callback = on_map;
-    ci.userdata1 = &ms;
-    if (wait_future(ctx, ctx->instance, wgpuBufferMapAsync(ctx->qread, WGPUMapMode_Read, 0, (size_t)nq * 8, ci), "profile readback") != WGT_OK ||
+    WGPUMapAsyncStatus ms;
+    if (wait_future(ctx, ctx->instance, map_read_start(ctx->qread, (size_t)nq * 8, &ms), "profile readback") != WGT_OK ||
         ms != WGPUMapAsyncStatus_Success)
         return;
     const uint64_t *ts = wgpuBufferGetConstMappedRange(ctx->qread, 0, (size_t)nq * 8);
@@ -1033,13 +1033,7 @@ wgt_status wg_readback_begin(wg_ctx *ctx, int slot, wgt_view src, size_t n) {
     src.buf->epoch = ctx->epoch;
     wgpuCommandEncoderCopyBufferToBuffer(ctx->enc, src.buf->b, src.off * 4, ctx->rb[slot], 0, (uint64_t)n * 4);
     WGT_TRY(submit_wait(ctx, 0));
-    WGPUBufferMapCallbackInfo ci;
-    memset(&ci, 0, sizeof ci);
-    ci.mode = WGPUCallbackMode_WaitAnyOnly;
-    ci.callback = on_map;
-    ci.userdata1 = &ctx->rb_status[slot];
-    ctx->rb_status[slot] = 0;
-    ctx->rb_future[slot] = wgpuBufferMapAsync(ctx->rb[slot], WGPUMapMode_Read, 0, (size_t)n * 4, ci);
+    ctx->rb_future[slot] = map_read_start(ctx->rb[slot], (size_t)n * 4, &ctx->rb_status[slot]);
     ctx->rb_pending[slot] = 1;
     ctx->rb_n[slot] = n;
     return WGT_OK;
@@ -1098,14 +1092,8 @@ wgt_status wg_timer_stop(wg_ctx *ctx, double *busy_ms, long *passes) {
         wgpuCommandEncoderCopyBufferToBuffer(ctx->enc, ctx->tresolve, 0, ctx->tread, 0, (uint64_t)nq * 8);
         st = submit_wait(ctx, 0);
         WGPUMapAsyncStatus ms = 0;
-        WGPUBufferMapCallbackInfo ci;
-        memset(&ci, 0, sizeof ci);
-        ci.mode = WGPUCallbackMode_WaitAnyOnly;
-        ci.callback = on_map;
-        ci.userdata1 = &ms;
         if (st == WGT_OK)
-            st = wait_future(ctx, ctx->instance, wgpuBufferMapAsync(ctx->tread, WGPUMapMode_Read, 0, (size_t)nq * 8, ci),
-                             "the pass timer's readback");
+            st = wait_future(ctx, ctx->instance, map_read_start(ctx->tread, (size_t)nq * 8, &ms), "the pass timer's readback");
         if (st == WGT_OK && ms != WGPUMapAsyncStatus_Success)
             st = wgt_fail(WGT_ERR_DEVICE, "mapping the pass timer's queries failed (status %d)", (int)ms);
         if (st == WGT_OK) {
