@@ -245,7 +245,7 @@ static void test_kill(long step1) {
     if (r == dist_rank() && s == step1) raise(SIGKILL);
 }
 
-wgt_status train_dist_step(wgt_model *m, float *host, long step, double *loss_sum, int local_stop, int *stop_all) {
+wgt_status train_dist_step(wgt_model *m, float *host, long step, int local_stop, int *stop_all) {
     test_kill(step + 1);
     if (dist_size() == 1) {
         *stop_all = local_stop;
@@ -273,10 +273,9 @@ wgt_status train_dist_step(wgt_model *m, float *host, long step, double *loss_su
         st = model_grads_upload(m, host + d, d, dk);
     }
     WGT_TRY(st);
-    double v[2] = {*loss_sum, local_stop ? 1.0 : 0.0};
-    WGT_TRY(dist_sum_f64(v, 2));
-    *loss_sum = v[0];
-    *stop_all = v[1] > 0;
+    double stop = local_stop ? 1.0 : 0.0;
+    WGT_TRY(dist_sum_f64(&stop, 1));
+    *stop_all = stop > 0;
     g_comm_s += wgt_now_s() - t0;
     g_comm_steps++;
     return WGT_OK;

@@ -31,10 +31,11 @@ wgt_status train_dist_agree(const train_config *c, const dataset *ds, const ckpt
                             wgt_backend *be, float *host);
 
 // After a step's backward: the gradients summed over all ranks through host (bucketed, in a
-// fixed order; each rank's were scaled by 1/global tokens, so the sum is the mean), the loss
-// sums added, and *stop_all set when any rank was asked to stop (local_stop). test hook:
-// WGTRAIN_TEST_KILL=R:S makes rank R kill itself (SIGKILL) at step S (1-based).
-wgt_status train_dist_step(wgt_model *m, float *host, long step, double *loss_sum, int local_stop, int *stop_all);
+// fixed order; each rank's were scaled by 1/global tokens, so the sum is the mean), and
+// *stop_all set when any rank was asked to stop (local_stop). The loss sums are added when the
+// step's results are collected (trainer.c). test hook: WGTRAIN_TEST_KILL=R:S makes rank R kill
+// itself (SIGKILL) at step S (1-based).
+wgt_status train_dist_step(wgt_model *m, float *host, long step, int local_stop, int *stop_all);
 
 // At a checkpoint: fails if any rank's weights differ from rank 0's (host: scratch as above).
 wgt_status train_dist_check_weights(wgt_model *m, float *host);

@@ -444,8 +444,7 @@ static wgt_status record_step(trainer *t, wgt_model *m, run_state *rs, long step
     }
     // [dist] gradients summed over the ranks (a blocking round trip through host memory), stop
     // requests agreed; the loss sums are added when the results are collected
-    double no_loss = 0;
-    WGT_TRY(train_dist_step(m, rs->host, step, &no_loss, g_stop != 0, &g_stop_all));
+    WGT_TRY(train_dist_step(m, rs->host, step, g_stop != 0, &g_stop_all));
     // the device decides: a non-finite norm or loss skips the update, and the loss scale adapts
     model_update(m, (float)p->lr, (float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
                  (float)c->clip);
