@@ -66,14 +66,17 @@ static const config SWEEP[] = {
 #define DEFAULT_CFG 6
 
 // --sweep-tiles: the default wrapper, then one tile shape for every GEMM (split-K, vec4 and the
-// raster order automatic; "+np": without the register prefetch, WGTRAIN_MM_PREFETCH=0); a row of
-// the tile table (wg_ops_matmul.c) comes from the best ones.
+// raster order automatic; WGTRAIN_MM_PREFETCH=0 in the environment sweeps them without the
+// register prefetch); a row of the tile table (wg_ops_matmul.c) comes from the best ones.
 static const config TILE_SWEEP[] = {
     {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL},
     {"128²x16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x16/8x8"},
     {"128²x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x8/8x8"},
     {"128²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x4/8x8"},
     {"64x128x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x8/8x8"},
+    {"128x64x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x8"},
+    {"64x256x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x256x8/8x8"},
+    {"64²x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x8/8x8"},
     {"64x128x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x4/8x8"},
     {"128x64x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x4/8x8"},
     {"64²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x4/8x8"},
@@ -89,15 +92,8 @@ static void config_apply(wgt_backend *be, const wg_settings *env, const config *
     s->mm_splitk = c->splitk != WG_AUTO ? c->splitk : env->mm_splitk;
     s->mm_vec4 = c->vec4 != WG_AUTO ? c->vec4 : env->mm_vec4;
     s->mm_group = c->group != WG_AUTO ? c->group : env->mm_group;
-    s->mm_prefetch = env->mm_prefetch;
     if (!c->spec && c->tiles == WG_MM_TILE_AUTO) s->mm_spec = env->mm_spec;
-    if (c->spec) {
-        char t[64];
-        snprintf(t, sizeof t, "%s", c->spec);
-        char *np = strstr(t, "+np");
-        if (np) *np = 0, s->mm_prefetch = 0;
-        if (wg_settings_set(s, "WGTRAIN_MM_TILE", t) != WGT_OK) die("a tile of the sweep");
-    }
+    if (c->spec && wg_settings_set(s, "WGTRAIN_MM_TILE", c->spec) != WGT_OK) die("a tile of the sweep");
 }
 
 typedef struct {

@@ -169,10 +169,10 @@ static mm_plan plan_pick(wg_ctx *ctx, mm_variant var, uint32_t M, uint32_t N, ui
     device_tiles(ctx, var, &big, &small);
     const int forced = spec_tile(ctx, &spec);
     if (forced) big = small = spec;
+    const int pf = mm_settings(ctx)->mm_prefetch;
+    if (pf != WG_AUTO) big.pf = small.pf = (uint32_t)pf;
     const wg_mm_tile_choice tile = forced ? WG_MM_TILE_SPEC : mm_settings(ctx)->mm_tile;
     mm_plan p = {tile == WG_MM_TILE_SMALL ? small : big, 0};
-    const int pf = mm_settings(ctx)->mm_prefetch;
-    if (pf != WG_AUTO) big.pf = small.pf = p.t.pf = (uint32_t)pf;
     uint64_t tiles = tile_count(p.t, M, N);
     int s = splitk_setting(ctx);
     if (K > 0 && s > 0) p.splits = (uint32_t)s;
