@@ -11,23 +11,8 @@ export PYTHON=${PYTHON:-/usr/bin/python3}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 if [[ ! -x $B/wgtrain ]]; then echo "$B/wgtrain is missing: run make sanitize"; echo "0 passed, 1 failed"; exit 1; fi
-total_pass=0; total_fail=0; failed=()
-run() {
-    local name=$1; shift
-    local log; log=$(mktemp)
-    local t0=$SECONDS
-    "$@" >"$log" 2>&1
-    local rc=$?
-    local line; line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
-    local p=0 f=0
-    if [[ -n $line ]]; then p=$(awk '{print $1}' <<<"$line"); f=$(awk '{print $3}' <<<"$line"); fi
-    if [[ $rc -ne 0 && $f -eq 0 ]]; then f=1; fi   # a sanitizer abort counts as a failure
-    if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log" && [[ $f -eq 0 ]]; then f=1; fi
-    total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
-    printf '%-28s %4d passed %3d failed  (%ds)\n' "$name" "$p" "$f" $((SECONDS - t0))
-    if [[ $rc -ne 0 || $f -ne 0 ]]; then failed+=("$name"); grep -E -A12 'ERROR: |runtime error:|^FAIL' "$log" | head -60 | sed 's/^/    | /'; fi
-    rm -f "$log"
-}
+RUN_SANITIZER=1
+. tests/run_lib.sh
 for t in test_files test_data test_checkpoint; do run "san/$t" "$B/tests/$t"; done
 run "san/test_train.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_train.sh
 run "san/test_op_cli.sh" env WGT="$B/wgtrain" bash tests/test_op_cli.sh
@@ -36,7 +21,4 @@ for f in "$B"/fuzz/fuzz_*; do
     [[ -x $f && $f != *.d ]] || continue
     run "san/$(basename "$f")" "$f" "${SAN_FUZZ_ITERS:-300}"
 done
-echo
-[[ ${#failed[@]} -gt 0 ]] && echo "failing: ${failed[*]}"
-echo "$total_pass passed, $total_fail failed"
-[[ $total_fail -eq 0 ]]
+run_finish

@@ -1,0 +1,34 @@
+# run_lib.sh — the runner that tests/run_all.sh and tests/run_sanitize.sh share (sourced): `run
+# NAME CMD...` runs one test program, reads its "N passed, N failed" line and adds it to the
+# totals (a non-zero exit without a failure counts as one failure), and `run_finish` prints the
+# failing names and the total and returns the verdict. With RUN_SANITIZER=1 a sanitizer report
+# in the output counts as a failure too, and a failure shows the report instead of the log's tail.
+total_pass=0; total_fail=0; failed=()
+run() {
+    local name=$1; shift
+    local log; log=$(mktemp)
+    local t0=$SECONDS
+    "$@" >"$log" 2>&1
+    local rc=$?
+    local line; line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+    local p=0 f=0
+    if [[ -n $line ]]; then p=$(awk '{print $1}' <<<"$line"); f=$(awk '{print $3}' <<<"$line"); fi
+    if [[ $rc -ne 0 && $f -eq 0 ]]; then f=1; fi   # a crash (or a sanitizer abort) counts as a failure
+    if [[ ${RUN_SANITIZER:-0} == 1 && $f -eq 0 ]] && grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log"; then
+        f=1
+    fi
+    total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+    printf '%-28s %4d passed %3d failed  (%ds)\n' "$name" "$p" "$f" $((SECONDS - t0))
+    if [[ $rc -ne 0 || $f -ne 0 ]]; then
+        failed+=("$name")
+        if [[ ${RUN_SANITIZER:-0} == 1 ]]; then grep -E -A12 'ERROR: |runtime error:|^FAIL' "$log" | head -60 | sed 's/^/    | /'
+        else sed 's/^/    | /' "$log" | tail -40; fi
+    fi
+    rm -f "$log"
+}
+run_finish() {
+    echo
+    [[ ${#failed[@]} -gt 0 ]] && echo "failing: ${failed[*]}"
+    echo "$total_pass passed, $total_fail failed"
+    [[ $total_fail -eq 0 ]]
+}
