@@ -28,24 +28,6 @@ static void tpath2(char *dst, const char *dir, const char *name) {
     if ((size_t)snprintf(dst, 1024, "%s/%s", dir, name) >= 1024) abort();
 }
 
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc(*n ? *n : 1);
-    if (fread(p, 1, *n, f) != *n) *n = 0;
-    fclose(f);
-    return p;
-}
-
-static void spit(const char *path, const void *p, size_t n) {
-    FILE *f = fopen(path, "wb");
-    fwrite(p, 1, n, f);
-    fclose(f);
-}
-
 // Reads path as a checkpoint and expects a refusal whose message contains `want`.
 static void expect_refused(const char *path, const char *want, const char *what) {
     checkpoint ck;
@@ -113,7 +95,7 @@ static void test_roundtrip_and_damage(void) {
     }
 
     size_t len = 0;
-    uint8_t *file = slurp(path, &len);
+    uint8_t *file = test_slurp(path, &len);
     char *cj = train_config_to_json(&c);
     CHECK(file && len == CKPT_HEADER_BYTES + 4 + strlen(cj) + 64 + 8 + 12 * n, "file size %zu", len);
     // the same checkpoint in format version 1 (no loss scale state: the progress block is 24
@@ -131,7 +113,7 @@ static void test_roundtrip_and_damage(void) {
         memcpy(v1 + 24, &pcrc, 4);
         uint32_t h1 = (uint32_t)crc32(crc32(0, NULL, 0), v1, 60);
         memcpy(v1 + 60, &h1, 4);
-        spit(bad, v1, len - 24);
+        test_spit(bad, v1, len - 24);
         checkpoint old;
         CHECK(checkpoint_read(&old, bad) == WGT_OK, "a version 1 checkpoint is refused: %s", wgt_last_error());
         CHECK(old.pr.step == 123 && old.pr.updates == 120 && old.pr.skips == 3 && old.pr.loss_scale == 0 &&
@@ -144,7 +126,7 @@ static void test_roundtrip_and_damage(void) {
     // truncations anywhere: empty, inside the header, inside the payload, one byte short
     size_t cuts[] = {0, 7, 63, 64, 100, len / 2, len - 1};
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
-        spit(bad, file, cuts[i]);
+        test_spit(bad, file, cuts[i]);
         char what[64];
         snprintf(what, sizeof what, "truncated to %zu bytes", cuts[i]);
         expect_refused(bad, "truncated", what);
@@ -153,7 +135,7 @@ static void test_roundtrip_and_damage(void) {
     uint8_t *longer = malloc(len + 3);
     memcpy(longer, file, len);
     memset(longer + len, 0xab, 3);
-    spit(bad, longer, len + 3);
+    test_spit(bad, longer, len + 3);
     expect_refused(bad, "after the payload", "3 bytes appended");
     free(longer);
     // single flipped bits: in the config's length (caught as inconsistent before the checksum
@@ -161,7 +143,7 @@ static void test_roundtrip_and_damage(void) {
     size_t flips[] = {CKPT_HEADER_BYTES + 2, CKPT_HEADER_BYTES + 40, CKPT_HEADER_BYTES + 200, len / 2, len - 1};
     for (size_t i = 0; i < sizeof flips / sizeof flips[0]; i++) {
         file[flips[i]] ^= 0x10;
-        spit(bad, file, len);
+        test_spit(bad, file, len);
         file[flips[i]] ^= 0x10;
         char what[64];
         snprintf(what, sizeof what, "bit flipped at byte %zu", flips[i]);
@@ -169,12 +151,12 @@ static void test_roundtrip_and_damage(void) {
     }
     // a flipped byte in the header is caught by the header checksum
     file[20] ^= 1;
-    spit(bad, file, len);
+    test_spit(bad, file, len);
     file[20] ^= 1;
     expect_refused(bad, "corrupted header", "header byte flipped");
     // wrong magic
     file[0] = 'X';
-    spit(bad, file, len);
+    test_spit(bad, file, len);
     file[0] = 'W';
     expect_refused(bad, "not a wgtrain checkpoint", "wrong magic");
     // another format version, with a consistent header checksum (as a future writer would make)
@@ -182,11 +164,11 @@ static void test_roundtrip_and_damage(void) {
     memcpy(file + 8, &ver, 4);
     hcrc = (uint32_t)crc32(crc32(0, NULL, 0), file, 60);
     memcpy(file + 60, &hcrc, 4);
-    spit(bad, file, len);
+    test_spit(bad, file, len);
     expect_refused(bad, "version 3", "format version 3");
     free(file);
     // a text file and a missing file
-    spit(bad, "hello, world\n", 13);
+    test_spit(bad, "hello, world\n", 13);
     expect_refused(bad, "truncated", "short text file");
     tpath(bad, "missing.bin");
     expect_refused(bad, "cannot open", "missing file");

@@ -36,26 +36,6 @@ static void tpath_free_all(void) {
     while (n_tpaths) free(tpaths[--n_tpaths]);
 }
 
-static void write_file(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) { perror(path); exit(2); }
-    fwrite(data, 1, n, f);
-    fclose(f);
-}
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { *n = 0; return NULL; }
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)len + 1);
-    *n = fread(b, 1, (size_t)len, f);
-    b[*n] = 0;
-    fclose(f);
-    return b;
-}
-
 static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
 
 // English-like text: words from a small Zipf-ish vocabulary, sentences, paragraphs.
@@ -291,7 +271,7 @@ static void test_tokenizer(void) {
         tokenizer_free(t2);
     }
     size_t fl;
-    uint8_t *file = slurp(tpath("tok.bin"), &fl);
+    uint8_t *file = test_slurp(tpath("tok.bin"), &fl);
     CHECK(file && fl == 32 + (size_t)(vocab - 257) * 4 + 4, "file size %zu", fl);
     struct { const char *what; size_t cut; int flip; const char *msg; } bad_files[] = {
         {"truncated", fl - 9, -1, "truncated"},
@@ -307,7 +287,7 @@ static void test_tokenizer(void) {
         uint8_t *copy = malloc(fl);
         memcpy(copy, file, fl);
         if (bad_files[i].flip >= 0) copy[bad_files[i].flip] ^= 0x5A;
-        write_file(tpath("bad.bin"), copy, bad_files[i].cut);
+        test_spit(tpath("bad.bin"), copy, bad_files[i].cut);
         t2 = NULL;
         wgt_status st = tokenizer_load(&t2, tpath("bad.bin"));
         CHECK(st == WGT_ERR_FORMAT && !t2 && contains(wgt_last_error(), bad_files[i].msg), "%s: status %d, '%s'",
@@ -321,7 +301,7 @@ static void test_tokenizer(void) {
     copy[33] = 0x7F;
     uint32_t crc = (uint32_t)crc32(0L, copy, (uInt)(fl - 4));
     for (int b = 0; b < 4; b++) copy[fl - 4 + b] = (uint8_t)(crc >> (8 * b));
-    write_file(tpath("bad.bin"), copy, fl);
+    test_spit(tpath("bad.bin"), copy, fl);
     CHECK(tokenizer_load(&t2, tpath("bad.bin")) == WGT_ERR_FORMAT && contains(wgt_last_error(), "not yet defined"),
           "merge using a later token refused: %s", wgt_last_error());
     free(copy);
@@ -379,7 +359,7 @@ static void test_shard(void) {
         shard_close(s);
     }
     size_t fl;
-    uint8_t *file = slurp(p, &fl);
+    uint8_t *file = test_slurp(p, &fl);
     CHECK(fl == 1024 + 2 * n, "file size %zu", fl);
     int32_t h[3];
     memcpy(h, file, sizeof h);
@@ -398,7 +378,7 @@ static void test_shard(void) {
         uint8_t *c = malloc(fl);
         memcpy(c, file, fl);
         if (bad[i].at >= 0) memcpy(c + 4 * bad[i].at, &bad[i].val, 4);
-        write_file(tpath("bad.bin"), c, bad[i].len);
+        test_spit(tpath("bad.bin"), c, bad[i].len);
         r = NULL;
         wgt_status st = shard_read_all(tpath("bad.bin"), &r, &rn);
         CHECK(st == WGT_ERR_FORMAT && !r && contains(wgt_last_error(), bad[i].msg) &&
@@ -408,7 +388,7 @@ static void test_shard(void) {
     uint8_t *c = malloc(fl + 2);
     memcpy(c, file, fl);
     c[fl] = c[fl + 1] = 0;
-    write_file(tpath("bad.bin"), c, fl + 2);
+    test_spit(tpath("bad.bin"), c, fl + 2);
     CHECK(shard_read_all(tpath("bad.bin"), &r, &rn) == WGT_ERR_FORMAT && contains(wgt_last_error(), "after"),
           "trailing bytes refused: %s", wgt_last_error());
     free(c);
@@ -460,16 +440,16 @@ static void test_prepare(void) {
     mkdir(tpath("corpus/sub"), 0777);
     size_t n1, n2, n3;
     char *a = make_text(3000, &n1), *b = make_text(3000, &n2), *c = make_text(3000, &n3);
-    write_file(tpath("corpus/a.txt"), a, n1);
-    write_file(tpath("corpus/sub/c.txt"), c, n3);
-    write_file(tpath("corpus/b.txt"), b, n2);
-    write_file(tpath("corpus/.hidden"), "SECRET-HIDDEN-TEXT", 18);
+    test_spit(tpath("corpus/a.txt"), a, n1);
+    test_spit(tpath("corpus/sub/c.txt"), c, n3);
+    test_spit(tpath("corpus/b.txt"), b, n2);
+    test_spit(tpath("corpus/.hidden"), "SECRET-HIDDEN-TEXT", 18);
     const char *brown = "\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ./.\n"
                         "It/pps urged/vbd (/( again/rb )/) ,/, Jr./np ./.\n\n\n"
                         "Merger/nn-hl proposed/vbn-hl\nHowever/wrb ,/, it/pps was/bedz n't/* over/rb !/.\n";
-    write_file(tpath("corpus/d_brown"), brown, strlen(brown));
+    test_spit(tpath("corpus/d_brown"), brown, strlen(brown));
     const char *multi = "first story here.\n<|endoftext|>\n  second story there.\n<|endoftext|>\n\n";
-    write_file(tpath("corpus/e_multi.txt"), multi, strlen(multi));
+    test_spit(tpath("corpus/e_multi.txt"), multi, strlen(multi));
 
     const char *out = tpath("out/nested");
     const char *inputs[] = {dir};
@@ -510,7 +490,7 @@ static void test_prepare(void) {
     free(tr);
     free(va);
     size_t ml;
-    char *meta = (char *)slurp(tpath("out/nested/meta.json"), &ml);
+    char *meta = (char *)test_slurp(tpath("out/nested/meta.json"), &ml);
     CHECK(meta && contains(meta, "\"requested_vocab_size\": 400") && contains(meta, "\"unigram_entropy_nats\": ") &&
           contains(meta, "\"documents\": 6") && contains(meta, "\"val_documents\": 2") &&
           contains(meta, "\"format\": \"brown\"") && contains(meta, "train_000.bin"), "meta.json: %s", meta);
@@ -519,15 +499,15 @@ static void test_prepare(void) {
 
     // Determinism: a second run writes identical files.
     size_t l1, l2;
-    uint8_t *s1 = slurp(tpath("out/nested/train_000.bin"), &l1);
+    uint8_t *s1 = test_slurp(tpath("out/nested/train_000.bin"), &l1);
     const char *inputs2[] = {tpath("corpus/*.txt"), tpath("corpus/sub"), tpath("corpus/d_brown"), tpath("corpus/a.txt")};
     CHECK(prepare_corpus(inputs2, 4, tpath("out2"), 400, 0.25, 0) == WGT_OK, "globs: %s", wgt_last_error());
     CHECK(prepare_corpus(inputs, 1, out, 400, 0.25, 0) == WGT_OK, "rerun: %s", wgt_last_error());
-    uint8_t *s2 = slurp(tpath("out/nested/train_000.bin"), &l2);
+    uint8_t *s2 = test_slurp(tpath("out/nested/train_000.bin"), &l2);
     CHECK(s1 && s2 && l1 == l2 && !memcmp(s1, s2, l1), "deterministic output");
     free(s1);
     free(s2);
-    meta = (char *)slurp(tpath("out2/meta.json"), &ml);
+    meta = (char *)test_slurp(tpath("out2/meta.json"), &ml);
     // a.txt b.txt e_multi.txt (glob) + sub/c.txt + d_brown; a.txt again is a duplicate.
     CHECK(meta && contains(meta, "\"documents\": 6") && !contains(meta, "a.txt\", \"format\": \"text\", \"bytes\": 0"),
           "glob inputs, duplicate dropped: %s", meta);
@@ -536,13 +516,13 @@ static void test_prepare(void) {
 
     // A Brown corpus directory: its non-tagged files (README...) are skipped.
     mkdir(tpath("brown"), 0777);
-    write_file(tpath("brown/ca01"), brown, strlen(brown));
-    write_file(tpath("brown/ca02"), brown, strlen(brown));
-    write_file(tpath("brown/ca03"), brown, strlen(brown));
-    write_file(tpath("brown/README"), "BROWN CORPUS readme text\n", 25);
+    test_spit(tpath("brown/ca01"), brown, strlen(brown));
+    test_spit(tpath("brown/ca02"), brown, strlen(brown));
+    test_spit(tpath("brown/ca03"), brown, strlen(brown));
+    test_spit(tpath("brown/README"), "BROWN CORPUS readme text\n", 25);
     const char *bin[] = {tpath("brown")};
     CHECK(prepare_corpus(bin, 1, tpath("bout"), 300, 0.1, 0) == WGT_OK, "brown dir: %s", wgt_last_error());
-    meta = (char *)slurp(tpath("bout/meta.json"), &ml);
+    meta = (char *)test_slurp(tpath("bout/meta.json"), &ml);
     CHECK(meta && contains(meta, "\"documents\": 3") && !contains(meta, "README"), "README skipped: %s", meta);
     free(meta);
 
@@ -558,7 +538,7 @@ static void test_prepare(void) {
 
     // Errors.
     mkdir(tpath("empty"), 0777);
-    write_file(tpath("empty/x.txt"), "", 0);
+    test_spit(tpath("empty/x.txt"), "", 0);
     const char *e1[] = {tpath("empty")};
     CHECK(prepare_corpus(e1, 1, tpath("eout"), 300, 0.1, 0) != WGT_OK && contains(wgt_last_error(), "empty"),
           "empty corpus: %s", wgt_last_error());
@@ -576,7 +556,7 @@ static void test_prepare(void) {
           "vocab < 257: %s", wgt_last_error());
     CHECK(prepare_corpus(inputs, 1, tpath("eout"), 70000, 0.1, 0) == WGT_ERR_ARG, "vocab > 65535");
     CHECK(prepare_corpus(inputs, 1, tpath("eout"), 300, 0.0, 0) == WGT_ERR_ARG, "val fraction 0");
-    write_file(tpath("afile"), "x", 1);
+    test_spit(tpath("afile"), "x", 1);
     CHECK(prepare_corpus(inputs, 1, tpath("afile/sub"), 300, 0.1, 0) == WGT_ERR_IO, "output under a file: %s",
           wgt_last_error());
     free(a);

@@ -39,26 +39,6 @@ static const char *tp(const char *name) {
     return b;
 }
 
-static void spit(const char *path, const void *p, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) { perror(path); exit(2); }
-    if (n && fwrite(p, 1, n, f) != n) { perror(path); exit(2); }
-    fclose(f);
-}
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { *n = 0; return NULL; }
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)len + 1);
-    *n = fread(b, 1, (size_t)len, f);
-    b[*n] = 0;
-    fclose(f);
-    return b;
-}
-
 static int has(const char *needle) { return strstr(wgt_last_error(), needle) != NULL; }
 
 static int count_temps(const char *dir) {
@@ -74,7 +54,7 @@ static void test_atomic_write(void) {
     CHECK(atomic_write_file(p, "hello", 5) == WGT_OK, "new file: %s", wgt_last_error());
     CHECK(atomic_write_file(p, "bye", 3) == WGT_OK, "replace a regular file: %s", wgt_last_error());
     size_t n;
-    uint8_t *b = slurp(p, &n);
+    uint8_t *b = test_slurp(p, &n);
     CHECK(b && n == 3 && !memcmp(b, "bye", 3), "content after replace");
     free(b);
     CHECK(!count_temps(tmpdir), "no temporary file left");
@@ -101,11 +81,11 @@ static void test_atomic_write(void) {
     CHECK(lstat(fifo, &sb) == 0 && S_ISFIFO(sb.st_mode), "still a FIFO after npy_save");
     mkdir(tp("adir"), 0755);
     CHECK(atomic_write_file(tp("adir"), "x", 1) != WGT_OK && has("directory"), "directory target: %s", wgt_last_error());
-    spit(tp("target"), "keep", 4);
+    test_spit(tp("target"), "keep", 4);
     symlink(tp("target"), tp("link"));
     CHECK(atomic_write_file(tp("link"), "evil", 4) != WGT_OK && has("symbolic link"), "symlink target: %s",
           wgt_last_error());
-    b = slurp(tp("target"), &n);
+    b = test_slurp(tp("target"), &n);
     CHECK(b && n == 4 && !memcmp(b, "keep", 4) && lstat(tp("link"), &sb) == 0 && S_ISLNK(sb.st_mode),
           "the link and its target are untouched");
     free(b);
@@ -264,7 +244,7 @@ static void write_npy(const char *path, const char *dict, int version, const voi
     if (version != 1) buf[10] = (uint8_t)(len >> 16), buf[11] = (uint8_t)(len >> 24);
     memcpy(buf + pre, h, len);
     if (n) memcpy(buf + pre + len, data, n);
-    spit(path, buf, pre + len + n);
+    test_spit(path, buf, pre + len + n);
     free(buf);
 }
 
@@ -316,15 +296,15 @@ static void test_npy(void) {
     // version 1.1 does not exist
     write_npy(p, "{'descr': '<f4', 'fortran_order': False, 'shape': (6,)}", 1, d, 24);
     size_t n;
-    uint8_t *b = slurp(p, &n);
+    uint8_t *b = test_slurp(p, &n);
     b[7] = 1;
-    spit(p, b, n);
+    test_spit(p, b, n);
     CHECK(npy_load(&a, p) != WGT_OK && has("1.1"), "version 1.1: %s", wgt_last_error());
     // a header without its final newline
     b[7] = 0;
     size_t hl = (size_t)b[8] | (size_t)b[9] << 8;
     b[10 + hl - 1] = ' ';
-    spit(p, b, n);
+    test_spit(p, b, n);
     CHECK(npy_load(&a, p) != WGT_OK && has("newline"), "no newline: %s", wgt_last_error());
     free(b);
     // save / load round trip, 0-d and 3-d
@@ -346,7 +326,7 @@ static void write_st(const char *path, const char *json, size_t pad, const void 
     memcpy(buf + 8, json, jl);
     memset(buf + 8 + jl, ' ', pad);
     if (n) memcpy(buf + 8 + hl, data, n);
-    spit(path, buf, 8 + hl + n);
+    test_spit(path, buf, 8 + hl + n);
     free(buf);
 }
 
@@ -477,7 +457,7 @@ static void test_safetensors(void) {
     }
     // a header length beyond the file
     uint8_t hdr[12] = {0xff, 0xff, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' '};
-    spit(p, hdr, sizeof hdr);
+    test_spit(p, hdr, sizeof hdr);
     st_file *f = NULL;
     CHECK(st_open(&f, p) != WGT_OK && has("beyond the end"), "huge header length: %s", wgt_last_error());
     // the writer's output reads back
@@ -503,7 +483,7 @@ static void test_tokenizer_duplicate_merge(void) {
     memcpy(buf + 32, merges, 8);
     uint32_t crc = (uint32_t)crc32(0L, buf, 40);
     memcpy(buf + 40, &crc, 4);
-    spit(tp("dup.bin"), buf, sizeof buf);
+    test_spit(tp("dup.bin"), buf, sizeof buf);
     tokenizer *tok = NULL;
     CHECK(tokenizer_load(&tok, tp("dup.bin")) == WGT_ERR_FORMAT && !tok &&
           has("merge 1 repeats the pair (97, 98) of merge 0"), "duplicate merge: %s", wgt_last_error());
@@ -541,7 +521,7 @@ static void rebuild_ckpt(const char *dst, const uint8_t *file, size_t len, const
     memcpy(out + 24, &crc, 4);
     uint32_t hcrc = (uint32_t)crc32(crc32(0, NULL, 0), out, 60);
     memcpy(out + 60, &hcrc, 4);
-    spit(dst, out, 64 + payload);
+    test_spit(dst, out, 64 + payload);
     free(out);
 }
 
@@ -557,7 +537,7 @@ static void test_checkpoint_contents(void) {
     const char *p = tp("ck.bin"), *q = tp("ck2.bin");
     CHECK(checkpoint_write(p, &c, &pr, st, st, st, 64) == WGT_OK, "write: %s", wgt_last_error());
     size_t len;
-    uint8_t *file = slurp(p, &len);
+    uint8_t *file = test_slurp(p, &len);
     char *json = train_config_to_json(&c);
     size_t jl = strlen(json);
     checkpoint ck;
@@ -650,7 +630,7 @@ static void test_data_integrity(void) {
     snprintf(dir, sizeof dir, "%s", tp("data"));
     CHECK(prepare_corpus(in, 1, dir, 300, 0.2, 0) == WGT_OK, "prepare: %s", wgt_last_error());
     size_t ml;
-    char *meta = (char *)slurp(tp("data/meta.json"), &ml);
+    char *meta = (char *)test_slurp(tp("data/meta.json"), &ml);
     CHECK(meta && strstr(meta, "\"version\": 2") && strstr(meta, "\"tokenizer_fnv1a64\": \"") && strstr(meta, "\"crc32\": \""),
           "meta.json records checksums: %s", meta ? meta : "");
     dataset *ds = NULL;
@@ -665,39 +645,39 @@ static void test_data_integrity(void) {
               "another tokenizer: %s", wgt_last_error());
         // a shard truncated while in use: an error from the batch, not SIGBUS
         size_t sl;
-        uint8_t *shard_bytes = slurp(tp("data/train_000.bin"), &sl);
+        uint8_t *shard_bytes = test_slurp(tp("data/train_000.bin"), &sl);
         if (truncate(tp("data/train_000.bin"), 1024 + 20) != 0) perror("truncate");
         int32_t in32[4 * 16], tg32[4 * 16];
         uint64_t rng = 5;
         wgt_status st = WGT_OK;
         for (int k = 0; k < 20 && st == WGT_OK; k++) st = dataset_train_batch(ds, &rng, 4, 16, in32, tg32);
         CHECK(st != WGT_OK && has("truncated"), "shard truncated while open: %s", st ? wgt_last_error() : "not noticed");
-        spit(tp("data/train_000.bin"), shard_bytes, sl);
+        test_spit(tp("data/train_000.bin"), shard_bytes, sl);
         free(shard_bytes);
         dataset_free(ds);
     }
     // a token changed in place (same size): the CRC says so
     size_t sl;
-    uint8_t *sb = slurp(tp("data/val_000.bin"), &sl);
+    uint8_t *sb = test_slurp(tp("data/val_000.bin"), &sl);
     sb[sl - 2] ^= 1;
-    spit(tp("data/val_000.bin"), sb, sl);
+    test_spit(tp("data/val_000.bin"), sb, sl);
     CHECK(dataset_open(&ds, dir) != WGT_OK && has("checksum") && has("val_000.bin"), "changed shard: %s", wgt_last_error());
     sb[sl - 2] ^= 1;
-    spit(tp("data/val_000.bin"), sb, sl);
+    test_spit(tp("data/val_000.bin"), sb, sl);
     free(sb);
     CHECK(dataset_open(&ds, dir) == WGT_OK, "restored: %s", wgt_last_error());
     dataset_free(ds);
     // another valid tokenizer of the same size in place of the data's
     size_t tl;
-    uint8_t *tb = slurp(tp("data/tokenizer.bin"), &tl);
+    uint8_t *tb = test_slurp(tp("data/tokenizer.bin"), &tl);
     uint8_t *t2 = malloc(tl);
     memcpy(t2, tb, tl);
     t2[32] = 253, t2[33] = 0, t2[34] = 254, t2[35] = 0;  // merge 0 := (253, 254)
     uint32_t crc = (uint32_t)crc32(0L, t2, (uInt)(tl - 4));
     memcpy(t2 + tl - 4, &crc, 4);
-    spit(tp("data/tokenizer.bin"), t2, tl);
+    test_spit(tp("data/tokenizer.bin"), t2, tl);
     CHECK(dataset_open(&ds, dir) != WGT_OK && has("fingerprint"), "swapped tokenizer: %s", wgt_last_error());
-    spit(tp("data/tokenizer.bin"), tb, tl);
+    test_spit(tp("data/tokenizer.bin"), tb, tl);
     free(t2);
     free(tb);
     // meta.json variants: version 1, a duplicate key, an absurd vocab_size (was an undefined cast)
@@ -717,14 +697,14 @@ static void test_data_integrity(void) {
         memcpy(m2, meta, pre);
         memcpy(m2 + pre, edits[i].to, tl2);
         memcpy(m2 + pre + tl2, at + fl, ml - pre - fl);
-        spit(tp("data/meta.json"), m2, ml - fl + tl2);
+        test_spit(tp("data/meta.json"), m2, ml - fl + tl2);
         free(m2);
         wgt_status st = dataset_open(&ds, dir);
         CHECK(st != WGT_OK && has(edits[i].msg), "meta edit %zu: want '%s', got %s", i, edits[i].msg,
               st ? wgt_last_error() : "accepted");
         if (st == WGT_OK) dataset_free(ds);
     }
-    spit(tp("data/meta.json"), meta, ml);
+    test_spit(tp("data/meta.json"), meta, ml);
     free(meta);
     // an interrupted prepare leaves no meta.json: refused, not read as an llm.c directory
     rename(tp("data/meta.json"), tp("meta.saved"));
@@ -768,12 +748,12 @@ static void test_metrics_rewind(void) {
                        "{\"step\": 3, \"loss\": 4.25}\n"
                        "{\"step\": 9, \"loss\": 1.0}\n"           // past the checkpoint
                        "{\"step\": 4, \"lo";                      // half a line
-    spit(p, text, strlen(text));
+    test_spit(p, text, strlen(text));
     metrics_history h = {0};
     CHECK(metrics_log_rewind(p, 5, &h) == WGT_OK, "rewind: %s", wgt_last_error());
     CHECK(h.n == 2 && h.step[0] == 1 && h.step[1] == 3 && h.loss[1] == 4.25, "kept rows: %zu", h.n);
     size_t n;
-    uint8_t *b = slurp(p, &n);
+    uint8_t *b = test_slurp(p, &n);
     CHECK(b && !strcmp((char *)b, "{\"step\": 1, \"loss\": 5.0}\n{\"step\": 3, \"loss\": 4.25}\n"), "rewritten: %s", b);
     free(b);
     metrics_history_free(&h);

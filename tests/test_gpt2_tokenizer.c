@@ -33,30 +33,6 @@ static char *tpath(const char *name) {  // malloc'd
     return s;
 }
 
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *n = 0;
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)len + 1);
-    *n = fread(b, 1, (size_t)len, f);
-    b[*n] = 0;
-    fclose(f);
-    return b;
-}
-static void spit(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        perror(path);
-        exit(2);
-    }
-    fwrite(data, 1, n, f);
-    fclose(f);
-}
 static int exists(const char *path) { return access(path, F_OK) == 0; }
 static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
 
@@ -107,7 +83,7 @@ static int ids_equal(const uint16_t *a, size_t na, const cJSON *arr) {
 
 static void test_fixture(const gpt2_bpe *g, const text_tokenizer *tt) {
     size_t n, nt;
-    char *text = (char *)slurp(FIXTURE_IDS, &n), *texts_text = (char *)slurp(FIXTURE_TEXTS, &nt);
+    char *text = (char *)test_slurp(FIXTURE_IDS, &n), *texts_text = (char *)test_slurp(FIXTURE_TEXTS, &nt);
     CHECK(text && texts_text, "the fixtures %s and %s are readable", FIXTURE_IDS, FIXTURE_TEXTS);
     if (!text || !texts_text) return;
     cJSON *root = cJSON_Parse(text), *texts = cJSON_Parse(texts_text);
@@ -337,7 +313,7 @@ static void write_edited(const char *path, const uint8_t *src, size_t n, const c
 
 static void test_damaged(void) {
     size_t ne, nm;
-    uint8_t *enc = slurp(GPT2_DIR "/encoder.json", &ne), *bpe = slurp(GPT2_DIR "/vocab.bpe", &nm);
+    uint8_t *enc = test_slurp(GPT2_DIR "/encoder.json", &ne), *bpe = test_slurp(GPT2_DIR "/vocab.bpe", &nm);
     char *e = tpath("encoder.json"), *m = tpath("vocab.bpe"), *err;
     const char *good_e = GPT2_DIR "/encoder.json", *good_m = GPT2_DIR "/vocab.bpe";
 #define EXPECT_LOAD_FAIL(what, ep, mp, s1, s2)                                                 \
@@ -350,9 +326,9 @@ static void test_damaged(void) {
     char *none = tpath("none.json");
     EXPECT_LOAD_FAIL("a missing file", none, good_m, "cannot open", "none.json");
     free(none);
-    spit(e, enc, ne / 2);
+    test_spit(e, enc, ne / 2);
     EXPECT_LOAD_FAIL("truncated JSON", e, good_m, "encoder.json:1:", "not valid JSON");
-    spit(e, "{\n\"a\": 0,\n\"b\" 1}", 16);
+    test_spit(e, "{\n\"a\": 0,\n\"b\" 1}", 16);
     EXPECT_LOAD_FAIL("bad JSON on line 3", e, good_m, "encoder.json:3:", "not valid JSON");
     write_edited(e, enc, ne, "\"!\": 0, ", "");
     EXPECT_LOAD_FAIL("an entry missing", e, good_m, "50256 entries", "encoder.json");
@@ -368,9 +344,9 @@ static void test_damaged(void) {
     size_t cut = nm - 1;  // drop the last three lines
     for (int lines = 0; lines < 3; cut--)
         if (bpe[cut - 1] == '\n') lines++;
-    spit(m, bpe, cut + 1);
+    test_spit(m, bpe, cut + 1);
     EXPECT_LOAD_FAIL("a truncated merges file", good_e, m, "has 49997 merges", "truncated");
-    spit(m, bpe, nm - 200);
+    test_spit(m, bpe, nm - 200);
     EXPECT_LOAD_FAIL("a merges file cut mid-line", good_e, m, "vocab.bpe:49983:", "not in encoder.json");
     write_edited(m, bpe, nm, "\xc4\xa0 t\n", "\xc4\xa0t\n");
     EXPECT_LOAD_FAIL("a line without its space", good_e, m, "vocab.bpe:2:", "not a merge");
@@ -460,14 +436,14 @@ static void test_prepare_gpt2(const text_tokenizer *gpt2) {
     const char *docs = "First document: Hello world, it's GPT-2's tokenizer.\n<|endoftext|>\n"
                        "Second one \xe2\x80\x94 with \xc3\xa9, \xe4\xb8\xad\xe6\x96\x87 and \xf0\x9f\x98\x80.\n<|endoftext|>\n"
                        "Third:\tcode()\n    indented\n<|endoftext|>\nFourth and last.";
-    spit(in, docs, strlen(docs));
+    test_spit(in, docs, strlen(docs));
     const char *inputs[1] = {in};
     CHECK(prepare_corpus_with(inputs, 1, out, PREPARE_TOKENIZER_GPT2, 0, 0.25, 0) == WGT_OK, "prepare --tokenizer gpt2: %s",
           wgt_last_error());
     char *meta_p = tpath("data/meta.json"), *enc = tpath("data/encoder.json"), *bpe = tpath("data/vocab.bpe"),
          *bin = tpath("data/tokenizer.bin"), *tr = tpath("data/train_000.bin"), *va = tpath("data/val_000.bin");
     size_t n;
-    char *meta = (char *)slurp(meta_p, &n);
+    char *meta = (char *)test_slurp(meta_p, &n);
     cJSON *mj = meta ? cJSON_Parse(meta) : NULL;
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(mj, "tokenizer_kind");
     const cJSON *vs = cJSON_GetObjectItemCaseSensitive(mj, "vocab_size");
@@ -525,7 +501,7 @@ static void test_prepare_gpt2(const text_tokenizer *gpt2) {
     CHECK(text_tokenizer_open(&t, out) == WGT_OK && text_tokenizer_kind(t) == TEXT_TOK_BPE && text_tokenizer_vocab_size(t) <= 300,
           "the directory's tokenizer is the trained BPE");
     text_tokenizer_free(t);
-    meta = (char *)slurp(meta_p, &n);
+    meta = (char *)test_slurp(meta_p, &n);
     CHECK(meta && contains(meta, "\"tokenizer_kind\": \"wgtrain-bpe\"") && contains(meta, "\"tokenizer\": \"tokenizer.bin\""),
           "meta.json records the kind wgtrain-bpe and its file");
     free(meta);

@@ -4,9 +4,33 @@
 #ifndef WGT_TESTLIB_H
 #define WGT_TESTLIB_H
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+// The whole file at path, NUL-terminated, its length in *n; NULL (and *n = 0) when it cannot be
+// opened.
+static inline uint8_t *test_slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { *n = 0; return NULL; }
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)(len > 0 ? len : 0) + 1);
+    *n = fread(b, 1, (size_t)(len > 0 ? len : 0), f);
+    b[*n] = 0;
+    fclose(f);
+    return b;
+}
+
+// Writes n bytes to path; a test that cannot write its own fixture stops (exit 2).
+static inline void test_spit(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) { perror(path); exit(2); }
+    if (n && fwrite(p, 1, n, f) != n) { perror(path); exit(2); }
+    fclose(f);
+}
 
 static int t_pass_ = 0, t_fail_ = 0;
 
