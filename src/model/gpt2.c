@@ -290,11 +290,7 @@ static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *wh
 }
 
 static cJSON *config_to_hf(const model_config *c) {
-    cJSON *o = cJSON_CreateObject();
-    WGT_ASSERT(o, "cJSON_CreateObject failed (out of memory)");
-    cJSON *arch = cJSON_AddArrayToObject(o, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString("GPT2LMHeadModel"));
-    cJSON_AddStringToObject(o, "model_type", "gpt2");
+    cJSON *o = model_hf_config_new("GPT2LMHeadModel", "gpt2");
     model_hf_add_number(o, "vocab_size", c->vocab);
     model_hf_add_number(o, "n_positions", c->max_seq);
     model_hf_add_number(o, "n_ctx", c->max_seq);

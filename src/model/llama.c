@@ -380,11 +380,7 @@ static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *wh
 }
 
 static cJSON *config_to_hf(const model_config *c) {
-    cJSON *o = cJSON_CreateObject();
-    WGT_ASSERT(o, "cJSON_CreateObject failed (out of memory)");
-    cJSON *arch = cJSON_AddArrayToObject(o, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
-    cJSON_AddStringToObject(o, "model_type", "llama");
+    cJSON *o = model_hf_config_new("LlamaForCausalLM", "llama");
     model_hf_add_number(o, "vocab_size", c->vocab);
     model_hf_add_number(o, "hidden_size", c->d_model);
     model_hf_add_number(o, "intermediate_size", c->d_ff);

@@ -320,6 +320,15 @@ wgt_status model_hf_expect(const cJSON *o, const char *what, const char *key, co
     return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" must be %s (got %s): %s", what, key, want, json_type(it), why);
 }
 
+cJSON *model_hf_config_new(const char *hf_class, const char *model_type) {
+    cJSON *o = cJSON_CreateObject();
+    WGT_ASSERT(o, "cJSON_CreateObject failed (out of memory)");
+    cJSON *arch = cJSON_AddArrayToObject(o, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(hf_class));
+    cJSON_AddStringToObject(o, "model_type", model_type);
+    return o;
+}
+
 void model_hf_add_number(cJSON *o, const char *key, double v) {
     char num[40];
     if (v == floor(v) && fabs(v) < 9007199254740992.0) snprintf(num, sizeof num, "%.0f", v);

@@ -192,4 +192,6 @@ wgt_status model_hf_expect(const cJSON *o, const char *what, const char *key, co
                            const char *why);
 // Adds a number that reads back exactly.
 void model_hf_add_number(cJSON *o, const char *key, double v);
+// A new Hugging Face config.json object with its "architectures": [hf_class] and "model_type".
+cJSON *model_hf_config_new(const char *hf_class, const char *model_type);
 #endif
