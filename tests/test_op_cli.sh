@@ -51,10 +51,10 @@ np.save(f"{d}/cos3.npy", np.ones((4, 3), np.float32)); np.save(f"{d}/qkv_hs3.npy
 EOF
 
 # ---- the same kernel on both backends
-run_both() {  # kernel, then the arguments with BE standing for the backend name
+run_both() {  # kernel, then the arguments with @BE@ standing for the backend name (mktemp names are alphanumeric, so the placeholder never occurs in the directory)
     local k=$1; shift
     for be in cpu webgpu; do
-        local args=("${@//BE/$be}")
+        local args=("${@//@BE@/$be}")
         if ! "$WGT" op "$k" --backend "$be" "${args[@]}" 2>"$tmp/err_$be"; then
             bad "$k on $be failed: $(cat "$tmp/err_$be")"
             return 1
@@ -63,7 +63,7 @@ run_both() {  # kernel, then the arguments with BE standing for the backend name
     return 0
 }
 
-if run_both gelu_inplace --in x="$tmp/x.npy" --out x="$tmp/gelu_BE.npy"; then
+if run_both gelu_inplace --in x="$tmp/x.npy" --out x="$tmp/gelu_@BE@.npy"; then
     # tolerance: both evaluate the same f32 formula; their tanh differ by ~1e-7 absolute
     if "$PY" - "$tmp" <<'EOF'
 import sys, numpy as np
@@ -80,7 +80,7 @@ EOF
 fi
 
 if run_both cross_entropy --in logits="$tmp/logits.npy" --in targets="$tmp/targets.npy" --set alpha=0.1 \
-        --out logits="$tmp/dl_BE.npy" --out losses="$tmp/loss_BE.npy"; then
+        --out logits="$tmp/dl_@BE@.npy" --out losses="$tmp/loss_@BE@.npy"; then
     # tolerances as in test_kernels_activation_loss.c: f32 sums over V = 1000 logits against double ones
     if "$PY" - "$tmp" <<'EOF'
 import sys, numpy as np
@@ -110,11 +110,11 @@ fi
 
 # attention: NKV defaults to NH when no shape tells it (then HS follows from qkv's width); the
 # backward finds HS from dout and NKV from qkv
-if run_both attention_forward --in qkv="$tmp/qkv_mha.npy" --set NH=4 --out out="$tmp/ao_BE.npy" --out lse="$tmp/al_BE.npy" &&
-   run_both attention_forward --in qkv="$tmp/qkv_gqa.npy" --set NH=4 --set NKV=2 --out out="$tmp/go_BE.npy" \
-        --out lse="$tmp/gl_BE.npy" &&
+if run_both attention_forward --in qkv="$tmp/qkv_mha.npy" --set NH=4 --out out="$tmp/ao_@BE@.npy" --out lse="$tmp/al_@BE@.npy" &&
+   run_both attention_forward --in qkv="$tmp/qkv_gqa.npy" --set NH=4 --set NKV=2 --out out="$tmp/go_@BE@.npy" \
+        --out lse="$tmp/gl_@BE@.npy" &&
    run_both attention_backward --in dout="$tmp/dout_gqa.npy" --in qkv="$tmp/qkv_gqa.npy" --in out="$tmp/go_cpu.npy" \
-        --in lse="$tmp/gl_cpu.npy" --set NH=4 --out dqkv="$tmp/gd_BE.npy"; then
+        --in lse="$tmp/gl_cpu.npy" --set NH=4 --out dqkv="$tmp/gd_@BE@.npy"; then
     # tolerances as in test_backend_ops.c (f32 kernels against double sums)
     if "$PY" - "$tmp" <<'EOF'
 import sys, numpy as np
@@ -145,7 +145,7 @@ fi
 
 # rope on the grouped-query qkv (NKV found from the shapes) against HF's formula in numpy
 if run_both rope_forward --in qkv="$tmp/qkv_gqa.npy" --in cos="$tmp/cos.npy" --in sin="$tmp/sin.npy" --set NH=4 \
-        --out qkv="$tmp/rq_BE.npy"; then
+        --out qkv="$tmp/rq_@BE@.npy"; then
     if "$PY" - "$tmp" <<'EOF'
 import sys, numpy as np
 d = sys.argv[1]
@@ -230,7 +230,7 @@ expect_fail "op cross_entropy beta -1" "beta = -1 .*outside its range" \
 expect_fail "op grad_clip_scale window=0 (the loss scale would grow on every update)" "window = 0 .*outside its range" \
     op grad_clip_scale --in status="$tmp/x.npy" --set window=0 --out status="$tmp/o.npy"
 # an array over the device's largest storage binding (128 MiB on the software GPU) is refused, not an abort
-if "$WGT" info 2>/dev/null | grep -q "llvmpipe"; then
+if [[ $("$WGT" info 2>/dev/null) == *llvmpipe* ]]; then   # not a pipe into grep -q: under pipefail its early exit (SIGPIPE) would read as "not llvmpipe"
     "$PY" -c "import numpy as np, sys; np.save(sys.argv[1], np.zeros(33554432 + 64, dtype=np.float32))" "$tmp/big.npy"
     expect_fail "op --backend webgpu over the binding limit" "largest storage binding.*--backend cpu" \
         op gelu_inplace --backend webgpu --in x="$tmp/big.npy" --out x="$tmp/o.npy"
@@ -251,9 +251,9 @@ r = np.random.default_rng(2)
 np.save(f"{d}/h_a.npy", r.standard_normal((7, 33)).astype(np.float16))
 np.save(f"{d}/h_w.npy", r.standard_normal((5, 33)).astype(np.float16))
 EOF
-if run_both cast_f16 --in inp="$tmp/h_in.npy" --out out="$tmp/h_BE.npy" &&
-   run_both cast_f32 --in inp="$tmp/h_cpu.npy" --out out="$tmp/h32_BE.npy" &&
-   run_both matmul_f16 --in inp="$tmp/h_a.npy" --in weight="$tmp/h_w.npy" --out out="$tmp/hmm_BE.npy"; then
+if run_both cast_f16 --in inp="$tmp/h_in.npy" --out out="$tmp/h_@BE@.npy" &&
+   run_both cast_f32 --in inp="$tmp/h_cpu.npy" --out out="$tmp/h32_@BE@.npy" &&
+   run_both matmul_f16 --in inp="$tmp/h_a.npy" --in weight="$tmp/h_w.npy" --out out="$tmp/hmm_@BE@.npy"; then
     if "$PY" - "$tmp" <<'EOF'
 import sys, numpy as np
 d = sys.argv[1]
