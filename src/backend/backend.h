@@ -100,6 +100,10 @@ struct wgt_backend {
     // Nonzero when the device is a software rasterizer (Mesa lavapipe): correct, but far slower
     // than the C backend for training.
     int (*device_is_software)(wgt_backend *be);
+    // The one-time tuning of a GPU that the backend has no measured settings for (WebGPU: the
+    // GEMM tiles, docs/tuning.md), with a progress line on stderr; does nothing when it has them.
+    // Long-running commands (train, bench) call it after opening the backend.
+    wgt_status (*tune_auto)(wgt_backend *be);
     // Per-kernel GPU time, on a backend opened with profiling (backend_webgpu_init_ex, profile=1):
     // profile_reset forgets what was timed so far; profile_report waits for queued work, writes a
     // table of kernel, calls, total ms and share to f (when not NULL) and returns the total GPU ms.

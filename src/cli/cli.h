@@ -19,6 +19,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_presets(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 // The presets of `wgtrain train` as a table (`wgtrain presets`, `wgtrain train --help`).
 void cli_print_presets(FILE *f);

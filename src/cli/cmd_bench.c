@@ -228,6 +228,11 @@ static wgt_status bench_main(int argc, char **argv) {
     int bB = B > 0 ? B : p->B, bT = cfg.max_seq;
     wgt_backend *be;
     WGT_TRY(cli_backend_open(&be, device, adapter, 0));
+    wgt_status tst = be->tune_auto ? be->tune_auto(be) : WGT_OK;  // a GPU without measured tiles: once (docs/tuning.md)
+    if (tst != WGT_OK) {
+        be->free(be);
+        return tst;
+    }
     if (max_batch && strcmp(be->name, "webgpu")) {
         wgt_status e = wgt_fail(WGT_ERR_ARG, "--max-batch searches a GPU's memory; the %s backend allocates host memory, "
                                 "which the system may overcommit: give --batch instead, or use --device webgpu", be->name);

@@ -106,6 +106,8 @@ static wgt_status train_main(int argc, char **argv, int *exit_code, int *reached
     wgt_backend *be = NULL;
     train_dist_pick_gpu(device, adapter);  // under mpirun: this rank's GPU among the host's
     wgt_status st = dist_check_all(cli_backend_open(&be, device, adapter, 0));
+    // a GPU without measured tiles is tuned once (docs/tuning.md); every rank reaches the check
+    if (st == WGT_OK) st = dist_check_all(be->tune_auto ? be->tune_auto(be) : WGT_OK);
     int interrupted = 0;
     if (st == WGT_OK) st = trainer_run(t, be, &interrupted);
     trainer_free(t);

@@ -16,6 +16,7 @@ static const command commands[] = {
     {"bench", cmd_bench, "training throughput (tokens/s) and a per-kernel GPU time table"},
     {"export", cmd_export, "a run's model as a Hugging Face model directory (config.json, model.safetensors, tokenizer)"},
     {"presets", cmd_presets, "every preset of `train` with its sizes, steps, lr, warmup, batch and seq"},
+    {"tune", cmd_tune, "time the GEMM tiles on this GPU and cache the fastest (train and bench do it once by themselves)"},
     {"tokenize", cmd_tokenize, "text on stdin -> token ids (GPT-2's or a run's tokenizer); --decode: ids -> text"},
 };
 

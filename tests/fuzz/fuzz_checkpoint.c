@@ -27,7 +27,8 @@ int main(int argc, char **argv) {
     snprintf(c.data_dir, sizeof c.data_dir, "/data/x");
     snprintf(c.tokenizer_hash, sizeof c.tokenizer_hash, "00112233445566ff");
     if (train_config_finish(&c) != WGT_OK) return 2;
-    ckpt_progress pr = {12, 11, 99, 12ull * c.batch * c.seq, 1.5};
+    ckpt_progress pr = {.step = 12, .updates = 11, .data_rng = 99, .tokens = 12ull * c.batch * c.seq, .elapsed_s = 1.5,
+                        .skips = 1, .loss_scale = 0, .scale_clean = 0};
     float st[32];
     for (int i = 0; i < 32; i++) st[i] = (float)i * 0.25f;
     fz_buf seed = {0}, b = {0}, back = {0};

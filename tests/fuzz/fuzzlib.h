@@ -120,14 +120,14 @@ static void fz_mutate(fz_buf *b, int text) {
     }
 }
 
-static void fz_write(const char *path, const fz_buf *b) {
+__attribute__((unused)) static void fz_write(const char *path, const fz_buf *b) {
     FILE *f = fopen(path, "wb");
     if (!f) { perror(path); exit(2); }
     if (b->n && fwrite(b->p, 1, b->n, f) != b->n) { perror(path); exit(2); }
     fclose(f);
 }
 
-static int fz_read(const char *path, fz_buf *b) {
+__attribute__((unused)) static int fz_read(const char *path, fz_buf *b) {
     FILE *f = fopen(path, "rb");
     if (!f) return 0;
     b->n = 0;
@@ -154,7 +154,7 @@ static void fz_setup(int argc, char **argv, long *iters) {
     snprintf(fz_dir, sizeof fz_dir, "%s/wgt_fuzz_XXXXXX", t ? t : "/tmp");
     if (!mkdtemp(fz_dir)) { perror("mkdtemp"); exit(2); }
 }
-static const char *fz_path(const char *name) {
+__attribute__((unused)) static const char *fz_path(const char *name) {
     static char b[8][512];
     static int k = 0;
     char *s = b[k++ % 8];

@@ -3,6 +3,7 @@
 // op's wrapper in wg_ops_*.c.
 #include <stdlib.h>
 #include "backend/op_desc.h"
+#include "backend/webgpu/wg_tune.h"
 #include "backend/webgpu/wg_ops.h"
 
 static wgt_status be_buf_alloc(wgt_backend *be, wgt_buf **out, size_t n, const char *label) {
@@ -72,6 +73,7 @@ wgt_status backend_webgpu_init_ex(wgt_backend **out, const char *adapter, int pr
     // optional entries
     be->device_name = be_device_name;
     be->device_is_software = be_device_is_software;
+    be->tune_auto = wg_tune_auto;
     be->get_stats = be_get_stats;
     if (wg_ctx_info(ctx)->has_timestamp && !profile) {
         be->gpu_timer_start = be_timer_start;

@@ -9,6 +9,16 @@
 // sizes under the current settings, as text ("128x128 tiles 36 split 15 vec4 1 group 8").
 const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint32_t OC, char *buf, size_t cap);
 
+// Whether the GEMMs would run tile t on this device (a valid spec within its workgroup memory
+// and threads).
+int wg_mm_tile_fits(wg_ctx *ctx, const wg_mm_tile_spec *t);
+// Whether the tile table has a row for this device other than the generic default.
+int wg_mm_table_knows(wg_ctx *ctx);
+// The big and small tiles of op (0 matmul, 1 matmul_t, 2 matmul_at) on this device without a
+// WGTRAIN_MM_TILE override, and where they come from: "tuned", the table row's pattern
+// ("nvidia") or "default".
+const char *wg_mm_tiles(wg_ctx *ctx, int op, wg_mm_tile_spec *big, wg_mm_tile_spec *small);
+
 // BENCH ONLY: `groups` workgroups of 256 threads, each thread 64·iters FP32 FLOPs of independent
 // FMAs (the device's FMA ceiling through this compiler stack); writes groups*256 floats to out.
 void wg_matmul_peak(wgt_backend *be, wgt_view out, uint32_t groups, uint32_t iters);

@@ -60,7 +60,8 @@ typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
 // fill the GPU ("small"). The first row whose pattern is a case-insensitive substring of the
 // adapter's vendor, architecture or name, and whose tiles fit its workgroup memory and threads,
 // is used; the last row (pattern "") is the default for every other GPU. A row comes from
-// `bench_matmul --sweep-tiles` on that GPU (bench/README.md).
+// `bench_matmul --sweep-tiles` on that GPU (bench/README.md). Tiles from the tuning cache
+// (`wgtrain tune`, wg_tune.h) take the row's place.
 typedef struct { mm_tile big, small; } mm_tile_pair;
 static const struct { const char *match; mm_tile_pair op[3]; } mm_tile_table[] = {  // op: mm_variant
     // NVIDIA (measured on the H200): 8-deep k-slices keep fewer registers live a thread than
@@ -126,22 +127,72 @@ typedef struct {
     uint32_t splits;  // 0: direct; S >= 1: through the scratch in (up to) S slices
 } mm_plan;
 
-// The device's big and small tiles of op `var` from the table (fitting its workgroup memory and
-// threads).
-static void device_tiles(wg_ctx *ctx, mm_variant var, mm_tile *big, mm_tile *small) {
-    const wg_device_info *d = wg_ctx_info(ctx);
-    size_t smem = d->limits.maxComputeWorkgroupStorageSize, wg = d->limits.maxComputeInvocationsPerWorkgroup;
-    for (size_t i = 0; i < MM_TILE_ROWS; i++) {
+static int tile_fits(const wg_device_info *d, mm_tile t) {
+    return tile_smem(t) <= d->limits.maxComputeWorkgroupStorageSize && tile_threads(t) <= d->limits.maxComputeInvocationsPerWorkgroup;
+}
+static mm_tile tile_of_spec(const wg_mm_tile_spec *q) {
+    mm_tile t = {(uint32_t)q->bm, (uint32_t)q->bn, (uint32_t)q->bk, (uint32_t)q->tm, (uint32_t)q->tn, 1};
+    return t;
+}
+static wg_mm_tile_spec spec_of_tile(mm_tile t) {
+    wg_mm_tile_spec q = {(int)t.bm, (int)t.bn, (int)t.bk, (int)t.tm, (int)t.tn};
+    return q;
+}
+
+// The row of the tile table for this device (the last, generic row when no other matches).
+static size_t table_row(const wg_device_info *d, mm_variant var) {
+    for (size_t i = 0; i + 1 < MM_TILE_ROWS; i++) {
         const mm_tile b = mm_tile_table[i].op[var].big, s = mm_tile_table[i].op[var].small;
         if (!ci_contains(d->vendor, mm_tile_table[i].match) && !ci_contains(d->architecture, mm_tile_table[i].match) &&
             !ci_contains(d->name, mm_tile_table[i].match))
             continue;
-        if (tile_smem(b) > smem || tile_smem(s) > smem || tile_threads(b) > wg || tile_threads(s) > wg) continue;
-        *big = b, *small = s;
+        if (tile_fits(d, b) && tile_fits(d, s)) return i;
+    }
+    return MM_TILE_ROWS - 1;
+}
+
+// The device's big and small tiles of op `var`: the tuned ones (wg_tune.h) when the context has
+// them, else the table's row (fitting its workgroup memory and threads). *source says which.
+static void device_tiles(wg_ctx *ctx, mm_variant var, mm_tile *big, mm_tile *small, const char **source) {
+    const wg_device_info *d = wg_ctx_info(ctx);
+    const wg_settings *s = mm_settings(ctx);
+    if (s->mm_tuned) {
+        mm_tile b = tile_of_spec(&s->mm_tuned_tile[var][0]), t = tile_of_spec(&s->mm_tuned_tile[var][1]);
+        if (tile_fits(d, b) && tile_fits(d, t)) {  // wg_tune_load checked; a test may have set others
+            *big = b, *small = t;
+            if (source) *source = "tuned";
+            return;
+        }
+    }
+    size_t i = table_row(d, var);
+    const mm_tile b = mm_tile_table[i].op[var].big, t = mm_tile_table[i].op[var].small;
+    if (tile_fits(d, b) && tile_fits(d, t)) {
+        *big = b, *small = t;
+        if (source) *source = i + 1 < MM_TILE_ROWS ? mm_tile_table[i].match : "default";
         return;
     }
-    *big = tile_smem(TILE_BIG) <= smem ? TILE_BIG : TILE_BIG_K8;  // WebGPU guarantees 16 KiB, 256 threads
+    *big = tile_smem(TILE_BIG) <= d->limits.maxComputeWorkgroupStorageSize ? TILE_BIG : TILE_BIG_K8;  // WebGPU guarantees 16 KiB, 256 threads
     *small = TILE_SMALL;
+    if (source) *source = "default";
+}
+
+int wg_mm_tile_fits(wg_ctx *ctx, const wg_mm_tile_spec *t) {
+    return wg_mm_tile_spec_valid(t) && tile_fits(wg_ctx_info(ctx), tile_of_spec(t));
+}
+
+int wg_mm_table_knows(wg_ctx *ctx) {
+    for (int v = 0; v < 3; v++)
+        if (table_row(wg_ctx_info(ctx), (mm_variant)v) + 1 < MM_TILE_ROWS) return 1;
+    return 0;
+}
+
+const char *wg_mm_tiles(wg_ctx *ctx, int op, wg_mm_tile_spec *big, wg_mm_tile_spec *small) {
+    WGT_ASSERT(op >= 0 && op < 3, "wg_mm_tiles: op is 0 (matmul), 1 (matmul_t) or 2 (matmul_at)");
+    mm_tile b, s;
+    const char *src = "default";
+    device_tiles(ctx, (mm_variant)op, &b, &s, &src);
+    *big = spec_of_tile(b), *small = spec_of_tile(s);
+    return src;
 }
 
 // WGTRAIN_MM_TILE=BMxBNxBK/TMxTN, when it fits the device (said once on stderr when not).
@@ -149,10 +200,8 @@ static int spec_tile(wg_ctx *ctx, mm_tile *t) {
     const wg_settings *s = mm_settings(ctx);
     if (s->mm_tile != WG_MM_TILE_SPEC) return 0;
     const wg_mm_tile_spec *q = &s->mm_spec;
-    mm_tile r = {(uint32_t)q->bm, (uint32_t)q->bn, (uint32_t)q->bk, (uint32_t)q->tm, (uint32_t)q->tn, 1};
-    const wg_device_info *d = wg_ctx_info(ctx);
-    if (tile_smem(r) > d->limits.maxComputeWorkgroupStorageSize ||
-        tile_threads(r) > d->limits.maxComputeInvocationsPerWorkgroup) {
+    mm_tile r = tile_of_spec(q);
+    if (!tile_fits(wg_ctx_info(ctx), r)) {
         static int said;
         if (!said++)
             fprintf(stderr, "webgpu: WGTRAIN_MM_TILE=%dx%dx%d/%dx%d needs %zu bytes of workgroup memory and %u threads, "
@@ -166,7 +215,7 @@ static int spec_tile(wg_ctx *ctx, mm_tile *t) {
 
 static mm_plan plan_pick(wg_ctx *ctx, mm_variant var, uint32_t M, uint32_t N, uint32_t K) {
     mm_tile big, small, spec;
-    device_tiles(ctx, var, &big, &small);
+    device_tiles(ctx, var, &big, &small, NULL);
     const int forced = spec_tile(ctx, &spec);
     if (forced) big = small = spec;
     const int pf = mm_settings(ctx)->mm_prefetch;

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <time.h>
 #include "backend/webgpu/wgsl_sources.h"
+#include "backend/webgpu/wg_tune.h"
 
 #define UNIFORM_SLOT 256u              // minUniformBufferOffsetAlignment on every device we know
 #define UNIFORM_SLOTS 4096u            // dispatches per submit before an automatic flush
@@ -434,6 +435,7 @@ wgt_status wg_ctx_init(wg_ctx **out, const char *adapter, int profile) {
     if (profile) timestamps_create(ctx, "profile", MAX_PROFILE, &ctx->qset, &ctx->qresolve, &ctx->qread);
     st = wg_flush(ctx, 1);
     if (st != WGT_OK) { wg_ctx_free(ctx); return st; }
+    wg_tune_load(ctx);  // the device's tuned GEMM tiles, if a tuning run cached them
     *out = ctx;
     return WGT_OK;
 }

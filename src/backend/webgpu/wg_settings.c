@@ -25,6 +25,8 @@ static const setting_def defs[] = {
     {"WGTRAIN_CE_CFG", "comma-separated key=integer pairs: wg=64..1024 (a power of 2), vec=0|1, sg=0|1, reg=0..16, "
                        "sm=0..1024, rev=0|1 (e.g. wg=1024,reg=4,sm=2)"},
     {"WGTRAIN_F16", "auto, packed or native"},
+    {"WGTRAIN_TUNE_CACHE", "auto, off or the path of the tuning cache file (at most 4095 bytes)"},
+    {"WGTRAIN_AUTOTUNE", "auto, 0 or 1"},
     {"WGTRAIN_TEST_BINDING_LIMIT", "0 (the device's limit) or an element count of at least 256"},
 };
 #define N_DEFS (sizeof defs / sizeof defs[0])
@@ -39,6 +41,7 @@ void wg_settings_default(wg_settings *s) {
     wg_ce_settings ce = {WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO};
     s->ce = ce;
     s->binding_limit = 0;
+    s->autotune = WG_AUTO;
 }
 
 // A decimal integer in [lo, hi], the whole text.
@@ -104,7 +107,7 @@ int wg_mm_tile_spec_valid(const wg_mm_tile_spec *t) {
 }
 
 // "BMxBNxBK/TMxTN", the whole text.
-static int parse_tile_spec(const char *v, wg_mm_tile_spec *t) {
+int wg_mm_tile_spec_parse(const char *v, wg_mm_tile_spec *t) {
     int n = 0;
     wg_mm_tile_spec r;
     if (strspn(v, "0123456789x/") != strlen(v)) return 0;  // no signs or blanks, which sscanf would take
@@ -130,7 +133,7 @@ static int set_one(wg_settings *s, const char *name, const char *v) {
         if (dflt || !strcmp(v, "auto")) t.mm_tile = WG_MM_TILE_AUTO;
         else if (!strcmp(v, "big")) t.mm_tile = WG_MM_TILE_BIG;
         else if (!strcmp(v, "small")) t.mm_tile = WG_MM_TILE_SMALL;
-        else if (parse_tile_spec(v, &t.mm_spec)) t.mm_tile = WG_MM_TILE_SPEC;
+        else if (wg_mm_tile_spec_parse(v, &t.mm_spec)) t.mm_tile = WG_MM_TILE_SPEC;
         else ok = 0;
     } else if (!strcmp(name, "WGTRAIN_MM_PREFETCH")) {
         t.mm_prefetch = d.mm_prefetch;
@@ -164,6 +167,12 @@ static int set_one(wg_settings *s, const char *name, const char *v) {
         else if (!strcmp(v, "packed")) t.f16 = WG_F16_PACKED;
         else if (!strcmp(v, "native")) t.f16 = WG_F16_NATIVE;
         else ok = 0;
+    } else if (!strcmp(name, "WGTRAIN_TUNE_CACHE")) {
+        ok = dflt || strlen(v) < sizeof t.tune_cache;
+        if (ok) snprintf(t.tune_cache, sizeof t.tune_cache, "%s", dflt || !strcmp(v, "auto") ? "" : v);
+    } else if (!strcmp(name, "WGTRAIN_AUTOTUNE")) {
+        t.autotune = d.autotune;
+        ok = dflt || parse_auto_int(v, 0, 1, NULL, &t.autotune);
     } else if (!strcmp(name, "WGTRAIN_TEST_BINDING_LIMIT")) {
         ok = dflt || (parse_int(v, 0, (long long)1 << 62, &x) && (x == 0 || x >= 256));
         t.binding_limit = (uint64_t)x;

@@ -41,6 +41,14 @@
 //                                                      (auto); packed forces the pairs (to test
 //                                                      that path on an f16 device); native
 //                                                      refuses a device without shader-f16
+//   WGTRAIN_TUNE_CACHE          auto | off | PATH      the GEMM tuning cache (wg_tune.h; auto:
+//                                                      $XDG_CACHE_HOME/wgtrain/tuning.json, else
+//                                                      ~/.cache/wgtrain/tuning.json); off: neither
+//                                                      read nor written
+//   WGTRAIN_AUTOTUNE            auto | 0 | 1           the one-time tuning of train and bench on a
+//                                                      GPU that neither the tile table nor the
+//                                                      cache knows (auto: hardware GPUs only; 1:
+//                                                      software adapters too; 0: never)
 //   WGTRAIN_TEST_BINDING_LIMIT  0 | 256..2^62          TEST ONLY: the ops split tensors as if one
 //                                                      storage binding held at most this many
 //                                                      elements (0: the device's limit)
@@ -61,6 +69,8 @@ typedef enum { WG_MM_TILE_AUTO, WG_MM_TILE_BIG, WG_MM_TILE_SMALL, WG_MM_TILE_SPE
 typedef struct { int bm, bn, bk, tm, tn; } wg_mm_tile_spec;
 // Whether a tile spec is one the kernel compiles (form only: workgroup memory is the device's).
 int wg_mm_tile_spec_valid(const wg_mm_tile_spec *t);
+// Parses "BMxBNxBK/TMxTN" (the whole text) into a valid spec; 0 when malformed or invalid.
+int wg_mm_tile_spec_parse(const char *text, wg_mm_tile_spec *t);
 typedef enum { WG_F16_AUTO, WG_F16_PACKED, WG_F16_NATIVE } wg_f16_choice;
 
 // cross_entropy variant; each field WG_AUTO keeps the device's default
@@ -81,6 +91,13 @@ typedef struct {
     wg_ce_settings ce;           // WGTRAIN_CE_CFG
     wg_f16_choice f16;           // WGTRAIN_F16
     uint64_t binding_limit;      // WGTRAIN_TEST_BINDING_LIMIT: elements, 0 = the device's
+    char tune_cache[4096];       // WGTRAIN_TUNE_CACHE: "" (auto), "off" or a path
+    int autotune;                // WGTRAIN_AUTOTUNE: WG_AUTO, 0 or 1
+    // Not from the environment: the device's tiles from the tuning cache or this process's
+    // tuning run (wg_tune.h), per op (matmul, matmul_t, matmul_at) for large and small outputs;
+    // they take the place of the tile table's row when mm_tuned is set.
+    int mm_tuned;
+    wg_mm_tile_spec mm_tuned_tile[3][2];
 } wg_settings;
 
 // Every field at its default (as with no variable set).
