@@ -19,6 +19,11 @@ if [[ $mode == gpu ]]; then
     w=$($W bench --preset "$preset" --device webgpu --adapter gpu --steps "$STEPS" --profile | tee /dev/stderr | sed -n 's/.* \([0-9.]*\) tokens\/s.*/\1/p')
 else
     threads=${THREADS:-2}
+    # the same OpenBLAS kernels for both: wgtrain picks the CPU's best when OpenBLAS 0.3.21 falls
+    # back to Prescott on a CPU newer than it (src/backend/cpu/blas_core.c); PyTorch gets them too
+    core=${OPENBLAS_CORETYPE:-$($W info --device cpu | sed -n "s/.*this CPU's best: \([A-Za-z]*\)).*/\1/p")}
+    export OPENBLAS_CORETYPE=$core
+    echo "OpenBLAS kernels: ${core:-as detected}" >&2
     t=$(OMP_NUM_THREADS=$threads $PY bench/torch_gpt2.py --preset tiny --device cpu --threads "$threads" --steps "$STEPS" | tee /dev/stderr | sed -n 's/.*torch tokens\/s \([0-9.]*\).*/\1/p')
     w=$(OMP_NUM_THREADS=$threads $W bench --preset tiny --device cpu --steps "$STEPS" | tee /dev/stderr | sed -n 's/.* \([0-9.]*\) tokens\/s.*/\1/p')
 fi

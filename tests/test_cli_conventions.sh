@@ -37,6 +37,14 @@ check "prepare reads the 3 text files (Latin-1 text is text)" grep -q "^prepare:
 expect_fail "prepare of only binary files" "binary ones were skipped" $W prepare --input "$T/in/logo.png" --out "$T/d2"
 
 section "flags"
+# OpenBLAS 0.3.21 falls back to its SSE3 (Prescott) kernels on CPUs newer than it; wgtrain then
+# re-executes itself with the CPU's best kernels (src/backend/cpu/blas_core.c)
+if grep -qw avx2 /proc/cpuinfo; then
+    out=$(env -u OPENBLAS_CORETYPE "$W" info --device cpu)
+    check "the CPU backend's BLAS kernels are not Prescott on a CPU with AVX2 ($out)" test "$(grep -c 'blas kernels: Prescott' <<<"$out")" = 0
+    out=$(OPENBLAS_CORETYPE=Haswell "$W" info --device cpu)
+    check "OPENBLAS_CORETYPE is the user's to set ($out)" grep -q "blas kernels: Haswell" <<<"$out"
+fi
 check "wgtrain --version" bash -c "'$W' --version | grep -qE '^wgtrain [0-9]+\.[0-9]+\.[0-9]+ .*Dawn'"
 check "wgtrain -V" bash -c "'$W' -V | grep -q '^wgtrain '"
 expect_fail "a misspelt command" "did you mean train?" $W trian

@@ -1,6 +1,7 @@
 // cmd_info.c — `wgtrain info`: which adapter wgtrain would use, its features and limits.
 #include <stdio.h>
 #include <string.h>
+#include "backend/cpu/blas_core.h"
 #include "backend/webgpu/wg_runtime.h"
 #include "cli/cli.h"
 
@@ -20,6 +21,8 @@ int cmd_info(int argc, char **argv) {
             const char *d = argv[++i];
             if (!strcmp(d, "cpu")) {
                 printf("device:       cpu (the C backend: OpenMP threads and OpenBLAS; no WebGPU adapter)\n");
+                const char *best = cpu_blas_core_for_cpu();
+                printf("blas kernels: %s (OpenBLAS; this CPU's best: %s)\n", cpu_blas_core(), best ? best : "as detected");
                 return 0;
             }
             if (strcmp(d, "webgpu") && strcmp(d, "auto")) {

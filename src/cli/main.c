@@ -1,6 +1,7 @@
 // main.c — the `wgtrain` command: dispatches to one subcommand per file (cmd_*.c).
 #include <stdio.h>
 #include <string.h>
+#include "backend/cpu/blas_core.h"
 #include "cli/cli.h"
 
 typedef struct { const char *name; int (*fn)(int, char **); const char *help; } command;
@@ -27,6 +28,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    cpu_blas_core_fix(argv);  // before anything else: it may re-execute the program
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(argc < 2 ? stderr : stdout);
