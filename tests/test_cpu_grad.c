@@ -622,6 +622,36 @@ static void test_gelu_edges(void) {
     CHECK(gp[0] == 0 && gp[3] == 0, "nan_guard must give 0, got %g %g", gp[0], gp[3]);
 }
 
+// The libm-free helpers the CPU ops vectorize with: cpu_tanhf (GeLU) within 3e-7 of double tanh
+// everywhere, cpu_exp_d (attention) within 1e-15 relative of libm's exp on the range it serves.
+static void test_fast_math(void) {
+    double worst = 0, at = 0;
+    for (long i = -3000000; i <= 3000000; i++) {
+        float u = (float)i * (i % 5 ? 1e-5f : 4e-5f);
+        double e = fabs((double)cpu_tanhf(u) - tanh((double)u));
+        if (e > worst) worst = e, at = u;
+    }
+    for (long i = 1; i < 200000; i++) {  // tiny arguments, where 1 - 2/(e^2u + 1) cancels
+        float u = (float)i * 1e-9f;
+        double e = fabs((double)cpu_tanhf(u) - tanh((double)u));
+        if (e > worst) worst = e, at = u;
+    }
+    CHECK(worst < 3e-7, "cpu_tanhf: absolute error %.3g at %g", worst, at);
+    CHECK(cpu_tanhf(0.0f) == 0.0f && signbit(cpu_tanhf(-0.0f)), "cpu_tanhf(±0) = %g, %g", cpu_tanhf(0.0f), cpu_tanhf(-0.0f));
+    CHECK(cpu_tanhf(15.0f) == 1.0f && cpu_tanhf(-1e30f) == -1.0f && cpu_tanhf(INFINITY) == 1.0f, "cpu_tanhf saturation");
+    CHECK(isnan(cpu_tanhf(NAN)), "cpu_tanhf(NaN) = %g", cpu_tanhf(NAN));
+    for (int i = 1; i < 2000; i++) CHECK(cpu_tanhf(-(float)i * 0.01f) == -cpu_tanhf((float)i * 0.01f), "cpu_tanhf is odd");
+    worst = 0;
+    for (long i = 0; i <= 2000000; i++) {
+        double x = -700.0 * (double)i / 2000000.0 + (i % 3 ? 1e-3 : 0.0);
+        double e = fabs(cpu_exp_d(x) - exp(x)) / exp(x);
+        if (e > worst) worst = e, at = x;
+    }
+    CHECK(worst < 1e-15, "cpu_exp_d: relative error %.3g at %g", worst, at);
+    CHECK(cpu_exp_d(0.0) == 1.0 && cpu_exp_d(-1e300) > 0 && cpu_exp_d(-1e300) < 1e-307 && isnan(cpu_exp_d(NAN)),
+          "cpu_exp_d edges: %g %g %g", cpu_exp_d(0.0), cpu_exp_d(-1e300), cpu_exp_d(NAN));
+}
+
 static void test_swiglu_edges(void) {
     const float big[] = {80, 100, 1000, 1e4f, 3e38f};
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
@@ -893,6 +923,7 @@ int main(void) {
     test_residual();
     test_dropout_grad();
     test_gelu_edges();
+    test_fast_math();
     test_swiglu_edges();
     test_cross_entropy_edges();
     test_optimizer();
