@@ -8,12 +8,30 @@
 #ifndef WGT_CPU_OPS_H
 #define WGT_CPU_OPS_H
 #include <math.h>
+#include <omp.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include "backend/backend.h"
 #include "backend/dropout.h"
 #include "backend/half.h"  // f16 on the bits (wgt_f32_to_f16 / wgt_f16_to_f32)  // the dropout mask (wgt_dropout_*), shared with the WebGPU hosts
+
+// The hot loops of the CPU trainer (attention's rows, GeLU) are functions compiled for AVX-512,
+// AVX2 and plain x86-64, the best chosen when the program loads. Their results must not depend
+// on which: element-wise loops only, or reductions in a fixed lane order (ops_attention.c).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CPU_CLONES
+#endif
+
+// Block [lo, hi) of n items for the calling thread of an OpenMP team (contiguous, in thread
+// order; the whole range outside a parallel region).
+static inline void cpu_thread_block(size_t n, size_t *lo, size_t *hi) {
+    size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num(), per = (n + nt - 1) / nt;
+    *lo = per * id < n ? per * id : n;
+    *hi = per * (id + 1) < n ? per * (id + 1) : n;
+}
 
 // ---- shared scalar helpers (the C twins of 00_shared.wgsl and the activation preambles) ----
 
@@ -45,20 +63,22 @@ static inline float cpu_gelu_clamp(float x) {
 
 // tanh in f32 without a libm call, so that the GeLU loops vectorize (libm's tanhf and the expm1f
 // it calls were a fifth of a CPU training step): tanh(u) = sign(u)·(1 - 2/(e^{2|u|} + 1)), with
-// e^z = 2^n·e^r, n = round(z·log2 e), r = z - n·ln 2 (ln 2 in two parts, the first exact in 9
-// bits so that n times it is exact) and e^r by its Taylor polynomial to r⁷ (|r| <= ln2/2:
-// truncation 5e-9). z is capped at 30, where the result is already ±1 in f32. Absolute error
-// under 3e-7 for every u (test_cpu_grad checks it against double tanh), finer than the GPUs'
-// tanh that this reference judges; NaN stays NaN.
+// e^z = 2^n·e^r, n = round(z·log2 e) by adding 1.5·2^23 (whose low bits then hold n; a
+// float-to-int conversion would keep GCC from vectorizing), r = z - n·ln 2 (ln 2 in two parts,
+// the first exact in 9 bits so that n times it is exact) and e^r by its Taylor polynomial to r⁷
+// (|r| <= ln2/2: truncation 5e-9). z is capped at 30, where the result is already ±1 in f32.
+// Absolute error under 3e-7 for every u (test_cpu_grad checks it against double tanh), finer
+// than the GPUs' tanh that this reference judges; NaN stays NaN.
 static inline float cpu_tanhf(float u) {
     float z = 2.0f * fabsf(u);
-    z = z < 30.0f ? z : 30.0f;  // NaN too, so that the conversion to int below is defined
-    float nf = (float)(int)(z * 1.44269504f + 0.5f);
+    z = z < 30.0f ? z : 30.0f;  // NaN too (the comparison fails); the NaN comes back below
+    union { float f; uint32_t u; } t = {z * 1.44269504f + 12582912.0f}, two_n;
+    float nf = t.f - 12582912.0f;
     float r = (z - nf * 0.693359375f) + nf * 2.12194440e-4f;
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
-    union { uint32_t u; float f; } two_n = {(uint32_t)((int)nf + 127) << 23};
-    float t = copysignf(1.0f - 2.0f / (p * two_n.f + 1.0f), u);
-    return u == u ? t : u;
+    two_n.u = (t.u + 127u) << 23;  // 2^n: only n's bits survive the shift
+    float th = copysignf(1.0f - 2.0f / (p * two_n.f + 1.0f), u);
+    return u == u ? th : u;
 }
 static inline float cpu_gelu_inner(float xc) {
     return 0.7978845608f * (xc + 0.044715f * xc * xc * xc);

@@ -5,12 +5,21 @@
 
 // gelu(x) = 0.5·x·(1 + tanh(inner(clamp(x)))). The clamp lives only inside inner, so
 // gelu(x) = x for large x and (-)0 for very negative x instead of saturating at ±100.
-void cpu_gelu_inplace(float *x, size_t n) {
-    #pragma omp parallel for simd schedule(static) if (n > 65536)
+CPU_CLONES static void gelu_block(float *x, size_t n) {
+    #pragma omp simd
     for (size_t i = 0; i < n; i++) {
         float xi = x[i];
         float t = cpu_tanhf(cpu_gelu_inner(cpu_gelu_clamp(xi)));
         x[i] = 0.5f * xi * (1.0f + t);
+    }
+}
+
+void cpu_gelu_inplace(float *x, size_t n) {
+    #pragma omp parallel if (n > 65536)
+    {
+        size_t lo, hi;
+        cpu_thread_block(n, &lo, &hi);
+        gelu_block(x + lo, hi - lo);
     }
 }
 

@@ -16,14 +16,9 @@
 
 // Speed (this is also the CPU trainer's attention): the loops over head columns and over a row's
 // keys are written so that the compiler vectorizes them, and each row's work is one function
-// compiled for AVX-512, AVX2 and plain x86-64, chosen at load time (target_clones). The results
-// do not depend on which: a dot product sums 8 fixed lanes in a fixed order, and the other loops
-// are element-wise, without FMA contraction (ISO C mode).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ATTN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define ATTN_CLONES
-#endif
+// compiled per instruction set (CPU_CLONES, ops.h). The results do not depend on which: a dot
+// product sums 8 fixed lanes in a fixed order, and the other loops are element-wise, without FMA
+// contraction (ISO C mode).
 
 // a·b in f32, as 8 interleaved partial sums added pairwise, then the tail
 // (size_t indices: with 32-bit ones the compiler cannot assume that i + l are adjacent)
@@ -55,7 +50,7 @@ static inline double drop_mult(uint32_t rkey, size_t j, uint32_t thr, float dsca
 
 // One query row t of the forward: s_j = q·k_j·scale into s (f32), the row's lse, then
 // out = Σ_j exp(s_j - lse)·m_j·v_j in double (acc), written as f32. e: T doubles of scratch.
-ATTN_CLONES static void fwd_row(float *o, float *lse_out, const float *base, const float *q, size_t t, size_t W,
+CPU_CLONES static void fwd_row(float *o, float *lse_out, const float *base, const float *q, size_t t, size_t W,
                                 size_t kc, size_t vc, uint32_t HS, float scale, uint32_t rkey, uint32_t thr,
                                 float dscale, float *s, double *e, double *acc) {
     float mx = -INFINITY;
@@ -118,7 +113,7 @@ void cpu_attention_forward(float *out, float *lse, const float *qkv, uint32_t B,
 
 // One query row i of one query head in the backward: P_ij = exp(s_ij - l) for j <= i (into pb,
 // T doubles of scratch), then dS_ij, and dq (zeroed here), dk_j, dv_j accumulated in double.
-ATTN_CLONES static void bwd_row(double *dq, double *dk, double *dv, const float *base, const float *q,
+CPU_CLONES static void bwd_row(double *dq, double *dk, double *dv, const float *base, const float *q,
                                 const float *go, double D, double l, size_t i, size_t W, size_t kc, size_t vc,
                                 uint32_t HS, float scale, uint32_t rkey, uint32_t thr, float dscale, double *pb) {
     for (size_t j = 0; j <= i; j++) pb[j] = (double)(dot(q, base + j * W + kc, HS) * scale) - l;

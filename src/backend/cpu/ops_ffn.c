@@ -14,11 +14,19 @@ static inline float gelu_grad(float x) {
     return 0.5f * (1.0f + t) + 0.5f * xc * sech2 * d_inner;
 }
 
+CPU_CLONES static void gelu_backward_block(float *grad_pre, const float *grad_hidden, const float *pre_gelu, size_t n) {
+    #pragma omp simd
+    for (size_t i = 0; i < n; i++) grad_pre[i] = cpu_nan_guard(grad_hidden[i] * gelu_grad(pre_gelu[i]));
+}
+
 void cpu_ffn_gelu_backward(float *grad_pre, const float *grad_hidden, const float *pre_gelu,
                            size_t n) {
-    #pragma omp parallel for simd schedule(static) if (n > 65536)
-    for (size_t i = 0; i < n; i++)
-        grad_pre[i] = cpu_nan_guard(grad_hidden[i] * gelu_grad(pre_gelu[i]));
+    #pragma omp parallel if (n > 65536)
+    {
+        size_t lo, hi;
+        cpu_thread_block(n, &lo, &hi);
+        gelu_backward_block(grad_pre + lo, grad_hidden + lo, pre_gelu + lo, hi - lo);
+    }
 }
 
 // One sigmoid per element gives both silu = x·s and silu' = s·(1 + x·(1 - s)) (docs/kernels.md#ffn_swiglu_backward).
