@@ -623,7 +623,8 @@ static void test_gelu_edges(void) {
 }
 
 // The libm-free helpers the CPU ops vectorize with: cpu_tanhf (GeLU) within 3e-7 of double tanh
-// everywhere, cpu_exp_d (attention) within 1e-15 relative of libm's exp on the range it serves.
+// everywhere, cpu_expf_neg (SwiGLU's sigmoid) within 4e-7 relative and cpu_exp_d (attention)
+// within 1e-15 relative of libm's exp on the ranges they serve.
 static void test_fast_math(void) {
     double worst = 0, at = 0;
     for (long i = -3000000; i <= 3000000; i++) {
@@ -648,6 +649,17 @@ static void test_fast_math(void) {
         if (e > worst) worst = e, at = x;
     }
     CHECK(worst < 1e-15, "cpu_exp_d: relative error %.3g at %g", worst, at);
+    worst = 0;
+    for (long i = 0; i <= 2000000; i++) {
+        float x = -87.0f * (float)i / 2000000.0f;
+        double e = fabs((double)cpu_expf_neg(x) - exp((double)x)) / exp((double)x);
+        if (e > worst) worst = e, at = x;
+    }
+    CHECK(worst < 4e-7, "cpu_expf_neg: relative error %.3g at %g", worst, at);
+    CHECK(cpu_expf_neg(0.0f) == 1.0f && cpu_expf_neg(-88.0f) == 0.0f && cpu_expf_neg(-3e38f) == 0.0f &&
+          cpu_expf_neg(-INFINITY) == 0.0f && isnan(cpu_expf_neg(NAN)), "cpu_expf_neg edges");
+    CHECK(isnan(cpu_sigmoid(NAN)) && cpu_sigmoid(100.0f) == 1.0f && cpu_sigmoid(-100.0f) == 0.0f && cpu_sigmoid(0.0f) == 0.5f,
+          "cpu_sigmoid edges: %g %g %g", cpu_sigmoid(100.0f), cpu_sigmoid(-100.0f), cpu_sigmoid(0.0f));
     CHECK(cpu_exp_d(0.0) == 1.0 && cpu_exp_d(-1e300) > 0 && cpu_exp_d(-1e300) < 1e-307 && isnan(cpu_exp_d(NAN)),
           "cpu_exp_d edges: %g %g %g", cpu_exp_d(0.0), cpu_exp_d(-1e300), cpu_exp_d(NAN));
 }

@@ -25,10 +25,19 @@ void cpu_gelu_inplace(float *x, size_t n) {
 
 // hidden = silu(gate)·up with the sign-branched sigmoid; no clamp, so silu(x) -> x holds for
 // any finite large x.
-void cpu_swiglu_combine(float *hidden, const float *gate, const float *up, size_t n) {
-    #pragma omp parallel for schedule(static) if (n > 65536)
+CPU_CLONES static void swiglu_block(float *hidden, const float *gate, const float *up, size_t n) {
+    #pragma omp simd
     for (size_t i = 0; i < n; i++) {
         float g = gate[i];
         hidden[i] = g * cpu_sigmoid(g) * up[i];
+    }
+}
+
+void cpu_swiglu_combine(float *hidden, const float *gate, const float *up, size_t n) {
+    #pragma omp parallel if (n > 65536)
+    {
+        size_t lo, hi;
+        cpu_thread_block(n, &lo, &hi);
+        swiglu_block(hidden + lo, gate + lo, up + lo, hi - lo);
     }
 }

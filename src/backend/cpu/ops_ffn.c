@@ -30,14 +30,24 @@ void cpu_ffn_gelu_backward(float *grad_pre, const float *grad_hidden, const floa
 }
 
 // One sigmoid per element gives both silu = x·s and silu' = s·(1 + x·(1 - s)) (docs/kernels.md#ffn_swiglu_backward).
-void cpu_ffn_swiglu_backward(float *grad_gate, float *grad_up, const float *grad_hidden,
-                             const float *gate, const float *up, size_t n) {
-    #pragma omp parallel for schedule(static) if (n > 65536)
+CPU_CLONES static void swiglu_backward_block(float *grad_gate, float *grad_up, const float *grad_hidden,
+                                             const float *gate, const float *up, size_t n) {
+    #pragma omp simd
     for (size_t i = 0; i < n; i++) {
         float g = grad_hidden[i], x = gate[i];
         float s = cpu_sigmoid(x);
         float dsilu = s * (1.0f + x * (1.0f - s));
         grad_gate[i] = cpu_nan_guard(g * up[i] * dsilu);
         grad_up[i] = cpu_nan_guard(g * (x * s));
+    }
+}
+
+void cpu_ffn_swiglu_backward(float *grad_gate, float *grad_up, const float *grad_hidden,
+                             const float *gate, const float *up, size_t n) {
+    #pragma omp parallel if (n > 65536)
+    {
+        size_t lo, hi;
+        cpu_thread_block(n, &lo, &hi);
+        swiglu_backward_block(grad_gate + lo, grad_up + lo, grad_hidden + lo, gate + lo, up + lo, hi - lo);
     }
 }
