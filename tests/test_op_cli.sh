@@ -235,6 +235,23 @@ if [[ $("$WGT" info 2>/dev/null) == *llvmpipe* ]]; then   # not a pipe into grep
     expect_fail "op --backend webgpu over the binding limit" "largest storage binding.*--backend cpu" \
         op gelu_inplace --backend webgpu --in x="$tmp/big.npy" --out x="$tmp/o.npy"
     rm -f "$tmp/big.npy"
+    # a qkv of exactly the binding limit (B = 1, T = 16384, NH = 8, NKV = 4, HS = 128: 2^25 elements), as the
+    # model allocates it, is rotated on the software GPU as on the CPU
+    "$PY" - "$tmp" <<'EOF'
+import sys, numpy as np
+d, T, HS = sys.argv[1], 16384, 128
+np.save(f"{d}/big_qkv.npy", np.random.default_rng(4).standard_normal((1, T, 2048)).astype(np.float32))
+ang = np.outer(np.arange(T), 1.0 / 10000.0 ** (np.arange(0, HS, 2) / HS))
+emb = np.concatenate([ang, ang], axis=1)
+np.save(f"{d}/big_cos.npy", np.cos(emb).astype(np.float32)); np.save(f"{d}/big_sin.npy", np.sin(emb).astype(np.float32))
+EOF
+    if run_both rope_forward --in qkv="$tmp/big_qkv.npy" --in cos="$tmp/big_cos.npy" --in sin="$tmp/big_sin.npy" \
+            --set NH=8 --set NKV=4 --out qkv="$tmp/big_rope_@BE@.npy"; then
+        if "$PY" -c "import numpy as np, sys; a, b = (np.load(f'{sys.argv[1]}/big_rope_{x}.npy') for x in ('cpu', 'webgpu')); \
+                assert np.allclose(a, b, atol=1e-5, rtol=1e-5), np.abs(a - b).max()" "$tmp"; then ok
+        else bad "rope_forward of a qkv at the binding limit: cpu and webgpu differ"; fi
+    fi
+    rm -f "$tmp"/big_*.npy
 fi
 
 # ---- f16 bindings: float16 .npy in and out. cast_f16 against NumPy's own float32 -> float16
