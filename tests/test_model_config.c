@@ -112,6 +112,9 @@ static void test_json(void) {
                                         "\"num_attention_heads\": 4, \"num_hidden_layers\": 1, \"vocab_size\": 100000}",
                                     "bigV") != WGT_OK && strstr(wgt_last_error(), "vocab_size"),
           "vocab above 65536: %s", wgt_last_error());
+    CHECK(model_config_from_hf_json(&r, "{\"model_type\": \"llama\", \"hidden_size\": 1e300}", "huge") != WGT_OK &&
+              strstr(wgt_last_error(), "\"hidden_size\" is 1e+300; this build takes 1..65536"),
+          "a huge size is named in a short form: %s", wgt_last_error());
 }
 
 static void die(const char *what) {
