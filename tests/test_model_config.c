@@ -86,6 +86,20 @@ static void test_json(void) {
                                         "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1e6}}",
                                     "rope_parameters") == WGT_OK && r.rope_theta == 1e6,
           "rope_parameters: %s", wgt_last_error());
+    CHECK(model_config_from_hf_json(&r, "{\"model_type\": \"llama\", \"hidden_size\": 32, \"intermediate_size\": 64, "
+                                        "\"num_attention_heads\": 4, \"num_hidden_layers\": 1, \"vocab_size\": 10, "
+                                        "\"rope_theta\": 1e4, \"rope_parameters\": {\"rope_theta\": 1e6}}",
+                                    "two bases") != WGT_OK && strstr(wgt_last_error(), "rope_parameters.rope_theta is 1e+06"),
+          "two RoPE bases that differ: %s", wgt_last_error());
+    CHECK(model_config_from_hf_json(&r, "{\"model_type\": \"llama\", \"hidden_size\": 32, \"intermediate_size\": 64, "
+                                        "\"num_attention_heads\": 4, \"num_hidden_layers\": 1, \"vocab_size\": 10, "
+                                        "\"rope_theta\": 1e6, \"rope_parameters\": {\"rope_theta\": 1e6}}",
+                                    "same bases") == WGT_OK && r.rope_theta == 1e6,
+          "two RoPE bases that agree: %s", wgt_last_error());
+    CHECK(model_config_from_hf_json(&r, "{\"model_type\": \"llama\", \"hidden_size\": 32, \"intermediate_size\": 64, "
+                                        "\"num_attention_heads\": 4, \"num_hidden_layers\": 1, \"vocab_size\": 10, "
+                                        "\"rope_parameters\": 5}", "rp number") != WGT_OK &&
+              strstr(wgt_last_error(), "rope_parameters"), "rope_parameters not an object: %s", wgt_last_error());
     CHECK(model_config_from_hf_json(&r, "{\"model_type\": \"gpt2\", \"n_embd\": 16, \"n_head\": 2, \"n_layer\": 1, "
                                         "\"vocab_size\": 10, \"n_inner\": null}", "gpt2") == WGT_OK &&
               r.d_ff == 64 && r.max_seq == 1024 && !strcmp(r.arch, "gpt2"),
@@ -98,6 +112,9 @@ static void test_json(void) {
                                         "\"num_attention_heads\": 4, \"num_hidden_layers\": 1, \"vocab_size\": 100000}",
                                     "bigV") != WGT_OK && strstr(wgt_last_error(), "vocab_size"),
           "vocab above 65536: %s", wgt_last_error());
+    CHECK(model_config_from_hf_json(&r, "{\"model_type\": \"llama\", \"hidden_size\": 1e300}", "huge") != WGT_OK &&
+              strstr(wgt_last_error(), "\"hidden_size\" is 1e+300; this build takes 1..65536"),
+          "a huge size is named in a short form: %s", wgt_last_error());
 }
 
 static void die(const char *what) {

@@ -235,6 +235,23 @@ if [[ $("$WGT" info 2>/dev/null) == *llvmpipe* ]]; then   # not a pipe into grep
     expect_fail "op --backend webgpu over the binding limit" "largest storage binding.*--backend cpu" \
         op gelu_inplace --backend webgpu --in x="$tmp/big.npy" --out x="$tmp/o.npy"
     rm -f "$tmp/big.npy"
+    # a qkv of exactly the binding limit (B = 1, T = 16384, NH = 8, NKV = 4, HS = 128: 2^25 elements), as the
+    # model allocates it, is rotated on the software GPU as on the CPU
+    "$PY" - "$tmp" <<'EOF'
+import sys, numpy as np
+d, T, HS = sys.argv[1], 16384, 128
+np.save(f"{d}/big_qkv.npy", np.random.default_rng(4).standard_normal((1, T, 2048)).astype(np.float32))
+ang = np.outer(np.arange(T), 1.0 / 10000.0 ** (np.arange(0, HS, 2) / HS))
+emb = np.concatenate([ang, ang], axis=1)
+np.save(f"{d}/big_cos.npy", np.cos(emb).astype(np.float32)); np.save(f"{d}/big_sin.npy", np.sin(emb).astype(np.float32))
+EOF
+    if run_both rope_forward --in qkv="$tmp/big_qkv.npy" --in cos="$tmp/big_cos.npy" --in sin="$tmp/big_sin.npy" \
+            --set NH=8 --set NKV=4 --out qkv="$tmp/big_rope_@BE@.npy"; then
+        if "$PY" -c "import numpy as np, sys; a, b = (np.load(f'{sys.argv[1]}/big_rope_{x}.npy') for x in ('cpu', 'webgpu')); \
+                assert np.allclose(a, b, atol=1e-5, rtol=1e-5), np.abs(a - b).max()" "$tmp"; then ok
+        else bad "rope_forward of a qkv at the binding limit: cpu and webgpu differ"; fi
+    fi
+    rm -f "$tmp"/big_*.npy
 fi
 
 # ---- f16 bindings: float16 .npy in and out. cast_f16 against NumPy's own float32 -> float16
@@ -276,6 +293,60 @@ for be in ("cpu", "webgpu"):
 EOF
     then ok; else bad "f16 ops through wgtrain op: the bits differ from NumPy's float16 (or the backends differ)"; fi
 fi
+# ---- the optimizer ops: grad_clip_scale turns a status (squared norm, loss sum, S = 1, t = 0)
+# into clip/S, t = 1 and the bias corrections; adamw applies them. Both against NumPy.
+"$PY" - "$tmp" <<'EOF'
+import sys, numpy as np
+d = sys.argv[1]
+r = np.random.default_rng(3)
+n = 300
+for k in ("p", "m", "g"):
+    np.save(f"{d}/opt_{k}.npy", r.standard_normal(n).astype(np.float32))
+np.save(f"{d}/opt_v.npy", (r.standard_normal(n) ** 2 * 0.01).astype(np.float32))
+g = np.load(f"{d}/opt_g.npy").astype(np.float64)
+st = np.zeros(16, np.float32)
+st[0], st[1], st[2] = (g * g).sum(), 3.5, 1.0
+np.save(f"{d}/opt_st.npy", st)
+np.save(f"{d}/opt_st0.npy", np.zeros(16, np.float32))
+st[3] = 1.0  # an applied update's multiplier, but t = 0
+np.save(f"{d}/opt_st_t0.npy", st)
+EOF
+if run_both grad_clip_scale --in status="$tmp/opt_st.npy" --set max_norm=2 --out status="$tmp/opt_st_@BE@.npy" &&
+   run_both adamw --in params="$tmp/opt_p.npy" --in m="$tmp/opt_m.npy" --in v="$tmp/opt_v.npy" --in grads="$tmp/opt_g.npy" \
+       --in status="$tmp/opt_st_cpu.npy" --set lr=0.01 --set weight_decay=0.1 \
+       --out params="$tmp/opt_p_@BE@.npy" --out m="$tmp/opt_m_@BE@.npy" --out v="$tmp/opt_v_@BE@.npy"; then
+    if "$PY" - "$tmp" <<'EOF'
+import sys, numpy as np
+d = sys.argv[1]
+L = lambda k: np.load(f"{d}/opt_{k}.npy").astype(np.float64)
+p, m, v, g = L("p"), L("m"), L("v"), L("g")
+norm = np.sqrt((g * g).sum())
+clip = min(1.0, 2 / norm)
+for be in ("cpu", "webgpu"):
+    st = np.load(f"{d}/opt_st_{be}.npy")
+    assert st.view(np.uint32)[8] == 1 and abs(st[3] - clip) < 1e-6 and abs(st[4] - norm) < 1e-5 * norm, st
+    assert abs(st[6] - 0.1) < 1e-6 and abs(st[7] - 0.001) < 1e-7, st  # 1 - beta^1 of the f32 betas
+gc = g * clip
+m1 = 0.9 * m + 0.1 * gc
+v1 = 0.999 * v + 0.001 * gc * gc
+p1 = p - 0.01 * ((m1 / 0.1) / (np.sqrt(v1 / 0.001) + 1e-8) + 0.1 * p)
+for be in ("cpu", "webgpu"):
+    for k, want in (("p", p1), ("m", m1), ("v", v1)):
+        got = np.load(f"{d}/opt_{k}_{be}.npy")
+        assert got.shape == (300,) and np.allclose(got, want, atol=1e-6, rtol=1e-4), (be, k, np.abs(got - want).max())
+EOF
+    then ok; else bad "grad_clip_scale + adamw through wgtrain op: outputs differ between cpu, webgpu and numpy"; fi
+fi
+for be in cpu webgpu; do
+    expect_fail "$be adamw without grads" "needs input 'grads'" op adamw --backend $be --in params="$tmp/opt_p.npy" \
+        --in m="$tmp/opt_m.npy" --in v="$tmp/opt_v.npy" --in status="$tmp/opt_st_cpu.npy" --out params="$tmp/o.npy"
+    expect_fail "$be adamw on a status that applies an update with t = 0" "update count t.*is 0" \
+        op adamw --backend $be --in params="$tmp/opt_p.npy" --in m="$tmp/opt_m.npy" --in v="$tmp/opt_v.npy" \
+        --in grads="$tmp/opt_g.npy" --in status="$tmp/opt_st_t0.npy" --out params="$tmp/o.npy"
+    expect_fail "$be grad_clip_scale on a status without a loss scale" "loss scale S .*is 0" \
+        op grad_clip_scale --backend $be --in status="$tmp/opt_st0.npy" --out status="$tmp/o.npy"
+done
+
 # a float32 file for a float16 binding is refused with the dtype named
 out=$("$WGT" op cast_f32 --in inp="$tmp/h_in.npy" --out out="$tmp/bad.npy" 2>&1)
 if [[ $? -ne 0 && $out == *"must be float16"* ]]; then ok; else bad "cast_f32 of a float32 file: $out"; fi

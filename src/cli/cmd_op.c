@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "backend/op_desc.h"
+#include "backend/opt_status.h"
 #include "cli/cli.h"
 #include "core/npy.h"
 
@@ -224,18 +225,6 @@ static wgt_status op_extras(op_call *c) {
         for (size_t i = 0; i < t->n; i++) valid += tg[i] < c->s[V];
         c->s[inv] = valid ? 1.0 / (double)valid : 0.0;
     }
-    if (id == WGT_OP_ID_adamw) {  // scale defaults to [1]: the plain update
-        int b = bind_index(d, "scale");
-        if (!c->have[b]) {
-            npy_array *a = &c->a[b];
-            a->dtype = NPY_F32;
-            a->ndim = 1;
-            a->shape[0] = a->n = 1;
-            a->data = wgt_malloc(4);
-            *(float *)a->data = 1.0f;
-            c->have[b] = 1;
-        }
-    }
     return WGT_OK;
 }
 
@@ -251,6 +240,22 @@ static wgt_status op_checks(op_call *c) {
     if ((id == WGT_OP_ID_rope_forward || id == WGT_OP_ID_rope_backward) && fmod(c->s[hs], 2) != 0)
         return wgt_fail(WGT_ERR_ARG, "%s: HS = %.0f is odd; rotary embedding pairs the two halves of a head, so the head "
                         "size must be even", d->name, c->s[hs]);
+    // the optimizer status words the ops rely on (docs/kernels.md#the-optimizer-status); a status
+    // that is not given starts at zero
+    int sb = bind_index(d, "status");
+    if (sb >= 0) {
+        float w[WGT_ST_WORDS] = {0};
+        if (c->have[sb] && c->a[sb].n >= WGT_ST_WORDS) memcpy(w, c->a[sb].data, sizeof w);
+        const float S = w[WGT_ST_LOSS_SCALE];
+        if (id == WGT_OP_ID_grad_clip_scale && !(S > 0.0f && isfinite(S)))
+            return wgt_fail(WGT_ERR_FORMAT, "%s: the status's loss scale S (word %d) is %g; it must be a positive finite "
+                            "number (1 without loss scaling)", d->name, WGT_ST_LOSS_SCALE, (double)S);
+        if (id == WGT_OP_ID_adamw && w[WGT_ST_CLIP] != 0.0f && wgt_st_u32(w, WGT_ST_T) < 1)
+            return wgt_fail(WGT_ERR_FORMAT, "%s: the status's update count t (word %d, a uint32's bits) is 0 while its "
+                            "multiplier clip/S (word %d) is %g: an applied update has t >= 1 (grad_clip_scale writes "
+                            "both; clip/S = 0 skips the update)", d->name, WGT_ST_T, WGT_ST_CLIP,
+                            (double)w[WGT_ST_CLIP]);
+    }
     return WGT_OK;
 }
 
@@ -360,7 +365,7 @@ static wgt_status load_inputs(op_call *c) {
     for (int b = 0; b < d->nb; b++) {
         c->lead_nd[b] = -1;
         if (!c->in_path[b]) {
-            if (d->b[b].role == WGT_ROLE_IN && strcmp(d->name, "adamw"))  // adamw's scale has a default
+            if (d->b[b].role == WGT_ROLE_IN)
                 return wgt_fail(WGT_ERR_ARG, "%s needs input '%s': add --in %s=FILE.npy", d->name, d->b[b].name,
                                 d->b[b].name);
             continue;

@@ -342,11 +342,19 @@ static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *wh
     const cJSON *rp = cJSON_GetObjectItemCaseSensitive(o, "rope_parameters");
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(o, "rope_scaling");
     double theta_default = 10000.0;
+    if (rp && !cJSON_IsNull(rp) && !cJSON_IsObject(rp))
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"rope_parameters\" must be an object ({\"rope_type\": \"default\", "
+                        "\"rope_theta\": ...}), got %s", what, cJSON_IsNumber(rp) ? "a number" : "another JSON value");
     if (cJSON_IsObject(rp)) {
         WGT_TRY(model_hf_expect(rp, what, "rope_type", "default", 0, "scaled RoPE variants are not supported"));
         WGT_TRY(model_hf_double(rp, what, "rope_theta", 0, theta_default, 1e-30, 1e12, &theta_default));
     }
     WGT_TRY(model_hf_double(o, what, "rope_theta", 0, theta_default, 1e-30, 1e12, &c->rope_theta));
+    // both spellings given: they must agree (which one Hugging Face reads depends on its version)
+    if (cJSON_IsObject(rp) && c->rope_theta != theta_default &&
+        cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(rp, "rope_theta")))
+        return wgt_fail(WGT_ERR_CONFIG, "%s: rope_theta is %g but rope_parameters.rope_theta is %g; give one RoPE base "
+                        "(or the same in both)", what, c->rope_theta, theta_default);
     if (rs && !cJSON_IsNull(rs)) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
         if (!t) t = cJSON_GetObjectItemCaseSensitive(rs, "type");

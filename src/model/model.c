@@ -265,7 +265,7 @@ wgt_status model_hf_int(const cJSON *o, const char *what, const char *key, int r
     if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || it->valuedouble != floor(it->valuedouble))
         return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" must be an integer, got %s", what, key, json_type(it));
     if (it->valuedouble < lo || it->valuedouble > hi)
-        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" is %.0f; this build takes %d..%d", what, key, it->valuedouble, lo, hi);
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" is %.15g; this build takes %d..%d", what, key, it->valuedouble, lo, hi);
     *out = (int)it->valuedouble;
     return WGT_OK;
 }

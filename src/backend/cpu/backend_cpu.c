@@ -6,6 +6,7 @@
 // neighbouring tensor.
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "backend/cpu/ops.h"
 #include "backend/op_desc.h"
 
@@ -29,12 +30,27 @@ static float *at(wgt_view v, size_t need) {
 
 // ---- memory ----
 
+// The machine's physical memory in bytes (0: unknown).
+static double host_memory_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    return pages > 0 && psize > 0 ? (double)pages * (double)psize : 0;
+}
+
 static wgt_status buf_alloc(wgt_backend *be, wgt_buf **out, size_t n_elems, const char *label) {
     *out = NULL;
+    cpu_counts *k = be->impl;
     if (n_elems > (SIZE_MAX - 64) / sizeof(float))
         return wgt_fail(WGT_ERR_CONFIG, "buffer '%s' of %zu elements is too large", label ? label : "", n_elems);
     size_t bytes = (n_elems * sizeof(float) + 63) / 64 * 64;  // aligned_alloc wants a multiple
     if (bytes == 0) bytes = 64;
+    // every buffer is zero-filled, so all of them must fit in memory at once: more than the
+    // machine has is refused here, by size, before the allocator is asked (a size that large
+    // may abort it rather than fail)
+    const double ram = host_memory_bytes();
+    if (ram > 0 && (double)k->live + (double)bytes > ram)
+        return wgt_fail(WGT_ERR_MEMORY, "cannot allocate %.1f GiB of host memory for '%s': with the %.1f GiB already "
+                        "allocated that is more than this machine's %.1f GiB", bytes / 1073741824.0,
+                        label ? label : "", k->live / 1073741824.0, ram / 1073741824.0);
     float *data = aligned_alloc(64, bytes);
     if (!data)
         return wgt_fail(WGT_ERR_MEMORY, "cannot allocate %zu bytes of host memory for '%s'",
@@ -44,7 +60,6 @@ static wgt_status buf_alloc(wgt_backend *be, wgt_buf **out, size_t n_elems, cons
     b->data = data;
     b->n = n_elems;
     b->bytes = bytes;
-    cpu_counts *k = be->impl;
     k->live += bytes;
     if (k->live > k->peak) k->peak = k->live;
     *out = b;

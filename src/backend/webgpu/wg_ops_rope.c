@@ -16,13 +16,15 @@ static void rope_run(wgt_backend *be, const char *entry, wgt_view x, wgt_view co
     uint64_t W = ((uint64_t)NH + 2 * (uint64_t)NKV) * HS, nx = (uint64_t)B * T * W;
     uint64_t n = (uint64_t)B * T * ((uint64_t)NH + NKV) * (HS / 2);
     if (!n) return;
-    WGT_ASSERT(nx + WGT_VIEW_ALIGN <= wg_binding_limit(be) && nx + WGT_VIEW_ALIGN <= UINT32_MAX,
-               "rope: qkv exceeds one storage binding (or u32 indexing); run it on fewer sequences at a time");
     wg_ctx *ctx = wg_of(be);
     rope_params p = {(uint32_t)n, T, (uint32_t)W, HS, HS / 2, NH + NKV, 0, 0, 0, 0, 0, 0};
     size_t nt = (size_t)T * HS;  // the first T rows of the tables
     wg_bind b[] = {wg_binding_window(x, 0, nx, &p.x_off), wg_binding_window(cos_t, 0, nt, &p.c_off),
                    wg_binding_window(sin_t, 0, nt, &p.s_off)};
+    // the window qkv is bound through, exactly: the model allocates a qkv up to the device's
+    // limit (as attention, which binds it too), and its views start aligned (x_off = 0)
+    WGT_ASSERT(p.x_off + nx <= wg_max_binding_elems(ctx) && p.x_off + nx <= UINT32_MAX,
+               "rope: qkv exceeds one storage binding (or u32 indexing); run it on fewer sequences at a time");
     wg_dispatch(ctx, entry, wg_pipeline(ctx, "04_rope.wgsl", entry, NULL), b, 3, &p, sizeof p, wg_groups(n, 256));
 }
 
