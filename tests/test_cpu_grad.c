@@ -536,6 +536,20 @@ static void test_attention_grad(void) {
     attention_case_p(2, 6, 2, 2, 4, 1.5f, 0.3f, 11);
     attention_case_p(1, 9, 4, 2, 3, 2.0f, 0.5f, 3000000000u);  // grouped, odd head size
     attention_case_p(1, 7, 3, 1, 4, 3.0f, 0.1f, 0);            // one kv head, peaky
+    // T = 1 with real widths: out = v, so dq and dk are exactly 0 (dO·v and dO·out are one sum)
+    const uint32_t NH = 4, NKV = 2, HS = 37, W = (NH + 2 * NKV) * HS, B = 3;
+    float *qkv = malloc(sizeof(float) * B * W), *o = malloc(sizeof(float) * B * NH * HS), *l = malloc(sizeof(float) * B * NH);
+    float *dout = malloc(sizeof(float) * B * NH * HS), *dqkv = malloc(sizeof(float) * B * W);
+    uint64_t r = 99;
+    for (uint32_t i = 0; i < B * W; i++) { r = r * 6364136223846793005ull + 1442695040888963407ull; qkv[i] = (float)((r >> 40) % 2001) / 1000.0f - 1.0f; }
+    for (uint32_t i = 0; i < B * NH * HS; i++) { r = r * 6364136223846793005ull + 1442695040888963407ull; dout[i] = (float)((r >> 40) % 2001) / 500.0f - 2.0f; }
+    cpu_attention_forward(o, l, qkv, B, 1, NH, NKV, HS, 0.0f, 0);
+    cpu_attention_backward(dqkv, dout, qkv, o, l, B, 1, NH, NKV, HS, 0.0f, 0);
+    int zero = 1;
+    for (uint32_t b = 0; b < B; b++)
+        for (uint32_t c = 0; c < (NH + NKV) * HS; c++) zero &= dqkv[b * W + c] == 0.0f;
+    CHECK(zero, "attention backward at T = 1: dq and dk must be exactly 0");
+    free(qkv), free(o), free(l), free(dout), free(dqkv);
 }
 
 // ---------------------------------------------------------------- residual

@@ -3,9 +3,10 @@
 // heads) | v (NKV heads), each head HS contiguous columns. Query head h reads kv head
 // h / (NH/NKV); NKV = NH is plain multi-head attention. The forward saves the row log-sum-exp of
 // the scaled scores, and the backward recomputes the probabilities from it (flash style), so no
-// T×T matrix is ever stored: the same contract the WGSL backward variants must meet. Dot
-// products over HS run in f32; the sums over keys (softmax denominator, outputs, dK, dV, dQ) and
-// over a group's query heads (dK, dV) in double.
+// T×T matrix is ever stored: the same contract the WGSL backward variants must meet. The scores'
+// dot products over HS run in f32 (like the kernels'); the backward's dO·v and dO·out, and the
+// sums over keys (softmax denominator, outputs, dK, dV, dQ) and over a group's query heads (dK,
+// dV), in double.
 //
 // Dropout (p > 0, docs/kernels.md#dropout): the probability P[b,h,t,j] is multiplied by
 // m = keep ? 1/(1 - p) : 0, keep = wgt_dropout_bits(wgt_dropout_key(seed, (b·NH + h)·T + t,
@@ -39,6 +40,21 @@ static inline float dot(const float *a, const float *b, size_t n) {
 
 
 
+
+// a·b in double (products of floats, exact), the same 8-lane order: D_i and dP_ij go through it,
+// so that where the two are one sum (T = 1: out = v) dS is exactly 0, as it is mathematically
+static inline double dot_d(const float *a, const float *b, size_t n) {
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float *pa = a + i, *pb = b + i;
+        a0 += (double)pa[0] * pb[0], a1 += (double)pa[1] * pb[1], a2 += (double)pa[2] * pb[2], a3 += (double)pa[3] * pb[3];
+        a4 += (double)pa[4] * pb[4], a5 += (double)pa[5] * pb[5], a6 += (double)pa[6] * pb[6], a7 += (double)pa[7] * pb[7];
+    }
+    double s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
+    for (; i < n; i++) s += (double)a[i] * b[i];
+    return s;
+}
 
 static void check_heads(uint32_t NH, uint32_t NKV, uint32_t HS) {
     WGT_ASSERT(NH > 0 && NKV > 0 && NH % NKV == 0, "attention needs NKV (kv heads) dividing NH (query heads)");
@@ -127,7 +143,7 @@ CPU_CLONES static void bwd_row(double *dq, double *dk, double *dv, const float *
         const float *v = base + j * W + vc;
         const double p = pb[j];
         const double m = drop_mult(rkey, j, thr, dscale);
-        const double ds = p * ((double)dot(go, v, HS) * m - D);
+        const double ds = p * (dot_d(go, v, HS) * m - D);
         const double pm = p * m;
         double *dkj = dk + j * HS, *dvj = dv + j * HS;
         #pragma omp simd
@@ -177,8 +193,7 @@ void cpu_attention_backward(float *dqkv, const float *dout, const float *qkv, co
                     const float *q = base + i * W + h * HS;
                     const float *go = dout + (b * T + i) * C + h * HS;
                     const float *o = out + (b * T + i) * C + h * HS;
-                    double D = 0.0;
-                    for (uint32_t d = 0; d < HS; d++) D += (double)go[d] * o[d];
+                    const double D = dot_d(go, o, HS);
                     double l = lse[bh * T + i];
                     const uint32_t rkey = thr ? wgt_dropout_key(seed, (uint32_t)(bh * T + i), WGT_DROPOUT_ATTN) : 0;
                     bwd_row(dq, dk, dv, base, q, go, D, l, i, W, C + g * HS, VC + g * HS, HS, scale, rkey, thr, dscale, pb);
