@@ -325,6 +325,10 @@ expect_fail "--seq beyond max_seq on resume" "maximum sequence length" $W train 
 expect_fail "--seq beyond --max-seq" "exceeds the model's maximum sequence length" $W train "${M[@]}" --out "$T/E1" --seq 64 --max-seq 32
 expect_fail "--seq longer than the data" "too short" $W train "${M[@]}" --out "$T/E2" --seq 100000
 expect_fail "--device nonsense" "unknown device" $W train "${M[@]}" --out "$T/E3" --device nonsense
+# sizes whose buffers exceed the machine's memory (64 TiB of parameters) are refused by size
+# before the allocator is asked
+expect_fail "train: sizes beyond the host's memory" "more than this machine's" $W train --data "$T/data" --device cpu \
+    --out "$T/huge" --arch llama --layers 256 --heads 512 --kv-heads 512 --d-model 65536 --d-ff 262144 --seq 16 --batch 1 --steps 1
 expect_fail "existing run without --resume" "--resume" $W train "${M[@]}" --out "$T/A"
 expect_fail "resume with another model size" "--layers 3 differs" $W train --out "$T/A" --resume --layers 3
 expect_fail "resume without a checkpoint" "not found" $W train --out "$T/none" --resume

@@ -82,6 +82,8 @@ static wgt_status grad_main(int argc, char **argv) {
     } else {
         WGT_TRY(model_config_from_safetensors(&cfg, arch ? arch : MODEL_ARCH_DEFAULT, model, (int)heads));
     }
+    // the file's tensors against the config from its header, before buffers of the config's size exist
+    WGT_TRY(model_check_safetensors(&cfg, model));
     npy_array tk;
     WGT_TRY(npy_load(&tk, tokens_path));
     // the shape is checked before anything is derived from it ([B, 0] would make T = -1)
