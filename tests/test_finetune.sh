@@ -193,6 +193,15 @@ expect_fail "--steps 0 without --init" "--steps must be at least 1" "$W" train -
 $H gpt2 "$T/m_cfg" --layout hub --seed 12 && $PY -c "
 import json, sys; p = sys.argv[1] + '/config.json'; c = json.load(open(p)); c['n_layer'] = 3; json.dump(c, open(p, 'w'))" "$T/m_cfg"
 expect_fail "config.json with more layers than the file" "lacks tensor 'h.2.ln_1.weight'" "$W" train --init "$T/m_cfg" "${B[@]}"
+# a config.json far larger than its file (3.2 GB of parameters and AdamW state) is refused from the
+# file's header before anything of the config's size is allocated: within 2 GB of address space
+cp -r "$T/g_hub" "$T/m_huge" && $PY -c "
+import json, sys; p = sys.argv[1] + '/config.json'; c = json.load(open(p)); c.update(n_embd=2048, n_head=16, n_layer=4); json.dump(c, open(p, 'w'))" "$T/m_huge"
+HUGE="tensor 'wte.weight' has shape [96, 32] but the model expects [96, 2048]"
+expect_fail "train --init: a config larger than its file, refused before allocating" "$HUGE" \
+    bash -c 'ulimit -v 2000000 && exec "$@"' _ "$W" train --init "$T/m_huge" "${B[@]}"
+expect_fail "grad --config: a config larger than its file, refused before allocating" "$HUGE" \
+    bash -c 'ulimit -v 2000000 && exec "$@"' _ "$W" grad --model "$T/m_huge/model.safetensors" --config "$T/m_huge/config.json" --tokens "$T/tok.npy"
 
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

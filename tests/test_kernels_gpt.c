@@ -658,6 +658,8 @@ int main(void) {
         test_embedding_repeats();
         S->binding_limit = 2000;  // vocabulary and position windows (wpe still fits)
         test_embedding(3, 37, 45, 50, "split");
+        S->binding_limit = 2048;  // the tokens (B*T) and wpe (T*C) of exactly one binding, as the model allows
+        test_embedding(64, 32, 64, 50, "tokens and wpe at the binding limit");
         S->binding_limit = 0;
     });
     TIMED("embedding 66000 positions (2-D grid)", test_embedding(2, 33000, 4, 50, "66000 positions"));

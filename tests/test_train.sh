@@ -325,6 +325,10 @@ expect_fail "--seq beyond max_seq on resume" "maximum sequence length" $W train 
 expect_fail "--seq beyond --max-seq" "exceeds the model's maximum sequence length" $W train "${M[@]}" --out "$T/E1" --seq 64 --max-seq 32
 expect_fail "--seq longer than the data" "too short" $W train "${M[@]}" --out "$T/E2" --seq 100000
 expect_fail "--device nonsense" "unknown device" $W train "${M[@]}" --out "$T/E3" --device nonsense
+# sizes whose buffers exceed the machine's memory (64 TiB of parameters) are refused by size
+# before the allocator is asked
+expect_fail "train: sizes beyond the host's memory" "more than this machine's" $W train --data "$T/data" --device cpu \
+    --out "$T/huge" --arch llama --layers 256 --heads 512 --kv-heads 512 --d-model 65536 --d-ff 262144 --seq 16 --batch 1 --steps 1
 expect_fail "existing run without --resume" "--resume" $W train "${M[@]}" --out "$T/A"
 expect_fail "resume with another model size" "--layers 3 differs" $W train --out "$T/A" --resume --layers 3
 expect_fail "resume without a checkpoint" "not found" $W train --out "$T/none" --resume
@@ -399,11 +403,19 @@ np.save(f"{d}/tok1d.npy", np.arange(5, dtype=np.int32))
 np.save(f"{d}/tok_b0.npy", np.zeros((2, 0), dtype=np.int32))
 np.save(f"{d}/tok_ok.npy", (np.arange(18, dtype=np.int32) % 200).reshape(2, 9))
 np.save(f"{d}/x.npy", np.ones(7, dtype=np.float32))
+u = (np.arange(18, dtype=np.uint32) % 200).reshape(2, 9)
+u[1, 3] = 4294967295; np.save(f"{d}/tok_u32_inp.npy", u)
+u[1, 3] = 7; u[0, 8] = 4294967295; np.save(f"{d}/tok_u32_tgt.npy", u)
+i = (np.arange(18, dtype=np.int32) % 200).reshape(2, 9); i[0, 8] = -1; np.save(f"{d}/tok_i32_ign.npy", i)
 EOF
 G=(grad --model "$T/A/model.safetensors" --heads 2)
 expect_fail "grad with 1-D tokens names the shape" "shape [5]" $W "${G[@]}" --tokens "$T/tok1d.npy"
 expect_fail "grad with [B, 0] tokens names the shape" "shape [2, 0]" $W "${G[@]}" --tokens "$T/tok_b0.npy"
 check "grad with good tokens works" bash -c "'$W' grad --model '$T/A/model.safetensors' --heads 2 --tokens '$T/tok_ok.npy' | grep -q '^loss '"
+# uint32 tokens are reported as stored: 4294967295 is no -1, and no ignored target (an int32 -1 is)
+expect_fail "grad: a uint32 input token is named as stored" "token 4294967295 at index 12 is outside" $W "${G[@]}" --tokens "$T/tok_u32_inp.npy"
+expect_fail "grad: a uint32 target 4294967295 is not ignored" "token 4294967295 at index 8 is outside" $W "${G[@]}" --tokens "$T/tok_u32_tgt.npy"
+check "grad: an int32 target -1 is ignored" bash -c "'$W' grad --model '$T/A/model.safetensors' --heads 2 --tokens '$T/tok_i32_ign.npy' | grep -q '^loss '"
 expect_fail "grad --beta1 1" "--beta1 must be in [0, 1)" $W "${G[@]}" --tokens "$T/tok_ok.npy" --steps 1 --beta1 1
 expect_fail "grad --beta2 1" "--beta2 must be in [0, 1)" $W "${G[@]}" --tokens "$T/tok_ok.npy" --steps 1 --beta2 1
 expect_fail "grad --lr 1e30" "--lr must be in" $W "${G[@]}" --tokens "$T/tok_ok.npy" --steps 1 --lr 1e30

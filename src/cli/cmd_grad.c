@@ -19,7 +19,8 @@ static void usage(void) {
            "  tensors must match it (names, shapes, none missing or extra).\n"
            "  --heads NH [--arch NAME]: without a config, for a GPT-2 file (the default family, " MODEL_ARCH_DEFAULT "):\n"
            "  the sizes come from the tensors, the number of heads from NH.\n"
-           "  tokens: int32 [B, T+1]; inputs are [:, :-1], targets [:, 1:] (a negative target is ignored).\n"
+           "  tokens: int32 or uint32 [B, T+1]; inputs are [:, :-1], targets [:, 1:] (a negative int32 target is\n"
+           "  ignored; a uint32 holds no negative value, so each of its tokens must be a vocabulary id).\n"
            "  Prints `loss <value>`: the mean cross-entropy over the targets (plus label smoothing / z-loss\n"
            "  terms when --alpha / --beta are given; both default to 0 here). --out writes each parameter's\n"
            "  gradient under its Hugging Face name and shape. --steps N then runs N AdamW steps on the batch\n"
@@ -82,6 +83,8 @@ static wgt_status grad_main(int argc, char **argv) {
     } else {
         WGT_TRY(model_config_from_safetensors(&cfg, arch ? arch : MODEL_ARCH_DEFAULT, model, (int)heads));
     }
+    // the file's tensors against the config from its header, before buffers of the config's size exist
+    WGT_TRY(model_check_safetensors(&cfg, model));
     npy_array tk;
     WGT_TRY(npy_load(&tk, tokens_path));
     // the shape is checked before anything is derived from it ([B, 0] would make T = -1)
@@ -90,7 +93,7 @@ static wgt_status grad_main(int argc, char **argv) {
         for (int i = 0; i < tk.ndim; i++)
             snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%zu", i ? ", " : "", tk.shape[i]);
         strcat(shape, "]");
-        wgt_status bad = wgt_fail(WGT_ERR_FORMAT, "'%s' is a %s array of shape %s; it must be an int32 array of shape "
+        wgt_status bad = wgt_fail(WGT_ERR_FORMAT, "'%s' is a %s array of shape %s; it must be an int32 or uint32 array of shape "
                                   "[B, T+1] with 1 <= B <= 1048576 and T >= 1", tokens_path, npy_dtype_name(tk.dtype), shape);
         npy_free(&tk);
         return bad;
@@ -106,19 +109,27 @@ static wgt_status grad_main(int argc, char **argv) {
     int32_t *inp = wgt_malloc(B * T * 4), *tgt = wgt_malloc(B * T * 4);
     size_t valid = 0;
     if (st == WGT_OK) {
+        // the values as stored: a uint32 is never negative (4294967295 is not -1), so only an
+        // int32 target can be "ignore"
+        const int is_u32 = tk.dtype == NPY_U32;
         const int32_t *d = tk.data;
-        for (size_t b = 0; b < B; b++)
+        const uint32_t *du = tk.data;
+        // every input must be a vocabulary id; a negative target (last column or not) is "ignore"
+        for (size_t i = 0; i < B * T1; i++) {
+            int64_t v = is_u32 ? (int64_t)du[i] : (int64_t)d[i];
+            if (v >= cfg.vocab || (v < 0 && i % T1 < T)) {
+                st = wgt_fail(WGT_ERR_FORMAT, "'%s': token %lld at index %zu is outside the vocabulary 0..%d%s",
+                              tokens_path, (long long)v, i, cfg.vocab - 1,
+                              is_u32 && i % T1 == T ? " (a target to ignore is -1 in an int32 array)" : "");
+                break;
+            }
+        }
+        // checked: every value fits an int32 as it is (ids below the vocabulary, negative int32 targets)
+        for (size_t b = 0; b < B && st == WGT_OK; b++)
             for (size_t t = 0; t < T; t++) {
                 inp[b * T + t] = d[b * T1 + t];
                 tgt[b * T + t] = d[b * T1 + t + 1];
-                valid += tgt[b * T + t] >= 0 && tgt[b * T + t] < cfg.vocab;
-            }
-        // every input must be a vocabulary id; a negative target (last column or not) is "ignore"
-        for (size_t i = 0; i < B * T1; i++)
-            if (d[i] >= cfg.vocab || (d[i] < 0 && i % T1 < T)) {
-                st = wgt_fail(WGT_ERR_FORMAT, "'%s': token %d at index %zu is outside the vocabulary 0..%d", tokens_path,
-                              d[i], i, cfg.vocab - 1);
-                break;
+                valid += tgt[b * T + t] >= 0;
             }
         if (st == WGT_OK && !valid) st = wgt_fail(WGT_ERR_FORMAT, "'%s' has no valid target (all are ignored)", tokens_path);
     }

@@ -75,7 +75,7 @@ static int span_cmp(const void *x, const void *y) {
     return 0;
 }
 
-wgt_status st_open(st_file **out, const char *path) {
+static wgt_status st_open_any(st_file **out, const char *path, int read_data) {
     *out = NULL;
     int fd;
     uint64_t fsize;
@@ -219,7 +219,7 @@ wgt_status st_open(st_file **out, const char *path) {
             BAD("the tensors cover %llu data bytes but the file holds %zu", (unsigned long long)at, f->data_size);
     }
     free(spans);
-    if (!err) {
+    if (!err && read_data) {
         void *raw = wgt_malloc(f->data_size ? f->data_size : 1);
         rs = file_pread_exact(fd, raw, f->data_size, 8 + hlen, path);
         if (rs != WGT_OK) {
@@ -256,6 +256,9 @@ wgt_status st_open(st_file **out, const char *path) {
     *out = f;
     return WGT_OK;
 }
+
+wgt_status st_open(st_file **out, const char *path) { return st_open_any(out, path, 1); }
+wgt_status st_open_header(st_file **out, const char *path) { return st_open_any(out, path, 0); }
 
 void st_close(st_file *f) {
     if (!f) return;

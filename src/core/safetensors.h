@@ -15,12 +15,16 @@ typedef struct {
     size_t shape[ST_MAX_DIMS];
     size_t n;          // elements
     const float *data; // float32 values: into the st_file's own (aligned) copy of the data, or
-                       // its conversion of an F16 / BF16 tensor; valid until st_close
+                       // its conversion of an F16 / BF16 tensor; valid until st_close (NULL
+                       // from st_open_header)
     char dtype[8];     // as stored: "F32", "F16" or "BF16"
 } st_tensor;
 
 typedef struct st_file st_file;
 wgt_status st_open(st_file **out, const char *path);
+// The header alone, checked as st_open checks it (names, dtypes, shapes, the data offsets against
+// the file's size); no data is read, and every tensor's data is NULL.
+wgt_status st_open_header(st_file **out, const char *path);
 void st_close(st_file *f);
 int st_count(const st_file *f);
 const st_tensor *st_at(const st_file *f, int i);

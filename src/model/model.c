@@ -793,16 +793,16 @@ static int absent_copy_ok(const wgt_model *m, const st_file *f, const st_tensor 
     if (!u || u->ndim != t->ndim || u->n != t->n) return 0;
     for (int i = 0; i < t->ndim; i++)
         if (u->shape[i] != t->shape[i]) return 0;
-    return !memcmp(u->data, t->data, t->n * sizeof(float));
+    return !t->data || !u->data || !memcmp(u->data, t->data, t->n * sizeof(float));  // values when read
 }
 
-wgt_status model_load_safetensors(wgt_model *m, const char *path) {
-    st_file *f;
-    WGT_TRY(st_open(&f, path));
+// The file's tensors against the model's parameter table (m needs only its config, family and
+// table: nothing allocated): every parameter present with its shape, and anything else one of the
+// family's known non-parameters or an allowed copy. Copies are compared by value when f holds the
+// data, by shape when it is a header alone (st_open_header).
+static wgt_status match_tensors(const wgt_model *m, const st_file *f, const char *path) {
     unsigned char *used = wgt_calloc((size_t)st_count(f) + 1, 1);
     wgt_status st = WGT_OK;
-    float *tmp = NULL;
-    size_t tmp_n = 0;
     for (int i = 0; i < m->np && st == WGT_OK; i++) {
         const model_param_info *p = &m->t[i].info;
         const st_tensor *t = model_st_find(m->arch, f, p->name);
@@ -822,21 +822,7 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
             else snprintf(want, sizeof want, "%zu", e0);
             st = wgt_fail(WGT_ERR_FORMAT, "'%s': tensor '%s' has shape [%s] but the model expects [%s]%s", path, p->name,
                           have, want, tr ? " (Hugging Face's Conv1D layout: [in, out])" : "");
-            break;
         }
-        const float *src = t->data;
-        if (tr) {
-            if (tmp_n < p->n) {
-                free(tmp);
-                tmp = wgt_malloc(p->n * 4);
-                tmp_n = p->n;
-            }
-            size_t R = p->shape[0], Cc = p->shape[1];  // internal [R, Cc] = HF [Cc, R]^T
-            for (size_t r = 0; r < R; r++)
-                for (size_t c = 0; c < Cc; c++) tmp[r * Cc + c] = t->data[c * R + r];
-            src = tmp;
-        }
-        st = m->be->upload(m->be, tensor_view(m->params, p), src, p->n);
     }
     // anything else in the file must be one of the family's known non-parameters
     for (int k = 0; k < m->arch->n_hf_ignored && st == WGT_OK; k++) {
@@ -853,7 +839,7 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
             const st_tensor *u = model_st_find(m->arch, f, src);
             int same = u && u->ndim == t->ndim && u->n == t->n;
             for (int i = 0; same && i < t->ndim; i++) same = u->shape[i] == t->shape[i];
-            if (!same || memcmp(u->data, t->data, t->n * sizeof(float)))
+            if (!same || (t->data && u->data && memcmp(u->data, t->data, t->n * sizeof(float))))
                 st = wgt_fail(WGT_ERR_FORMAT, "'%s': tensor '%s' is not an exact copy of '%s'; this %s model ties them "
                               "(its lm_head is the token embedding), so a file may hold it only as a copy", path,
                               t->name, src, m->arch->name);
@@ -875,6 +861,47 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
                           "config, or not a %s checkpoint?)", path, st_at(f, k)->name, m->arch->name, m->arch->name);
     }
     free(used);
+    return st;
+}
+
+wgt_status model_check_safetensors(const model_config *c, const char *path) {
+    WGT_TRY(model_config_check(c));
+    st_file *f;
+    WGT_TRY(st_open_header(&f, path));
+    wgt_model m;  // the table alone
+    memset(&m, 0, sizeof m);
+    m.arch = model_arch_find(c->arch);
+    m.c = *c;
+    layout(&m);
+    wgt_status st = match_tensors(&m, f, path);
+    free(m.t);
+    st_close(f);
+    return st;
+}
+
+wgt_status model_load_safetensors(wgt_model *m, const char *path) {
+    st_file *f;
+    WGT_TRY(st_open(&f, path));
+    wgt_status st = match_tensors(m, f, path);
+    float *tmp = NULL;
+    size_t tmp_n = 0;
+    for (int i = 0; i < m->np && st == WGT_OK; i++) {
+        const model_param_info *p = &m->t[i].info;
+        const st_tensor *t = model_st_find(m->arch, f, p->name);
+        const float *src = t->data;
+        if (p->flags & MODEL_T_HF_TRANSPOSED) {
+            if (tmp_n < p->n) {
+                free(tmp);
+                tmp = wgt_malloc(p->n * 4);
+                tmp_n = p->n;
+            }
+            size_t R = p->shape[0], Cc = p->shape[1];  // internal [R, Cc] = HF [Cc, R]^T
+            for (size_t r = 0; r < R; r++)
+                for (size_t c = 0; c < Cc; c++) tmp[r * Cc + c] = t->data[c * R + r];
+            src = tmp;
+        }
+        st = m->be->upload(m->be, tensor_view(m->params, p), src, p->n);
+    }
     free(tmp);
     st_close(f);
     m->half_stale = 1;

@@ -214,6 +214,11 @@ wgt_status model_state_upload(wgt_model *m, const float *params, const float *m1
 // ---- Hugging Face safetensors (the family's names and layout)
 // Loading refuses a missing tensor, a wrong shape and a tensor the model does not use.
 wgt_status model_load_safetensors(wgt_model *m, const char *path);
+// The same refusals from the file's header alone, before a model is made: names, shapes and
+// dtypes against config c (a copy that must be exact is compared by shape; loading compares its
+// values). Nothing is allocated but the table, so a config that contradicts its file is refused
+// before model_init lays out and zero-fills buffers of the config's size.
+wgt_status model_check_safetensors(const model_config *c, const char *path);
 wgt_status model_save_safetensors(wgt_model *m, const char *path, int grads);  // grads: the gradients
 // What Hugging Face transformers' from_pretrained reads: the names with the family's prefix
 // (GPT-2: "transformer.", as GPT2LMHeadModel.save_pretrained writes them; no lm_head.weight for

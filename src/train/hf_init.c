@@ -1,5 +1,6 @@
 // hf_init.c — finds the config and the weights of a Hugging Face model for `train --init`
-// (see hf_init.h); the tensors themselves are checked and loaded by model_load_safetensors.
+// (see hf_init.h); the tensors themselves are checked by model_check_safetensors (the header,
+// before the model is made) and model_load_safetensors.
 #include "train/hf_init.h"
 #include <stdio.h>
 #include <string.h>

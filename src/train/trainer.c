@@ -160,6 +160,8 @@ static wgt_status init_from_hf(trainer *t, const train_config *flags, const trai
                             train_config_flag_given(given, "--heads") ? flags->model.n_head : 0, &mc, t->init_weights,
                             sizeof t->init_weights));
     WGT_TRY(train_config_check_init(flags, given, &mc, c->init));
+    // the tensors against the config from the file's header, before the model's buffers exist
+    WGT_TRY(model_check_safetensors(&mc, t->init_weights));
     c->model = mc;
     if (c->seq > mc.max_seq) {
         if (train_config_flag_given(given, "--seq"))

@@ -1,4 +1,4 @@
-// fuzz_safetensors.c — mutation fuzzer for the safetensors reader (st_open): seeds from
+// fuzz_safetensors.c — mutation fuzzer for the safetensors reader (st_open, st_open_header): seeds from
 // st_writer, a hand-made header with __metadata__ and an odd-length header, and one mixing F16,
 // F32 and BF16 tensors (the F32 one at an offset that is not a multiple of 4); an accepted
 // file's tensors must be consistent (element counts, unique names, readable aligned data
@@ -55,8 +55,18 @@ int main(int argc, char **argv) {
         }
         fz_mutate(&b, fz_next() % 4 != 0);
         fz_write(p, &b);
-        st_file *f = NULL;
-        if (st_open(&f, p) != WGT_OK) {
+        st_file *f = NULL, *h = NULL;
+        wgt_status fs = st_open(&f, p), hs = st_open_header(&h, p);
+        // the header alone is refused or accepted as the whole file is, with the same tensors and no data
+        FZ_CHECK((fs == WGT_OK) == (hs == WGT_OK), "st_open %d but st_open_header %d", (int)fs, (int)hs);
+        if (fs == WGT_OK && hs == WGT_OK) {
+            FZ_CHECK(st_count(h) == st_count(f), "st_open_header: %d tensors, st_open %d", st_count(h), st_count(f));
+            for (int i = 0; i < st_count(f) && i < st_count(h); i++)
+                FZ_CHECK(!strcmp(st_at(h, i)->name, st_at(f, i)->name) && st_at(h, i)->n == st_at(f, i)->n &&
+                             st_at(h, i)->data == NULL, "st_open_header: tensor %d differs", i);
+        }
+        st_close(h);
+        if (fs != WGT_OK) {
             FZ_CHECK(f == NULL, "refused open returned a file");
             continue;
         }

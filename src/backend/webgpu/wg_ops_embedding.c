@@ -2,7 +2,9 @@
 // kernels/12_backward_embedding.wgsl (embedding_backward: dwte scatter-add, dwpe batch sum).
 // wte / dwte are split into windows of vocabulary rows when V*C exceeds one storage binding
 // (GPT-2's 50257 x 768 floats are 154 MB; some devices bind at most 128 MiB); the forward's
-// output is split into windows of positions likewise.
+// output is split into windows of positions likewise. The tokens and wpe / dwpe are bound whole:
+// each may be as large as one binding (the model allocates them up to the limit), so their guards
+// check the window actually bound, from the view's aligned start.
 #include "backend/webgpu/wg_ops.h"
 
 // rows of length C per window: one binding less the alignment slack
@@ -13,6 +15,10 @@ static uint64_t rows_per_window(wgt_backend *be, uint32_t C) {
     WGT_ASSERT(r >= 1, "one embedding row is larger than a storage binding");
     return r;
 }
+
+// Whether a tensor bound whole (the tokens, wpe, dwpe) fits one binding as bound, the alignment
+// remainder included: the model's views start aligned, so one of exactly the limit does.
+static int whole_fits(wgt_backend *be, wg_bind b) { return b.n <= wg_binding_limit(be) && b.n <= UINT32_MAX; }
 
 typedef struct {
     uint32_t n, C, T, V, p0, v0, v1, flags;
@@ -26,7 +32,6 @@ void wg_embedding_forward(wgt_backend *be, wgt_view out, wgt_view tokens, wgt_vi
     if (BT == 0 || C == 0) return;
     WGPUComputePipeline pipe = wg_pipeline(ctx, "01_embedding.wgsl", "embedding_forward", NULL);
     uint64_t rows = rows_per_window(be, C);
-    WGT_ASSERT((uint64_t)T * C <= wg_binding_limit(be), "embedding_forward: wpe larger than one binding");
     for (uint64_t p0 = 0; p0 < BT; p0 += rows) {
         uint32_t np = (uint32_t)(BT - p0 < rows ? BT - p0 : rows);
         uint64_t v0 = 0;
@@ -36,6 +41,8 @@ void wg_embedding_forward(wgt_backend *be, wgt_view out, wgt_view tokens, wgt_vi
             wg_bind b[] = {wg_binding_window(out, p0 * C, (uint64_t)np * C, &p.out_off), wg_binding_window(tokens, 0, BT, &p.tok_off),
                            wg_binding_window(wte, v0 * C, (uint64_t)nv * C, &p.wte_off),
                            wg_binding_window(wpe, 0, (uint64_t)T * C, &p.wpe_off)};
+            WGT_ASSERT(whole_fits(be, b[1]) && whole_fits(be, b[3]),
+                       "embedding_forward: the tokens or wpe exceed one storage binding; use a smaller batch or sequence");
             wg_dispatch(ctx, "embedding_forward", pipe, b, 4, &p, sizeof p, wg_groups((uint64_t)np * C, 256));
             v0 += nv;
         } while (v0 < V);
@@ -50,7 +57,9 @@ void wg_embedding_backward(wgt_backend *be, wgt_view dwte, wgt_view dwpe, wgt_vi
     wg_ctx *ctx = wg_of(be);
     const uint64_t BT = (uint64_t)B * T;
     if (BT == 0 || C == 0) return;
-    WGT_ASSERT(BT <= wg_binding_limit(be) - WGT_VIEW_ALIGN, "embedding_backward: more tokens than one binding holds");
+    uint32_t tok_off;
+    WGT_ASSERT(whole_fits(be, wg_binding_window(tokens, 0, BT, &tok_off)),
+               "embedding_backward: more tokens than one binding holds; use a smaller batch or sequence");
     WGPUComputePipeline pipe = wg_pipeline(ctx, "12_backward_embedding.wgsl", "embedding_backward", NULL);
     uint64_t rows = rows_per_window(be, C);
     // windows of positions (dout) outside, of vocabulary rows (dwte) inside; one workgroup per position
@@ -66,9 +75,16 @@ void wg_embedding_backward(wgt_backend *be, wgt_view dwte, wgt_view dwpe, wgt_vi
         }
     }
     // dwpe: one thread per (t, c), summing over b; windows of whole sequences of dout
-    WGT_ASSERT((uint64_t)T * C <= wg_binding_limit(be) - WGT_VIEW_ALIGN, "embedding_backward: dwpe larger than one binding");
+    const uint64_t TC = (uint64_t)T * C;
+    uint32_t dwpe_off;
+    WGT_ASSERT(whole_fits(be, wg_binding_window(dwpe, 0, TC, &dwpe_off)),
+               "embedding_backward: dwpe exceeds one storage binding; use a shorter sequence");
     WGPUComputePipeline pw = wg_pipeline(ctx, "12_backward_embedding.wgsl", "embedding_backward_wpe", NULL);
-    uint64_t seqs = rows / T;
+    // every window of dout starts at a whole sequence: aligned when dout's view is and a sequence
+    // is a whole number of 64-element blocks (the model's case), else up to 63 elements early
+    uint64_t slack = (dout.off % WGT_VIEW_ALIGN == 0 && TC % WGT_VIEW_ALIGN == 0) ? 0 : WGT_VIEW_ALIGN - 1;
+    uint64_t lim = wg_binding_limit(be) < UINT32_MAX ? wg_binding_limit(be) : UINT32_MAX;
+    uint64_t seqs = lim >= slack + TC ? (lim - slack) / TC : 0;
     WGT_ASSERT(seqs >= 1, "embedding_backward: one sequence of dout is larger than one binding");
     for (uint64_t b0 = 0; b0 < B; b0 += seqs) {
         uint32_t nb = (uint32_t)(B - b0 < seqs ? B - b0 : seqs);
