@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "backend/cpu/blas_core.h"
 #include "backend/cpu/ops.h"
 #include "backend/op_desc.h"
 
@@ -103,6 +104,7 @@ typedef struct {
     float slot[WGT_READBACK_SLOTS][WGT_READBACK_MAX];
     int pending[WGT_READBACK_SLOTS];
     size_t n[WGT_READBACK_SLOTS];
+    char name[96];  // device_name: threads and OpenBLAS's kernels
 } cpu_impl;
 
 static wgt_status readback_begin(wgt_backend *be, int slot, wgt_view src, size_t n) {
@@ -155,11 +157,20 @@ static void *ptr(wgt_view v) {
     }
 WGT_OPS(FWD)
 
+// "2 threads, OpenBLAS SkylakeX kernels": what a CPU figure depends on (bench and train print it)
+static const char *device_name(wgt_backend *be) {
+    cpu_impl *k = be->impl;
+    int t = omp_get_max_threads();
+    snprintf(k->name, sizeof k->name, "%d thread%s, OpenBLAS %s kernels", t, t == 1 ? "" : "s", cpu_blas_core());
+    return k->name;
+}
+
 wgt_status backend_cpu_init(wgt_backend **out) {
     wgt_backend *be = wgt_calloc(1, sizeof *be);
     be->name = "cpu";
     be->impl = wgt_calloc(1, sizeof(cpu_impl));
     be->bytes_allocated = bytes_allocated;
+    be->device_name = device_name;
     be->buf_alloc = buf_alloc;
     be->buf_free = buf_free;
     be->buf_elems = buf_elems;
