@@ -148,7 +148,7 @@ check "dynamic scaling with skips: some updates were skipped" grep -q '"skipped"
 expect_fail "a fixed scale that overflows every update stops after 20 and names the fix" "start again with a lower --loss-scale" $W train "${M[@]}" --out "$T/LS7" --steps 30 --loss-scale 1e38
 expect_fail "--loss-scale nonsense" "--loss-scale 'x'" $W train "${M[@]}" --out "$T/LS6" --loss-scale x
 expect_fail "--loss-scale 0" "--loss-scale '0'" $W train "${M[@]}" --out "$T/LS6" --loss-scale 0
-expect_fail "--loss-scale-window 0" "--loss-scale-window must be between" $W train "${M[@]}" --out "$T/LS6" --loss-scale-window 0
+expect_fail "--loss-scale-window 0 (integer bounds in full)" "--loss-scale-window must be between 1 and 4294967295" $W train "${M[@]}" --out "$T/LS6" --loss-scale-window 0
 # a checkpoint of format version 1 (before the loss scale state) still resumes, as the run it was
 mkdir -p "$T/V1" && cp "$T/A/ckpt.bin" "$T/A/config.json" "$T/A/metrics.jsonl" "$T/V1/"
 $PY - "$T/V1/ckpt.bin" <<'EOF'

@@ -222,8 +222,11 @@ static wgt_status field_parse(train_config *c, const field *f, const char *s) {
     }
     if (end == s || *end || errno == ERANGE || !isfinite(v))
         return wgt_fail(WGT_ERR_ARG, "%s expects %s, got '%s'", f->flag, f->type == FT_DOUBLE ? "a number" : "an integer", s);
-    if (v < f->lo || v > f->hi)
+    if (v < f->lo || v > f->hi) {
+        if (f->type != FT_DOUBLE)  // integer bounds in full ("4294967295", not "4.29497e+09")
+            return wgt_fail(WGT_ERR_ARG, "%s must be between %.0f and %.0f, got %s", f->flag, f->lo, f->hi, s);
         return wgt_fail(WGT_ERR_ARG, "%s must be between %g and %g, got %s", f->flag, f->lo, f->hi, s);
+    }
     field_set_num(c, f, v);
     return WGT_OK;
 }
