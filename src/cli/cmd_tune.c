@@ -10,11 +10,6 @@
 #include "cli/cli.h"
 
 static const char *const tune_flags[] = {"--adapter=", "--cache=", "--tiles=", "--quick", "--show", "--help", NULL};
-static const char *const op_names[WG_TUNE_OPS] = {"matmul", "matmul_t", "matmul_at"};
-
-static void spec_str(const wg_mm_tile_spec *t, char *buf, size_t cap) {
-    snprintf(buf, cap, "%dx%dx%d/%dx%d", t->bm, t->bn, t->bk, t->tm, t->tn);
-}
 
 static void print_tiles(wg_ctx *ctx) {
     char path[4096];
@@ -24,8 +19,8 @@ static void print_tiles(wg_ctx *ctx) {
         wg_mm_tile_spec big, small;
         const char *src = wg_mm_tiles(ctx, op, &big, &small);
         char b[32], s[32];
-        spec_str(&big, b, sizeof b), spec_str(&small, s, sizeof s);
-        printf("%-10s large %-15s small %-15s (%s%s)\n", op_names[op], b, s, !strcmp(src, "tuned") || !strcmp(src, "default")
+        wg_mm_tile_spec_text(&big, b, sizeof b), wg_mm_tile_spec_text(&small, s, sizeof s);
+        printf("%-10s large %-15s small %-15s (%s%s)\n", wg_mm_op_name(op), b, s, !strcmp(src, "tuned") || !strcmp(src, "default")
                ? "" : "tile table: ", src);
     }
 }
@@ -92,7 +87,7 @@ static wgt_status tune_main(int argc, char **argv) {
         return e;
     }
     const int software = d->type == WGPUAdapterType_CPU;
-    wg_tune_opts o = {quick, software ? 8 : 1, 0, tiles, stderr};
+    wg_tune_opts o = {quick, 0, tiles, stderr};
     wg_tune_result r;
     wgt_status st = wg_tune_run(be, &o, &r);
     if (st == WGT_OK) {
@@ -100,10 +95,10 @@ static wgt_status tune_main(int argc, char **argv) {
         for (int op = 0; op < WG_TUNE_OPS; op++) {
             for (int c = 0; c < WG_TUNE_CLASSES; c++) {
                 char t[32], was[32];
-                spec_str(&r.tile[op][c], t, sizeof t);
-                spec_str(&r.table_tile[op][c], was, sizeof was);
+                wg_mm_tile_spec_text(&r.tile[op][c], t, sizeof t);
+                wg_mm_tile_spec_text(&r.table_tile[op][c], was, sizeof was);
                 double g = r.gflops[op][c], b = r.table_gflops[op][c];
-                printf("%-10s %-6s %-15s %10.1f   %-15s %10.1f  %+.0f%%\n", op_names[op], c ? "small" : "large", t, g,
+                printf("%-10s %-6s %-15s %10.1f   %-15s %10.1f  %+.0f%%\n", wg_mm_op_name(op), c ? "small" : "large", t, g,
                        was, b, b > 0 ? (g / b - 1) * 100 : 0.0);
             }
         }

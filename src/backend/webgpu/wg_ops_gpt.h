@@ -9,6 +9,9 @@
 // sizes under the current settings, as text ("128x128 tiles 36 split 15 vec4 1 group 8").
 const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint32_t OC, char *buf, size_t cap);
 
+// "matmul", "matmul_t" or "matmul_at" (op 0, 1, 2): the entry point, and the op's name in reports
+// and in the tuning cache.
+const char *wg_mm_op_name(int op);
 // Whether the GEMMs would run tile t on this device (a valid spec within its workgroup memory
 // and threads).
 int wg_mm_tile_fits(wg_ctx *ctx, const wg_mm_tile_spec *t);

@@ -300,6 +300,11 @@ static wgt_buf *mm_placeholder(wgt_backend *be) {
 // ------------------------------------------------------------------ the GEMM
 static const char *const mm_entry[] = {"matmul", "matmul_t", "matmul_at"};
 
+const char *wg_mm_op_name(int op) {
+    WGT_ASSERT(op >= 0 && op < 3, "wg_mm_op_name: op is 0 (matmul), 1 (matmul_t) or 2 (matmul_at)");
+    return mm_entry[op];
+}
+
 typedef struct {
     uint32_t M, N, K, flags;
     uint32_t a_off, b_off, c_off, bias_off;

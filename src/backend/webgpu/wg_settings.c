@@ -117,6 +117,10 @@ int wg_mm_tile_spec_parse(const char *v, wg_mm_tile_spec *t) {
     return 1;
 }
 
+void wg_mm_tile_spec_text(const wg_mm_tile_spec *t, char *buf, size_t cap) {
+    snprintf(buf, cap, "%dx%dx%d/%dx%d", t->bm, t->bn, t->bk, t->tm, t->tn);
+}
+
 // Parses v into a copy of the settings; 1 when well-formed (then *s is updated). NULL or ""
 // gives the field its default.
 static int set_one(wg_settings *s, const char *name, const char *v) {

@@ -58,6 +58,7 @@
 // keys), which reports one that does not fit once on stderr and runs its default instead.
 #ifndef WGT_WG_SETTINGS_H
 #define WGT_WG_SETTINGS_H
+#include <stddef.h>
 #include <stdint.h>
 #include "core/error.h"
 
@@ -71,6 +72,8 @@ typedef struct { int bm, bn, bk, tm, tn; } wg_mm_tile_spec;
 int wg_mm_tile_spec_valid(const wg_mm_tile_spec *t);
 // Parses "BMxBNxBK/TMxTN" (the whole text) into a valid spec; 0 when malformed or invalid.
 int wg_mm_tile_spec_parse(const char *text, wg_mm_tile_spec *t);
+// The spec as that text ("128x128x16/8x8").
+void wg_mm_tile_spec_text(const wg_mm_tile_spec *t, char *buf, size_t cap);
 typedef enum { WG_F16_AUTO, WG_F16_PACKED, WG_F16_NATIVE } wg_f16_choice;
 
 // cross_entropy variant; each field WG_AUTO keeps the device's default

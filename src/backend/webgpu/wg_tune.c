@@ -24,7 +24,6 @@
 #define TUNE_FILE_MAX ((size_t)1 << 20)  // a cache larger than this is not ours
 #define TUNE_MAX_DEVICES 64              // entries kept per file (the oldest go first)
 
-static const char *const op_names[WG_TUNE_OPS] = {"matmul", "matmul_t", "matmul_at"};
 
 // ------------------------------------------------------------------ where and under which key
 const char *wg_tune_cache_path(wg_ctx *ctx, char *buf, size_t cap) {
@@ -69,15 +68,21 @@ static cJSON *cache_parse_text(const char *text, size_t n, char *why, size_t cap
     return root;
 }
 
-static cJSON *cache_parse(const char *path, int *missing, char *why, size_t cap) {
-    *missing = 0;
-    if (access(path, F_OK) != 0) { *missing = 1; return NULL; }
+// The text of the cache at path: 1 (free() it), 0 when there is no file, -1 when it cannot be
+// read as one (*why says why: not a regular file, over TUNE_FILE_MAX, an I/O error).
+static int cache_read(const char *path, char **text, size_t *n, char *why, size_t cap) {
+    if (access(path, F_OK) != 0) return 0;
+    if (file_read_all(path, "the tuning cache", NULL, TUNE_FILE_MAX, text, n) != WGT_OK) {
+        snprintf(why, cap, "%s", wgt_last_error());
+        return -1;
+    }
+    return 1;
+}
+
+static cJSON *cache_parse(const char *path, char *why, size_t cap) {
     char *text;
     size_t n;
-    if (file_read_all(path, "the tuning cache", NULL, TUNE_FILE_MAX, &text, &n) != WGT_OK) {
-        snprintf(why, cap, "%s", wgt_last_error());
-        return NULL;
-    }
+    if (cache_read(path, &text, &n, why, cap) <= 0) return NULL;
     cJSON *root = cache_parse_text(text, n, why, cap);
     free(text);
     return root;
@@ -97,11 +102,11 @@ static cJSON *cache_entry(cJSON *root, const char *key) {
 static int entry_tiles(const cJSON *e, wg_mm_tile_spec t[WG_TUNE_OPS][WG_TUNE_CLASSES], char *why, size_t cap) {
     static const char *const cls[WG_TUNE_CLASSES] = {"big", "small"};
     for (int op = 0; op < WG_TUNE_OPS; op++) {
-        const cJSON *o = cJSON_GetObjectItemCaseSensitive(e, op_names[op]);
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(e, wg_mm_op_name(op));
         for (int c = 0; c < WG_TUNE_CLASSES; c++) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, cls[c]);
             if (!cJSON_IsString(v) || !wg_mm_tile_spec_parse(v->valuestring, &t[op][c])) {
-                snprintf(why, cap, "its %s.%s is not a tile BMxBNxBK/TMxTN", op_names[op], cls[c]);
+                snprintf(why, cap, "its %s.%s is not a tile BMxBNxBK/TMxTN", wg_mm_op_name(op), cls[c]);
                 return 0;
             }
         }
@@ -123,14 +128,12 @@ void wg_tune_load(wg_ctx *ctx) {
     wg_settings *s = wg_ctx_settings(ctx);
     char path[4096], key[1024], why[512] = "";
     if (!wg_tune_cache_path(ctx, path, sizeof path)) return;
-    if (access(path, F_OK) != 0) return;  // not tuned yet
     char *text;
     size_t n;
-    int r = -1;
+    int r = cache_read(path, &text, &n, why, sizeof why);
+    if (r == 0) return;  // not tuned yet
     wg_mm_tile_spec t[WG_TUNE_OPS][WG_TUNE_CLASSES];
-    if (file_read_all(path, "the tuning cache", NULL, TUNE_FILE_MAX, &text, &n) != WGT_OK) {
-        snprintf(why, sizeof why, "%s", wgt_last_error());
-    } else {
+    if (r > 0) {
         wg_tune_key(ctx, key, sizeof key);
         r = wg_tune_parse(text, n, key, t, why, sizeof why);
         free(text);
@@ -139,7 +142,7 @@ void wg_tune_load(wg_ctx *ctx) {
         for (int c = 0; r == 1 && c < WG_TUNE_CLASSES; c++)
             if (!wg_mm_tile_fits(ctx, &t[op][c])) {
                 snprintf(why, sizeof why, "its %s.%s does not fit this device's workgroup memory and threads",
-                         op == 0 ? "matmul" : op == 1 ? "matmul_t" : "matmul_at", c ? "small" : "big");
+                         wg_mm_op_name(op), c ? "small" : "big");
                 r = -2;
             }
     if (r == 1) {
@@ -285,10 +288,6 @@ static wgt_status time_op(wgt_backend *be, tune_data *D, int op, double target_s
     return WGT_OK;
 }
 
-static void spec_text(const wg_mm_tile_spec *t, char *buf, size_t cap) {
-    snprintf(buf, cap, "%dx%dx%d/%dx%d", t->bm, t->bn, t->bk, t->tm, t->tn);
-}
-
 static void progress(const wg_tune_opts *o, int tty, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void progress(const wg_tune_opts *o, int tty, const char *fmt, ...) {
     if (!o->progress) return;
@@ -301,17 +300,32 @@ static void progress(const wg_tune_opts *o, int tty, const char *fmt, ...) {
     va_end(ap);
 }
 
+// A comma-separated list of 1..cap tiles into out, each valid and fitting the device: how many,
+// or 0 with the first one that is not in *bad.
+static int tiles_parse(wg_ctx *ctx, const char *list, wg_mm_tile_spec *out, int cap, char *bad, size_t badcap) {
+    char buf[1024];
+    if (strlen(list) >= sizeof buf) { snprintf(bad, badcap, "(the list is longer than %zu bytes)", sizeof buf - 1); return 0; }
+    snprintf(buf, sizeof buf, "%s", list);
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++) {
+        if (n == cap) { snprintf(bad, badcap, "(more than %d tiles)", cap); return 0; }
+        if (!wg_mm_tile_spec_parse(t, &out[n]) || !wg_mm_tile_fits(ctx, &out[n])) { snprintf(bad, badcap, "%s", t); return 0; }
+    }
+    if (!n) snprintf(bad, badcap, "(no tile)");
+    return n;
+}
+
+int wg_tune_tiles_valid(wg_ctx *ctx, const char *list, char *bad, size_t cap) {
+    wg_mm_tile_spec t[64];
+    return tiles_parse(ctx, list, t, 64, bad, cap) > 0;
+}
+
 // The candidates of this run: the opts' list, or the built-in one (quick: its first N_QUICK),
 // leaving out what the device cannot run. n: how many.
 static int candidate_list(wg_ctx *ctx, const wg_tune_opts *o, wg_mm_tile_spec *out, int cap) {
+    char bad[1100];
+    if (o->tiles) return tiles_parse(ctx, o->tiles, out, cap, bad, sizeof bad);
     int n = 0;
-    if (o->tiles) {
-        char buf[1024];
-        snprintf(buf, sizeof buf, "%s", o->tiles);
-        for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < cap; t = strtok_r(NULL, ",", &save))
-            if (wg_mm_tile_spec_parse(t, &out[n]) && wg_mm_tile_fits(ctx, &out[n])) n++;
-        return n;
-    }
     const int want = o->max_candidates > 0 ? o->max_candidates : o->quick ? N_QUICK : (int)N_CANDIDATES;
     for (size_t i = 0; i < N_CANDIDATES && n < cap && n < want; i++) {
         WGT_ASSERT(wg_mm_tile_spec_parse(CANDIDATES[i], &out[n]), "a tuning candidate is not a valid tile");
@@ -324,26 +338,14 @@ static int spec_eq(const wg_mm_tile_spec *a, const wg_mm_tile_spec *b) {
     return a->bm == b->bm && a->bn == b->bn && a->bk == b->bk && a->tm == b->tm && a->tn == b->tn;
 }
 
-int wg_tune_tiles_valid(wg_ctx *ctx, const char *list, char *bad, size_t cap) {
-    char buf[1024];
-    if (strlen(list) >= sizeof buf) { snprintf(bad, cap, "(the list is longer than %zu bytes)", sizeof buf - 1); return 0; }
-    snprintf(buf, sizeof buf, "%s", list);
-    int n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++) {
-        wg_mm_tile_spec q;
-        if (!wg_mm_tile_spec_parse(t, &q) || !wg_mm_tile_fits(ctx, &q)) { snprintf(bad, cap, "%s", t); return 0; }
-    }
-    if (!n) snprintf(bad, cap, "(no tile)");
-    return n > 0 && n <= 64;
-}
-
 wgt_status wg_tune_run(wgt_backend *be, const wg_tune_opts *o, wg_tune_result *r) {
     wg_ctx *ctx = wg_of(be);
     wg_settings *set = wg_ctx_settings(ctx);
     const wg_settings saved = *set;
     memset(r, 0, sizeof *r);
     const int tty = o->progress && isatty(fileno(o->progress));
-    const uint32_t div = o->scale_down > 1 ? (uint32_t)o->scale_down : 1;
+    // a software adapter times shapes 8x smaller: its figures say little about a GPU anyway
+    const uint32_t div = wg_ctx_info(ctx)->type == WGPUAdapterType_CPU ? 8 : 1;
     const double target = o->quick ? 0.01 : 0.03;
     const int rounds = o->quick ? 1 : 2;  // every candidate timed once a round; the best round counts
     uint64_t rng = 0x243F6A8885A308D3ull;
@@ -381,9 +383,9 @@ wgt_status wg_tune_run(wgt_backend *be, const wg_tune_opts *o, wg_tune_result *r
                     if (round == 0 && (st = verify(be, &D, op, &rng, &ok[i])) != WGT_OK) break;
                     if (gi > g[i]) g[i] = gi;
                     char t[32];
-                    spec_text(&cand[i], t, sizeof t);
+                    wg_mm_tile_spec_text(&cand[i], t, sizeof t);
                     if (tty)
-                        progress(o, tty, "tune: %-9s %-5s round %d/%d  %2d/%d  %-14s %9.1f GFLOP/s%s", op_names[op],
+                        progress(o, tty, "tune: %-9s %-5s round %d/%d  %2d/%d  %-14s %9.1f GFLOP/s%s", wg_mm_op_name(op),
                                  c ? "small" : "large", round + 1, rounds, i + 1, n, t, gi, ok[i] ? "" : "  (wrong results: left out)");
                 }
             }
@@ -395,14 +397,14 @@ wgt_status wg_tune_run(wgt_backend *be, const wg_tune_opts *o, wg_tune_result *r
                 if (ok[i]) best = i;
             if (st == WGT_OK && best < 0)
                 st = wgt_fail(WGT_ERR_DEVICE, "every %s tile gave wrong results on this device: its driver miscompiles the "
-                              "GEMM kernel", op_names[op]);
+                              "GEMM kernel", wg_mm_op_name(op));
             if (st == WGT_OK) {
                 r->tile[op][c] = cand[best], r->gflops[op][c] = g[best];
                 r->table_tile[op][c] = cand[0], r->table_gflops[op][c] = g[0];
                 if (n > r->candidates) r->candidates = n;
                 char t[32], was[32];
-                spec_text(&cand[best], t, sizeof t), spec_text(&cand[0], was, sizeof was);
-                progress(o, tty, "tune: %-9s %-5s %-14s %9.1f GFLOP/s (before: %s, %.1f)", op_names[op], c ? "small" : "large",
+                wg_mm_tile_spec_text(&cand[best], t, sizeof t), wg_mm_tile_spec_text(&cand[0], was, sizeof was);
+                progress(o, tty, "tune: %-9s %-5s %-14s %9.1f GFLOP/s (before: %s, %.1f)", wg_mm_op_name(op), c ? "small" : "large",
                          t, g[best], was, g[0]);
                 if (tty) fputc('\n', o->progress);
             }
@@ -424,11 +426,11 @@ static cJSON *entry_new(wg_ctx *ctx, const char *key, const wg_tune_result *r) {
     cJSON_AddStringToObject(e, "adapter", d->name);
     cJSON_AddStringToObject(e, "driver", d->driver);
     for (int op = 0; op < WG_TUNE_OPS; op++) {
-        cJSON *o = cJSON_AddObjectToObject(e, op_names[op]);
+        cJSON *o = cJSON_AddObjectToObject(e, wg_mm_op_name(op));
         char t[32];
-        spec_text(&r->tile[op][0], t, sizeof t);
+        wg_mm_tile_spec_text(&r->tile[op][0], t, sizeof t);
         cJSON_AddStringToObject(o, "big", t);
-        spec_text(&r->tile[op][1], t, sizeof t);
+        wg_mm_tile_spec_text(&r->tile[op][1], t, sizeof t);
         cJSON_AddStringToObject(o, "small", t);
         cJSON_AddNumberToObject(o, "big_gflops", round(r->gflops[op][0] * 10) / 10);
         cJSON_AddNumberToObject(o, "small_gflops", round(r->gflops[op][1] * 10) / 10);
@@ -439,8 +441,7 @@ static cJSON *entry_new(wg_ctx *ctx, const char *key, const wg_tune_result *r) {
 wgt_status wg_tune_save(wg_ctx *ctx, const char *path, const wg_tune_result *r) {
     char key[1024], why[512];
     wg_tune_key(ctx, key, sizeof key);
-    int missing;
-    cJSON *root = cache_parse(path, &missing, why, sizeof why);
+    cJSON *root = cache_parse(path, why, sizeof why);
     if (!root) {  // missing or not ours: start afresh (a malformed cache holds nothing worth keeping)
         root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "format", "wgtrain-tuning");
@@ -482,7 +483,7 @@ wgt_status wg_tune_auto(wgt_backend *be) {
             wg_ctx_info(ctx)->name, path);
     // a software adapter (only with WGTRAIN_AUTOTUNE=1) times 2 candidates: its figures say
     // little, and its shader compiles are slow
-    wg_tune_opts o = {1, software ? 8 : 1, software ? 2 : 0, NULL, stderr};
+    wg_tune_opts o = {1, software ? 2 : 0, NULL, stderr};
     wg_tune_result r;
     double t0 = wgt_now_s();
     WGT_TRY(wg_tune_run(be, &o, &r));

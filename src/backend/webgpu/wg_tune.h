@@ -32,8 +32,7 @@ typedef struct {
 } wg_tune_result;
 
 typedef struct {
-    int quick;        // fewer candidates and repetitions (the automatic run)
-    int scale_down;     // shapes ÷ this (1 = the default shapes; software adapters use 8)
+    int quick;          // fewer candidates and repetitions (the automatic run)
     int max_candidates; // of the built-in list, at most this many that fit the device (0: quick 6, else 13)
     const char *tiles;  // the candidates, comma-separated BMxBNxBK/TMxTN (NULL: the built-in list)
     FILE *progress;     // a progress line is rewritten here on a terminal, else a line per GEMM (NULL: silent)
@@ -52,7 +51,7 @@ int wg_tune_parse(const char *text, size_t n, const char *key, wg_mm_tile_spec t
 // Reads the device's entry from the cache into the context's settings (mm_tuned); called by
 // wg_ctx_init. Never fails: a bad cache is reported on stderr and ignored.
 void wg_tune_load(wg_ctx *ctx);
-// Times the candidate tiles on this device and fills *r; the context's tiles are then the
+// Times the candidate tiles on this device (at 8x smaller shapes on a software adapter) and fills *r; the context's tiles are then the
 // tuned ones (for this process). Fails only when the device fails.
 wgt_status wg_tune_run(wgt_backend *be, const wg_tune_opts *o, wg_tune_result *r);
 // Whether every tile of a comma-separated list is valid and runs on this device (1..64 of them);
