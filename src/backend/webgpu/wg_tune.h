@@ -51,8 +51,9 @@ int wg_tune_parse(const char *text, size_t n, const char *key, wg_mm_tile_spec t
 // Reads the device's entry from the cache into the context's settings (mm_tuned); called by
 // wg_ctx_init. Never fails: a bad cache is reported on stderr and ignored.
 void wg_tune_load(wg_ctx *ctx);
-// Times the candidate tiles on this device (at 8x smaller shapes on a software adapter) and fills *r; the context's tiles are then the
-// tuned ones (for this process). Fails only when the device fails.
+// Times the candidate tiles on this device (at 8x smaller shapes on a software adapter) and fills
+// *r; the context's tiles are then the tuned ones (for this process). Fails only when the device
+// fails.
 wgt_status wg_tune_run(wgt_backend *be, const wg_tune_opts *o, wg_tune_result *r);
 // Whether every tile of a comma-separated list is valid and runs on this device (1..64 of them);
 // else 0 and the first one that is not in *bad.
