@@ -21,17 +21,7 @@ trap 'rm -rf "$T"' EXIT
 losses() { sed -E 's/, "lr".*//' "$1"; }
 differ() { ! diff -q <(losses "$1") <(losses "$2") >/dev/null; }
 
-$PY - "$T/corpus.txt" <<'EOF2'
-import random, sys
-r = random.Random(11)
-subj = ["the cat", "a dog", "the old man", "my sister", "the teacher", "a small bird", "the farmer", "our neighbour"]
-verb = ["sees", "likes", "follows", "finds", "watches", "carries", "paints", "remembers"]
-obj = ["the red ball", "a green apple", "the long road", "a quiet river", "the blue house", "an open door"]
-place = ["in the garden", "near the station", "at the market", "by the sea", "under the bridge", "after dinner"]
-docs = [" ".join(f"{r.choice(subj).capitalize()} {r.choice(verb)} {r.choice(obj)} {r.choice(place)}."
-                 for _ in range(r.randint(3, 8))) for _ in range(240)]
-open(sys.argv[1], "w").write("\n<|endoftext|>\n".join(docs) + "\n")
-EOF2
+$PY tests/make_corpus.py "$T/corpus.txt" 11
 $W prepare --input "$T/corpus.txt" --out "$T/data" --vocab 512 >/dev/null 2>&1
 
 M=(--data "$T/data" --layers 2 --heads 2 --d-model 32 --d-ff 64 --seq 32 --batch 4 --lr 3e-3 --warmup 4)

@@ -17,21 +17,7 @@ trap 'rm -rf "$T"' EXIT
 losses() { sed -E 's/, "lr".*//' "$1"; }
 
 # ---------------------------------------------------------------- a corpus with structure to learn
-$PY - "$T/corpus.txt" <<'EOF'
-import random, sys
-r = random.Random(7)
-subj = ["the cat", "a dog", "the old man", "my sister", "the teacher", "a small bird", "the farmer", "our neighbour"]
-verb = ["sees", "likes", "follows", "finds", "watches", "carries", "paints", "remembers"]
-obj = ["the red ball", "a green apple", "the long road", "a quiet river", "the blue house", "an open door"]
-place = ["in the garden", "near the station", "at the market", "by the sea", "under the bridge", "after dinner"]
-docs = []
-for d in range(240):
-    s = []
-    for k in range(r.randint(3, 8)):
-        s.append(f"{r.choice(subj).capitalize()} {r.choice(verb)} {r.choice(obj)} {r.choice(place)}.")
-    docs.append(" ".join(s))
-open(sys.argv[1], "w").write("\n<|endoftext|>\n".join(docs) + "\n")
-EOF
+$PY tests/make_corpus.py "$T/corpus.txt" 7
 
 section prepare
 out=$($W prepare --input "$T/corpus.txt" --out "$T/data" --vocab 512 2>&1); rc=$?
