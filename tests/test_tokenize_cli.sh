@@ -5,9 +5,9 @@
 # Prints "N passed, N failed"; the exit code is the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-W=$PWD/build/wgtrain
+W=${WGT:-$PWD/build/wgtrain}   # WGT: another build (the sanitizer build) of the same command
 PY=${PYTHON:-python3}
-if [[ ! -x $W ]]; then echo "build/wgtrain is missing: run make first"; echo "0 passed, 1 failed"; exit 1; fi
+if [[ ! -x $W ]]; then echo "$W is missing: run make first"; echo "0 passed, 1 failed"; exit 1; fi
 T=$(mktemp -d /tmp/wgt_tokcli_XXXXXX)
 trap 'rm -rf "$T"' EXIT
 . tests/shell_lib.sh  # pass/fail counters, check, expect_fail, section
@@ -22,6 +22,9 @@ echo "== encoding format"
 check "Hello world -> '15496 995\\n'" test "$(printf 'Hello world' | $W tokenize --tokenizer gpt2 | od -An -c | tr -s ' ')" = " 1 5 4 9 6 9 9 5 \n"
 check "empty input -> a lone newline" test "$(printf '' | $W tokenize --tokenizer gpt2 | od -An -c | tr -d ' ')" = '\n'
 check "<|endoftext|> is plain text by default" test "$(printf 'a<|endoftext|>b' | $W tokenize --tokenizer gpt2)" = "64 27 91 437 1659 5239 91 29 65"
+# the ids of tiktoken's "gpt2" (and of HF's GPT2TokenizerFast): CR and LF of a CRLF are read as given, and the
+# spaces before it stay one piece with the CR ("   \r", "\n": \s+(?!\S) gives back the LF before the letter)
+check "spaces before CRLF, then a letter" test "$(printf 'trailing   \r\nCRLF line' | $W tokenize --tokenizer gpt2)" = "9535 4386 220 220 220 201 198 34 7836 37 1627"
 check "--allow-special makes it 50256" test "$(printf 'a<|endoftext|>b' | $W tokenize --tokenizer gpt2 --allow-special)" = "64 50256 65"
 check "decode: ids across spaces, tabs and lines" test "$(printf '15496\n\t 995  ' | $W tokenize --tokenizer gpt2 --decode)" = "Hello world"
 check "decode: 50256 is <|endoftext|>" test "$(printf '50256' | $W tokenize --tokenizer gpt2 --decode)" = "<|endoftext|>"
