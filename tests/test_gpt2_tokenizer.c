@@ -227,8 +227,8 @@ static const char *escaped(const uint8_t *b, size_t n, char *out, size_t cap) {
     return out;
 }
 
-#define SWEEP_MAX_TEXT 16384
-#define SWEEP_MAX_IDS 16384
+#define SWEEP_MAX_TEXT (1 << 20)  // bytes of one text; the longest now is 9982
+#define SWEEP_MAX_IDS (1 << 20)
 #define SWEEP_MAX_SYMBOLS 64
 #define SWEEP_MAX_SYMBOL 32
 
