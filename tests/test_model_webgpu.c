@@ -1,7 +1,8 @@
 // test_model_webgpu.c — the whole GPT-2 and LLaMA on WebGPU (lavapipe in CI; WGTRAIN_TEST_ADAPTER=gpu
 // elsewhere) against the C reference, the way llm.c's test_gpt2 checks its CUDA model: the
-// logits, the loss, every parameter gradient, then 10 AdamW steps (the loss of every step, the
-// gradient norm, and the final parameters and both AdamW moments). The kernel tests compare
+// logits, the loss, every parameter gradient, then 10 AdamW steps in lockstep (the loss and
+// every gradient of each step, the gradient norm, and the final parameters and both AdamW
+// moments; the lockstep is explained under Tolerances). The kernel tests compare
 // each op alone; this one checks the kernels composed by src/model/ (GPT-2), with every buffer at
 // its real offset, the weight-tied lm_head, the loss options and the optimizer's chunking.
 //
