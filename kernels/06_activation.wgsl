@@ -1,25 +1,24 @@
 // 06_activation.wgsl — FFN activations: GeLU in place and fused silu(gate)*up
 // (docs/kernels.md#gelu_inplace, #swiglu_combine).
 // One thread per element (or per 4 elements), no shared memory, no barriers. The host defines
-// the element type EW (and EB, EU to match): f32, or vec4<f32> when n is a multiple of 4 — 16-byte
+// the element type EW (and EU, the matching u32 type): f32, or vec4<f32> when n is a multiple of 4 — 16-byte
 // loads and stores move the same bytes with a quarter of the instructions. All the math below is
 // component-wise, so one source serves both.
 
 struct Params { n : u32, p0 : u32, p1 : u32, p2 : u32 };
 
 // tanh-approximated GeLU. The clamp only bounds the cubic inside tanh (docs/kernels.md#gelu_inplace):
-// clamping the output too would make gelu(1000) = 100. tanh of a large argument is computed
-// from exp of a non-positive number so that no driver can return NaN for it.
-fn tanh_safe(z : EW) -> EW {
-    let e = exp(-2.0 * abs(z));
-    let t = (1.0 - e) / (1.0 + e);
-    return select(-t, t, z >= EW(0.0));
-}
-
+// clamping the output too would make gelu(1000) = 100. 0.5 (1 + tanh z) is computed as sigmoid(2z)
+// from e = exp(-2|z|): 1 / (1 + e) for z >= 0, e / (1 + e) below. exp never sees a positive
+// argument (so no driver can return Inf / Inf = NaN for a large z), and there is no 1 + tanh z,
+// which cancels where tanh z is near -1 (relative error ~1e-7 / e^{2z} for z << 0: all of it
+// by x = -5; docs/numerics.md#activations).
 fn gelu(x : EW) -> EW {
     let xc = clamp(x, EW(-100.0), EW(100.0));
-    let inner = 0.7978845608 * (xc + 0.044715 * xc * xc * xc);
-    return 0.5 * x * (1.0 + tanh_safe(inner));
+    let z = 0.7978845608 * (xc + 0.044715 * xc * xc * xc);
+    let e = exp(-2.0 * abs(z));
+    let r = 1.0 / (1.0 + e);
+    return x * select(e * r, r, z >= EW(0.0));
 }
 
 // sigmoid with exp only ever seeing a non-positive argument (no Inf/Inf = NaN):

@@ -1,18 +1,12 @@
 // 09_backward_ffn.wgsl — element-wise part of the FFN backward (docs/kernels.md#ffn_gelu_backward): the
 // gradients through GeLU and through SwiGLU's silu(gate) * up. The GEMMs around them are
 // matmul_t / matmul_at. One thread per element (or per 4: the host defines the element type EW as
-// f32 or vec4<f32>, with EB / EU the matching bool and u32 types; the math is component-wise),
+// f32 or vec4<f32>, with EU the matching u32 type; the math is component-wise),
 // no shared memory, no barriers. Outputs pass
 // through nan_guard: one stray non-finite activation then gives a zero gradient instead of
 // poisoning every weight gradient through the next GEMM.
 
 struct FfnParams { n : u32, p0 : u32, p1 : u32, p2 : u32 };
-
-// sigmoid from e = exp(-|x|): exp never sees a positive argument
-fn ffn_sigmoid(x : EW) -> EW {
-    let e = exp(-abs(x));
-    return select(e / (1.0 + e), 1.0 / (1.0 + e), x >= EW(0.0));
-}
 
 fn ffn_nan_guard(x : EW) -> EW {
     return select(x, EW(0.0), (bitcast<EU>(x) & EU(0x7f800000u)) == EU(0x7f800000u));
@@ -59,14 +53,20 @@ fn ffn_gelu_backward(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(nu
 @group(0) @binding(5) var<uniform> sb_params : FfnParams;
 
 // One sigmoid per element gives silu = x s and silu' = s (1 + x (1 - s)) (docs/kernels.md#ffn_swiglu_backward).
+// s and 1 - s both come from e = exp(-|x|) (exp never sees a positive argument): with
+// r = 1 / (1 + e), s = r and 1 - s = e r for x >= 0, the other way round below. 1 - s as a
+// difference would cancel for large x, where x (1 - s) multiplies its absolute error by x.
 @compute @workgroup_size(256)
 fn ffn_swiglu_backward(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
     let i = flat_id(gid, nwg);
     if (i >= sb_params.n) { return; }
     let g = sb_grad_hidden[i];
     let x = sb_gate[i];
-    let s = ffn_sigmoid(x);
-    let dsilu = s * (1.0 + x * (1.0 - s));
+    let e = exp(-abs(x));
+    let r = 1.0 / (1.0 + e);
+    let s = select(e * r, r, x >= EW(0.0));
+    let one_minus_s = select(r, e * r, x >= EW(0.0));
+    let dsilu = s * (1.0 + x * one_minus_s);
     sb_grad_gate[i] = ffn_nan_guard(g * sb_up[i] * dsilu);
     sb_grad_up[i] = ffn_nan_guard(g * (x * s));
 }

@@ -27,7 +27,7 @@
 //     backend, a name that matches nothing fails with a message listing the adapters found, and
 //     with no Vulkan driver at all (a child with VK_DRIVER_FILES pointing nowhere) wg_ctx_init
 //     fails with a clear message instead of computing nothing on Dawn's Null adapter.
-// Tolerance for gelu: the WGSL tanh against C's tanhf, a few float ulps: atol 1e-6 + rtol 1e-5
+// Tolerance for gelu: the WGSL exp against the reference's, a few float ulps: atol 1e-6 + rtol 1e-5
 // (test_kernels_activation_loss.c covers gelu's numerics; this test is about which elements are written).
 #include <errno.h>
 #include <signal.h>

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "backend/cpu/blas_core.h"
+#include "backend/cpu/cpu_isa.h"
 #include "backend/webgpu/wg_runtime.h"
 #include "cli/cli.h"
 
@@ -23,6 +24,12 @@ int cmd_info(int argc, char **argv) {
                 printf("device:       cpu (the C backend: OpenMP threads and OpenBLAS; no WebGPU adapter)\n");
                 const char *best = cpu_blas_core_for_cpu();
                 printf("blas kernels: %s (OpenBLAS; this CPU's best: %s)\n", cpu_blas_core(), best ? best : "as detected");
+                if (cpu_isa_init() != WGT_OK) {
+                    fprintf(stderr, "wgtrain info: %s\n", wgt_last_error());
+                    return 1;
+                }
+                printf("cpu loops:    %s (WGTRAIN_CPU_ISA=baseline|avx2|avx512 forces one the CPU has)\n",
+                       cpu_isa_name(cpu_isa_active()));
                 return 0;
             }
             if (strcmp(d, "webgpu") && strcmp(d, "auto")) {

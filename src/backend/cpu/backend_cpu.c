@@ -157,15 +157,19 @@ static void *ptr(wgt_view v) {
     }
 WGT_OPS(FWD)
 
-// "2 threads, OpenBLAS SkylakeX kernels": what a CPU figure depends on (bench and train print it)
+// "2 threads, OpenBLAS SkylakeX kernels, avx512 loops": what a CPU figure depends on (bench and
+// train print it)
 static const char *device_name(wgt_backend *be) {
     cpu_impl *k = be->impl;
     int t = omp_get_max_threads();
-    snprintf(k->name, sizeof k->name, "%d thread%s, OpenBLAS %s kernels", t, t == 1 ? "" : "s", cpu_blas_core());
+    snprintf(k->name, sizeof k->name, "%d thread%s, OpenBLAS %s kernels, %s loops", t, t == 1 ? "" : "s", cpu_blas_core(),
+             cpu_isa_name(cpu_isa_active()));
     return k->name;
 }
 
 wgt_status backend_cpu_init(wgt_backend **out) {
+    *out = NULL;
+    WGT_TRY(cpu_isa_init());  // WGTRAIN_CPU_ISA: refused here, with its message, if the CPU lacks it
     wgt_backend *be = wgt_calloc(1, sizeof *be);
     be->name = "cpu";
     be->impl = wgt_calloc(1, sizeof(cpu_impl));

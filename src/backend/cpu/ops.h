@@ -16,14 +16,12 @@
 #include "backend/dropout.h"
 #include "backend/half.h"  // f16 on the bits (wgt_f32_to_f16 / wgt_f16_to_f32)  // the dropout mask (wgt_dropout_*), shared with the WebGPU hosts
 
-// The hot loops of the CPU trainer (attention's rows, GeLU) are functions compiled for AVX-512,
-// AVX2 and plain x86-64, the best chosen when the program loads. Their results must not depend
-// on which: element-wise loops only, or reductions in a fixed lane order (ops_attention.c).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CPU_CLONES
-#endif
+// The hot loops of the CPU trainer (attention's rows, the activations) are compiled for
+// AVX-512F, AVX2 and plain x86-64 and one is chosen once (CPU_ISA_DISPATCH, cpu_isa.h;
+// WGTRAIN_CPU_ISA forces one). Their results must not depend on which: element-wise loops only,
+// or reductions in a fixed lane order (ops_attention.c), and no FMA contraction (ISO C mode);
+// test_cpu_isa requires the same bits from every variant the machine runs.
+#include "backend/cpu/cpu_isa.h"
 
 // Block [lo, hi) of n items for the calling thread of an OpenMP team (contiguous, in thread
 // order; the whole range outside a parallel region).
@@ -69,6 +67,18 @@ static inline float cpu_sigmoid(float x) {
     return x == x ? s : x;
 }
 
+// sigmoid(x) and 1 - sigmoid(x) = sigmoid(-x) from one e = e^-|x|, each without cancellation
+// (1 - s computed as a difference has an absolute error of ~6e-8 where it is ~e^-x, which
+// x·(1 - s) in SiLU's derivative multiplies by x). NaN gives NaN in both.
+static inline void cpu_sigmoid_pair(float x, float *s, float *one_minus_s) {
+    float e = cpu_expf_neg(-fabsf(x));
+    float r = 1.0f / (1.0f + e);
+    *s = x >= 0.0f ? r : e * r;
+    *one_minus_s = x >= 0.0f ? e * r : r;
+    *s = x == x ? *s : x;
+    *one_minus_s = x == x ? *one_minus_s : x;
+}
+
 // The tanh-GeLU "inner" argument with the input clamped to [-100, 100]: the clamp only keeps
 // x³ small; the outer factor uses the unclamped x (docs/kernels.md#gelu_inplace).
 #define CPU_GELU_CLAMP 100.0f
@@ -80,18 +90,20 @@ static inline float cpu_gelu_clamp(float x) {
 }
 
 
-// tanh in f32 without a libm call, so that the GeLU loops vectorize (libm's tanhf and the expm1f
-// it calls were a fifth of a CPU training step): tanh(u) = sign(u)·(1 - e)/(1 + e) with
-// e = e^{-2|u|} from cpu_expf_neg, which is 0 where the result is already ±1 in f32. Absolute
-// error under 3e-7 for every u (test_cpu_grad checks it against double tanh), finer than the
-// GPUs' tanh that this reference judges; NaN stays NaN.
-static inline float cpu_tanhf(float u) {
-    float e = cpu_expf_neg(-2.0f * fabsf(u));
-    float th = copysignf((1.0f - e) / (1.0f + e), u);
-    return u == u ? th : u;
-}
 static inline float cpu_gelu_inner(float xc) {
     return 0.7978845608f * (xc + 0.044715f * xc * xc * xc);
+}
+
+// GeLU's 0.5·(1 + tanh z) and 0.5·sech² z without cancellation: with e = e^{-2|z|} and
+// r = 1/(1 + e), 0.5·(1 + tanh z) = r for z >= 0 and e·r below (= sigmoid(2z)), and
+// 0.5·sech² z = 2·e·r². Written as 1 + tanh z and 1 - tanh² z they lose all relative accuracy
+// where tanh z is near -1 or ±1 (gelu(-5.06) = -1.5e-7 and gelu'(-5.06) = -1.0e-6 came out 0).
+// z is NaN-free here (it comes from the clamped x).
+static inline void cpu_gelu_halves(float z, float *half_1pt, float *half_sech2) {
+    float e = cpu_expf_neg(-2.0f * fabsf(z));
+    float r = 1.0f / (1.0f + e);
+    *half_1pt = z >= 0.0f ? r : e * r;
+    *half_sech2 = 2.0f * e * r * r;
 }
 
 // e^x in double for the attention's softmax terms (x <= ~0 there), without a libm call so that

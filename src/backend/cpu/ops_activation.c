@@ -3,14 +3,15 @@
 // tolerances; one element per iteration, parallel over elements.
 #include "backend/cpu/ops.h"
 
-// gelu(x) = 0.5·x·(1 + tanh(inner(clamp(x)))). The clamp lives only inside inner, so
-// gelu(x) = x for large x and (-)0 for very negative x instead of saturating at ±100.
-CPU_CLONES static void gelu_block(float *x, size_t n) {
+// gelu(x) = 0.5·x·(1 + tanh(inner(clamp(x)))), with 0.5·(1 + tanh) from cpu_gelu_halves (no
+// cancellation where tanh is near -1). The clamp lives only inside inner, so gelu(x) = x for
+// large x and (-)0 for very negative x instead of saturating at ±100.
+CPU_ISA_DISPATCH(gelu_block, (float *x, size_t n), (x, n)) {
     #pragma omp simd
     for (size_t i = 0; i < n; i++) {
-        float xi = x[i];
-        float t = cpu_tanhf(cpu_gelu_inner(cpu_gelu_clamp(xi)));
-        x[i] = 0.5f * xi * (1.0f + t);
+        float xi = x[i], h, unused;
+        cpu_gelu_halves(cpu_gelu_inner(cpu_gelu_clamp(xi)), &h, &unused);
+        x[i] = xi * h;
     }
 }
 
@@ -25,7 +26,7 @@ void cpu_gelu_inplace(float *x, size_t n) {
 
 // hidden = silu(gate)·up with the sign-branched sigmoid; no clamp, so silu(x) -> x holds for
 // any finite large x.
-CPU_CLONES static void swiglu_block(float *hidden, const float *gate, const float *up, size_t n) {
+CPU_ISA_DISPATCH(swiglu_block, (float *hidden, const float *gate, const float *up, size_t n), (hidden, gate, up, n)) {
     #pragma omp simd
     for (size_t i = 0; i < n; i++) {
         float g = gate[i];

@@ -17,7 +17,7 @@
 
 // Speed (this is also the CPU trainer's attention): the loops over head columns and over a row's
 // keys are written so that the compiler vectorizes them, and each row's work is one function
-// compiled per instruction set (CPU_CLONES, ops.h). The results do not depend on which: a dot
+// compiled per instruction set (CPU_ISA_DISPATCH, cpu_isa.h). The results do not depend on which: a dot
 // product sums 8 fixed lanes in a fixed order, and the other loops are element-wise, without FMA
 // contraction (ISO C mode).
 
@@ -68,9 +68,10 @@ static inline double drop_mult(uint32_t rkey, size_t j, uint32_t thr, float dsca
 
 // One query row t of the forward: s_j = q·k_j·scale into s (f32), the row's lse, then
 // out = Σ_j exp(s_j - lse)·m_j·v_j in double (acc), written as f32. e: T doubles of scratch.
-CPU_CLONES static void fwd_row(float *o, float *lse_out, const float *base, const float *q, size_t t, size_t W,
-                                size_t kc, size_t vc, uint32_t HS, float scale, uint32_t rkey, uint32_t thr,
-                                float dscale, float *s, double *e, double *acc) {
+CPU_ISA_DISPATCH(fwd_row, (float *o, float *lse_out, const float *base, const float *q, size_t t, size_t W,
+                           size_t kc, size_t vc, uint32_t HS, float scale, uint32_t rkey, uint32_t thr,
+                           float dscale, float *s, double *e, double *acc),
+                 (o, lse_out, base, q, t, W, kc, vc, HS, scale, rkey, thr, dscale, s, e, acc)) {
     float mx = -INFINITY;
     for (size_t j = 0; j <= t; j++) {
         s[j] = dot(q, base + j * W + kc, HS) * scale;
@@ -131,9 +132,10 @@ void cpu_attention_forward(float *out, float *lse, const float *qkv, uint32_t B,
 
 // One query row i of one query head in the backward: P_ij = exp(s_ij - l) for j <= i (into pb,
 // T doubles of scratch), then dS_ij, and dq (zeroed here), dk_j, dv_j accumulated in double.
-CPU_CLONES static void bwd_row(double *dq, double *dk, double *dv, const float *base, const float *q,
-                                const float *go, double D, double l, size_t i, size_t W, size_t kc, size_t vc,
-                                uint32_t HS, float scale, uint32_t rkey, uint32_t thr, float dscale, double *pb) {
+CPU_ISA_DISPATCH(bwd_row, (double *dq, double *dk, double *dv, const float *base, const float *q,
+                           const float *go, double D, double l, size_t i, size_t W, size_t kc, size_t vc,
+                           uint32_t HS, float scale, uint32_t rkey, uint32_t thr, float dscale, double *pb),
+                 (dq, dk, dv, base, q, go, D, l, i, W, kc, vc, HS, scale, rkey, thr, dscale, pb)) {
     for (size_t j = 0; j <= i; j++) pb[j] = (double)(dot(q, base + j * W + kc, HS) * scale) - l;
     #pragma omp simd
     for (size_t j = 0; j <= i; j++) pb[j] = cpu_exp_d(pb[j]);

@@ -5,16 +5,17 @@
 
 // d/dx of 0.5·x·(1 + tanh(inner(clamp(x)))). Outside the clamp d(inner)/dx is 0, and there
 // sech² is exactly 0 in f32 anyway (|inner| > 3e4), so using the clamped x in the second term
-// is the exact derivative and keeps an infinite x from producing Inf·0.
+// is the exact derivative and keeps an infinite x from producing Inf·0. 0.5·(1 + tanh) and
+// 0.5·sech² come from cpu_gelu_halves: as 1 + tanh and 1 - tanh² they cancel for large |z|.
 static inline float gelu_grad(float x) {
-    float xc = cpu_gelu_clamp(x);
-    float t = cpu_tanhf(cpu_gelu_inner(xc));
-    float sech2 = 1.0f - t * t;
+    float xc = cpu_gelu_clamp(x), h, half_sech2;
+    cpu_gelu_halves(cpu_gelu_inner(xc), &h, &half_sech2);
     float d_inner = 0.7978845608f * (1.0f + 3.0f * 0.044715f * xc * xc);
-    return 0.5f * (1.0f + t) + 0.5f * xc * sech2 * d_inner;
+    return h + xc * half_sech2 * d_inner;
 }
 
-CPU_CLONES static void gelu_backward_block(float *grad_pre, const float *grad_hidden, const float *pre_gelu, size_t n) {
+CPU_ISA_DISPATCH(gelu_backward_block, (float *grad_pre, const float *grad_hidden, const float *pre_gelu, size_t n),
+                 (grad_pre, grad_hidden, pre_gelu, n)) {
     #pragma omp simd
     for (size_t i = 0; i < n; i++) grad_pre[i] = cpu_nan_guard(grad_hidden[i] * gelu_grad(pre_gelu[i]));
 }
@@ -29,14 +30,17 @@ void cpu_ffn_gelu_backward(float *grad_pre, const float *grad_hidden, const floa
     }
 }
 
-// One sigmoid per element gives both silu = x·s and silu' = s·(1 + x·(1 - s)) (docs/kernels.md#ffn_swiglu_backward).
-CPU_CLONES static void swiglu_backward_block(float *grad_gate, float *grad_up, const float *grad_hidden,
-                                             const float *gate, const float *up, size_t n) {
+// One sigmoid per element gives both silu = x·s and silu' = s·(1 + x·(1 - s))
+// (docs/kernels.md#ffn_swiglu_backward); 1 - s comes from the same e^-|x| (cpu_sigmoid_pair),
+// not as a difference, which would cancel for large x.
+CPU_ISA_DISPATCH(swiglu_backward_block, (float *grad_gate, float *grad_up, const float *grad_hidden,
+                                         const float *gate, const float *up, size_t n),
+                 (grad_gate, grad_up, grad_hidden, gate, up, n)) {
     #pragma omp simd
     for (size_t i = 0; i < n; i++) {
-        float g = grad_hidden[i], x = gate[i];
-        float s = cpu_sigmoid(x);
-        float dsilu = s * (1.0f + x * (1.0f - s));
+        float g = grad_hidden[i], x = gate[i], s, q;
+        cpu_sigmoid_pair(x, &s, &q);
+        float dsilu = s * (1.0f + x * q);
         grad_gate[i] = cpu_nan_guard(g * up[i] * dsilu);
         grad_up[i] = cpu_nan_guard(g * (x * s));
     }
