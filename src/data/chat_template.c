@@ -679,6 +679,7 @@ static val *get_item(rnd *R, val *o, val *k, int line) {
         break;
     default: break;
     }
+    if (k->t == V_STR && memchr(k->s, 0, k->n)) return vundef(R, "no attribute with a NUL in its name");
     if (k->t == V_STR && o->t != V_DICT) return get_attr(R, o, k->s, line);
     if (k->t == V_STR && o->t == V_DICT) {
         if (!strcmp(k->s, "get") || !strcmp(k->s, "items") || !strcmp(k->s, "keys") || !strcmp(k->s, "values"))
@@ -891,6 +892,7 @@ static val *str_case(rnd *R, val *s, int mode, int line) {
 typedef struct json_opts {
     const char *indent;  // NULL: no newlines
     const char *item_sep, *key_sep;
+    size_t item_sep_n, key_sep_n;
     int sort_keys, ensure_ascii;
 } json_opts;
 
@@ -942,7 +944,7 @@ static void json_dump(rnd *R, sbuf *b, val *v, const json_opts *o, int level, in
         if (!v->n) { sb_cstr(R, b, "[]"); return; }
         sb_cstr(R, b, "[");
         for (size_t k = 0; k < v->n; k++) {
-            if (k) sb_cstr(R, b, o->item_sep);
+            if (k) sb_put(R, b, o->item_sep, o->item_sep_n, NULL);
             if (o->indent) json_newline(R, b, o, level + 1);
             json_dump(R, b, v->items[k], o, level + 1, line);
         }
@@ -962,7 +964,7 @@ static void json_dump(rnd *R, sbuf *b, val *v, const json_opts *o, int level, in
         sb_cstr(R, b, "{");
         for (size_t j = 0; j < v->n; j++) {
             val *key = v->items[ord[j]];
-            if (j) sb_cstr(R, b, o->item_sep);
+            if (j) sb_put(R, b, o->item_sep, o->item_sep_n, NULL);
             if (o->indent) json_newline(R, b, o, level + 1);
             if (key->t == V_STR) json_str(R, b, key, o->ensure_ascii);
             else if (key->t == V_INT || key->t == V_FLOAT || key->t == V_BOOL || key->t == V_NONE) {
@@ -970,7 +972,7 @@ static void json_dump(rnd *R, sbuf *b, val *v, const json_opts *o, int level, in
                 json_dump(R, b, key, o, level + 1, line);
                 sb_cstr(R, b, "\"");
             } else rfail(R, line, "tojson: keys must be str, int, float, bool or None, not %s", type_name(key));
-            sb_cstr(R, b, o->key_sep);
+            sb_put(R, b, o->key_sep, o->key_sep_n, NULL);
             json_dump(R, b, v->vals[ord[j]], o, level + 1, line);
         }
         if (o->indent) json_newline(R, b, o, level);
@@ -1215,6 +1217,7 @@ static val *call_builtin(rnd *R, val *fn, const args *a) {
     case F_STRFTIME: {
         args_check(R, a, 1, NULL);
         val *fmt = need_str(R, a->np ? a->pos[0] : NULL, a, "format");
+        if (memchr(fmt->s, 0, fmt->n)) rfail(R, line, "strftime_now(): embedded null character in the format");
         if (R->now < 0) rfail(R, line, "the template calls strftime_now() and no date was given (set the render's time)");
         time_t t = (time_t)R->now;
         struct tm tm;
@@ -1430,7 +1433,11 @@ static val *as_gen(rnd *R, val **items, size_t n) {
 
 static int json_indent(rnd *R, val *v, const args *a, char **out) {
     if (!v || v->t == V_NONE) { *out = NULL; return 0; }
-    if (v->t == V_STR) { *out = (char *)v->s; return 1; }
+    if (v->t == V_STR) {
+        if (memchr(v->s, 0, v->n)) rfail(R, a->line, "tojson(): an indent string with a NUL is not supported");
+        *out = (char *)v->s;
+        return 1;
+    }
     int64_t k = need_int(R, v, a, "indent");
     if (k > 64) rfail(R, a->line, "tojson(): an indent of %lld is more than the 64 supported", (long long)k);
     char *s = ct_alloc(&R->a, (size_t)(k > 0 ? k : 0) + 1);
@@ -1469,6 +1476,12 @@ static val *apply_filter(rnd *R, const char *name, val *x, const args *a0) {
                 rfail(R, line, "tojson(): separators must be a pair of strings");
             o.item_sep = sep->items[0]->s;
             o.key_sep = sep->items[1]->s;
+        }
+        o.item_sep_n = strlen(o.item_sep);
+        o.key_sep_n = strlen(o.key_sep);
+        if (sep && sep->t == V_LIST && sep->n == 2) {
+            o.item_sep_n = sep->items[0]->n;
+            o.key_sep_n = sep->items[1]->n;
         }
         o.sort_keys = sk ? truthy(sk) : 0;
         o.ensure_ascii = ea ? truthy(ea) : 0;
@@ -1618,7 +1631,8 @@ static val *apply_filter(rnd *R, const char *name, val *x, const args *a0) {
                 if (o[k]->t == V_UNDEF && dflt) o[k] = dflt;
             }
         } else {
-            if (!a->np || a->pos[0]->t != V_STR) rfail(R, line, "map(): needs a filter name or attribute=");
+            if (!a->np || a->pos[0]->t != V_STR || memchr(a->pos[0]->s, 0, a->pos[0]->n))
+                rfail(R, line, "map(): needs a filter name or attribute=");
             const char *fname = a->pos[0]->s;
             if (!ct_filter_known(fname)) rfail(R, line, "map(): unknown or unsupported filter '%s'", fname);
             args sub = *a;
@@ -1635,7 +1649,8 @@ static val *apply_filter(rnd *R, const char *name, val *x, const args *a0) {
         if (by_attr && !a->np) rfail(R, line, "%s(): needs an attribute name", name);
         const char *tname = NULL;
         if (a->np > skip) {
-            if (a->pos[skip]->t != V_STR) rfail(R, line, "%s(): the test name must be a string", name);
+            if (a->pos[skip]->t != V_STR || memchr(a->pos[skip]->s, 0, a->pos[skip]->n))
+                rfail(R, line, "%s(): the test name must be a string", name);
             tname = a->pos[skip]->s;
             if (!ct_test_known(tname)) rfail(R, line, "%s(): unknown or unsupported test '%s'", name, tname);
         }

@@ -258,13 +258,34 @@ static void lx_tag(lexer *L, int end_var, int *nl) {
             p = q + 1;
         } else if (is_digit(c)) {
             size_t q = lx_digits(s, n, p), e = q;
-            int is_float = 0;
+            int is_float = 0, base = 10;
             if (q + 1 < n && s[q] == '.' && is_digit(s[q + 1])) { e = lx_digits(s, n, q + 1); is_float = 1; }
             if (e < n && (s[e] == 'e' || s[e] == 'E')) {
                 size_t x = e + 1;
                 if (x < n && (s[x] == '+' || s[x] == '-')) x++;
                 size_t y = lx_digits(s, n, x);
                 if (y > x) { e = y; is_float = 1; }
+            }
+            if (!is_float && c == '0') {
+                // Jinja2's integers: 0b.., 0o.., 0x.., [1-9](_?digit)* or 0(_?0)*
+                char pfx = p + 1 < n ? (char)(s[p + 1] | 32) : 0;
+                base = pfx == 'b' ? 2 : pfx == 'o' ? 8 : pfx == 'x' ? 16 : 10;
+                e = p + 1;
+                if (base != 10) {
+                    size_t x = p + 2, y = x;
+                    for (;;) {
+                        size_t z = y + (y < n && s[y] == '_');
+                        char d = z < n ? (char)(s[z] | 32) : 0;
+                        int ok = base == 2 ? (d == '0' || d == '1') : base == 8 ? (d >= '0' && d <= '7')
+                               : ((d >= '0' && d <= '9') || (d >= 'a' && d <= 'f'));
+                        if (!ok) break;
+                        y = z + 1;
+                    }
+                    if (y > x) e = y;
+                    else { base = 10; e = p + 1; }
+                }
+                if (base == 10)
+                    while (e < n && (s[e] == '0' || (s[e] == '_' && e + 1 < n && s[e + 1] == '0'))) e++;
             }
             char buf[128];
             size_t k = 0;
@@ -278,7 +299,7 @@ static void lx_tag(lexer *L, int end_var, int *nl) {
             errno = 0;
             if (is_float) t->f = strtod(buf, NULL);
             else {
-                t->i = strtoll(buf, NULL, 10);
+                t->i = strtoll(base == 10 ? buf : buf + 2, NULL, base);
                 if (errno == ERANGE) lx_fail(L->fail, L->line, "the integer literal %s does not fit 64 bits", buf);
             }
             p = e;
@@ -411,6 +432,7 @@ typedef struct parser {
     tok *t;
     size_t pos;
     int depth, loops;
+    int soft;  // inside an if or an inline if, where Jinja2 leaves unknown filters / tests to the render
 } parser;
 
 #define PMAX_DEPTH 100
@@ -620,15 +642,23 @@ static ct_node *p_primary(parser *P) {
                     continue;
                 }
                 if (is_op(pk(P), "]")) break;
+                if (parts[k] && colons == 0 && is_op(pk(P), ",")) {  // x[a, b]: a tuple key
+                    vec items = {0};
+                    vpush(P, &items, parts[k]);
+                    while (p_skip_op(P, ",") && !is_op(pk(P), "]")) vpush(P, &items, p_expr(P));
+                    parts[k] = mk(P, E_TUPLE, u->line);
+                    parts[k]->body = as_nodes(items);
+                    if (!is_op(pk(P), "]")) p_unexpected(P, "']'");
+                    continue;
+                }
                 if (parts[k]) p_unexpected(P, "':' or ']'");
                 parts[k] = p_expr(P);
             }
             P->pos++;
             ct_node *m;
             if (colons == 0) {
-                if (!parts[0]) lx_fail(P->fail, u->line, "an empty subscript []");
                 m = mk(P, E_INDEX, u->line);
-                m->b = parts[0];
+                m->b = parts[0] ? parts[0] : mk(P, E_TUPLE, u->line);  // x[] is x[()] in Jinja2
             } else {
                 m = mk(P, E_SLICE, u->line);
                 m->b = parts[0];
@@ -648,7 +678,18 @@ static ct_node *p_primary(parser *P) {
     return n;
 }
 
-static const char *p_dotted(parser *P) { return p_name(P); }
+// a filter or test name: Jinja2 allows dots in them (name.name...)
+static const char *p_dotted(parser *P) {
+    size_t start = P->pos;
+    p_name(P);
+    while (is_op(pk(P), ".") && P->t[P->pos + 1].type == T_NAME) P->pos += 2;
+    size_t len = 0;
+    for (size_t k = start; k < P->pos; k++) len += P->t[k].n;
+    char *s = ct_alloc(P->a, len + 1);
+    len = 0;
+    for (size_t k = start; k < P->pos; k++) { memcpy(s + len, P->t[k].s, P->t[k].n); len += P->t[k].n; }
+    return s;
+}
 
 static ct_node *p_filters(parser *P, ct_node *n) {
     for (;;) {
@@ -658,7 +699,7 @@ static ct_node *p_filters(parser *P, ct_node *n) {
             ct_node *m = mk(P, E_FILTER, pk(P)->line);
             m->s = p_dotted(P);
             m->n = strlen(m->s);
-            if (!ct_filter_known(m->s)) lx_fail(P->fail, m->line, "unknown or unsupported filter '%s'", m->s);
+            if (!ct_filter_known(m->s) && !P->soft) lx_fail(P->fail, m->line, "unknown or unsupported filter '%s'", m->s);
             m->a = n;
             if (is_op(pk(P), "(")) p_args(P, m);
             n = m;
@@ -666,34 +707,19 @@ static ct_node *p_filters(parser *P, ct_node *n) {
             P->pos++;
             ct_node *m = mk(P, E_TEST, u->line);
             m->op = p_skip_name(P, "not");
-            tok *nt = pk(P);
-            // tests named like keywords or operators
-            if (nt->type == T_NAME && (is_name(nt, "none") || is_name(nt, "true") || is_name(nt, "false") ||
-                                       is_name(nt, "in"))) {
-                char *s = ct_alloc(P->a, nt->n + 1);
-                memcpy(s, nt->s, nt->n);
-                m->s = s;
-                P->pos++;
-            } else if (nt->type == T_OP && (is_op(nt, "==") || is_op(nt, "!=") || is_op(nt, "<") || is_op(nt, "<=") ||
-                                            is_op(nt, ">") || is_op(nt, ">="))) {
-                char *s = ct_alloc(P->a, 3);
-                memcpy(s, nt->s, nt->n);
-                m->s = s;
-                P->pos++;
-            } else m->s = p_dotted(P);
+            m->s = p_dotted(P);
             m->n = strlen(m->s);
-            if (!ct_test_known(m->s)) lx_fail(P->fail, m->line, "unknown or unsupported test '%s'", m->s);
+            if (!ct_test_known(m->s) && !P->soft) lx_fail(P->fail, m->line, "unknown or unsupported test '%s'", m->s);
             m->a = n;
             if (is_op(pk(P), "(")) p_args(P, m);
             else {
-                // one bare argument: "is divisibleby 3", "is sameas none"
+                // one bare argument, as Jinja2 takes it: "is divisibleby 3", "is sameas none"
                 tok *v = pk(P);
-                if (v->type == T_STR || v->type == T_INT || v->type == T_FLOAT ||
-                    (v->type == T_NAME && !is_name(v, "and") && !is_name(v, "or") && !is_name(v, "else") &&
-                     !is_name(v, "if") && !is_name(v, "in") && !is_name(v, "not") && !is_name(v, "is")) ||
-                    is_op(v, "[") || is_op(v, "{") || is_op(v, "-")) {
+                if ((v->type == T_STR || v->type == T_INT || v->type == T_FLOAT || v->type == T_NAME || is_op(v, "[") ||
+                     is_op(v, "{")) && !is_name(v, "else") && !is_name(v, "or") && !is_name(v, "and")) {
+                    if (is_name(v, "is")) lx_fail(P->fail, v->line, "multiple tests cannot be chained with 'is'");
                     vec a1 = {0};
-                    vpush(P, &a1, p_unary(P, 0));
+                    vpush(P, &a1, p_primary(P));
                     m->body = as_nodes(a1);
                 }
             }
@@ -759,21 +785,34 @@ static ct_node *p_math1(parser *P) {
         n = bin(P, op, n, p_concat(P), t->line);
     }
 }
-static ct_node *p_compare(parser *P) {
-    ct_node *n = p_math1(P);
-    // Jinja2 chains comparisons like Python (a < b < c); templates only use one, so chains are refused
+static int cmp_op(parser *P, int *width) {
     tok *t = pk(P);
+    *width = 1;
     int op = is_op(t, "==") ? OP_EQ : is_op(t, "!=") ? OP_NE : is_op(t, "<") ? OP_LT : is_op(t, "<=") ? OP_LE
            : is_op(t, ">") ? OP_GT : is_op(t, ">=") ? OP_GE : is_name(t, "in") ? OP_IN : -1;
-    if (op < 0 && is_name(t, "not") && is_name(&P->t[P->pos + 1], "in")) { op = OP_NOTIN; P->pos++; }
-    if (op < 0) return n;
-    P->pos++;
-    n = bin(P, op, n, p_math1(P), t->line);
-    tok *u = pk(P);
-    if (is_op(u, "==") || is_op(u, "!=") || is_op(u, "<") || is_op(u, "<=") || is_op(u, ">") || is_op(u, ">=") ||
-        is_name(u, "in") || (is_name(u, "not") && is_name(&P->t[P->pos + 1], "in")))
-        lx_fail(P->fail, u->line, "chained comparisons (a < b < c) are not supported");
-    return n;
+    if (op < 0 && is_name(t, "not") && is_name(&P->t[P->pos + 1], "in")) { op = OP_NOTIN; *width = 2; }
+    return op;
+}
+// a op b [op c ...]: chains like Python's, a < b < c being (a < b) and (b < c) (the middle
+// operand is evaluated twice; expressions have no side effects)
+static ct_node *p_compare(parser *P) {
+    ct_node *n = p_math1(P), *prev = n, *chain = NULL;
+    int w, op;
+    while ((op = cmp_op(P, &w)) >= 0) {
+        int line = pk(P)->line;
+        P->pos += (size_t)w;
+        ct_node *rhs = p_math1(P);
+        ct_node *c = bin(P, op, prev, rhs, line);
+        if (!chain) chain = c;
+        else {
+            ct_node *a = mk(P, E_AND, line);
+            a->a = chain;
+            a->b = c;
+            chain = a;
+        }
+        prev = rhs;
+    }
+    return chain ? chain : n;
 }
 static ct_node *p_not(parser *P) {
     if (is_name(pk(P), "not")) {
@@ -810,6 +849,16 @@ static ct_node *p_or(parser *P) {
 }
 static ct_node *p_expr(parser *P) {
     p_enter(P);
+    // an inline if makes its three parts "soft" for unknown filters, the part before "if"
+    // included: look ahead for an "if" at this bracket level before parsing it
+    int soft_saved = P->soft, depth = 0;
+    for (size_t k = P->pos; P->t[k].type != T_EOF && P->t[k].type != T_VAR_END && P->t[k].type != T_BLOCK_END; k++) {
+        tok *t = &P->t[k];
+        if (is_op(t, "(") || is_op(t, "[") || is_op(t, "{")) depth++;
+        else if (is_op(t, ")") || is_op(t, "]") || is_op(t, "}")) { if (--depth < 0) break; }
+        else if (depth == 0 && (is_op(t, ",") || is_op(t, ":"))) break;
+        else if (depth == 0 && is_name(t, "if")) { P->soft = 1; break; }
+    }
     ct_node *n = p_or(P);
     while (is_name(pk(P), "if")) {
         ct_node *m = mk(P, E_COND, pk(P)->line);
@@ -819,6 +868,7 @@ static ct_node *p_expr(parser *P) {
         if (p_skip_name(P, "else")) m->c = p_expr(P);
         n = m;
     }
+    P->soft = soft_saved;
     P->depth--;
     return n;
 }
@@ -849,6 +899,8 @@ static ct_node *p_stmt(parser *P) {
     if (t->type != T_NAME) p_unexpected(P, "a tag name");
     if (is_name(t, "if")) {
         P->pos++;
+        int soft_saved = P->soft;
+        P->soft = 1;  // Jinja2 leaves unknown filters and tests in an if to the render
         ct_node *n = mk(P, N_IF, line), *cur = n;
         cur->a = p_expr(P);
         p_end(P);
@@ -875,6 +927,7 @@ static ct_node *p_stmt(parser *P) {
                 P->pos++;
                 p_end(P);
             }
+            P->soft = soft_saved;
             return n;
         }
     }
@@ -899,6 +952,8 @@ static ct_node *p_stmt(parser *P) {
             it->body = as_nodes(items);
         }
         n->a = it;
+        int soft_saved = P->soft;
+        P->soft = 0;  // a loop's filter, body and else are Jinja2 inner frames, never soft
         if (p_skip_name(P, "if")) n->b = p_expr(P);
         if (is_name(pk(P), "recursive")) lx_fail(P->fail, line, "recursive for loops are not supported");
         p_end(P);
@@ -915,6 +970,7 @@ static ct_node *p_stmt(parser *P) {
             P->pos++;
             p_end(P);
         }
+        P->soft = soft_saved;
         return n;
     }
     if (is_name(t, "set")) {
@@ -937,8 +993,10 @@ static ct_node *p_stmt(parser *P) {
             ct_node *n = mk(P, N_SET_BLOCK, line);
             n->names = as_names(names);
             static const char *const ends[] = {"endset", NULL};
-            int w;
+            int w, soft_saved = P->soft;
+            P->soft = 0;
             n->body = p_body(P, ends, &w);
+            P->soft = soft_saved;
             P->pos++;
             p_end(P);
             return n;
@@ -970,10 +1028,12 @@ static ct_node *p_stmt(parser *P) {
         n->names = as_names(names);
         n->other = as_nodes(defs);
         static const char *const ends[] = {"endmacro", NULL};
-        int w, saved = P->loops;
+        int w, saved = P->loops, soft_saved = P->soft;
         P->loops = 0;
+        P->soft = 0;
         n->body = p_body(P, ends, &w);
         P->loops = saved;
+        P->soft = soft_saved;
         P->pos++;
         if (pk(P)->type == T_NAME) P->pos++;  // {% endmacro name %}
         p_end(P);
@@ -990,8 +1050,10 @@ static ct_node *p_stmt(parser *P) {
         p_end(P);
         ct_node *n = mk(P, N_GENERATION, line);
         static const char *const ends[] = {"endgeneration", NULL};
-        int w;
+        int w, soft_saved = P->soft;
+        P->soft = 0;
         n->body = p_body(P, ends, &w);
+        P->soft = soft_saved;
         P->pos++;
         p_end(P);
         return n;
