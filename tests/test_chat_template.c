@@ -110,6 +110,9 @@ static void test_refusals(void) {
     check_refused("{{ 'x' * 100000000 }}", NULL, "past the output limit");
     check_refused("{% for i in range(2000) %}{{ 'abcdefghij' * 100 }}{% endfor %}", NULL, "output is larger");
     check_refused("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}", NULL, "MiB of memory");
+    check_refused("{% set ns = namespace(a=1) %}{% set ns.a = [ns] %}{{ ns }}", NULL, "nested more than 200 deep");
+    check_refused("{% set ns = namespace(x=1) %}{% for i in range(300) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x == ns.x }}",
+                  NULL, "comparing values nested more than 200 deep");
     char deep[1200];
     size_t k = 0;
     k += (size_t)snprintf(deep + k, sizeof deep - k, "{{ ");

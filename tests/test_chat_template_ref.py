@@ -11,7 +11,9 @@ Jinja-like braces, Unicode, tool calls and reasoning for Qwen3, content lists fo
 role order, each with add_generation_prompt false and true. A template that jinja2 refuses must be
 refused by wgtrain too. The spans wgtrain reports are checked independently: every span's bytes
 must come from its message, and each message's (stripped) content found in the output must lie
-inside a span of that message. Prints "N passed, N failed".
+inside a span of that message. Then a differential fuzz pass: CHAT_TEMPLATE_FUZZ (default 400)
+templates mutated from these (seed CHAT_TEMPLATE_FUZZ_SEED), each rendered by both or refused by
+both. Prints "N passed, N failed".
 """
 import json
 import os
@@ -238,6 +240,7 @@ users at {{ ns.users }} of {{ ns.n }}; roles {{ messages|map(attribute='role')|l
 [{{ block }}]
 {% for i in range(10) %}{% if i is odd %}{% continue %}{% endif %}{% if i > 6 %}{% break %}{% endif %}{{ i }}{% endfor %} {{ range(2, 9, 3)|list }} {{ range(5, 0, -2)|list }}
 {% for a, b in [[1, 2], (3, 4)] %}{{ a + b }}{% endfor %} {{ dict(x=1, y='z')|tojson }} {{ strftime_now('%Y-%m-%d %A') }}
+{{ '%s-%d %r %%' % ('a', 2.7, 'q') }} {{ 'plain' % no_such_var }} {{ 1 < 2 < 3 }} {{ 3 > 2 == 2 }} {{ 0x1f + 0o7 + 0b1 + 1_0 }} {{ [1][] is defined }}
 {% raw %}{{ not rendered }}{% endraw %}
   {#- a comment -#}
    end {{ 'with' -}}   
@@ -287,6 +290,48 @@ def conversations():
     ]
 
 
+# Jinja2 fragments spliced into the templates by the differential fuzz pass
+FUZZ_TOKENS = ["{{", "}}", "{%", "%}", "{%-", "-%}", "{{-", "-}}", "\n", "  ", " ", "'", "x", "loop.index", "|trim",
+               "|length", "[::-1]", "[1:]", " ~ ", " + ", " and ", " or ", " not ", "(", ")", "[", "]", "|tojson",
+               "|string", " is defined", "0", "1", "-", ".strip()", "\t", "{#", "#}", "|upper", "|first", "|last",
+               "|join", " in ", "none", "true", "1.5", "'a'", "\"b\"", " % ", " if ", " else ", "{% endif %}"]
+
+
+def fuzz_cases(env, templates, n, seed):
+    """n templates mutated from `templates` (a deterministic pseudo-random stream), each with a
+    conversation: wgtrain must render what jinja2 renders and refuse what it refuses."""
+    import random
+    rnd = random.Random(seed)
+    convs = conversations()
+    out = []
+    for i in range(n):
+        s = rnd.choice(templates)[1]
+        for _ in range(rnd.choice([1, 1, 2, 3])):
+            at = rnd.randrange(len(s) + 1)
+            r = rnd.random()
+            if r < 0.4:
+                s = s[:at] + rnd.choice(FUZZ_TOKENS) + s[at:]
+            elif r < 0.7:
+                s = s[:at] + s[at + rnd.randrange(1, 5):]
+            else:
+                j = rnd.randrange(len(s) + 1)
+                s = s[:at] + s[j:j + rnd.randrange(1, 20)] + s[at:]
+        cname, conv = rnd.choice(convs)
+        ctx = {"tools": None, "documents": None}
+        ctx.update(json.loads(json.dumps(conv)))
+        ctx["add_generation_prompt"] = rnd.random() < 0.5
+        ctx["bos_token"], ctx["eos_token"] = "<s>", "</s>"
+        try:
+            want, err = env.from_string(s).render(**ctx), None
+        except Exception as e:
+            want, err = None, f"{type(e).__name__}: {e}"
+        # a printed function object shows its address in Python: nothing to compare
+        if want is not None and ("<built-in method" in want or " at 0x" in want):
+            continue
+        out.append({"name": f"fuzz {i} / {cname}", "template": s, "context": ctx, "want": want, "err": err, "fuzz": True})
+    return out
+
+
 def main():
     env = make_env()
     templates = []
@@ -322,6 +367,11 @@ def main():
                             err = "raised: " + str(e)
                 cases.append({"name": f"{tname} / {cname} / add_generation_prompt={agp}", "template": src,
                               "context": ctx, "want": want, "err": err})
+    # a differential fuzz pass: CHAT_TEMPLATE_FUZZ=N cases (default 400), CHAT_TEMPLATE_FUZZ_SEED
+    import warnings
+    warnings.simplefilter("ignore", SyntaxWarning)  # jinja2 compiles mutated templates to odd Python
+    n_fuzz = int(os.environ.get("CHAT_TEMPLATE_FUZZ", "400"))
+    cases += fuzz_cases(env, templates, n_fuzz, int(os.environ.get("CHAT_TEMPLATE_FUZZ_SEED", "1")))
     with tempfile.TemporaryDirectory() as td:
         path = os.path.join(td, "cases.jsonl")
         with open(path, "w", encoding="utf-8") as f:
@@ -351,7 +401,8 @@ def main():
     for c, res in zip(cases, results):
         if c["err"] is not None:
             if res["ok"]:
-                fail(f"{c['name']}: jinja2 refuses ({c['err']}) but wgtrain rendered {res['text'][:200]!r}")
+                fail(f"{c['name']}: jinja2 refuses ({c['err']}) but wgtrain rendered {res['text'][:200]!r}"
+                     + (f"\n  template: {c['template']!r}" if c.get("fuzz") else ""))
             elif c["err"].startswith("raised: ") and c["err"][8:] not in res["error"]:
                 fail(f"{c['name']}: the template's own message {c['err'][8:]!r} is not in wgtrain's error {res['error']!r}")
             else:
@@ -361,9 +412,11 @@ def main():
                     print(f"refused: {c['name']}: jinja2: {c['err'][:100]} | wgtrain: {res['error'][:150]}")
             continue
         if not res["ok"]:
-            fail(f"{c['name']}: wgtrain refused: {res['error']}")
+            fail(f"{c['name']}: wgtrain refused: {res['error']}" + (f"\n  template: {c['template']!r}" if c.get("fuzz") else ""))
             continue
         if res["text"] != c["want"]:
+            if c.get("fuzz"):
+                print(f"(the template of the failing fuzz case: {c['template']!r})")
             w, g = c["want"], res["text"]
             k = next((i for i in range(min(len(w), len(g))) if w[i] != g[i]), min(len(w), len(g)))
             fail(f"{c['name']}: differs at char {k}:\n  jinja2:  {w[max(0, k - 60):k + 60]!r}\n  wgtrain: {g[max(0, k - 60):k + 60]!r}")
@@ -413,7 +466,7 @@ def main():
                     at = out.find(needle, at + 1)
         if ok:
             passed += 1
-    print(f"{len(cases)} cases over {len(templates)} templates: {rendered} rendered identically, {refused} refused by both")
+    print(f"{len(cases)} cases ({n_fuzz} of them mutated templates) over {len(templates)} templates: {rendered} rendered identically, {refused} refused by both")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

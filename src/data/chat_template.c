@@ -49,6 +49,7 @@ typedef struct rnd {
     frame *root;
     sbuf *out, *main_out;
     int depth, max_depth, ctl;  // ctl: 1 break, 2 continue
+    int nest;                   // nesting of the value being printed
     uint64_t steps, max_steps;
     size_t max_output;
     int64_t now;
@@ -110,15 +111,16 @@ static val *vundef(rnd *R, const char *fmt, ...) {
 }
 static val *vstr(rnd *R, const char *s, size_t n, const int32_t *tag) {
     val *v = vnew(R, V_STR);
-    char *p = ct_alloc(&R->a, n + 1);
+    char *p = ct_alloc_raw(&R->a, n + 1);
     if (n) memcpy(p, s, n);
+    p[n] = 0;
     v->s = p;
     v->n = n;
     if (tag) {
         int any = 0;
         for (size_t k = 0; k < n && !any; k++) any = tag[k] >= 0;
         if (any) {
-            int32_t *t = ct_alloc(&R->a, ct_mul(&R->a, n, sizeof *t));
+            int32_t *t = ct_alloc_raw(&R->a, ct_mul(&R->a, n, sizeof *t));
             memcpy(t, tag, n * sizeof *t);
             v->tag = t;
         }
@@ -169,11 +171,11 @@ static void sb_grow(rnd *R, sbuf *b, size_t extra) {
     if (need <= b->cap) return;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need) cap *= 2;
-    char *p = ct_alloc(&R->a, cap);
+    char *p = ct_alloc_raw(&R->a, cap);
     if (b->n) memcpy(p, b->p, b->n);
     b->p = p;
     if (b->tag) {
-        int32_t *t = ct_alloc(&R->a, ct_mul(&R->a, cap, sizeof *t));
+        int32_t *t = ct_alloc_raw(&R->a, ct_mul(&R->a, cap, sizeof *t));
         memcpy(t, b->tag, b->n * sizeof *t);
         b->tag = t;
     }
@@ -183,7 +185,7 @@ static void sb_put(rnd *R, sbuf *b, const char *s, size_t n, const int32_t *tag)
     if (!n) return;
     sb_grow(R, b, n);
     if (tag && !b->tag) {
-        b->tag = ct_alloc(&R->a, ct_mul(&R->a, b->cap, sizeof *b->tag));
+        b->tag = ct_alloc_raw(&R->a, ct_mul(&R->a, b->cap, sizeof *b->tag));
         for (size_t k = 0; k < b->n; k++) b->tag[k] = -1;
     }
     memcpy(b->p + b->n, s, n);
@@ -369,6 +371,10 @@ static void seq_str(rnd *R, sbuf *b, const val *v, int line) {
 // str(v) (repr = 0) or repr(v) (repr = 1) appended to b
 static void to_str(rnd *R, sbuf *b, const val *v, int repr, int line) {
     char buf[64];
+    if ((v->t == V_LIST || v->t == V_DICT || v->t == V_NS) && ++R->nest > 200) {
+        R->nest = 0;
+        rfail(R, line, "printing a value nested more than 200 deep (or a namespace that contains itself)");
+    }
     switch (v->t) {
     case V_UNDEF: if (repr) sb_cstr(R, b, "Undefined"); break;
     case V_NONE: sb_cstr(R, b, "None"); break;
@@ -380,6 +386,7 @@ static void to_str(rnd *R, sbuf *b, const val *v, int repr, int line) {
     case V_NS: sb_cstr(R, b, "<Namespace "); seq_str(R, b, v, line); sb_cstr(R, b, ">"); break;
     case V_FUNC: case V_MACRO: case V_LOOP: rfail(R, line, "printing a %s object is not supported", type_name(v));
     }
+    if (v->t == V_LIST || v->t == V_DICT || v->t == V_NS) R->nest--;
 }
 static val *as_str(rnd *R, val *v, int line) {
     if (v->t == V_STR) return v;
@@ -402,32 +409,37 @@ static int truthy(const val *v) {
 static int is_num(const val *v) { return v->t == V_BOOL || v->t == V_INT || v->t == V_FLOAT; }
 static double num(const val *v) { return v->t == V_FLOAT ? v->f : (double)v->i; }
 
-static int veq(const val *a, const val *b) {
+static int veq(rnd *R, const val *a, const val *b) {
     if (is_num(a) && is_num(b)) {
         if (a->t != V_FLOAT && b->t != V_FLOAT) return a->i == b->i;
         return num(a) == num(b);
     }
     if (a->t != b->t) return 0;
+    if ((a->t == V_LIST || a->t == V_DICT) && R->nest > 200) rfail(R, 0, "comparing values nested more than 200 deep");
     switch (a->t) {
     case V_UNDEF: case V_NONE: return 1;
     case V_STR: return a->n == b->n && memcmp(a->s, b->s, a->n) == 0;
     case V_LIST:
         if (a->flavour != b->flavour || a->flavour == L_GEN) return a == b;
         if (a->n != b->n) return 0;
+        R->nest++;
         for (size_t k = 0; k < a->n; k++)
-            if (!veq(a->items[k], b->items[k])) return 0;
+            if (!veq(R, a->items[k], b->items[k])) { R->nest--; return 0; }
+        R->nest--;
         return 1;
     case V_DICT:
         if (a->n != b->n) return 0;
+        R->nest++;
         for (size_t k = 0; k < a->n; k++) {
             int found = 0;
             for (size_t j = 0; j < b->n && !found; j++)
-                if (veq(a->items[k], b->items[j])) {
-                    if (!veq(a->vals[k], b->vals[j])) return 0;
+                if (veq(R, a->items[k], b->items[j])) {
+                    if (!veq(R, a->vals[k], b->vals[j])) { R->nest--; return 0; }
                     found = 1;
                 }
-            if (!found) return 0;
+            if (!found) { R->nest--; return 0; }
         }
+        R->nest--;
         return 1;
     default: return a == b;
     }
@@ -445,8 +457,14 @@ static int vcmp(rnd *R, const val *a, const val *b, const char *op, int line) {
         return c ? c : (a->n > b->n) - (a->n < b->n);
     }
     if (a->t == V_LIST && b->t == V_LIST && a->flavour == b->flavour && a->flavour != L_GEN) {
+        if (++R->nest > 200) rfail(R, line, "comparing values nested more than 200 deep");
         for (size_t k = 0; k < a->n && k < b->n; k++)
-            if (!veq(a->items[k], b->items[k])) return vcmp(R, a->items[k], b->items[k], op, line);
+            if (!veq(R, a->items[k], b->items[k])) {
+                int c = vcmp(R, a->items[k], b->items[k], op, line);
+                R->nest--;
+                return c;
+            }
+        R->nest--;
         return (a->n > b->n) - (a->n < b->n);
     }
     if (a->t == V_UNDEF || b->t == V_UNDEF) rfail(R, line, "%s", a->t == V_UNDEF ? a->s : b->s);
@@ -496,7 +514,7 @@ static val *from_json(rnd *R, const cJSON *j, int depth, int32_t tag) {
         if (!u8valid(s, n)) rfail(R, 0, "a string in the context is not valid UTF-8");
         val *v = vstr(R, s, n, NULL);
         if (tag >= 0 && n) {
-            int32_t *t = ct_alloc(&R->a, ct_mul(&R->a, n, sizeof *t));
+            int32_t *t = ct_alloc_raw(&R->a, ct_mul(&R->a, n, sizeof *t));
             for (size_t k = 0; k < n; k++) t[k] = tag;
             v->tag = t;
         }
@@ -551,7 +569,7 @@ static val *message_from_json(rnd *R, const cJSON *m, int32_t k) {
 
 static void dict_put(rnd *R, val *d, val *key, val *value) {
     for (size_t k = 0; k < d->n; k++)
-        if (veq(d->items[k], key)) { d->vals[k] = value; return; }
+        if (veq(R, d->items[k], key)) { d->vals[k] = value; return; }
     if (d->n == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 8;
         val **ks = ct_alloc(&R->a, ct_mul(&R->a, cap, sizeof *ks)), **vs = ct_alloc(&R->a, ct_mul(&R->a, cap, sizeof *vs));
@@ -675,7 +693,7 @@ static val *get_item(rnd *R, val *o, val *k, int line) {
         break;
     case V_DICT:
         for (size_t j = 0; j < o->n; j++)
-            if (veq(o->items[j], k)) return o->vals[j];
+            if (veq(R, o->items[j], k)) return o->vals[j];
         break;
     default: break;
     }
@@ -1042,12 +1060,12 @@ static int contains(rnd *R, val *item, val *c, int line) {
         size_t n;
         val **it = iter_items(R, c, &n, line);
         for (size_t k = 0; k < n; k++)
-            if (veq(item, it[k])) return 1;
+            if (veq(R, item, it[k])) return 1;
         return 0;
     }
     case V_DICT:
         for (size_t k = 0; k < c->n; k++)
-            if (veq(item, c->items[k])) return 1;
+            if (veq(R, item, c->items[k])) return 1;
         return 0;
     case V_UNDEF: return 0;
     default: rfail(R, line, "argument of type '%s' is not iterable", type_name(c));
@@ -1075,24 +1093,80 @@ static val *repeat(rnd *R, val *s, int64_t k, int line) {
     return r;
 }
 
+// a + b of two strings, in one allocation of the exact size
+static val *vconcat(rnd *R, const val *a, const val *b) {
+    if (a->n > SIZE_MAX / 8 - b->n) rfail(R, 0, "a string grows past the size limit");
+    size_t n = a->n + b->n;
+    val *v = vnew(R, V_STR);
+    char *p = ct_alloc_raw(&R->a, n + 1);
+    if (a->n) memcpy(p, a->s, a->n);
+    if (b->n) memcpy(p + a->n, b->s, b->n);
+    p[n] = 0;
+    v->s = p;
+    v->n = n;
+    if (a->tag || b->tag) {
+        int32_t *t = ct_alloc_raw(&R->a, ct_mul(&R->a, n, sizeof *t));
+        for (size_t k = 0; k < a->n; k++) t[k] = a->tag ? a->tag[k] : -1;
+        for (size_t k = 0; k < b->n; k++) t[a->n + k] = b->tag ? b->tag[k] : -1;
+        v->tag = t;
+    }
+    return v;
+}
+
+// Python's str % arg for the conversions %s, %r, %d, %i and %% without flags, width or
+// precision (anything else is refused)
+static val *py_format(rnd *R, const val *fmt, val *arg, int line) {
+    int is_tuple = arg->t == V_LIST && arg->flavour == L_TUPLE;
+    int mapping = arg->t == V_DICT || arg->t == V_UNDEF;  // Python's mapping check (Undefined has __getitem__)
+    size_t argidx = 0, arglen = is_tuple ? arg->n : 1;
+    sbuf b = {0};
+    for (size_t i = 0; i < fmt->n; i++) {
+        if (fmt->s[i] != '%') { sb_put(R, &b, fmt->s + i, 1, fmt->tag ? fmt->tag + i : NULL); continue; }
+        if (++i >= fmt->n) rfail(R, line, "incomplete format");
+        if (fmt->s[i] == '%') { sb_put(R, &b, "%", 1, NULL); continue; }
+        val *v;
+        if (fmt->s[i] == '(') {
+            size_t e = i + 1;
+            while (e < fmt->n && fmt->s[e] != ')') e++;
+            if (e >= fmt->n) rfail(R, line, "incomplete format key");
+            if (!mapping) rfail(R, line, "format requires a mapping");
+            if (arg->t == V_UNDEF) rfail(R, line, "%s", arg->s);
+            v = dict_get(arg, fmt->s + i + 1, e - i - 1);
+            if (!v) rfail(R, line, "KeyError in %% formatting: '%.*s'", (int)(e - i - 1), fmt->s + i + 1);
+            i = e + 1;
+            if (i >= fmt->n) rfail(R, line, "incomplete format");
+        } else {
+            if (argidx >= arglen) rfail(R, line, "not enough arguments for format string");
+            v = is_tuple ? arg->items[argidx] : arg;
+            argidx++;
+        }
+        char c = fmt->s[i];
+        if (c == 's') to_str(R, &b, v, 0, line);
+        else if (c == 'r') to_str(R, &b, v, 1, line);
+        else if (c == 'd' || c == 'i') {
+            if (v->t == V_INT || v->t == V_BOOL) sb_printf(R, &b, "%lld", (long long)v->i);
+            else if (v->t == V_FLOAT && isfinite(v->f) && fabs(v->f) < 9.2e18) sb_printf(R, &b, "%lld", (long long)v->f);
+            else rfail(R, line, "%%%c format: a real number is required, not %s", c, type_name(v));
+        } else rfail(R, line, "the %% format conversion '%c' (or a flag, width or precision) is not supported", c);
+    }
+    if (argidx < arglen && !mapping && !(is_tuple && arglen == 0))
+        rfail(R, line, "not all arguments converted during string formatting");
+    return sb_val(R, &b);
+}
+
 static val *binop(rnd *R, int op, val *a, val *b, int line) {
     static const char *const opn[] = {"+", "-", "*", "/", "//", "%", "**", "~", "==", "!=", "<", "<=", ">", ">=", "in", "not in"};
     WGT_ASSERT(op >= 0 && op <= OP_NOTIN, "chat template: an unknown binary operator");
     switch (op) {
-    case OP_EQ: return vbool(veq(a, b));
-    case OP_NE: return vbool(!veq(a, b));
+    case OP_EQ: return vbool(veq(R, a, b));
+    case OP_NE: return vbool(!veq(R, a, b));
     case OP_LT: return vbool(vcmp(R, a, b, "<", line) < 0);
     case OP_LE: return vbool(vcmp(R, a, b, "<=", line) <= 0);
     case OP_GT: return vbool(vcmp(R, a, b, ">", line) > 0);
     case OP_GE: return vbool(vcmp(R, a, b, ">=", line) >= 0);
     case OP_IN: return vbool(contains(R, a, b, line));
     case OP_NOTIN: return vbool(!contains(R, a, b, line));
-    case OP_CONCAT: {
-        sbuf s = {0};
-        to_str(R, &s, a, 0, line);
-        to_str(R, &s, b, 0, line);
-        return sb_val(R, &s);
-    }
+    case OP_CONCAT: return vconcat(R, as_str(R, a, line), as_str(R, b, line));
     default: break;
     }
     if (is_num(a) && is_num(b)) {
@@ -1149,12 +1223,7 @@ static val *binop(rnd *R, int op, val *a, val *b, int line) {
         default: break;
         }
     }
-    if (op == OP_ADD && a->t == V_STR && b->t == V_STR) {
-        sbuf s = {0};
-        sb_put(R, &s, a->s, a->n, a->tag);
-        sb_put(R, &s, b->s, b->n, b->tag);
-        return s.p ? sb_val(R, &s) : vcstr(R, "");
-    }
+    if (op == OP_ADD && a->t == V_STR && b->t == V_STR) return vconcat(R, a, b);
     if (op == OP_ADD && a->t == V_LIST && b->t == V_LIST && a->flavour == b->flavour && a->flavour != L_GEN) {
         val *r = vlist(R, a->n + b->n, a->flavour);
         if (a->n) memcpy(r->items, a->items, a->n * sizeof *r->items);
@@ -1165,7 +1234,7 @@ static val *binop(rnd *R, int op, val *a, val *b, int line) {
         return repeat(R, a, b->i, line);
     if (op == OP_MUL && (b->t == V_STR || (b->t == V_LIST && b->flavour != L_GEN)) && (a->t == V_INT || a->t == V_BOOL))
         return repeat(R, b, a->i, line);
-    if (op == OP_MOD && a->t == V_STR) rfail(R, line, "printf-style string formatting with %% is not supported");
+    if (op == OP_MOD && a->t == V_STR) return py_format(R, a, b, line);
     bad_operands(R, opn[op], a, b, line);
 }
 
@@ -1298,7 +1367,7 @@ static val *call_builtin(rnd *R, val *fn, const args *a) {
         args_check(R, a, 2, NULL);
         if (!a->np) rfail(R, line, "get() takes at least one argument");
         for (size_t k = 0; k < self->n; k++)
-            if (veq(self->items[k], a->pos[0])) return self->vals[k];
+            if (veq(R, self->items[k], a->pos[0])) return self->vals[k];
         return a->np > 1 ? a->pos[1] : &V_NONE_;
     }
     case M_ITEMS: {
@@ -1711,8 +1780,8 @@ static int apply_test(rnd *R, const char *name, val *x, const args *a0) {
         if (p->i == -1) return 1;
         return x->i % p->i == 0;
     }
-    if (!strcmp(name, "eq") || !strcmp(name, "equalto") || !strcmp(name, "==")) return veq(x, p);
-    if (!strcmp(name, "ne") || !strcmp(name, "!=")) return !veq(x, p);
+    if (!strcmp(name, "eq") || !strcmp(name, "equalto") || !strcmp(name, "==")) return veq(R, x, p);
+    if (!strcmp(name, "ne") || !strcmp(name, "!=")) return !veq(R, x, p);
     if (!strcmp(name, "lt") || !strcmp(name, "lessthan") || !strcmp(name, "<")) return vcmp(R, x, p, "<", line) < 0;
     if (!strcmp(name, "le") || !strcmp(name, "<=")) return vcmp(R, x, p, "<=", line) <= 0;
     if (!strcmp(name, "gt") || !strcmp(name, "greaterthan") || !strcmp(name, ">")) return vcmp(R, x, p, ">", line) > 0;

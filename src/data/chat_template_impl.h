@@ -15,7 +15,8 @@ typedef struct ct_arena {
     size_t used, cap;  // bytes handed out so far, and the most allowed
     jmp_buf *fail;     // where an allocation past cap jumps (after wgt_fail)
 } ct_arena;
-void *ct_alloc(ct_arena *a, size_t n);  // zeroed; n may be 0
+void *ct_alloc(ct_arena *a, size_t n);      // zeroed; n may be 0
+void *ct_alloc_raw(ct_arena *a, size_t n);  // not zeroed
 void ct_arena_free(ct_arena *a);
 // a * b, or a jump to a->fail with a message when it overflows size_t.
 size_t ct_mul(ct_arena *a, size_t x, size_t y);

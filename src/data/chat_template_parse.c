@@ -27,6 +27,12 @@ size_t ct_mul(ct_arena *a, size_t x, size_t y) {
 }
 
 void *ct_alloc(ct_arena *a, size_t n) {
+    void *p = ct_alloc_raw(a, n);
+    memset(p, 0, n);
+    return p;
+}
+
+void *ct_alloc_raw(ct_arena *a, size_t n) {
     n = (n + 15) & ~(size_t)15;
     if (n > a->cap || a->used > a->cap - n)
         ct_arena_fail(a, "chat template: rendering needs more than %zu MiB of memory (the limit; the template builds too large values)",
@@ -44,7 +50,6 @@ void *ct_alloc(ct_arena *a, size_t n) {
     }
     void *p = b->data + b->used;
     b->used += n;
-    memset(p, 0, n);
     return p;
 }
 
@@ -890,6 +895,22 @@ static ct_node *p_tuple(parser *P) {
 
 static ct_nodes p_body(parser *P, const char *const *ends, int *which);
 
+// the test of an if / elif: Jinja2 parses it without inline ifs (a, b makes a tuple)
+static ct_node *p_if_test(parser *P) {
+    int line = pk(P)->line;
+    ct_node *first = p_or(P);
+    if (!is_op(pk(P), ",")) return first;
+    vec items = {0};
+    vpush(P, &items, first);
+    while (p_skip_op(P, ",")) {
+        if (pk(P)->type == T_BLOCK_END) break;
+        vpush(P, &items, p_or(P));
+    }
+    ct_node *n = mk(P, E_TUPLE, line);
+    n->body = as_nodes(items);
+    return n;
+}
+
 static const char *const unsupported_tags[] = {"include", "import", "from", "extends", "block", "call", "filter",
                                                "with", "autoescape", "do", "trans", "pluralize", "endraw"};
 
@@ -902,7 +923,7 @@ static ct_node *p_stmt(parser *P) {
         int soft_saved = P->soft;
         P->soft = 1;  // Jinja2 leaves unknown filters and tests in an if to the render
         ct_node *n = mk(P, N_IF, line), *cur = n;
-        cur->a = p_expr(P);
+        cur->a = p_if_test(P);
         p_end(P);
         for (;;) {
             static const char *const ends[] = {"elif", "else", "endif", NULL};
@@ -911,7 +932,7 @@ static ct_node *p_stmt(parser *P) {
             if (w == 0) {
                 ct_node *e = mk(P, N_IF, pk(P)->line);
                 P->pos++;
-                e->a = p_expr(P);
+                e->a = p_if_test(P);
                 p_end(P);
                 vec one = {0};
                 vpush(P, &one, e);
