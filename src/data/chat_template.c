@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include "data/chat_template_impl.h"
 
@@ -609,7 +610,7 @@ static val *lookup(rnd *R, frame *f, const char *name) {
 enum {
     F_RANGE, F_NAMESPACE, F_RAISE, F_STRFTIME, F_DICT,
     M_STARTSWITH, M_ENDSWITH, M_SPLIT, M_RSPLIT, M_STRIP, M_LSTRIP, M_RSTRIP, M_REPLACE, M_UPPER, M_LOWER, M_TITLE,
-    M_CAPITALIZE, M_FIND, M_JOIN, M_COUNT, M_GET, M_ITEMS, M_KEYS, M_VALUES, M_NONE
+    M_CAPITALIZE, M_FIND, M_JOIN, M_COUNT, M_GET, M_ITEMS, M_KEYS, M_VALUES, M_LCOUNT, M_LINDEX, M_NONE
 };
 static const char *const str_methods[] = {"startswith", "endswith", "split", "rsplit", "strip", "lstrip", "rstrip",
                                           "replace", "upper", "lower", "title", "capitalize", "find", "join", "count"};
@@ -644,6 +645,10 @@ static val *get_attr(rnd *R, val *o, const char *name, int line) {
         if (v) return v;
         return vundef(R, "'Namespace object' has no attribute '%s'", name);
     }
+    case V_LIST:
+        if (o->flavour != L_GEN && !strcmp(name, "count")) return vfunc(R, M_LCOUNT, o);
+        if (o->flavour != L_GEN && !strcmp(name, "index")) return vfunc(R, M_LINDEX, o);
+        break;
     case V_LOOP: {  // the loop variable: items (o->items, o->n) at index o->pos
         int64_t k = (int64_t)o->pos, n = (int64_t)o->n;
         if (!strcmp(name, "index")) return vint(R, k + 1);
@@ -752,7 +757,9 @@ static val *do_slice(rnd *R, val *o, val *a, val *b, val *c, int line) {
             sb_put(R, &s, o->s + off[i], off[i + 1] - off[i], o->tag ? o->tag + off[i] : NULL);
         return sb_val(R, &s);
     }
-    rfail(R, line, "'%s' object is not subscriptable with a slice", type_name(o));
+    // Jinja2 compiles a slice to Python's own subscript: anything else fails
+    if (o->t == V_DICT) rfail(R, line, "unhashable type: 'slice'");
+    rfail(R, line, "'%s' object is not subscriptable", type_name(o));
 }
 
 // ---- string methods (Python semantics, code points) ----
@@ -1064,6 +1071,8 @@ static int contains(rnd *R, val *item, val *c, int line) {
         return 0;
     }
     case V_DICT:
+        if ((item->t == V_LIST && item->flavour != L_TUPLE) || item->t == V_DICT || item->t == V_NS)
+            rfail(R, line, "unhashable type: '%s'", type_name(item));
         for (size_t k = 0; k < c->n; k++)
             if (veq(R, item, c->items[k])) return 1;
         return 0;
@@ -1117,7 +1126,8 @@ static val *vconcat(rnd *R, const val *a, const val *b) {
 // precision (anything else is refused)
 static val *py_format(rnd *R, const val *fmt, val *arg, int line) {
     int is_tuple = arg->t == V_LIST && arg->flavour == L_TUPLE;
-    int mapping = arg->t == V_DICT || arg->t == V_UNDEF;  // Python's mapping check (Undefined has __getitem__)
+    // Python's mapping check (anything with __getitem__ but a tuple or str: dicts, lists, Undefined)
+    int mapping = arg->t == V_DICT || arg->t == V_UNDEF || (arg->t == V_LIST && arg->flavour == L_LIST);
     size_t argidx = 0, arglen = is_tuple ? arg->n : 1;
     sbuf b = {0};
     for (size_t i = 0; i < fmt->n; i++) {
@@ -1130,6 +1140,7 @@ static val *py_format(rnd *R, const val *fmt, val *arg, int line) {
             while (e < fmt->n && fmt->s[e] != ')') e++;
             if (e >= fmt->n) rfail(R, line, "incomplete format key");
             if (!mapping) rfail(R, line, "format requires a mapping");
+            if (arg->t == V_LIST) rfail(R, line, "list indices must be integers or slices, not str");
             if (arg->t == V_UNDEF) rfail(R, line, "%s", arg->s);
             v = dict_get(arg, fmt->s + i + 1, e - i - 1);
             if (!v) rfail(R, line, "KeyError in %% formatting: '%.*s'", (int)(e - i - 1), fmt->s + i + 1);
@@ -1381,6 +1392,19 @@ static val *call_builtin(rnd *R, val *fn, const args *a) {
         }
         return r;
     }
+    case M_LCOUNT:
+    case M_LINDEX: {
+        args_check(R, a, 1, NULL);
+        if (!a->np) rfail(R, line, "%s() takes exactly one argument", a->what);
+        int64_t cnt = 0;
+        for (size_t k = 0; k < self->n; k++)
+            if (veq(R, self->items[k], a->pos[0])) {
+                if (fn->i == M_LINDEX) return vint(R, (int64_t)k);
+                cnt++;
+            }
+        if (fn->i == M_LINDEX) rfail(R, line, "index(): the value is not in the list");
+        return vint(R, cnt);
+    }
     case M_KEYS:
     case M_VALUES: {
         args_check(R, a, 0, NULL);
@@ -1461,6 +1485,66 @@ int ct_test_known(const char *name) {
     for (size_t k = 0; test_names[k]; k++)
         if (!strcmp(test_names[k], name)) return 1;
     return 0;
+}
+
+// Python's int(str): whitespace around, a sign, digits with single underscores between them.
+// 1 with *out set, 0 when not a number, -1 when it does not fit 64 bits.
+static int py_parse_int(const val *s, int64_t *out) {
+    size_t i = 0, n = s->n;
+    while (i < n && py_isspace((unsigned char)s->s[i])) i++;
+    while (n > i && py_isspace((unsigned char)s->s[n - 1])) n--;
+    int neg = 0;
+    if (i < n && (s->s[i] == '+' || s->s[i] == '-')) neg = s->s[i++] == '-';
+    if (i >= n || !(s->s[i] >= '0' && s->s[i] <= '9')) return 0;
+    uint64_t v = 0;
+    int over = 0;
+    for (; i < n; i++) {
+        char c = s->s[i];
+        if (c == '_' && i + 1 < n && s->s[i + 1] >= '0' && s->s[i + 1] <= '9' && s->s[i - 1] != '_') continue;
+        if (!(c >= '0' && c <= '9')) return 0;
+        if (v > (UINT64_MAX - 9) / 10) over = 1;
+        else v = v * 10 + (uint64_t)(c - '0');
+    }
+    if (over || v > (uint64_t)INT64_MAX + (uint64_t)neg) return -1;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 1;
+}
+// Python's float(str): whitespace around, digits with single underscores, a fraction, an
+// exponent, or inf / infinity / nan in any case. 1 with *out set, 0 when not a number.
+static int py_parse_float(const val *s, double *out) {
+    size_t i = 0, n = s->n;
+    while (i < n && py_isspace((unsigned char)s->s[i])) i++;
+    while (n > i && py_isspace((unsigned char)s->s[n - 1])) n--;
+    char buf[128];
+    size_t k = 0, j = i;
+    if (j < n && (s->s[j] == '+' || s->s[j] == '-')) buf[k++] = s->s[j++];
+    size_t rest = n - j;
+    const char *r = s->s + j;
+    if ((rest == 3 && !strncasecmp(r, "inf", 3)) || (rest == 8 && !strncasecmp(r, "infinity", 8))) {
+        *out = (k && buf[0] == '-') ? -INFINITY : INFINITY;
+        return 1;
+    }
+    if (rest == 3 && !strncasecmp(r, "nan", 3)) { *out = NAN; return 1; }
+    int digits = 0, dot = 0, exp = 0;
+    for (; j < n; j++) {
+        char c = s->s[j];
+        if (k + 2 >= sizeof buf) return 0;
+        if (c >= '0' && c <= '9') { buf[k++] = c; digits++; continue; }
+        if (c == '_' && j > i && j + 1 < n && s->s[j - 1] >= '0' && s->s[j - 1] <= '9' && s->s[j + 1] >= '0' && s->s[j + 1] <= '9') continue;
+        if (c == '.' && !dot && !exp) { dot = 1; buf[k++] = c; continue; }
+        if ((c == 'e' || c == 'E') && digits && !exp) {
+            exp = 1;
+            buf[k++] = c;
+            if (j + 1 < n && (s->s[j + 1] == '+' || s->s[j + 1] == '-')) buf[k++] = s->s[++j];
+            if (!(j + 1 < n && s->s[j + 1] >= '0' && s->s[j + 1] <= '9')) return 0;
+            continue;
+        }
+        return 0;
+    }
+    if (!digits) return 0;
+    buf[k] = 0;
+    *out = strtod(buf, NULL);
+    return 1;
 }
 
 static int64_t seq_len(rnd *R, val *x, int line) {
@@ -1633,31 +1717,25 @@ static val *apply_filter(rnd *R, const char *name, val *x, const args *a0) {
         args_check(R, a, 1, kw);
         val *dv = arg(R, a, 0, "default");
         int is_int = name[0] == 'i';
-        if (x->t == V_INT || x->t == V_BOOL) return is_int ? vint(R, x->i) : vfloat(R, (double)x->i);
-        if (x->t == V_FLOAT) {
-            if (!is_int) return x;
-            if (isfinite(x->f) && fabs(x->f) < 9.2e18) return vint(R, (int64_t)x->f);
+        if (x->t == V_UNDEF) rfail(R, line, "%s", x->s);
+        double d = 0;
+        int64_t i = 0;
+        int have = 0;  // 1: an integer in i, 2: a float in d
+        if (x->t == V_INT || x->t == V_BOOL) { i = x->i; have = 1; }
+        else if (x->t == V_FLOAT) { d = x->f; have = 2; }
+        else if (x->t == V_STR) {
+            int r = is_int ? py_parse_int(x, &i) : 0;
+            if (r < 0) rfail(R, line, "int(): '%s' is outside the 64-bit integers supported", x->s);
+            if (r > 0) have = 1;
+            else if (py_parse_float(x, &d)) have = 2;
         }
-        if (x->t == V_STR) {
-            // Python's int() / float() of a string: optional whitespace around the number
-            val *s = str_strip(R, x, NULL, 3);
-            char *end;
-            if (s->n && s->n < 64 && !memchr(s->s, '_', s->n)) {
-                if (is_int) {
-                    long long v = strtoll(s->s, &end, 10);
-                    if (end == s->s + s->n) return vint(R, v);
-                }
-                int plain = 1;  // strtod also reads hex and "infinity"; Python's float() reads "inf" and "infinity"
-                for (size_t k = 0; k < s->n; k++) plain &= strchr("0123456789+-.eE", s->s[k]) != NULL;
-                double d = strtod(s->s, &end);
-                if (plain && end == s->s + s->n) {
-                    if (!is_int) return vfloat(R, d);
-                    if (fabs(d) < 9.2e18) return vint(R, (int64_t)d);
-                }
-            }
-        }
-        if (dv) return dv;
-        return is_int ? vint(R, 0) : vfloat(R, 0.0);
+        if (!have) return dv ? dv : is_int ? vint(R, 0) : vfloat(R, 0.0);
+        if (!is_int) return vfloat(R, have == 1 ? (double)i : d);
+        if (have == 1) return vint(R, i);
+        if (isnan(d)) return dv ? dv : vint(R, 0);  // int(nan) is a ValueError: the default
+        if (isinf(d)) rfail(R, line, "int(): cannot convert float infinity to integer");
+        if (!(fabs(d) < 9.2e18)) rfail(R, line, "int(): %g is outside the 64-bit integers supported", d);
+        return vint(R, (int64_t)d);
     }
     if (!strcmp(name, "abs")) {
         args_check(R, a, 0, NULL);
@@ -1683,6 +1761,9 @@ static val *apply_filter(rnd *R, const char *name, val *x, const args *a0) {
         for (size_t k = 0; k < n; k++) r->items[k] = it[n - 1 - k];
         return r;
     }
+    if ((!strcmp(name, "map") || !strcmp(name, "select") || !strcmp(name, "reject") || !strcmp(name, "selectattr") ||
+         !strcmp(name, "rejectattr")) && !truthy(x))
+        return vlist(R, 0, L_GEN);  // Jinja2's map / select start with "if value:"
     if (!strcmp(name, "map")) {
         size_t n;
         val *at = NULL, *dflt = NULL;
@@ -1767,19 +1848,14 @@ static int apply_test(rnd *R, const char *name, val *x, const args *a0) {
     if (!strcmp(name, "true")) return x->t == V_BOOL && x->i;
     if (!strcmp(name, "false")) return x->t == V_BOOL && !x->i;
     if (!strcmp(name, "mapping")) return x->t == V_DICT;
-    if (!strcmp(name, "sequence")) return x->t == V_STR || x->t == V_DICT || (x->t == V_LIST && x->flavour != L_GEN);
+    if (!strcmp(name, "sequence"))  // has len() and __getitem__: Jinja2's Undefined has both
+        return x->t == V_STR || x->t == V_DICT || x->t == V_UNDEF || (x->t == V_LIST && x->flavour != L_GEN);
     if (!strcmp(name, "iterable")) return x->t == V_STR || x->t == V_DICT || x->t == V_LIST || x->t == V_UNDEF;
     if (!strcmp(name, "callable")) return x->t == V_FUNC || x->t == V_MACRO;
-    if (!strcmp(name, "odd") || !strcmp(name, "even")) {
-        if (x->t != V_INT && x->t != V_BOOL) rfail(R, line, "the test '%s' needs an integer, not '%s'", name, type_name(x));
-        return (int)((x->i % 2 + 2) % 2) == (name[0] == 'o');
-    }
-    if (!strcmp(name, "divisibleby")) {
-        if (x->t != V_INT || p->t != V_INT) rfail(R, line, "divisibleby needs integers");
-        if (p->i == 0) rfail(R, line, "divisibleby 0");
-        if (p->i == -1) return 1;
-        return x->i % p->i == 0;
-    }
+    // Jinja2: value % 2 == 1, value % 2 == 0, value % num == 0 (Python's % on any operands)
+    if (!strcmp(name, "odd")) return veq(R, binop(R, OP_MOD, x, vint(R, 2), line), vint(R, 1));
+    if (!strcmp(name, "even")) return veq(R, binop(R, OP_MOD, x, vint(R, 2), line), vint(R, 0));
+    if (!strcmp(name, "divisibleby")) return veq(R, binop(R, OP_MOD, x, p, line), vint(R, 0));
     if (!strcmp(name, "eq") || !strcmp(name, "equalto") || !strcmp(name, "==")) return veq(R, x, p);
     if (!strcmp(name, "ne") || !strcmp(name, "!=")) return !veq(R, x, p);
     if (!strcmp(name, "lt") || !strcmp(name, "lessthan") || !strcmp(name, "<")) return vcmp(R, x, p, "<", line) < 0;
