@@ -441,7 +441,10 @@ def main():
             piece = out[s:e]
             # tojson copies content with escapes: compare against the escaped forms too
             forms = [f.encode() for f in fields] + [json.dumps(f, ensure_ascii=False).encode() for f in fields]
-            if not (0 <= s < e <= len(out)) or not any(piece in x for x in forms):
+            # (case changes and |reverse keep the sources: compare case-insensitively and reversed too)
+            text = piece.decode("utf-8", errors="replace")
+            if not (0 <= s < e <= len(out)) or not any(
+                    piece in x or piece.lower() in x.lower() or text[::-1].encode() in x for x in forms):
                 ok = False
                 fail(f"{c['name']}: span {m} [{s}, {e}) = {piece[:80]!r} is not from message {m}")
             for k in range(s, e):

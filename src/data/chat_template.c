@@ -1905,6 +1905,8 @@ static val *eval(rnd *R, frame *f, const ct_node *n) {
     case E_SLICE: {
         val *o = eval(R, f, n->a);
         val *a = n->b ? eval(R, f, n->b) : NULL, *b = n->c ? eval(R, f, n->c) : NULL, *c = n->d ? eval(R, f, n->d) : NULL;
+        if (n->op && !(o->t == V_STR || (o->t == V_LIST && o->flavour != L_GEN)))
+            return vundef(R, "'%s' object cannot be sliced", type_name(o));
         return do_slice(R, o, a, b, c, n->line);
     }
     case E_CALL: {

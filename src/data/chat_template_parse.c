@@ -409,6 +409,10 @@ static void lx_run(lexer *L) {
         }
         if (kind == '#') {
             size_t e = q + 2;
+            if (e + (sign == '-' || sign == '+') == n) {  // "{#" ending the template: Jinja2 drops it
+                L->pos = n;
+                break;
+            }
             while (e + 1 < n && !(s[e] == '#' && s[e + 1] == '}')) e++;
             if (e + 1 >= n) lx_fail(L->fail, line, "a comment {# is not closed");
             int minus = e > q + 2 && s[e - 1] == '-', plus = e > q + 2 && s[e - 1] == '+';
@@ -536,6 +540,21 @@ static void p_args(parser *P, ct_node *n) {
     n->body = as_nodes(pos);
     n->names = as_names(kn);
     n->other = as_nodes(kv);
+}
+
+// a literal, or a list / tuple / dict of literals
+static int is_const(const ct_node *n) {
+    switch (n->kind) {
+    case E_STR: case E_INT: case E_FLOAT: case E_BOOL: case E_NONE: return 1;
+    case E_LIST: case E_TUPLE: case E_DICT:
+        for (size_t k = 0; k < n->body.n; k++)
+            if (!is_const(n->body.p[k])) return 0;
+        for (size_t k = 0; k < n->other.n; k++)
+            if (!is_const(n->other.p[k])) return 0;
+        return 1;
+    case E_NEG: case E_POS: return is_const(n->a);
+    default: return 0;
+    }
 }
 
 static ct_node *p_primary(parser *P) {
@@ -669,6 +688,9 @@ static ct_node *p_primary(parser *P) {
                 m->b = parts[0];
                 m->c = parts[1];
                 m->d = parts[2];
+                // Jinja2 folds a slice of constants when compiling, and a failing one becomes
+                // Undefined there (on variables it is Python's own subscript, which raises)
+                m->op = is_const(n) && (!m->b || is_const(m->b)) && (!m->c || is_const(m->c)) && (!m->d || is_const(m->d));
             }
             m->a = n;
             n = m;
