@@ -1424,7 +1424,7 @@ static val *call_value(rnd *R, val *fn, const args *a) {
 }
 
 // evaluates the arguments of a call / filter / test node
-static void eval_args(rnd *R, frame *f, const ct_node *n, args *a, size_t skip_front) {
+static void eval_args(rnd *R, frame *f, const ct_node *n, args *a) {
     a->line = n->line;
     a->np = n->body.n;
     a->pos = ct_alloc(&R->a, ct_mul(&R->a, a->np + 1, sizeof *a->pos));
@@ -1433,7 +1433,6 @@ static void eval_args(rnd *R, frame *f, const ct_node *n, args *a, size_t skip_f
     a->kn = n->names.p;
     a->kv = ct_alloc(&R->a, ct_mul(&R->a, a->nk + 1, sizeof *a->kv));
     for (size_t k = 0; k < a->nk; k++) a->kv[k] = eval(R, f, n->other.p[k]);
-    (void)skip_front;
 }
 
 static val *call_macro(rnd *R, const ct_node *m, const args *a) {
@@ -1917,20 +1916,20 @@ static val *eval(rnd *R, frame *f, const ct_node *n) {
         else snprintf(what, sizeof what, "the called object");
         fn = eval(R, f, n->a);
         args a = {.what = what};
-        eval_args(R, f, n, &a, 0);
+        eval_args(R, f, n, &a);
         a.what = what;
         return call_value(R, fn, &a);
     }
     case E_FILTER: {
         val *x = eval(R, f, n->a);
         args a = {0};
-        eval_args(R, f, n, &a, 0);
+        eval_args(R, f, n, &a);
         return apply_filter(R, n->s, x, &a);
     }
     case E_TEST: {
         val *x = eval(R, f, n->a);
         args a = {0};
-        eval_args(R, f, n, &a, 0);
+        eval_args(R, f, n, &a);
         int r = apply_test(R, n->s, x, &a);
         return vbool(n->op ? !r : r);
     }
