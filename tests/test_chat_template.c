@@ -239,6 +239,51 @@ static void test_spans(void) {
     free(text);
 }
 
+// chat_template_from_config and chat_template_add_special_tokens on the real configurations
+static void test_config(void) {
+    const char *models[] = {"llama3_1", "qwen3", "gemma3", "llama2"};
+    for (int m = 0; m < 4; m++) {
+        char path[256];
+        snprintf(path, sizeof path, "third_party/hf-tokenizers/%s/tokenizer_config.json", models[m]);
+        size_t n;
+        uint8_t *b = test_slurp(path, &n);
+        CHECK(b != NULL, "%s is missing", path);
+        if (!b) continue;
+        cJSON *cfg = cJSON_Parse((const char *)b);
+        free(b);
+        const char *text;
+        wgt_status st = chat_template_from_config(cfg, NULL, &text);
+        if (m == 3) CHECK(st == WGT_ERR_CONFIG && strstr(wgt_last_error(), "no chat_template"), "llama2 has none: %s", wgt_last_error());
+        else CHECK(st == WGT_OK && strstr(text, "for message in"), "%s: %s", models[m], wgt_last_error());
+        CHECK(chat_template_from_config(cfg, "tool_use", &text) == WGT_ERR_CONFIG, "%s: no template named tool_use", models[m]);
+        cJSON *ctx = cJSON_Parse("{\"eos_token\": \"MINE\"}");
+        CHECK(chat_template_add_special_tokens(cfg, ctx) == WGT_OK, "%s: %s", models[m], wgt_last_error());
+        const cJSON *bos = cJSON_GetObjectItemCaseSensitive(ctx, "bos_token");
+        const cJSON *eos = cJSON_GetObjectItemCaseSensitive(ctx, "eos_token");
+        const cJSON *pad = cJSON_GetObjectItemCaseSensitive(ctx, "pad_token");
+        CHECK(cJSON_IsString(eos) && !strcmp(eos->valuestring, "MINE"), "%s: the context's own eos_token is kept", models[m]);
+        if (m == 1) {  // Qwen3: no bos_token (null), pad_token set, 13 additional tokens
+            const cJSON *add = cJSON_GetObjectItemCaseSensitive(ctx, "additional_special_tokens");
+            CHECK(!bos && cJSON_IsString(pad) && !strcmp(pad->valuestring, "<|endoftext|>") && cJSON_GetArraySize(add) == 13,
+                  "qwen3 special tokens");
+        }
+        if (m == 2) CHECK(cJSON_IsString(bos) && !strcmp(bos->valuestring, "<bos>") && cJSON_IsString(pad), "gemma3 special tokens");
+        if (m == 0) CHECK(cJSON_IsString(bos) && !strcmp(bos->valuestring, "<|begin_of_text|>") && !pad, "llama3_1 special tokens");
+        cJSON_Delete(ctx);
+        cJSON_Delete(cfg);
+    }
+    cJSON *cfg = cJSON_Parse("{\"chat_template\": [{\"name\": \"default\", \"template\": \"A\"}, {\"name\": \"tool_use\", \"template\": \"B\"}],"
+                             " \"bos_token\": {\"content\": \"<s>\", \"lstrip\": false}}");
+    const char *text = NULL;
+    CHECK(chat_template_from_config(cfg, NULL, &text) == WGT_OK && !strcmp(text, "A"), "default of a list");
+    CHECK(chat_template_from_config(cfg, "tool_use", &text) == WGT_OK && !strcmp(text, "B"), "named template");
+    cJSON *ctx = cJSON_CreateObject();
+    CHECK(chat_template_add_special_tokens(cfg, ctx) == WGT_OK &&
+          !strcmp(cJSON_GetObjectItemCaseSensitive(ctx, "bos_token")->valuestring, "<s>"), "an AddedToken object's content");
+    cJSON_Delete(ctx);
+    cJSON_Delete(cfg);
+}
+
 // --batch FILE: the renderer of tests/test_chat_template_ref.py
 static int run_batch(const char *path) {
     size_t n;
@@ -291,5 +336,6 @@ int main(int argc, char **argv) {
     test_refusals();
     test_no_date();
     test_spans();
+    test_config();
     return test_finish();
 }

@@ -354,8 +354,11 @@ def main():
                 ctx = {"tools": None, "documents": None}
                 ctx.update(json.loads(json.dumps(conv)))
                 ctx["add_generation_prompt"] = agp
-                ctx["bos_token"] = bos
-                ctx["eos_token"] = eos
+                # special tokens as transformers' special_tokens_map passes them: unset ones left out
+                if bos is not None:
+                    ctx["bos_token"] = bos
+                if eos is not None:
+                    ctx["eos_token"] = eos
                 if compiled is None:
                     want, err = None, str(compile_error)
                 else:

@@ -2098,6 +2098,58 @@ static void exec_body(rnd *R, frame *f, ct_nodes body) {
 }
 
 // ---- public API ----
+wgt_status chat_template_from_config(const cJSON *config, const char *name, const char **text) {
+    *text = NULL;
+    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(config, "chat_template");
+    if (cJSON_IsString(ct)) {
+        if (name && strcmp(name, "default"))
+            return wgt_fail(WGT_ERR_CONFIG, "chat template: tokenizer_config.json has one chat_template, not one named '%s'", name);
+        *text = ct->valuestring;
+        return WGT_OK;
+    }
+    if (cJSON_IsArray(ct)) {
+        const char *want = name ? name : "default";
+        for (const cJSON *e = ct->child; e; e = e->next) {
+            const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name"), *t = cJSON_GetObjectItemCaseSensitive(e, "template");
+            if (cJSON_IsString(n) && cJSON_IsString(t) && !strcmp(n->valuestring, want)) {
+                *text = t->valuestring;
+                return WGT_OK;
+            }
+        }
+        return wgt_fail(WGT_ERR_CONFIG, "chat template: tokenizer_config.json has no chat_template named '%s'", want);
+    }
+    return wgt_fail(WGT_ERR_CONFIG,
+                    "chat template: tokenizer_config.json has no chat_template (the model defines no chat format): "
+                    "give a template explicitly");
+}
+
+wgt_status chat_template_add_special_tokens(const cJSON *config, cJSON *context) {
+    static const char *const keys[] = {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"};
+    if (!cJSON_IsObject(context)) return wgt_fail(WGT_ERR_ARG, "chat template: the context must be a JSON object");
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(config, keys[k]);
+        if (cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "content");
+        if (!v || cJSON_IsNull(v) || cJSON_GetObjectItemCaseSensitive(context, keys[k])) continue;
+        if (!cJSON_IsString(v))
+            return wgt_fail(WGT_ERR_FORMAT, "tokenizer_config.json: %s must be a string or an object with a \"content\" string", keys[k]);
+        cJSON_AddStringToObject(context, keys[k], v->valuestring);
+    }
+    const cJSON *add = cJSON_GetObjectItemCaseSensitive(config, "additional_special_tokens");
+    if (cJSON_IsArray(add) && !cJSON_GetObjectItemCaseSensitive(context, "additional_special_tokens")) {
+        cJSON *list = cJSON_CreateArray();
+        for (const cJSON *e = add->child; e; e = e->next) {
+            const cJSON *v = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, "content") : e;
+            if (!cJSON_IsString(v)) {
+                cJSON_Delete(list);
+                return wgt_fail(WGT_ERR_FORMAT, "tokenizer_config.json: additional_special_tokens holds something other than a token");
+            }
+            cJSON_AddItemToArray(list, cJSON_CreateString(v->valuestring));
+        }
+        cJSON_AddItemToObject(context, "additional_special_tokens", list);
+    }
+    return WGT_OK;
+}
+
 wgt_status chat_template_parse(const char *src, size_t n, chat_template **out) {
     *out = NULL;
     if (!src) return wgt_fail(WGT_ERR_ARG, "chat template: no template text");

@@ -17,6 +17,17 @@
 
 typedef struct chat_template chat_template;
 
+// The template of a parsed tokenizer_config.json: "chat_template" as a string, or from a list of
+// {"name", "template"} the one called `name` (NULL: "default"). *text points into config.
+// WGT_ERR_CONFIG, naming the fix, when there is none (as with Llama-2's, whose field is null).
+wgt_status chat_template_from_config(const cJSON *config, const char *name, const char **text);
+// Adds to context the special tokens of config that transformers passes to the template
+// (bos_token, eos_token, unk_token, sep_token, pad_token, cls_token, mask_token as strings,
+// additional_special_tokens as a list), each a string or an {"content": ...} object; tokens that
+// are null or absent are left out (the template sees them undefined), and keys already in
+// context are kept.
+wgt_status chat_template_add_special_tokens(const cJSON *config, cJSON *context);
+
 // Parses src[0..n) (UTF-8). Unsupported syntax (an unknown tag, filter or test, {% include %},
 // ...) and malformed templates fail with WGT_ERR_FORMAT and a message naming it and its line.
 wgt_status chat_template_parse(const char *src, size_t n, chat_template **out);
