@@ -24,6 +24,14 @@ falls() { $PY -c "
 import math, sys; v = [float(x) for x in sys.argv[2:]]
 sys.exit(0 if len(v) >= 2 and all(b < a for a, b in zip(v, v[1:])) and v[-1] < math.log(70000) - float(sys.argv[1]) else 1)" "$2" $(val_losses "$1"); }
 
+section "16-bit data and a checkpoint from before 32-bit ids (tests/fixtures/legacy16)"
+cp -r tests/fixtures/legacy16 "$T/legacy"
+out=$($W eval --run "$T/legacy/run" --data "$T/legacy/data" --device cpu --batches 2 2>&1); rc=$?
+check "eval of the old run exits 0 ($out)" test $rc -eq 0
+check "eval gives the old build's loss ($(cat "$T/legacy/eval.txt"))" test "$(grep '^loss' <<<"$out")" = "$(cat "$T/legacy/eval.txt")"
+$W sample --run "$T/legacy/run" --device cpu --prompt "the cat" --tokens 8 --temperature 0 --seed 1 >"$T/sample.txt" 2>&1
+check "sample gives the old build's text, byte for byte" cmp -s "$T/sample.txt" "$T/legacy/sample.txt"
+
 section "32-bit shards with ids above 65,535"
 mkdir -p "$T/data"
 $D shards "$T/data" 3

@@ -3,7 +3,9 @@
 // refusal) and corpus preparation (files written, split, errors for bad inputs).
 #include "data/prepare.h"
 #include "data/shard.h"
+#include "data/text_tokenizer.h"
 #include "data/tokenizer.h"
+#include "train/dataset.h"
 #include "testlib.h"
 #include <dirent.h>
 #include <ftw.h>
@@ -614,6 +616,80 @@ static void test_prepare(void) {
     free(c);
 }
 
+// tests/fixtures/legacy16: a data directory prepare wrote when ids were uint16. It must open
+// (dataset_open: the one meta.json reader, the tokenizer registry, 16-bit shards as uint32 ids),
+// and prepare must still write the same bytes for the same corpus.
+#define LEGACY "tests/fixtures/legacy16"
+static int same_file(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    uint8_t *x = test_slurp(a, &na), *y = test_slurp(b, &nb);
+    int same = x && y && na == nb && !memcmp(x, y, na);
+    free(x);
+    free(y);
+    return same;
+}
+// meta.json without its "sources" line (the corpus path as given differs)
+static char *meta_without_sources(const char *path) {
+    size_t n = 0;
+    char *t = (char *)test_slurp(path, &n);
+    if (!t) return NULL;
+    char *o = malloc(n + 1), *w = o;
+    for (char *line = t; line < t + n;) {
+        char *e = memchr(line, '\n', (size_t)(t + n - line));
+        size_t len = e ? (size_t)(e - line) + 1 : (size_t)(t + n - line);
+        if (!memmem(line, len, "\"path\":", 7)) {
+            memcpy(w, line, len);
+            w += len;
+        }
+        line += len;
+    }
+    *w = 0;
+    free(t);
+    return o;
+}
+static void test_legacy16(void) {
+    dataset *ds = NULL;
+    CHECK(dataset_open(&ds, LEGACY "/data") == WGT_OK, "the legacy data directory opens: %s", wgt_last_error());
+    if (ds) {
+        CHECK(dataset_vocab(ds) > 257 && dataset_tokenizer(ds) &&
+                  !strcmp(text_tokenizer_kind_name(dataset_tokenizer(ds)), TEXT_TOK_BPE_NAME),
+              "vocabulary %d of wgtrain's BPE", dataset_vocab(ds));
+        CHECK(dataset_check_vocab(ds, dataset_vocab(ds)) == WGT_OK && dataset_check_seq(ds, 8) == WGT_OK, "%s",
+              wgt_last_error());
+        // the first validation window is the first 9 tokens of val_000.bin, read as uint16
+        int32_t in[8], tg[8];
+        size_t valid = 0;
+        size_t fl = 0;
+        uint8_t *raw = test_slurp(LEGACY "/data/val_000.bin", &fl);
+        CHECK(raw && fl > 1024 + 18 && dataset_val_batch(ds, 0, 1, 8, in, tg, &valid) == WGT_OK && valid == 8,
+              "a validation batch: %s", wgt_last_error());
+        int same = raw != NULL;
+        for (int t = 0; raw && t < 8; t++) {
+            uint16_t a, b;
+            memcpy(&a, raw + 1024 + 2 * t, 2);
+            memcpy(&b, raw + 1024 + 2 * (t + 1), 2);
+            same &= in[t] == a && tg[t] == b;
+        }
+        CHECK(same, "the batch holds the file's uint16 tokens");
+        free(raw);
+        dataset_free(ds);
+    }
+    const char *in[] = {LEGACY "/corpus.txt"};
+    CHECK(prepare_corpus(in, 1, tpath("legacy"), 300, 0.1, 0) == WGT_OK, "prepare: %s", wgt_last_error());
+    const char *files[] = {"tokenizer.bin", "train_000.bin", "val_000.bin"};
+    char a[256], b[4096];
+    for (int i = 0; i < 3; i++) {
+        snprintf(a, sizeof a, LEGACY "/data/%s", files[i]);
+        snprintf(b, sizeof b, "%s/%s", tpath("legacy"), files[i]);
+        CHECK(same_file(a, b), "prepare writes %s as before, byte for byte", files[i]);
+    }
+    snprintf(b, sizeof b, "%s/meta.json", tpath("legacy"));
+    char *ma = meta_without_sources(LEGACY "/data/meta.json"), *mb = meta_without_sources(b);
+    CHECK(ma && mb && !strcmp(ma, mb), "meta.json as before (but the corpus path):\n%s\n---\n%s", ma, mb);
+    free(ma);
+    free(mb);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "%s/wgt_test_data_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
@@ -621,6 +697,7 @@ int main(void) {
     test_tokenizer_reference();
     test_shard();
     test_prepare();
+    test_legacy16();
     rm_rf(tmpdir);
     tpath_free_all();
     return test_finish();
