@@ -29,12 +29,8 @@ static void shard_header(int32_t header[SHARD_HEADER_INTS], size_t n, int bytes)
     header[2] = (int32_t)n;
 }
 
-// Tokens [off, off + k) as they are stored: uint16 or uint32 little-endian.
-static void pack_tokens(uint8_t *dst, const uint32_t *toks, size_t k, int bytes) {
-    if (bytes == 4) {
-        memcpy(dst, toks, k * 4);
-        return;
-    }
+// k tokens (each < 65536) as the 16-bit format stores them: uint16 little-endian.
+static void pack_u16(uint8_t *dst, const uint32_t *toks, size_t k) {
     for (size_t i = 0; i < k; i++) {
         uint16_t v = (uint16_t)toks[i];
         memcpy(dst + 2 * i, &v, 2);
@@ -62,7 +58,7 @@ wgt_status shard_write(const char *path, const uint32_t *toks, size_t n, int voc
         uint8_t *buf = wgt_malloc((size_t)PACK_CHUNK * 2);
         for (size_t off = 0; off < n; off += PACK_CHUNK) {
             size_t k = n - off < PACK_CHUNK ? n - off : PACK_CHUNK;
-            pack_tokens(buf, toks + off, k, 2);
+            pack_u16(buf, toks + off, k);
             atomic_file_write(&af, buf, k * 2);
         }
         free(buf);
@@ -79,7 +75,7 @@ uint32_t shard_file_crc(const uint32_t *toks, size_t n, int vocab) {
     uint8_t *buf = wgt_malloc((size_t)PACK_CHUNK * 2);
     for (size_t off = 0; off < n; off += PACK_CHUNK) {
         size_t k = n - off < PACK_CHUNK ? n - off : PACK_CHUNK;
-        pack_tokens(buf, toks + off, k, 2);
+        pack_u16(buf, toks + off, k);
         crc = (uint32_t)crc32_z(crc, buf, k * 2);
     }
     free(buf);
@@ -162,7 +158,6 @@ wgt_status shard_read(const shard *s, size_t off, size_t n, uint32_t *dst) {
 
 wgt_status shard_scan(const shard *s, uint32_t *crc_out, uint32_t *max_out, uint64_t **counts, size_t *n_counts) {
     enum { CHUNK = 1 << 18 };  // tokens per read
-    uint32_t *buf = wgt_malloc(CHUNK * sizeof *buf);
     uint8_t *raw = wgt_malloc(CHUNK * 4);
     int32_t header[SHARD_HEADER_INTS];
     wgt_status st = file_pread_exact(s->fd, header, sizeof header, 0, s->path);
@@ -170,12 +165,19 @@ wgt_status shard_scan(const shard *s, uint32_t *crc_out, uint32_t *max_out, uint
     uint32_t mx = 0;
     for (size_t off = 0; off < s->n && st == WGT_OK; off += CHUNK) {
         size_t k = s->n - off < CHUNK ? s->n - off : CHUNK;
-        st = shard_read(s, off, k, buf);
+        st = file_pread_exact(s->fd, raw, k * (size_t)s->bytes,
+                              SHARD_HEADER_INTS * 4 + (uint64_t)off * (uint64_t)s->bytes, s->path);
         if (st != WGT_OK) break;
-        pack_tokens(raw, buf, k, s->bytes);  // the bytes as stored, for the CRC
         crc = (uint32_t)crc32_z(crc, raw, k * (size_t)s->bytes);
         for (size_t i = 0; i < k; i++) {
-            uint32_t v = buf[i];
+            uint32_t v;
+            if (s->bytes == 4) {
+                memcpy(&v, raw + 4 * i, 4);
+            } else {
+                uint16_t h;
+                memcpy(&h, raw + 2 * i, 2);
+                v = h;
+            }
             if (v >= (uint32_t)TOKEN_MAX_VOCAB) {
                 st = wgt_fail(WGT_ERR_FORMAT, "%s: token id %" PRIu32 " at position %zu (byte offset %llu) is beyond any "
                               "vocabulary this build reads (at most %d ids): the shard is corrupted or not token data; "
@@ -198,7 +200,6 @@ wgt_status shard_scan(const shard *s, uint32_t *crc_out, uint32_t *max_out, uint
             }
         }
     }
-    free(buf);
     free(raw);
     if (crc_out) *crc_out = crc;
     if (max_out) *max_out = mx;
