@@ -308,19 +308,19 @@ static void test_dataset(void) {
     char dir[512], p[1024];
     tpath(dir, "data");
     mkdir(dir, 0755);
-    uint16_t tr[1000], va[95];
-    for (int i = 0; i < 1000; i++) tr[i] = (uint16_t)(i % 250);
-    for (int i = 0; i < 95; i++) va[i] = (uint16_t)(1000 + i);
+    uint32_t tr[1000], va[95];
+    for (int i = 0; i < 1000; i++) tr[i] = (uint32_t)(i % 250);
+    for (int i = 0; i < 95; i++) va[i] = (uint32_t)(1000 + i);
     tpath2(p, dir, "x_train.bin");
-    CHECK(shard_write(p, tr, 1000) == WGT_OK, "shard_write");
+    CHECK(shard_write(p, tr, 1000, 1095) == WGT_OK, "shard_write");
     tpath2(p, dir, "x_val.bin");
-    CHECK(shard_write(p, va, 95) == WGT_OK, "shard_write");
+    CHECK(shard_write(p, va, 95, 1095) == WGT_OK, "shard_write");
     dataset *ds;
     if (dataset_open(&ds, dir) != WGT_OK) {
         CHECK(0, "dataset_open: %s", wgt_last_error());
         return;
     }
-    CHECK(dataset_vocab(ds) == 0 && dataset_tokenizer_path(ds) == NULL, "no tokenizer expected");
+    CHECK(dataset_vocab(ds) == 0 && dataset_tokenizer(ds) == NULL, "no tokenizer expected");
     CHECK(dataset_train_tokens(ds) == 1000 && dataset_val_tokens(ds) == 95, "token counts");
     CHECK(fabs(dataset_unigram_entropy(ds) - log(250.0)) < 1e-3, "entropy %g", dataset_unigram_entropy(ds));
     CHECK(dataset_check_vocab(ds, 1095) == WGT_OK, "vocab 1095 refused: %s", wgt_last_error());

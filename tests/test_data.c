@@ -3,7 +3,9 @@
 // refusal) and corpus preparation (files written, split, errors for bad inputs).
 #include "data/prepare.h"
 #include "data/shard.h"
+#include "data/text_tokenizer.h"
 #include "data/tokenizer.h"
+#include "train/dataset.h"
 #include "testlib.h"
 #include <dirent.h>
 #include <ftw.h>
@@ -63,11 +65,11 @@ static char *make_text(size_t n_words, size_t *len) {
 }
 
 static int round_trip(const tokenizer *tok, const uint8_t *b, size_t n) {
-    uint16_t *ids;
+    uint32_t *ids;
     size_t ni;
     if (tokenizer_encode(tok, b, n, &ids, &ni) != WGT_OK) return 0;
     int ok = 1;
-    for (size_t i = 0; i < ni; i++) ok &= ids[i] < tokenizer_vocab_size(tok) - 1;  // never the end-of-text id
+    for (size_t i = 0; i < ni; i++) ok &= ids[i] < (uint32_t)tokenizer_vocab_size(tok) - 1;  // never the end-of-text id
     uint8_t *d;
     size_t nd;
     if (tokenizer_decode(tok, ids, ni, &d, &nd) != WGT_OK) ok = 0;
@@ -202,7 +204,7 @@ static void test_tokenizer(void) {
         const uint8_t *b = tokenizer_token_bytes(tok, i, &len);
         if (!(b && len == 1 && b[0] == i)) { CHECK(0, "byte token %d", i); break; }
     }
-    uint16_t *ids;
+    uint32_t *ids;
     size_t ni;
     tokenizer_encode(tok, (const uint8_t *)" the", 4, &ids, &ni);
     CHECK(ni == 1, "\" the\" is one token (got %zu)", ni);
@@ -237,14 +239,14 @@ static void test_tokenizer(void) {
     CHECK(round_trip(tok, (const uint8_t *)utf8, strlen(utf8)), "UTF-8 and broken UTF-8");
 
     // Decode: ids beyond the vocabulary are refused, the end-of-text id reads as its text.
-    uint16_t bad[3] = {65, (uint16_t)vocab, 66};
+    uint32_t bad[3] = {65, (uint32_t)vocab, 66};
     uint8_t *out;
     size_t no;
     CHECK(tokenizer_decode(tok, bad, 3, &out, &no) == WGT_ERR_ARG, "id >= vocab refused");
     char want[64];
     snprintf(want, sizeof want, "token id %d at position 1", vocab);
     CHECK(contains(wgt_last_error(), want), "message names the id: %s", wgt_last_error());
-    uint16_t eot_ids[3] = {72, (uint16_t)(vocab - 1), 105};
+    uint32_t eot_ids[3] = {72, (uint32_t)(vocab - 1), 105};
     CHECK(tokenizer_decode(tok, eot_ids, 3, &out, &no) == WGT_OK && no == 15 && !memcmp(out, "H<|endoftext|>i", 15),
           "end-of-text decodes to its text");
     free(out);
@@ -261,7 +263,7 @@ static void test_tokenizer(void) {
             same = l1 == l2 && !memcmp(a, b, l1);
         }
         CHECK(same, "loaded tokenizer has the same tokens");
-        uint16_t *i1, *i2;
+        uint32_t *i1, *i2;
         size_t n1, n2;
         tokenizer_encode(tok, (const uint8_t *)text, n, &i1, &n1);
         tokenizer_encode(t2, (const uint8_t *)text, n, &i2, &n2);
@@ -334,36 +336,50 @@ static int count_tmp_files(void) {
     return k;
 }
 
-static void test_shard(void) {
+// One format: vocab <= 65536 writes llm.c's 16-bit shards, a larger one its 32-bit shards.
+static void test_shard_format(int vocab) {
+    const int bytes = vocab <= 65536 ? 2 : 4;
     size_t n = 12345;
-    uint16_t *t = malloc(n * 2);
-    for (size_t i = 0; i < n; i++) t[i] = (uint16_t)(rnd() % 4000);
+    uint32_t *t = malloc(n * sizeof *t);
+    for (size_t i = 0; i < n; i++) t[i] = (uint32_t)(rnd() % (uint64_t)vocab);
+    t[5] = (uint32_t)vocab - 1;  // the largest id the format must hold
     const char *p = tpath("s.bin");
-    CHECK(shard_write(p, t, n) == WGT_OK, "%s", wgt_last_error());
+    CHECK(shard_write(p, t, n, vocab) == WGT_OK, "vocab %d: %s", vocab, wgt_last_error());
     CHECK(count_tmp_files() == 0, "no temporary file left behind");
-    uint16_t *r = NULL;
+    uint32_t *r = NULL;
     size_t rn = 0;
-    CHECK(shard_read_all(p, &r, &rn) == WGT_OK && rn == n && !memcmp(r, t, n * 2), "shard round trip");
+    CHECK(shard_read_all(p, &r, &rn) == WGT_OK && rn == n && !memcmp(r, t, n * sizeof *t), "vocab %d: round trip", vocab);
     free(r);
     shard *s = NULL;
-    CHECK(shard_open(&s, p) == WGT_OK && shard_count(s) == n, "shard_open");
+    CHECK(shard_open(&s, p) == WGT_OK && shard_count(s) == n && shard_bytes_per_token(s) == bytes, "shard_open");
     if (s) {
-        uint16_t part[100];
+        uint32_t part[100];
         CHECK(shard_read(s, 1000, 100, part) == WGT_OK && !memcmp(part, t + 1000, sizeof part), "shard_read");
-        uint32_t crc = 0;
-        unsigned mx = 0;
-        unsigned want_max = 0;
+        CHECK(shard_read(s, n - 1, 1, part) == WGT_OK && part[0] == t[n - 1], "shard_read of the last token");
+        uint32_t crc = 0, mx = 0, want_max = 0;
         for (size_t i = 0; i < n; i++) want_max = t[i] > want_max ? t[i] : want_max;
-        CHECK(shard_scan(s, &crc, &mx, NULL) == WGT_OK && crc == shard_file_crc(t, n) && mx == want_max,
-              "shard_scan: crc %08x max %u", crc, mx);
+        uint64_t *counts = NULL;
+        size_t n_counts = 0;
+        CHECK(shard_scan(s, &crc, &mx, &counts, &n_counts) == WGT_OK && crc == shard_file_crc(t, n, vocab) &&
+              mx == want_max && n_counts == (size_t)want_max + 1, "shard_scan: crc %08x max %u counts %zu", crc, mx,
+              n_counts);
+        uint64_t sum = 0;
+        for (size_t i = 0; i < n_counts; i++) sum += counts[i];
+        CHECK(sum == n && counts[t[5]] >= 1, "counts sum %llu", (unsigned long long)sum);
+        free(counts);
         shard_close(s);
     }
     size_t fl;
     uint8_t *file = test_slurp(p, &fl);
-    CHECK(fl == 1024 + 2 * n, "file size %zu", fl);
-    int32_t h[3];
+    CHECK(fl == 1024 + (size_t)bytes * n, "file size %zu", fl);
+    CHECK(crc32_z(0, file, fl) == shard_file_crc(t, n, vocab), "shard_file_crc is the file's CRC");
+    int32_t h[4];
     memcpy(h, file, sizeof h);
-    CHECK(h[0] == 20240520 && h[1] == 1 && h[2] == (int32_t)n, "llm.c header");
+    CHECK(h[0] == (bytes == 2 ? 20240520 : 20240801) && h[1] == (bytes == 2 ? 1 : 7) && h[2] == (int32_t)n && h[3] == 0,
+          "llm.c header %d %d %d", h[0], h[1], h[2]);
+    uint32_t first;
+    memcpy(&first, file + 1024, 4);
+    CHECK(bytes == 2 ? (first & 0xFFFF) == t[0] : first == t[0], "the first token as stored");
 
     struct { const char *what; size_t len; int at; int32_t val; const char *msg; } bad[] = {
         {"truncated", fl - 1, -1, 0, "truncated"},
@@ -371,8 +387,10 @@ static void test_shard(void) {
         {"shorter than the header", 100, -1, 0, "truncated"},
         {"bad magic", fl, 0, 12345, "magic"},
         {"version 2", fl, 1, 2, "version 2"},
-        {"version 7", fl, 1, 7, "version 7"},
+        {"the other format's version", fl, 1, bytes == 2 ? 7 : 1, "version"},
         {"negative count", fl, 2, -5, "negative"},
+        // the other format's magic: the size no longer matches the count
+        {"the other format's magic", fl, 0, bytes == 2 ? 20240801 : 20240520, "version"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         uint8_t *c = malloc(fl);
@@ -397,34 +415,68 @@ static void test_shard(void) {
           "missing shard: %s", wgt_last_error());
 
     // An empty shard is valid.
-    CHECK(shard_write(tpath("e.bin"), NULL, 0) == WGT_OK && shard_read_all(tpath("e.bin"), &r, &rn) == WGT_OK &&
+    CHECK(shard_write(tpath("e.bin"), NULL, 0, vocab) == WGT_OK && shard_read_all(tpath("e.bin"), &r, &rn) == WGT_OK &&
           rn == 0, "empty shard");
     free(r);
 
-    // Vocabulary check names the first offending id and position.
-    CHECK(shard_check_vocab(t, n, 4000, p) == WGT_OK, "all tokens < 4000");
-    t[777] = 5000;
-    t[900] = 6000;
-    CHECK(shard_check_vocab(t, n, 4096, p) == WGT_ERR_FORMAT, "token beyond vocab detected");
-    CHECK(contains(wgt_last_error(), "token id 5000 at position 777") && contains(wgt_last_error(), "s.bin"),
-          "message: %s", wgt_last_error());
-
-    // Entropy: uniform over 4 ids is log 4; a constant sequence is 0.
-    uint16_t u[8] = {1, 2, 3, 4, 4, 3, 2, 1};
-    CHECK(fabs(shard_unigram_entropy(u, 8) - log(4.0)) < 1e-12, "entropy %f", shard_unigram_entropy(u, 8));
-    uint16_t z[3] = {9, 9, 9};
-    CHECK(shard_unigram_entropy(z, 3) == 0.0 && shard_unigram_entropy(z, 0) == 0.0, "zero entropy");
+    // An id >= vocab is refused by the writer (nothing written) and by the check, naming it and its position.
+    unlink(tpath("v.bin"));
+    t[777] = (uint32_t)vocab;
+    t[900] = (uint32_t)vocab + 5;
+    CHECK(shard_write(tpath("v.bin"), t, n, vocab) == WGT_ERR_FORMAT && access(tpath("v.bin"), F_OK) != 0,
+          "shard_write refuses an id beyond the vocabulary");
+    char want[64];
+    snprintf(want, sizeof want, "token id %d at position 777", vocab);
+    CHECK(shard_check_vocab(t, n, vocab, p) == WGT_ERR_FORMAT && contains(wgt_last_error(), want) &&
+          contains(wgt_last_error(), "s.bin"), "message: %s", wgt_last_error());
     free(t);
+}
+
+static void test_shard(void) {
+    test_shard_format(4000);
+    test_shard_format(65536);   // the largest vocabulary of the 16-bit format: id 65535 fits
+    test_shard_format(70000);   // 32-bit
+    test_shard_format(262144);  // Gemma 3's vocabulary size
+    CHECK(shard_token_bytes(65536) == 2 && shard_token_bytes(65537) == 4, "the format boundary");
+    CHECK(shard_write(tpath("x.bin"), NULL, 0, 0) == WGT_ERR_ARG && shard_write(tpath("x.bin"), NULL, 0, (1 << 24) + 1) ==
+          WGT_ERR_ARG, "vocabulary sizes out of range refused");
+
+    // A 32-bit shard holding an id no vocabulary reaches (written by another tool, or corrupted):
+    // refused when scanned, naming the file, the position and the byte offset.
+    uint32_t v7[6] = {1, 2, 70000, 0xFFFFFFFFu, 5, 6};
+    CHECK(shard_write(tpath("big.bin"), v7, 6, 70001) != WGT_OK, "the writer refuses 0xFFFFFFFF for vocab 70001");
+    v7[3] = 3;
+    CHECK(shard_write(tpath("big.bin"), v7, 6, 70001) == WGT_OK, "%s", wgt_last_error());
+    size_t fl;
+    uint8_t *file = test_slurp(tpath("big.bin"), &fl);
+    uint32_t huge = 0xFFFFFFFFu;
+    memcpy(file + 1024 + 3 * 4, &huge, 4);
+    test_spit(tpath("big.bin"), file, fl);
+    free(file);
+    shard *s = NULL;
+    uint32_t mx = 0;
+    CHECK(shard_open(&s, tpath("big.bin")) == WGT_OK, "header valid");
+    CHECK(s && shard_scan(s, NULL, &mx, NULL, NULL) == WGT_ERR_FORMAT && contains(wgt_last_error(), "big.bin") &&
+          contains(wgt_last_error(), "4294967295 at position 3 (byte offset 1036)"), "scan: %s", wgt_last_error());
+    shard_close(s);
+
+    // Entropy: uniform over 4 ids is log 4; a constant sequence is 0; ids beyond 65535 count too.
+    uint32_t u[8] = {1, 2, 3, 4, 4, 3, 2, 1};
+    CHECK(fabs(shard_unigram_entropy(u, 8, 5) - log(4.0)) < 1e-12, "entropy %f", shard_unigram_entropy(u, 8, 5));
+    uint32_t z[3] = {9, 9, 9};
+    CHECK(shard_unigram_entropy(z, 3, 10) == 0.0 && shard_unigram_entropy(z, 0, 10) == 0.0, "zero entropy");
+    uint32_t w[4] = {70000, 262143, 70000, 262143};
+    CHECK(fabs(shard_unigram_entropy(w, 4, 262144) - log(2.0)) < 1e-12, "entropy of high ids");
 }
 
 // ------------------------------------------------------------------ prepare
 
 static int read_shard_text(const tokenizer *tok, const char *path, char **text, size_t *n) {
-    uint16_t *t;
+    uint32_t *t;
     size_t nt;
     if (shard_read_all(path, &t, &nt) != WGT_OK) return 0;
     int ok = shard_check_vocab(t, nt, tokenizer_vocab_size(tok), path) == WGT_OK;
-    ok &= nt > 0 && t[0] == tokenizer_eot(tok);
+    ok &= nt > 0 && t[0] == (uint32_t)tokenizer_eot(tok);
     uint8_t *b;
     ok &= tokenizer_decode(tok, t, nt, &b, n) == WGT_OK;
     free(t);
@@ -529,7 +581,7 @@ static void test_prepare(void) {
     // One document: val gets the tail of its tokens.
     const char *one[] = {tpath("corpus/a.txt")};
     CHECK(prepare_corpus(one, 1, tpath("one"), 500, 0.1, 0) == WGT_OK, "single doc: %s", wgt_last_error());
-    uint16_t *t;
+    uint32_t *t;
     size_t nt, nv;
     CHECK(shard_read_all(tpath("one/val_000.bin"), &t, &nv) == WGT_OK && nv > 1, "val nonempty");
     free(t);
@@ -564,6 +616,80 @@ static void test_prepare(void) {
     free(c);
 }
 
+// tests/fixtures/legacy16: a data directory prepare wrote when ids were uint16. It must open
+// (dataset_open: the one meta.json reader, the tokenizer registry, 16-bit shards as uint32 ids),
+// and prepare must still write the same bytes for the same corpus.
+#define LEGACY "tests/fixtures/legacy16"
+static int same_file(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    uint8_t *x = test_slurp(a, &na), *y = test_slurp(b, &nb);
+    int same = x && y && na == nb && !memcmp(x, y, na);
+    free(x);
+    free(y);
+    return same;
+}
+// meta.json without its "sources" line (the corpus path as given differs)
+static char *meta_without_sources(const char *path) {
+    size_t n = 0;
+    char *t = (char *)test_slurp(path, &n);
+    if (!t) return NULL;
+    char *o = malloc(n + 1), *w = o;
+    for (char *line = t; line < t + n;) {
+        char *e = memchr(line, '\n', (size_t)(t + n - line));
+        size_t len = e ? (size_t)(e - line) + 1 : (size_t)(t + n - line);
+        if (!memmem(line, len, "\"path\":", 7)) {
+            memcpy(w, line, len);
+            w += len;
+        }
+        line += len;
+    }
+    *w = 0;
+    free(t);
+    return o;
+}
+static void test_legacy16(void) {
+    dataset *ds = NULL;
+    CHECK(dataset_open(&ds, LEGACY "/data") == WGT_OK, "the legacy data directory opens: %s", wgt_last_error());
+    if (ds) {
+        CHECK(dataset_vocab(ds) > 257 && dataset_tokenizer(ds) &&
+                  !strcmp(text_tokenizer_kind_name(dataset_tokenizer(ds)), TEXT_TOK_BPE_NAME),
+              "vocabulary %d of wgtrain's BPE", dataset_vocab(ds));
+        CHECK(dataset_check_vocab(ds, dataset_vocab(ds)) == WGT_OK && dataset_check_seq(ds, 8) == WGT_OK, "%s",
+              wgt_last_error());
+        // the first validation window is the first 9 tokens of val_000.bin, read as uint16
+        int32_t in[8], tg[8];
+        size_t valid = 0;
+        size_t fl = 0;
+        uint8_t *raw = test_slurp(LEGACY "/data/val_000.bin", &fl);
+        CHECK(raw && fl > 1024 + 18 && dataset_val_batch(ds, 0, 1, 8, in, tg, &valid) == WGT_OK && valid == 8,
+              "a validation batch: %s", wgt_last_error());
+        int same = raw != NULL;
+        for (int t = 0; raw && t < 8; t++) {
+            uint16_t a, b;
+            memcpy(&a, raw + 1024 + 2 * t, 2);
+            memcpy(&b, raw + 1024 + 2 * (t + 1), 2);
+            same &= in[t] == a && tg[t] == b;
+        }
+        CHECK(same, "the batch holds the file's uint16 tokens");
+        free(raw);
+        dataset_free(ds);
+    }
+    const char *in[] = {LEGACY "/corpus.txt"};
+    CHECK(prepare_corpus(in, 1, tpath("legacy"), 300, 0.1, 0) == WGT_OK, "prepare: %s", wgt_last_error());
+    const char *files[] = {"tokenizer.bin", "train_000.bin", "val_000.bin"};
+    char a[256], b[4096];
+    for (int i = 0; i < 3; i++) {
+        snprintf(a, sizeof a, LEGACY "/data/%s", files[i]);
+        snprintf(b, sizeof b, "%s/%s", tpath("legacy"), files[i]);
+        CHECK(same_file(a, b), "prepare writes %s as before, byte for byte", files[i]);
+    }
+    snprintf(b, sizeof b, "%s/meta.json", tpath("legacy"));
+    char *ma = meta_without_sources(LEGACY "/data/meta.json"), *mb = meta_without_sources(b);
+    CHECK(ma && mb && !strcmp(ma, mb), "meta.json as before (but the corpus path):\n%s\n---\n%s", ma, mb);
+    free(ma);
+    free(mb);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "%s/wgt_test_data_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
@@ -571,6 +697,7 @@ int main(void) {
     test_tokenizer_reference();
     test_shard();
     test_prepare();
+    test_legacy16();
     rm_rf(tmpdir);
     tpath_free_all();
     return test_finish();

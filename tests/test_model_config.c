@@ -109,9 +109,14 @@ static void test_json(void) {
     CHECK(model_config_from_hf_json(&r, "{\"model_type\": \"llama\", \"hidden_size\": 32.5}", "frac") != WGT_OK &&
               strstr(wgt_last_error(), "hidden_size"), "a fractional size: %s", wgt_last_error());
     CHECK(model_config_from_hf_json(&r, "{\"model_type\": \"llama\", \"hidden_size\": 32, \"intermediate_size\": 64, "
-                                        "\"num_attention_heads\": 4, \"num_hidden_layers\": 1, \"vocab_size\": 100000}",
+                                        "\"num_attention_heads\": 4, \"num_hidden_layers\": 1, \"vocab_size\": 16777217}",
                                     "bigV") != WGT_OK && strstr(wgt_last_error(), "vocab_size"),
-          "vocab above 65536: %s", wgt_last_error());
+          "vocab above TOKEN_MAX_VOCAB (2^24): %s", wgt_last_error());
+    // token ids are 32-bit: Gemma 3's 262,144 ids are a vocabulary like any other
+    CHECK(model_config_from_hf_json(&r, "{\"model_type\": \"llama\", \"hidden_size\": 32, \"intermediate_size\": 64, "
+                                        "\"num_attention_heads\": 4, \"num_hidden_layers\": 1, \"vocab_size\": 262144}",
+                                    "gemmaV") == WGT_OK && r.vocab == 262144 && model_config_check(&r) == WGT_OK,
+          "vocab 262144: %s", wgt_last_error());
     CHECK(model_config_from_hf_json(&r, "{\"model_type\": \"llama\", \"hidden_size\": 1e300}", "huge") != WGT_OK &&
               strstr(wgt_last_error(), "\"hidden_size\" is 1e+300; this build takes 1..65536"),
           "a huge size is named in a short form: %s", wgt_last_error());

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include "cli/cli.h"
+#include "core/token_id.h"
 #include "model/model.h"
 #include "core/clock.h"
 
@@ -200,7 +201,7 @@ static wgt_status bench_main(int argc, char **argv) {
         else if (!strcmp(a, "--kv-heads")) WGT_TRY(cli_parse_long(a, v, 1, 1024, &NKV));
         else if (!strcmp(a, "--d-model")) WGT_TRY(cli_parse_long(a, v, 1, 65536, &C));
         else if (!strcmp(a, "--d-ff")) WGT_TRY(cli_parse_long(a, v, 1, 1 << 20, &F));
-        else if (!strcmp(a, "--vocab")) WGT_TRY(cli_parse_long(a, v, 1, 65536, &Vv));
+        else if (!strcmp(a, "--vocab")) WGT_TRY(cli_parse_long(a, v, 1, TOKEN_MAX_VOCAB, &Vv));
         else if (!strcmp(a, "--batch")) WGT_TRY(cli_parse_long(a, v, 1, 1 << 16, &B));
         else if (!strcmp(a, "--seq")) WGT_TRY(cli_parse_long(a, v, 1, 1 << 16, &T));
         else if (!strcmp(a, "--steps")) WGT_TRY(cli_parse_long(a, v, 1, 1000000, &steps));

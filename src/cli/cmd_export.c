@@ -73,7 +73,7 @@ static wgt_status gpt2_tokenizer_dir(const checkpoint *ck, const char *run, char
         if (text_tokenizer_open_dir(&t, cands[i]) != WGT_OK || !t) continue;
         char h[17];
         snprintf(h, sizeof h, "%016" PRIx64, text_tokenizer_fingerprint(t));
-        int gpt2 = text_tokenizer_kind(t) == TEXT_TOK_GPT2, same = !ck->cfg.tokenizer_hash[0] || !strcmp(h, ck->cfg.tokenizer_hash);
+        int gpt2 = !strcmp(text_tokenizer_kind_name(t), TEXT_TOK_GPT2_NAME), same = !ck->cfg.tokenizer_hash[0] || !strcmp(h, ck->cfg.tokenizer_hash);
         text_tokenizer_free(t);
         if (!same) continue;
         if (gpt2) snprintf(dir, n, "%s", cands[i]);

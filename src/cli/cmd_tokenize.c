@@ -47,9 +47,9 @@ static wgt_status write_stdout(const void *p, size_t n) {
 static int is_space(uint8_t c) { return c == ' ' || (c >= 9 && c <= 13); }
 
 // Whitespace-separated decimal ids, each < vocab.
-static wgt_status parse_ids(const uint8_t *s, size_t n, int vocab, const char *kind, uint16_t **ids, size_t *n_ids) {
+static wgt_status parse_ids(const uint8_t *s, size_t n, int vocab, const char *kind, uint32_t **ids, size_t *n_ids) {
     size_t cap = n / 2 + 1, k = 0;
-    uint16_t *v = wgt_malloc(cap * sizeof *v);
+    uint32_t *v = wgt_malloc(cap * sizeof *v);
     for (size_t i = 0; i < n;) {
         while (i < n && is_space(s[i])) i++;
         if (i == n) break;
@@ -75,7 +75,7 @@ static wgt_status parse_ids(const uint8_t *s, size_t n, int vocab, const char *k
             return wgt_fail(WGT_ERR_ARG, "--decode: id %lu%s (id #%zu of the input, at byte offset %zu) is out of range: the "
                             "%s tokenizer has ids 0..%d", x, x >= 1000000000ul ? "+" : "", k + 1, b, kind, vocab - 1);
         }
-        v[k++] = (uint16_t)x;
+        v[k++] = (uint32_t)x;
     }
     *ids = v;
     *n_ids = k;
@@ -108,7 +108,7 @@ static wgt_status tokenize_main(int argc, char **argv) {
     text_tokenizer *tok;
     WGT_TRY(text_tokenizer_open(&tok, spec));
     uint8_t *in = NULL, *bytes = NULL;
-    uint16_t *ids = NULL;
+    uint32_t *ids = NULL;
     char *text = NULL;
     size_t n = 0, n_ids = 0, n_bytes = 0;
     wgt_status st = read_stdin(&in, &n);
@@ -119,12 +119,12 @@ static wgt_status tokenize_main(int argc, char **argv) {
     } else if (st == WGT_OK) {
         st = text_tokenizer_encode(tok, in, n, allow_special, &ids, &n_ids);
         if (st == WGT_OK) {
-            text = wgt_malloc(n_ids * 6 + 2);  // ids < 65536: at most 5 digits and a separator each
+            text = wgt_malloc(n_ids * 11 + 2);  // uint32 ids: at most 10 digits and a separator each
             size_t k = 0;
             for (size_t i = 0; i < n_ids; i++) {
-                char d[8];
+                char d[12];
                 int l = 0;
-                unsigned x = ids[i];
+                uint32_t x = ids[i];
                 do d[l++] = (char)('0' + x % 10), x /= 10;
                 while (x);
                 if (i) text[k++] = ' ';

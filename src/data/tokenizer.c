@@ -8,7 +8,9 @@
 // best pair. That is what makes a 16K vocabulary on megabytes of text take seconds, not hours.
 #include "data/tokenizer.h"
 #include "core/fileutil.h"
+#include "data/text_tokenizer.h"
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -557,17 +559,17 @@ static int encode_chunk(const tokenizer *tok, const uint8_t *p, int len, uint16_
     return len;
 }
 
-wgt_status tokenizer_encode(const tokenizer *tok, const uint8_t *bytes, size_t n, uint16_t **ids, size_t *n_ids) {
+wgt_status tokenizer_encode(const tokenizer *tok, const uint8_t *bytes, size_t n, uint32_t **ids, size_t *n_ids) {
     // Chunk cache: text repeats its words, so each distinct chunk is encoded once per call.
     typedef struct { uint64_t hash; size_t off; uint32_t len; uint32_t n_out; size_t out; } slot;
     size_t cap = pow2_at_least(n / 32 + 256), used = 0;
     const size_t max_used = (size_t)1 << 22;  // bounds memory on input with few repeats
     slot *tab = wgt_calloc(cap, sizeof *tab);
     size_t pool_cap = 1024, pool_n = 0;
-    uint16_t *pool = wgt_malloc(pool_cap * sizeof *pool);
+    uint32_t *pool = wgt_malloc(pool_cap * sizeof *pool);
     size_t out_cap = n / 3 + 16, out_n = 0;
-    uint16_t *outp = wgt_malloc(out_cap * sizeof *outp);
-    uint16_t buf[MAX_CHUNK];
+    uint32_t *outp = wgt_malloc(out_cap * sizeof *outp);
+    uint16_t buf[MAX_CHUNK];  // this format's ids are below 65535 (TOKENIZER_MAX_VOCAB)
 
     for (size_t i = 0; i < n;) {
         size_t e = chunk_end(bytes, n, i);
@@ -591,7 +593,7 @@ wgt_status tokenizer_encode(const tokenizer *tok, const uint8_t *bytes, size_t n
             out_n += tab[s].n_out;
         } else {
             int k = encode_chunk(tok, bytes + i, (int)len, buf);
-            memcpy(outp + out_n, buf, (size_t)k * sizeof *buf);
+            for (int q = 0; q < k; q++) outp[out_n + (size_t)q] = buf[q];
             out_n += (size_t)k;
             if (used < max_used) {
                 if (pool_n + (size_t)k > pool_cap) {
@@ -599,7 +601,7 @@ wgt_status tokenizer_encode(const tokenizer *tok, const uint8_t *bytes, size_t n
                     pool = realloc(pool, pool_cap * sizeof *pool);
                     WGT_ASSERT(pool, "out of host memory growing the encoder cache");
                 }
-                memcpy(pool + pool_n, buf, (size_t)k * sizeof *buf);
+                memcpy(pool + pool_n, outp + out_n - (size_t)k, (size_t)k * sizeof *pool);
                 tab[s] = (slot){h, i, len, (uint32_t)k, pool_n};
                 pool_n += (size_t)k;
                 if (++used * 2 > cap) {
@@ -626,13 +628,13 @@ wgt_status tokenizer_encode(const tokenizer *tok, const uint8_t *bytes, size_t n
     return WGT_OK;
 }
 
-wgt_status tokenizer_decode(const tokenizer *tok, const uint16_t *ids, size_t n, uint8_t **bytes, size_t *n_bytes) {
+wgt_status tokenizer_decode(const tokenizer *tok, const uint32_t *ids, size_t n, uint8_t **bytes, size_t *n_bytes) {
     *bytes = NULL;
     *n_bytes = 0;
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
-        if (ids[i] >= tok->vocab)
-            return wgt_fail(WGT_ERR_ARG, "cannot decode token id %u at position %zu: the vocabulary has %d ids "
+        if (ids[i] >= (uint32_t)tok->vocab)
+            return wgt_fail(WGT_ERR_ARG, "cannot decode token id %" PRIu32 " at position %zu: the vocabulary has %d ids "
                             "(0..%d); the ids come from a different tokenizer or model", ids[i], i, tok->vocab,
                             tok->vocab - 1);
         total += tok->tok_len[ids[i]];
@@ -768,3 +770,42 @@ done:
     free(buf);
     return st;
 }
+
+// ------------------------------------------------------------------ the tokenizer kind "wgtrain-bpe"
+
+static wgt_status kind_open(void **impl, const char *const *paths) {
+    tokenizer *tok;
+    WGT_TRY(tokenizer_load(&tok, paths[0]));
+    *impl = tok;
+    return WGT_OK;
+}
+static wgt_status kind_save(const void *impl, const char *const *paths) { return tokenizer_save(impl, paths[0]); }
+static int kind_sniff(const uint8_t *head, size_t n) { return n >= 8 && !memcmp(head, FILE_MAGIC, 8); }
+static void kind_free(void *impl) { tokenizer_free(impl); }
+static int kind_vocab(const void *impl) { return tokenizer_vocab_size(impl); }
+static int kind_eot(const void *impl) { return tokenizer_eot(impl); }
+static wgt_status kind_encode(const void *impl, const uint8_t *b, size_t n, uint32_t **ids, size_t *n_ids) {
+    return tokenizer_encode(impl, b, n, ids, n_ids);
+}
+static wgt_status kind_decode(const void *impl, const uint32_t *ids, size_t n, uint8_t **b, size_t *nb) {
+    return tokenizer_decode(impl, ids, n, b, nb);
+}
+static const uint8_t *kind_token_bytes(const void *impl, int id, size_t *len) {
+    return tokenizer_token_bytes(impl, id, len);
+}
+static uint64_t kind_fingerprint(const void *impl) { return tokenizer_fingerprint(impl); }
+
+const text_tok_kind text_tok_kind_bpe = {
+    .name = TEXT_TOK_BPE_NAME,
+    .files = {"tokenizer.bin", NULL},
+    .open = kind_open,
+    .save = kind_save,
+    .sniff = kind_sniff,
+    .free = kind_free,
+    .vocab_size = kind_vocab,
+    .eot = kind_eot,
+    .encode = kind_encode,
+    .decode = kind_decode,
+    .token_bytes = kind_token_bytes,
+    .fingerprint = kind_fingerprint,
+};

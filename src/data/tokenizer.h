@@ -8,7 +8,7 @@
 #include "core/error.h"
 
 #define TOKENIZER_MIN_VOCAB 257    // 256 byte tokens + <|endoftext|>
-#define TOKENIZER_MAX_VOCAB 65535  // ids must fit the uint16 tokens of the shard format
+#define TOKENIZER_MAX_VOCAB 65535  // this format stores merges as uint16 pairs (docs/tokenizer-format.md)
 #define TOKENIZER_EOT_TEXT "<|endoftext|>"
 
 typedef struct tokenizer tokenizer;
@@ -25,10 +25,10 @@ int tokenizer_eot(const tokenizer *tok);         // == vocab_size - 1
 // Encodes bytes into a malloc'd id array (free() it). Never emits the end-of-text id: the text
 // "<|endoftext|>" inside `bytes` is encoded as ordinary bytes; callers add separators.
 wgt_status tokenizer_encode(const tokenizer *tok, const uint8_t *bytes, size_t n,
-                            uint16_t **ids, size_t *n_ids);
+                            uint32_t **ids, size_t *n_ids);
 // Decodes ids into a malloc'd byte array (free() it); the end-of-text id decodes to
 // "<|endoftext|>". An id >= vocab size is an error.
-wgt_status tokenizer_decode(const tokenizer *tok, const uint16_t *ids, size_t n,
+wgt_status tokenizer_decode(const tokenizer *tok, const uint32_t *ids, size_t n,
                             uint8_t **bytes, size_t *n_bytes);
 // The bytes of one token (not NUL-terminated), or NULL for an id out of range.
 const uint8_t *tokenizer_token_bytes(const tokenizer *tok, int id, size_t *len);

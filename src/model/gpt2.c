@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "model/model_impl.h"
+#include "core/token_id.h"
 
 // ------------------------------------------------------------------ parameters
 
@@ -270,7 +271,7 @@ static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *wh
     WGT_TRY(model_hf_int(o, what, "n_embd", 1, 0, 1, 65536, &c->d_model));
     WGT_TRY(model_hf_int(o, what, "n_head", 1, 0, 1, 4096, &c->n_head));
     WGT_TRY(model_hf_int(o, what, "n_layer", 1, 0, 1, 256, &c->n_layer));
-    WGT_TRY(model_hf_int(o, what, "vocab_size", 1, 0, 1, 65536, &c->vocab));
+    WGT_TRY(model_hf_int(o, what, "vocab_size", 1, 0, 1, TOKEN_MAX_VOCAB, &c->vocab));
     WGT_TRY(model_hf_int(o, what, "n_ctx", 0, 1024, 1, 1 << 20, &n_ctx));
     WGT_TRY(model_hf_int(o, what, "n_positions", 0, n_ctx, 1, 1 << 20, &c->max_seq));
     WGT_TRY(model_hf_int(o, what, "n_inner", 0, 4 * c->d_model, 1, 262144, &c->d_ff));

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/token_id.h"
 #include "backend/cpu/ops.h"  // cpu_rope_tables: the host helper that fills the cos / sin tables
 #include "model/model_impl.h"
 
@@ -333,7 +334,7 @@ static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *wh
     WGT_TRY(model_hf_int(o, what, "intermediate_size", 1, 0, 1, 262144, &c->d_ff));
     WGT_TRY(model_hf_int(o, what, "num_attention_heads", 1, 0, 1, 4096, &c->n_head));
     WGT_TRY(model_hf_int(o, what, "num_hidden_layers", 1, 0, 1, 256, &c->n_layer));
-    WGT_TRY(model_hf_int(o, what, "vocab_size", 1, 0, 1, 65536, &c->vocab));
+    WGT_TRY(model_hf_int(o, what, "vocab_size", 1, 0, 1, TOKEN_MAX_VOCAB, &c->vocab));
     WGT_TRY(model_hf_int(o, what, "num_key_value_heads", 0, c->n_head, 1, 4096, &c->n_kv_heads));
     WGT_TRY(model_hf_int(o, what, "max_position_embeddings", 0, 2048, 1, 1 << 20, &c->max_seq));
     WGT_TRY(model_hf_double(o, what, "rms_norm_eps", 0, 1e-6, 1e-30, 0.5, &c->rms_eps));

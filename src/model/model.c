@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backend/dropout.h"
+#include "core/token_id.h"
 #include "backend/opt_status.h"
 #include "backend/half.h"
 #include "model/model_impl.h"
@@ -42,7 +43,7 @@ static const model_config_field shared_fields[] = {
     {"n_head", offsetof(model_config, n_head), MODEL_CF_INT, 4096},
     {"d_model", offsetof(model_config, d_model), MODEL_CF_INT, 65536},
     {"d_ff", offsetof(model_config, d_ff), MODEL_CF_INT, 262144},
-    {"vocab", offsetof(model_config, vocab), MODEL_CF_INT, 65536},
+    {"vocab", offsetof(model_config, vocab), MODEL_CF_INT, TOKEN_MAX_VOCAB},
     {"max_seq", offsetof(model_config, max_seq), MODEL_CF_INT, 1 << 20},
 };
 #define N_SHARED (int)(sizeof shared_fields / sizeof shared_fields[0])
@@ -122,8 +123,8 @@ wgt_status model_config_check(const model_config *c) {
         return wgt_fail(WGT_ERR_CONFIG, "head size d_model/n_head = %d is above the supported 128; use more heads",
                         c->d_model / c->n_head);
     if (c->d_ff < 1) return wgt_fail(WGT_ERR_CONFIG, "d_ff must be at least 1, got %d", c->d_ff);
-    if (c->vocab < 1 || c->vocab > 65536)
-        return wgt_fail(WGT_ERR_CONFIG, "vocab must be 1..65536 (tokens are stored as uint16), got %d", c->vocab);
+    if (c->vocab < 1 || c->vocab > TOKEN_MAX_VOCAB)
+        return wgt_fail(WGT_ERR_CONFIG, "vocab must be 1..%d, got %d", TOKEN_MAX_VOCAB, c->vocab);
     if (c->max_seq < 1) return wgt_fail(WGT_ERR_CONFIG, "max_seq must be at least 1, got %d", c->max_seq);
     return a->config_check ? a->config_check(c) : WGT_OK;
 }

@@ -12,19 +12,18 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "core/fileutil.h"
-#include "core/json_strict.h"
+#include "data/data_meta.h"
 #include "data/prepare.h"
 #include "data/shard.h"
 #include "data/text_tokenizer.h"
+#include "core/token_id.h"
 #include "train/rng.h"
-
-#define META_MAX_BYTES (16u << 20)
 
 typedef struct {
     char *path;
     shard *s;
     size_t n;
-    unsigned max_id;  // largest token id in the shard
+    uint32_t max_id;  // largest token id in the shard
 } shard_ref;
 
 typedef struct {
@@ -33,9 +32,10 @@ typedef struct {
 } shard_set;
 
 struct dataset {
-    char *tok_path;
     text_tokenizer *tok;
     int vocab;
+    int eot;       // meta.json's; -1 without meta.json
+    int id_limit;  // batches refuse ids >= this: the model's vocabulary once dataset_check_vocab passed
     char tok_hash[17];  // "" without a tokenizer
     double entropy;
     int have_entropy;
@@ -59,12 +59,11 @@ static void shard_set_free(shard_set *ss) {
 }
 
 // Opens and reads the shard once (CRC, largest id, and unigram counts when counts != NULL).
-static wgt_status shard_set_add(shard_set *ss, const char *path, uint32_t *crc, uint64_t *counts) {
+static wgt_status shard_set_add(shard_set *ss, const char *path, uint32_t *crc, uint64_t **counts, size_t *n_counts) {
     shard *s;
     WGT_TRY(shard_open(&s, path));
-    unsigned mx;
-    uint32_t c;
-    wgt_status st = shard_scan(s, &c, &mx, counts);
+    uint32_t mx, c;
+    wgt_status st = shard_scan(s, &c, &mx, counts, n_counts);
     if (st != WGT_OK) {
         shard_close(s);
         return st;
@@ -78,68 +77,28 @@ static wgt_status shard_set_add(shard_set *ss, const char *path, uint32_t *crc, 
     return WGT_OK;
 }
 
-// A name meta.json may give for a file of the directory: a plain file name, nothing that
-// leads elsewhere.
-static int plain_name(const char *s) {
-    size_t n = strlen(s);
-    return n > 0 && n < 256 && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
-}
-
-static int parse_hex(const char *s, int digits, uint64_t *out) {
-    if ((int)strlen(s) != digits) return 0;
-    uint64_t v = 0;
-    for (int i = 0; i < digits; i++) {
-        char c = s[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= (uint64_t)(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= (uint64_t)(c - 'a' + 10);
-        else return 0;
-    }
-    *out = v;
-    return 1;
-}
-
-// Adds the shards listed by meta.json (objects {"file", "tokens", "crc32"}), checking each
-// against its record.
-static wgt_status add_listed(shard_set *ss, const char *dir, const cJSON *arr, const char *meta_path, const char *key) {
-    const char *fix = "re-run `wgtrain prepare`";
-    if (!cJSON_IsArray(arr))
-        return wgt_fail(WGT_ERR_FORMAT, "%s lacks the list \"%s\"; %s", meta_path, key, fix);
-    const cJSON *it;
-    cJSON_ArrayForEach(it, arr) {
-        const cJSON *file = NULL, *tokens = NULL, *crc = NULL;
-        int unknown = 0;
-        if (cJSON_IsObject(it))
-            for (const cJSON *k = it->child; k; k = k->next) {
-                if (!strcmp(k->string, "file")) file = k;
-                else if (!strcmp(k->string, "tokens")) tokens = k;
-                else if (!strcmp(k->string, "crc32")) crc = k;
-                else unknown = 1;
-            }
-        int64_t want_n;
-        uint64_t want_crc;
-        if (unknown || !cJSON_IsString(file) || !plain_name(file->valuestring) ||
-            !json_int_in(tokens, 0, SHARD_MAX_TOKENS, &want_n) || !cJSON_IsString(crc) ||
-            !parse_hex(crc->valuestring, 8, &want_crc))
-            return wgt_fail(WGT_ERR_FORMAT, "%s: each entry of \"%s\" must be {\"file\": NAME, \"tokens\": N, \"crc32\": "
-                            "\"8 hex digits\"} with a plain file name; %s", meta_path, key, fix);
-        char *p = path_join(dir, file->valuestring);
+// Adds the shards meta.json lists, checking each against its token count and CRC-32.
+static wgt_status add_listed(shard_set *ss, const char *dir, const data_meta_shard *list, size_t n,
+                             const char *meta_path) {
+    for (size_t i = 0; i < n; i++) {
+        char *p = path_join(dir, list[i].file);
         uint32_t got_crc = 0;
-        wgt_status st = shard_set_add(ss, p, &got_crc, NULL);
-        if (st == WGT_OK && ss->v[ss->n - 1].n != (size_t)want_n)
+        wgt_status st = shard_set_add(ss, p, &got_crc, NULL, NULL);
+        if (st == WGT_OK && ss->v[ss->n - 1].n != (size_t)list[i].tokens)
             st = wgt_fail(WGT_ERR_FORMAT, "%s holds %zu tokens but %s records %lld: the directory is inconsistent (a "
-                          "`prepare` interrupted or files copied from elsewhere?); %s", p, ss->v[ss->n - 1].n, meta_path,
-                          (long long)want_n, fix);
-        if (st == WGT_OK && got_crc != (uint32_t)want_crc)
+                          "`prepare` interrupted or files copied from elsewhere?); re-run `wgtrain prepare`", p,
+                          ss->v[ss->n - 1].n, meta_path, (long long)list[i].tokens);
+        if (st == WGT_OK && got_crc != list[i].crc32)
             st = wgt_fail(WGT_ERR_FORMAT, "%s fails its checksum: CRC-32 %08x, but %s records %08x: the shard was "
-                          "changed or damaged after `prepare` wrote it; %s", p, got_crc, meta_path, (unsigned)want_crc, fix);
+                          "changed or damaged after `prepare` wrote it; re-run `wgtrain prepare`", p, got_crc, meta_path,
+                          list[i].crc32);
         free(p);
         WGT_TRY(st);
     }
     return WGT_OK;
 }
 
-static wgt_status add_glob(shard_set *ss, const char *dir, const char *pattern, uint64_t *counts) {
+static wgt_status add_glob(shard_set *ss, const char *dir, const char *pattern, uint64_t **counts, size_t *n_counts) {
     char *pat = path_join(dir, pattern);
     glob_t g;
     int r = glob(pat, 0, NULL, &g);
@@ -147,87 +106,30 @@ static wgt_status add_glob(shard_set *ss, const char *dir, const char *pattern, 
     if (r == GLOB_NOMATCH) return WGT_OK;
     if (r != 0) return wgt_fail(WGT_ERR_IO, "cannot list the shards in %s (glob error %d)", dir, r);
     wgt_status st = WGT_OK;
-    for (size_t i = 0; i < g.gl_pathc && st == WGT_OK; i++) st = shard_set_add(ss, g.gl_pathv[i], NULL, counts);
+    for (size_t i = 0; i < g.gl_pathc && st == WGT_OK; i++) st = shard_set_add(ss, g.gl_pathv[i], NULL, counts, n_counts);
     globfree(&g);
     return st;
 }
 
+// A directory `wgtrain prepare` wrote: meta.json (read by data_meta_read), its shards and the
+// tokenizer it names.
 static wgt_status open_meta(dataset *ds, const char *dir, const char *meta_path, uint64_t *tok_fp) {
-    const char *fix = "re-run `wgtrain prepare`";
-    char *text;
-    size_t len;
-    WGT_TRY(file_read_all(meta_path, "data description", NULL, META_MAX_BYTES, &text, &len));
-    cJSON *root;
-    wgt_status st = json_parse_strict(&root, text, len, 0, meta_path);
-    free(text);
-    if (st != WGT_OK) {
-        char msg[1200];
-        snprintf(msg, sizeof msg, "%s", wgt_last_error());
-        return wgt_fail(WGT_ERR_FORMAT, "%s; %s", msg, fix);
-    }
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
-    const cJSON *tk = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "tokenizer_kind");
-    // GPT-2's tokenizer is two files (tokenizer_files); wgtrain's BPE one, named by "tokenizer"
-    int gpt2 = cJSON_IsString(kind) && !strcmp(kind->valuestring, TEXT_TOK_GPT2_NAME);
-    const cJSON *th = cJSON_GetObjectItemCaseSensitive(root, "tokenizer_fnv1a64");
-    const cJSON *vs = cJSON_GetObjectItemCaseSensitive(root, "vocab_size");
-    const cJSON *eot = cJSON_GetObjectItemCaseSensitive(root, "eot_token");
-    const cJSON *ent = cJSON_GetObjectItemCaseSensitive(root, "unigram_entropy_nats");
-    const cJSON *ntr = cJSON_GetObjectItemCaseSensitive(root, "train_tokens");
-    const cJSON *nva = cJSON_GetObjectItemCaseSensitive(root, "val_tokens");
-    int64_t version = 0, vocab = 0, eot_id = 0, n_train = 0, n_val = 0;
-    if (!cJSON_IsObject(root) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "wgtrain-data"))
-        st = wgt_fail(WGT_ERR_FORMAT, "%s is not a wgtrain data description (\"format\" is not \"wgtrain-data\"); %s",
-                      meta_path, fix);
-    else if (!json_int_in(ver, 0, 1000000, &version))
-        st = wgt_fail(WGT_ERR_FORMAT, "%s has no integer \"version\"; %s", meta_path, fix);
-    else if (version == 1)
-        st = wgt_fail(WGT_ERR_FORMAT, "%s is version 1, written by an older wgtrain without checksums of the shards "
-                      "and the tokenizer; %s to write version %d", meta_path, fix, PREPARE_META_VERSION);
-    else if (version != PREPARE_META_VERSION)
-        st = wgt_fail(WGT_ERR_FORMAT, "%s has version %lld; this build reads version %d; %s", meta_path,
-                      (long long)version, PREPARE_META_VERSION, fix);
-    else if (kind && !(cJSON_IsString(kind) && (gpt2 || !strcmp(kind->valuestring, TEXT_TOK_BPE_NAME))))
-        st = wgt_fail(WGT_ERR_FORMAT, "%s: \"tokenizer_kind\" must be \"%s\" or \"%s\"; %s", meta_path,
-                      TEXT_TOK_BPE_NAME, TEXT_TOK_GPT2_NAME, fix);
-    else if ((!gpt2 && (!cJSON_IsString(tk) || !plain_name(tk->valuestring))) || !cJSON_IsString(th) ||
-             !parse_hex(th->valuestring, 16, tok_fp))
-        st = wgt_fail(WGT_ERR_FORMAT, "%s must name its tokenizer (a plain file name) and give its 16-hex-digit "
-                      "\"tokenizer_fnv1a64\"; %s", meta_path, fix);
-    else if (!json_int_in(vs, TOKENIZER_MIN_VOCAB, TOKENIZER_MAX_VOCAB, &vocab))
-        st = wgt_fail(WGT_ERR_FORMAT, "%s: \"vocab_size\" must be an integer from %d to %d; %s", meta_path,
-                      TOKENIZER_MIN_VOCAB, TOKENIZER_MAX_VOCAB, fix);
-    else if (!json_int_in(eot, 0, TOKENIZER_MAX_VOCAB, &eot_id) || eot_id != vocab - 1)
-        st = wgt_fail(WGT_ERR_FORMAT, "%s: \"eot_token\" must be vocab_size - 1 = %lld; %s", meta_path,
-                      (long long)(vocab - 1), fix);
-    else if (!cJSON_IsNumber(ent) || !isfinite(ent->valuedouble) || ent->valuedouble < 0 || ent->valuedouble > 12)
-        st = wgt_fail(WGT_ERR_FORMAT, "%s: \"unigram_entropy_nats\" must be a number from 0 to log(65536); %s", meta_path,
-                      fix);
-    else if (!json_int_in(ntr, 0, JSON_MAX_SAFE_INT, &n_train) || !json_int_in(nva, 0, JSON_MAX_SAFE_INT, &n_val))
-        st = wgt_fail(WGT_ERR_FORMAT, "%s: \"train_tokens\" and \"val_tokens\" must be non-negative integers; %s",
-                      meta_path, fix);
-    if (st == WGT_OK) {
-        ds->vocab = (int)vocab;
-        ds->entropy = ent->valuedouble;
-        ds->have_entropy = 1;
-        ds->tok_path = gpt2 ? NULL : path_join(dir, tk->valuestring);
-        st = add_listed(&ds->train, dir, cJSON_GetObjectItemCaseSensitive(root, "train_shards"), meta_path, "train_shards");
-    }
-    if (st == WGT_OK) st = add_listed(&ds->val, dir, cJSON_GetObjectItemCaseSensitive(root, "val_shards"), meta_path, "val_shards");
-    if (st == WGT_OK && (ds->train.total != (size_t)n_train || ds->val.total != (size_t)n_val))
-        st = wgt_fail(WGT_ERR_FORMAT, "%s records %lld train and %lld val tokens but its shards hold %zu and %zu; %s",
-                      meta_path, (long long)n_train, (long long)n_val, ds->train.total, ds->val.total, fix);
-    cJSON_Delete(root);
+    data_meta m;
+    WGT_TRY(data_meta_read(&m, meta_path));
+    ds->vocab = m.vocab;
+    ds->eot = m.eot;
+    ds->entropy = m.entropy;
+    ds->have_entropy = 1;
+    *tok_fp = m.tok_fp;
+    wgt_status st = add_listed(&ds->train, dir, m.train, m.n_train, meta_path);
+    if (st == WGT_OK) st = add_listed(&ds->val, dir, m.val, m.n_val, meta_path);
+    if (st == WGT_OK && (ds->train.total != (size_t)m.train_tokens || ds->val.total != (size_t)m.val_tokens))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s records %lld train and %lld val tokens but its shards hold %zu and %zu; re-run "
+                      "`wgtrain prepare`", meta_path, (long long)m.train_tokens, (long long)m.val_tokens,
+                      ds->train.total, ds->val.total);
+    if (st == WGT_OK) st = text_tokenizer_open_meta(&ds->tok, dir, &m, meta_path);
+    data_meta_free(&m);
     return st;
-}
-
-static double entropy_of(const uint64_t *count, size_t total) {
-    double h = 0, inv = total ? 1.0 / (double)total : 0;
-    for (int v = 0; v < 65536; v++)
-        if (count[v]) h -= (double)count[v] * inv * log((double)count[v] * inv);
-    return h;
 }
 
 wgt_status dataset_open(dataset **out, const char *dir) {
@@ -237,6 +139,7 @@ wgt_status dataset_open(dataset **out, const char *dir) {
         return wgt_fail(WGT_ERR_IO, "data directory %s not found; create it with `wgtrain prepare --input TEXT... --out %s`",
                         dir, dir);
     dataset *ds = wgt_calloc(1, sizeof *ds);
+    ds->eot = -1;
     char *meta = path_join(dir, PREPARE_META_FILE);
     wgt_status st;
     uint64_t meta_fp = 0;
@@ -250,30 +153,34 @@ wgt_status dataset_open(dataset **out, const char *dir) {
                       "interrupted), so its shards may not match the tokenizer; run `wgtrain prepare --out %s` again", dir,
                       "tokenizer", PREPARE_META_FILE, dir);
     } else {
-        // llm.c's data scripts: NAME_train*.bin / NAME_val*.bin, no tokenizer of ours
-        uint64_t *counts = wgt_calloc(65536, sizeof *counts);
-        st = add_glob(&ds->train, dir, "*train*.bin", counts);
-        if (st == WGT_OK) st = add_glob(&ds->val, dir, "*val*.bin", NULL);
-        ds->entropy = entropy_of(counts, ds->train.total);
+        // llm.c's data scripts: NAME_train*.bin / NAME_val*.bin, no tokenizer of ours; the
+        // counts grow to the largest id the shards hold
+        uint64_t *counts = NULL;
+        size_t n_counts = 0;
+        st = add_glob(&ds->train, dir, "*train*.bin", &counts, &n_counts);
+        if (st == WGT_OK) st = add_glob(&ds->val, dir, "*val*.bin", NULL, NULL);
+        ds->entropy = shard_counts_entropy(counts, n_counts, ds->train.total);
         ds->have_entropy = 1;
         free(counts);
         if (st == WGT_OK && !ds->train.n)
             st = wgt_fail(WGT_ERR_IO, "%s has no %s and no *train*.bin shards; prepare it with `wgtrain prepare --input "
                           "TEXT... --out %s`", dir, PREPARE_META_FILE, dir);
     }
-    // the tokenizer decides the vocabulary; meta.json must agree on its size and fingerprint
-    if (st == WGT_OK) st = text_tokenizer_open_dir(&ds->tok, dir);
+    // the tokenizer decides the vocabulary; meta.json must agree on its size, end-of-text and
+    // fingerprint
     if (st == WGT_OK && ds->tok) {
-        int v = text_tokenizer_vocab_size(ds->tok);
+        int v = text_tokenizer_vocab_size(ds->tok), e = text_tokenizer_eot(ds->tok);
         uint64_t fp = text_tokenizer_fingerprint(ds->tok);
-        if (ds->vocab && ds->vocab != v)
+        if (ds->vocab != v)
             st = wgt_fail(WGT_ERR_FORMAT, "%s says the vocabulary has %d tokens but %s has %d; re-run `wgtrain "
                           "prepare`", meta, ds->vocab, text_tokenizer_source(ds->tok), v);
-        else if (with_meta && fp != meta_fp)
+        else if (ds->eot != e)
+            st = wgt_fail(WGT_ERR_FORMAT, "%s says the end-of-text id is %d but %s's is %d; re-run `wgtrain prepare`",
+                          meta, ds->eot, text_tokenizer_source(ds->tok), e);
+        else if (fp != meta_fp)
             st = wgt_fail(WGT_ERR_FORMAT, "%s is not the tokenizer %s describes (fingerprint %016" PRIx64 ", recorded "
                           "%016" PRIx64 "): the directory is inconsistent; re-run `wgtrain prepare`",
                           text_tokenizer_source(ds->tok), meta, fp, meta_fp);
-        ds->vocab = v;
         snprintf(ds->tok_hash, sizeof ds->tok_hash, "%016" PRIx64, fp);
     }
     free(meta);
@@ -291,14 +198,13 @@ void dataset_free(dataset *ds) {
     if (!ds) return;
     shard_set_free(&ds->train);
     shard_set_free(&ds->val);
-    free(ds->tok_path);
     text_tokenizer_free(ds->tok);
     free(ds);
 }
 
 wgt_status dataset_use_val_shard(dataset *ds, const char *path) {
     shard_set ss = {0};
-    wgt_status st = shard_set_add(&ss, path, NULL, NULL);
+    wgt_status st = shard_set_add(&ss, path, NULL, NULL, NULL);
     if (st != WGT_OK) return st;
     shard_set_free(&ds->val);
     ds->val = ss;
@@ -306,7 +212,6 @@ wgt_status dataset_use_val_shard(dataset *ds, const char *path) {
 }
 
 int dataset_vocab(const dataset *ds) { return ds->vocab; }
-const char *dataset_tokenizer_path(const dataset *ds) { return ds->tok_path; }
 const text_tokenizer *dataset_tokenizer(const dataset *ds) { return ds->tok; }
 const char *dataset_tokenizer_hash(const dataset *ds) { return ds->tok_hash; }
 size_t dataset_train_tokens(const dataset *ds) { return ds->train.total; }
@@ -328,17 +233,20 @@ wgt_status dataset_check_tokenizer(const dataset *ds, const char *run_hash, cons
 // Names the first token >= vocab in a shard whose largest id says there is one.
 static wgt_status find_bad_token(const shard_ref *r, int vocab) {
     enum { CHUNK = 1 << 16 };
-    uint16_t *buf = wgt_malloc(CHUNK * sizeof *buf);
+    uint32_t *buf = wgt_malloc(CHUNK * sizeof *buf);
     wgt_status st = WGT_OK;
     for (size_t off = 0; off < r->n && st == WGT_OK; off += CHUNK) {
         size_t k = r->n - off < CHUNK ? r->n - off : CHUNK;
         st = shard_read(r->s, off, k, buf);
         if (st != WGT_OK) break;
         for (size_t i = 0; i < k; i++)
-            if ((int)buf[i] >= vocab) {
-                st = wgt_fail(WGT_ERR_FORMAT, "%s: token id %u at position %zu is >= the vocabulary size %d: the data "
-                              "was tokenized with a different tokenizer; re-run `wgtrain prepare` or use the matching data "
-                              "directory", r->path, buf[i], off + i, vocab);
+            if (buf[i] >= (uint32_t)vocab) {
+                st = wgt_fail(WGT_ERR_FORMAT, "%s: token id %" PRIu32 " at position %zu (byte offset %llu) is >= the "
+                              "vocabulary size %d: the data was tokenized with a different tokenizer; re-run `wgtrain "
+                              "prepare` or use the matching data directory", r->path, buf[i], off + i,
+                              (unsigned long long)(SHARD_HEADER_INTS * 4 + (uint64_t)(off + i) *
+                                                   (uint64_t)shard_bytes_per_token(r->s)),
+                              vocab);
                 break;
             }
     }
@@ -346,15 +254,16 @@ static wgt_status find_bad_token(const shard_ref *r, int vocab) {
     return st;
 }
 
-wgt_status dataset_check_vocab(const dataset *ds, int vocab) {
+wgt_status dataset_check_vocab(dataset *ds, int vocab) {
     const shard_set *sets[2] = {&ds->train, &ds->val};
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; i < sets[k]->n; i++)
-            if ((int)sets[k]->v[i].max_id >= vocab) {
+            if (sets[k]->v[i].max_id >= (uint32_t)vocab) {
                 WGT_TRY(find_bad_token(&sets[k]->v[i], vocab));
-                return wgt_fail(WGT_ERR_FORMAT, "%s changed while open: its largest token id is %u, beyond the vocabulary "
+                return wgt_fail(WGT_ERR_FORMAT, "%s changed while open: its largest token id is %" PRIu32 ", beyond the vocabulary "
                                 "%d", sets[k]->v[i].path, sets[k]->v[i].max_id, vocab);
             }
+    ds->id_limit = vocab;
     return WGT_OK;
 }
 
@@ -376,6 +285,20 @@ wgt_status dataset_check_seq(const dataset *ds, int T) {
     return WGT_OK;
 }
 
+// Tokens [off, off + n) of shard r, just read into w: a shard rewritten in place since it was
+// opened could hold ids beyond the vocabulary, and no such id may reach a kernel.
+static wgt_status window_check(const dataset *ds, const shard_ref *r, size_t off, const uint32_t *w, size_t n) {
+    uint32_t lim = (uint32_t)(ds->id_limit ? ds->id_limit : ds->vocab ? ds->vocab : TOKEN_MAX_VOCAB);
+    for (size_t i = 0; i < n; i++)
+        if (w[i] >= lim)
+            return wgt_fail(WGT_ERR_FORMAT, "%s: token id %" PRIu32 " at position %zu (byte offset %llu) is >= the "
+                            "vocabulary size %" PRIu32 ": the shard changed after it was opened, or the data is not for "
+                            "this model; re-run `wgtrain prepare`", r->path, w[i], off + i,
+                            (unsigned long long)(SHARD_HEADER_INTS * 4 + (uint64_t)(off + i) *
+                                                 (uint64_t)shard_bytes_per_token(r->s)), lim);
+    return WGT_OK;
+}
+
 wgt_status dataset_train_batch(const dataset *ds, uint64_t *rng, int B, int T, int32_t *inputs, int32_t *targets) {
     return dataset_train_batch_part(ds, rng, B, 0, B, T, inputs, targets);
 }
@@ -387,7 +310,7 @@ wgt_status dataset_train_batch_part(const dataset *ds, uint64_t *rng, int total,
     for (size_t i = 0; i < ds->train.n; i++)
         if (ds->train.v[i].n > (size_t)T) starts += ds->train.v[i].n - (size_t)T;
     WGT_ASSERT(starts > 0, "dataset_check_seq must pass before batches are drawn");
-    uint16_t *w = wgt_malloc(((size_t)T + 1) * sizeof *w);
+    uint32_t *w = wgt_malloc(((size_t)T + 1) * sizeof *w);
     wgt_status st = WGT_OK;
     for (int g = 0; g < total && st == WGT_OK; g++) {
         uint64_t r = rng_next_below(rng, starts);
@@ -400,6 +323,7 @@ wgt_status dataset_train_batch_part(const dataset *ds, uint64_t *rng, int total,
             r -= k;
         }
         st = shard_read(ds->train.v[i].s, (size_t)r, (size_t)T + 1, w);
+        if (st == WGT_OK) st = window_check(ds, &ds->train.v[i], (size_t)r, w, (size_t)T + 1);
         for (int t = 0; t < T && st == WGT_OK; t++) {
             inputs[(size_t)b * T + t] = w[t];
             targets[(size_t)b * T + t] = w[t + 1];
@@ -420,7 +344,7 @@ size_t dataset_val_windows(const dataset *ds, int T) {
 wgt_status dataset_val_batch(const dataset *ds, size_t b, int B, int T, int32_t *inputs, int32_t *targets, size_t *valid_out) {
     size_t valid = 0;
     *valid_out = 0;
-    uint16_t *tok = wgt_malloc(((size_t)T + 1) * sizeof *tok);
+    uint32_t *tok = wgt_malloc(((size_t)T + 1) * sizeof *tok);
     wgt_status st = WGT_OK;
     for (int r = 0; r < B && st == WGT_OK; r++) {
         int32_t *in = inputs + (size_t)r * T, *tg = targets + (size_t)r * T;
@@ -437,6 +361,7 @@ wgt_status dataset_val_batch(const dataset *ds, size_t b, int B, int T, int32_t 
         if (i == ds->val.n) continue;  // past the last window
         size_t n = ds->val.v[i].n, s = w * (size_t)T, m = n - s < (size_t)T + 1 ? n - s : (size_t)T + 1;
         st = shard_read(ds->val.v[i].s, s, m, tok);
+        if (st == WGT_OK) st = window_check(ds, &ds->val.v[i], s, tok, m);
         if (st != WGT_OK) break;
         for (size_t t = 0; t < (size_t)T && t < m; t++) {
             in[t] = tok[t];

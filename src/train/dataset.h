@@ -25,7 +25,6 @@ void dataset_free(dataset *ds);
 wgt_status dataset_use_val_shard(dataset *ds, const char *path);
 
 int dataset_vocab(const dataset *ds);               // 0 when the directory has no tokenizer
-const char *dataset_tokenizer_path(const dataset *ds);  // its tokenizer.bin; NULL for none or GPT-2's
 const text_tokenizer *dataset_tokenizer(const dataset *ds);  // either kind; NULL when there is none
 // The tokenizer's fingerprint (tokenizer_fingerprint) as 16 hex digits; "" when there is none.
 const char *dataset_tokenizer_hash(const dataset *ds);
@@ -39,13 +38,16 @@ size_t dataset_train_tokens(const dataset *ds);
 size_t dataset_val_tokens(const dataset *ds);
 
 // Fails, naming the shard, the first token id >= vocab and its position, if any shard holds one.
-wgt_status dataset_check_vocab(const dataset *ds, int vocab);
+// Once it passes, the batch functions refuse (naming shard and position) any id >= vocab they
+// read, so a shard rewritten in place meanwhile cannot hand a kernel an id beyond the model's.
+wgt_status dataset_check_vocab(dataset *ds, int vocab);
 // Fails with a clear message if no training shard holds a window of T+1 tokens.
 wgt_status dataset_check_seq(const dataset *ds, int T);
 
 // B windows of T+1 consecutive training tokens at uniformly random positions (over all train
 // shards), drawn with *rng: inputs [B*T] and next-token targets [B*T]. Fails only if a shard
-// can no longer be read (truncated or removed while training).
+// can no longer be read (truncated or removed while training) or holds an id beyond the
+// vocabulary (dataset_check_vocab; before it, the data's).
 wgt_status dataset_train_batch(const dataset *ds, uint64_t *rng, int B, int T, int32_t *inputs, int32_t *targets);
 // The part [first, first + B) of a batch of `total` windows: *rng advances over all `total`
 // draws, but only the part is read, so that the ranks of a data-parallel run share one data

@@ -2,6 +2,7 @@
 // learning-rate schedule. Keeping one table means a new hyper-parameter is one line here and
 // automatically gets a flag, a place in config.json and in checkpoints, and a resume check.
 #include "train/train_config.h"
+#include "core/token_id.h"
 #include <cjson/cJSON.h>
 #include "core/fileutil.h"
 #include "core/json_strict.h"
@@ -38,7 +39,7 @@ static const field fields[] = {
     {"model", "n_head", "--heads", FT_INT, OFF(model.n_head), 0, 1, 4096, 0, 1, "NH", "attention heads"},
     {"model", "d_model", "--d-model", FT_INT, OFF(model.d_model), 0, 1, 65536, 0, 1, "C", "embedding width"},
     {"model", "d_ff", "--d-ff", FT_INT, OFF(model.d_ff), 0, 1, 262144, 0, 1, "F", "MLP hidden width"},
-    {"model", "vocab", "--vocab", FT_INT, OFF(model.vocab), 0, 1, 65536, 0, 1, "V",
+    {"model", "vocab", "--vocab", FT_INT, OFF(model.vocab), 0, 1, TOKEN_MAX_VOCAB, 0, 1, "V",
      "vocabulary size, only for data without a tokenizer (llm.c shards)"},
     {"model", "max_seq", "--max-seq", FT_INT, OFF(model.max_seq), 0, 1, 1 << 20, 0, 1, "T",
      "the model's maximum sequence length (rows of wpe; default --seq)"},

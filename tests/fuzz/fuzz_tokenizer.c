@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
         accepted++;
         int v = tokenizer_vocab_size(t);
         FZ_CHECK(v >= TOKENIZER_MIN_VOCAB && v <= TOKENIZER_MAX_VOCAB && tokenizer_eot(t) == v - 1, "vocab %d", v);
-        uint16_t *ids;
+        uint32_t *ids;
         size_t ni;
         uint8_t *out;
         size_t no;
