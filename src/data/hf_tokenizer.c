@@ -143,6 +143,7 @@ typedef struct {
     uint32_t *slot;  // index into entries + 1, 0 = empty
     size_t mask;
     uint32_t *off, *len, *id;
+    uint64_t *hash;  // per entry
     size_t n, cap;
     sbuf pool;
 } strmap;
@@ -158,15 +159,17 @@ static void strmap_free(strmap *m) {
     free(m->off);
     free(m->len);
     free(m->id);
+    free(m->hash);
     free(m->pool.p);
 }
 static int64_t strmap_get(const strmap *m, const uint8_t *s, size_t n) {
     if (!m->slot) return -1;
-    for (size_t i = hash_bytes(s, n) & m->mask;; i = (i + 1) & m->mask) {
+    uint64_t h = hash_bytes(s, n);
+    for (size_t i = h & m->mask;; i = (i + 1) & m->mask) {
         uint32_t e = m->slot[i];
         if (!e) return -1;
         e--;
-        if (m->len[e] == n && !memcmp(m->pool.p + m->off[e], s, n)) return m->id[e];
+        if (m->hash[e] == h && m->len[e] == n && !memcmp(m->pool.p + m->off[e], s, n)) return m->id[e];
     }
 }
 // Inserts (or, if present, returns 0 leaving the map as it is); 1 on insertion.
@@ -175,7 +178,7 @@ static int strmap_put(strmap *m, const uint8_t *s, size_t n, uint32_t id) {
         size_t c = (m->mask + 1) * 2;
         uint32_t *ns = wgt_calloc(c, sizeof *ns);
         for (size_t e = 0; e < m->n; e++) {
-            size_t i = hash_bytes(m->pool.p + m->off[e], m->len[e]) & (c - 1);
+            size_t i = m->hash[e] & (c - 1);
             while (ns[i]) i = (i + 1) & (c - 1);
             ns[i] = (uint32_t)e + 1;
         }
@@ -183,12 +186,13 @@ static int strmap_put(strmap *m, const uint8_t *s, size_t n, uint32_t id) {
         m->slot = ns;
         m->mask = c - 1;
     }
-    size_t i = hash_bytes(s, n) & m->mask;
+    uint64_t h = hash_bytes(s, n);
+    size_t i = h & m->mask;
     for (;; i = (i + 1) & m->mask) {
         uint32_t e = m->slot[i];
         if (!e) break;
         e--;
-        if (m->len[e] == n && !memcmp(m->pool.p + m->off[e], s, n)) return 0;
+        if (m->hash[e] == h && m->len[e] == n && !memcmp(m->pool.p + m->off[e], s, n)) return 0;
     }
     WGT_ASSERT(m->pool.n + n < UINT32_MAX && m->n < UINT32_MAX - 1, "tokenizer strings over 4 GB");
     if (m->n == m->cap) {
@@ -196,11 +200,13 @@ static int strmap_put(strmap *m, const uint8_t *s, size_t n, uint32_t id) {
         m->off = realloc(m->off, m->cap * sizeof *m->off);
         m->len = realloc(m->len, m->cap * sizeof *m->len);
         m->id = realloc(m->id, m->cap * sizeof *m->id);
-        WGT_ASSERT(m->off && m->len && m->id, "out of host memory");
+        m->hash = realloc(m->hash, m->cap * sizeof *m->hash);
+        WGT_ASSERT(m->off && m->len && m->id && m->hash, "out of host memory");
     }
     m->off[m->n] = (uint32_t)m->pool.n;
     m->len[m->n] = (uint32_t)n;
     m->id[m->n] = id;
+    m->hash[m->n] = h;
     sb_add(&m->pool, s, n);
     m->slot[i] = (uint32_t)++m->n;
     return 1;
@@ -377,6 +383,12 @@ struct hf_tokenizer {
     pcre2_code *bytelevel_re;        // GPT-2's pattern for ByteLevel(use_regex)
     uint32_t byte_char[256];         // byte-level alphabet
     int16_t char_byte[324];          // its inverse for code points < 324
+    // filled by the stream parser, used by load_model
+    int vocab_seen, merges_seen;
+    uint32_t vocab_max;
+    sbuf mpool;                      // merges as written: decoded strings
+    uint32_t *mrec;                  // per merge: off, len, off2, len2 (len2 = UINT32_MAX: "a b" form)
+    size_t n_mrec, cap_mrec;
 };
 
 static wgt_status bad(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -429,6 +441,8 @@ void hf_tokenizer_free(hf_tokenizer *t) {
     free(t->tmpl_pre);
     free(t->tmpl_post);
     if (t->bytelevel_re) pcre2_code_free(t->bytelevel_re);
+    free(t->mpool.p);
+    free(t->mrec);
     free(t);
 }
 
@@ -1555,20 +1569,9 @@ static wgt_status load_model(hf_tokenizer *t, const cJSON *m, const char *what) 
     WGT_TRY(get_bool(m, "fuse_unk", 0, &t->fuse_unk, what, "the BPE model"));
     WGT_TRY(get_bool(m, "byte_fallback", 0, &t->byte_fallback, what, "the BPE model"));
     WGT_TRY(get_bool(m, "ignore_merges", 0, &t->ignore_merges, what, "the BPE model"));
-    const cJSON *v = jget(m, "vocab");
-    if (!cJSON_IsObject(v)) return bad(what, "the BPE model's \"vocab\" must be an object of token: id");
-    size_t nv = 0;
-    for (const cJSON *c = v->child; c; c = c->next) nv++;
-    if (nv > (size_t)HF_MAX_ID + 1) return bad(what, "the vocabulary has %zu entries, more than %u", nv, HF_MAX_ID + 1);
-    strmap_init(&t->vocab, nv);
-    uint32_t maxid = 0;
-    for (const cJSON *c = v->child; c; c = c->next) {
-        int64_t id;
-        if (!json_int_in(c, 0, HF_MAX_ID, &id))
-            return bad(what, "the vocabulary entry \"%.80s\" has no integer id in 0..%u", c->string, HF_MAX_ID);
-        strmap_put(&t->vocab, (const uint8_t *)c->string, strlen(c->string), (uint32_t)id);
-        if ((uint32_t)id > maxid) maxid = (uint32_t)id;
-    }
+    if (!t->vocab_seen) return bad(what, "the BPE model has no \"vocab\"");
+    size_t nv = t->vocab.n;
+    uint32_t maxid = t->vocab_max;
     t->model_size = nv ? maxid + 1 : 0;
     t->tok_off = wgt_malloc(((size_t)t->model_size + 1) * sizeof *t->tok_off);
     t->tok_len = wgt_malloc(((size_t)t->model_size + 1) * sizeof *t->tok_len);
@@ -1587,40 +1590,30 @@ static wgt_status load_model(hf_tokenizer *t, const cJSON *m, const char *what) 
         snprintf(name, sizeof name, "<0x%02X>", b);
         t->byte_ids[b] = strmap_get(&t->vocab, (const uint8_t *)name, 6);
     }
-    const cJSON *mg = jget(m, "merges");
-    if (jnull(mg)) return WGT_OK;
-    if (!cJSON_IsArray(mg)) return bad(what, "the BPE model's \"merges\" must be an array");
-    size_t nm = 0;
-    for (const cJSON *c = mg->child; c; c = c->next) nm++;
-    if (nm > (1u << 26)) return bad(what, "%zu merges, more than %u", nm, 1u << 26);
+    if (!t->merges_seen) return WGT_OK;
+    size_t nm = t->n_mrec / 4;
     mergemap_init(&t->merges, nm);
     size_t plen = t->prefix ? strlen(t->prefix) : 0;
     sbuf tmp = {0};
     uint32_t rank = 0;
     wgt_status st = WGT_OK;
-    for (const cJSON *c = mg->child; c && st == WGT_OK; c = c->next, rank++) {
-        const char *a, *b;
-        size_t la, lb;
+    for (size_t r = 0; r < nm && st == WGT_OK; r++, rank++) {
+        const uint32_t *rec = t->mrec + 4 * r;
+        const char *a = (const char *)t->mpool.p + rec[0], *b;
+        size_t la = rec[1], lb;
         char *owned = NULL;
-        if (cJSON_IsString(c)) {
-            const char *sp = strchr(c->valuestring, ' ');
+        if (rec[3] == UINT32_MAX) {
+            const char *sp = memchr(a, ' ', la);
             if (!sp) {
-                st = bad(what, "merge #%u \"%.80s\" is not two tokens separated by a space", rank, c->valuestring);
+                st = bad(what, "merge #%u \"%.*s\" is not two tokens separated by a space", rank, (int)(la > 80 ? 80 : la), a);
                 break;
             }
-            owned = wgt_strdup(c->valuestring);
-            a = owned;
-            la = (size_t)(sp - c->valuestring);
-            b = owned + la + 1;
-            lb = strlen(b);
-        } else if (cJSON_IsArray(c) && cJSON_GetArraySize(c) == 2 && cJSON_IsString(c->child) && cJSON_IsString(c->child->next)) {
-            a = c->child->valuestring;
-            b = c->child->next->valuestring;
-            la = strlen(a);
-            lb = strlen(b);
+            b = sp + 1;
+            lb = la - (size_t)(b - a);
+            la = (size_t)(sp - a);
         } else {
-            st = bad(what, "merge #%u is neither \"a b\" nor [\"a\", \"b\"]", rank);
-            break;
+            b = (const char *)t->mpool.p + rec[2];
+            lb = rec[3];
         }
         int64_t ia = strmap_get(&t->vocab, (const uint8_t *)a, la), ib = strmap_get(&t->vocab, (const uint8_t *)b, lb);
         if (ia < 0 || ib < 0) {
@@ -1686,21 +1679,291 @@ static wgt_status load_added(hf_tokenizer *t, const cJSON *l, const char *what) 
     return WGT_OK;
 }
 
+
+// ---------------------------------------------------------------- the file, streamed
+
+// tokenizer.json is read in one pass: the model's "vocab" and "merges" (nearly all of the file:
+// 262k tokens and 514k merges for Gemma-3) go straight into the hash tables and a string pool,
+// every other value is handed, as its own text, to the strict JSON parser. Building a cJSON tree
+// of the whole file costs seconds in allocations; this costs a fraction of one. The scanner
+// checks what RFC 8259 asks of the parts it reads itself (UTF-8, escapes, no lone surrogates,
+// no NUL); json_parse_strict checks the rest.
+typedef struct {
+    const uint8_t *p;
+    size_t n, i;
+    const char *what;
+} jscan;
+
+static wgt_status js_err(jscan *js, const char *msg) {
+    return wgt_fail(WGT_ERR_FORMAT, "%s is not valid JSON: %s at byte %zu", js->what, msg, js->i);
+}
+static void js_ws(jscan *js) {
+    while (js->i < js->n && (js->p[js->i] == ' ' || js->p[js->i] == '\t' || js->p[js->i] == '\n' || js->p[js->i] == '\r')) js->i++;
+}
+static int js_peek(jscan *js) {
+    js_ws(js);
+    return js->i < js->n ? js->p[js->i] : -1;
+}
+static wgt_status js_expect(jscan *js, char c) {
+    if (js_peek(js) != c) {
+        char m[32];
+        snprintf(m, sizeof m, "expected '%c'", c);
+        return js_err(js, m);
+    }
+    js->i++;
+    return WGT_OK;
+}
+static int hex4(const uint8_t *p, uint32_t *v) {
+    *v = 0;
+    for (int k = 0; k < 4; k++) {
+        int c = p[k], d;
+        if (c >= '0' && c <= '9') d = c - '0';
+        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+        else return 0;
+        *v = *v * 16 + (uint32_t)d;
+    }
+    return 1;
+}
+// A string at the cursor, decoded onto the end of out.
+static wgt_status js_string(jscan *js, sbuf *out) {
+    if (js_peek(js) != '"') return js_err(js, "expected a string");
+    js->i++;
+    for (;;) {
+        if (js->i >= js->n) return js_err(js, "unterminated string");
+        uint8_t c = js->p[js->i];
+        if (c == '"') {
+            js->i++;
+            return WGT_OK;
+        }
+        if (c < 0x20) return js_err(js, "raw control character in a string");
+        if (c == '\\') {
+            if (js->i + 1 >= js->n) return js_err(js, "unterminated string");
+            uint8_t e = js->p[js->i + 1];
+            const char *map = strchr("\"\"\\\\//b\bf\fn\nr\rt\t", e);
+            if (e != 'u') {
+                if (!map || ((map - "\"\"\\\\//b\bf\fn\nr\rt\t") & 1)) return js_err(js, "bad escape in a string");
+                sb_byte(out, (uint8_t)map[1]);
+                js->i += 2;
+                continue;
+            }
+            uint32_t v, lo;
+            if (js->i + 6 > js->n || !hex4(js->p + js->i + 2, &v)) return js_err(js, "bad \\u escape");
+            js->i += 6;
+            if (v >= 0xDC00 && v <= 0xDFFF) return js_err(js, "lone low surrogate");
+            if (v >= 0xD800 && v <= 0xDBFF) {
+                if (js->i + 6 > js->n || js->p[js->i] != '\\' || js->p[js->i + 1] != 'u' || !hex4(js->p + js->i + 2, &lo) ||
+                    lo < 0xDC00 || lo > 0xDFFF)
+                    return js_err(js, "lone high surrogate");
+                js->i += 6;
+                v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00);
+            }
+            if (!v) return js_err(js, "\\u0000 in a string");
+            sb_cp(out, v);
+            continue;
+        }
+        uint32_t cp;
+        size_t k = utf8_valid_len(js->p + js->i, js->n - js->i, &cp);
+        if (!k) return js_err(js, "invalid UTF-8");
+        sb_add(out, js->p + js->i, k);
+        js->i += k;
+    }
+}
+// Skips any value (its text is checked later by json_parse_strict).
+static wgt_status js_skip(jscan *js) {
+    int depth = 0;
+    js_ws(js);
+    size_t start = js->i;
+    for (;;) {
+        if (js->i >= js->n) return js_err(js, "unexpected end");
+        uint8_t c = js->p[js->i];
+        if (c == '"') {
+            js->i++;
+            while (js->i < js->n && js->p[js->i] != '"') js->i += js->p[js->i] == '\\' ? 2 : 1;
+            if (js->i >= js->n) return js_err(js, "unterminated string");
+            js->i++;
+        } else if (c == '{' || c == '[') {
+            if (++depth > JSON_MAX_DEPTH) return js_err(js, "nested too deeply");
+            js->i++;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0) break;
+            depth--;
+            js->i++;
+        } else if (c == ',' && depth == 0) break;
+        else js->i++;
+        if (depth == 0 && js->i > start && (c == '"' || c == '}' || c == ']')) break;
+    }
+    if (js->i == start) return js_err(js, "missing value");
+    return WGT_OK;
+}
+// Parses the skipped value at [start, js->i) and adds it to obj under key.
+static wgt_status js_capture(jscan *js, cJSON *obj, const char *key) {
+    js_ws(js);
+    size_t start = js->i;
+    WGT_TRY(js_skip(js));
+    if (cJSON_GetObjectItemCaseSensitive(obj, key)) return wgt_fail(WGT_ERR_FORMAT, "%s has the key \"%s\" twice in one object", js->what, key);
+    cJSON *v;
+    WGT_TRY(json_parse_strict(&v, (const char *)js->p + start, js->i - start, 0, js->what));
+    cJSON_AddItemToObject(obj, key, v);
+    return WGT_OK;
+}
+
+static wgt_status js_vocab(jscan *js, hf_tokenizer *t) {
+    if (t->vocab_seen) return wgt_fail(WGT_ERR_FORMAT, "%s has the key \"vocab\" twice in one object", js->what);
+    t->vocab_seen = 1;
+    if (js_peek(js) != '{') return bad(js->what, "the BPE model's \"vocab\" must be an object of token: id");
+    js->i++;
+    strmap_init(&t->vocab, 1 << 16);
+    sbuf key = {0};
+    wgt_status st = WGT_OK;
+    if (js_peek(js) == '}') js->i++;
+    else
+        for (;;) {
+            key.n = 0;
+            if ((st = js_string(js, &key)) != WGT_OK || (st = js_expect(js, ':')) != WGT_OK) break;
+            js_ws(js);
+            uint64_t v = 0;
+            size_t d0 = js->i;
+            while (js->i < js->n && js->p[js->i] >= '0' && js->p[js->i] <= '9' && v <= HF_MAX_ID) v = v * 10 + (js->p[js->i++] - '0');
+            int c = js->i < js->n ? js->p[js->i] : -1;
+            if (js->i == d0 || v > HF_MAX_ID || (js->i - d0 > 1 && js->p[d0] == '0') || c == '.' || c == 'e' || c == 'E' ||
+                (c >= '0' && c <= '9')) {
+                st = bad(js->what, "the vocabulary entry \"%.*s\" has no integer id in 0..%u", (int)(key.n > 80 ? 80 : key.n),
+                         (const char *)key.p, HF_MAX_ID);
+                break;
+            }
+            if (t->vocab.n > HF_MAX_ID) {
+                st = bad(js->what, "the vocabulary has more than %u entries", HF_MAX_ID + 1);
+                break;
+            }
+            if (!strmap_put(&t->vocab, key.p, key.n, (uint32_t)v)) {
+                st = wgt_fail(WGT_ERR_FORMAT, "%s has the key \"%.*s\" twice in one object (the vocabulary)", js->what,
+                              (int)(key.n > 80 ? 80 : key.n), (const char *)key.p);
+                break;
+            }
+            if (v > t->vocab_max) t->vocab_max = (uint32_t)v;
+            int n = js_peek(js);
+            js->i++;
+            if (n == '}') break;
+            if (n != ',') {
+                js->i--;
+                st = js_err(js, "expected ',' or '}'");
+                break;
+            }
+        }
+    free(key.p);
+    return st;
+}
+
+static wgt_status js_merges(jscan *js, hf_tokenizer *t) {
+    if (t->merges_seen) return wgt_fail(WGT_ERR_FORMAT, "%s has the key \"merges\" twice in one object", js->what);
+    t->merges_seen = 1;
+    int c = js_peek(js);
+    if (c == 'n' && js->i + 4 <= js->n && !memcmp(js->p + js->i, "null", 4)) {
+        js->i += 4;
+        t->merges_seen = 0;
+        return WGT_OK;
+    }
+    if (c != '[') return bad(js->what, "the BPE model's \"merges\" must be an array");
+    js->i++;
+    if (js_peek(js) == ']') {
+        js->i++;
+        return WGT_OK;
+    }
+    for (size_t k = 0;; k++) {
+        if (k >= (1u << 26)) return bad(js->what, "more than %u merges", 1u << 26);
+        WGT_ASSERT(t->mpool.n < UINT32_MAX / 2, "merges over 2 GB");
+        uint32_t rec[4];
+        rec[0] = (uint32_t)t->mpool.n;
+        c = js_peek(js);
+        if (c == '"') {
+            WGT_TRY(js_string(js, &t->mpool));
+            rec[1] = (uint32_t)(t->mpool.n - rec[0]);
+            rec[2] = 0;
+            rec[3] = UINT32_MAX;
+        } else if (c == '[') {
+            js->i++;
+            if (js_peek(js) != '"') return bad(js->what, "merge #%zu is neither \"a b\" nor [\"a\", \"b\"]", k);
+            WGT_TRY(js_string(js, &t->mpool));
+            rec[1] = (uint32_t)(t->mpool.n - rec[0]);
+            if (js_peek(js) != ',') return bad(js->what, "merge #%zu is neither \"a b\" nor [\"a\", \"b\"]", k);
+            js->i++;
+            rec[2] = (uint32_t)t->mpool.n;
+            if (js_peek(js) != '"') return bad(js->what, "merge #%zu is neither \"a b\" nor [\"a\", \"b\"]", k);
+            WGT_TRY(js_string(js, &t->mpool));
+            rec[3] = (uint32_t)(t->mpool.n - rec[2]);
+            if (js_peek(js) != ']') return bad(js->what, "merge #%zu is neither \"a b\" nor [\"a\", \"b\"]", k);
+            js->i++;
+        } else
+            return bad(js->what, "merge #%zu is neither \"a b\" nor [\"a\", \"b\"]", k);
+        for (int q = 0; q < 4; q++) VEC_PUSH(t->mrec, t->n_mrec, t->cap_mrec, rec[q]);
+        c = js_peek(js);
+        js->i++;
+        if (c == ']') return WGT_OK;
+        if (c != ',') {
+            js->i--;
+            return js_err(js, "expected ',' or ']'");
+        }
+    }
+}
+
+// An object at the cursor, each member captured into a new cJSON object, except those the
+// model's vocab / merges readers take (when model is set).
+static wgt_status js_object(jscan *js, hf_tokenizer *t, int model, cJSON **out) {
+    *out = cJSON_CreateObject();
+    WGT_ASSERT(*out, "out of host memory");
+    if (js_peek(js) != '{') return js_err(js, "expected an object");
+    js->i++;
+    if (js_peek(js) == '}') {
+        js->i++;
+        return WGT_OK;
+    }
+    sbuf key = {0};
+    wgt_status st = WGT_OK;
+    for (;;) {
+        key.n = 0;
+        if ((st = js_string(js, &key)) != WGT_OK || (st = js_expect(js, ':')) != WGT_OK) break;
+        sb_byte(&key, 0);
+        const char *k = (const char *)key.p;
+        if (model && !strcmp(k, "vocab") && js_peek(js) == '{') st = js_vocab(js, t);
+        else if (model && !strcmp(k, "merges")) st = js_merges(js, t);
+        else if (!model && !strcmp(k, "model") && js_peek(js) == '{') {
+            if (cJSON_GetObjectItemCaseSensitive(*out, "model")) st = wgt_fail(WGT_ERR_FORMAT, "%s has the key \"model\" twice", js->what);
+            cJSON *m = NULL;
+            if (st == WGT_OK) st = js_object(js, t, 1, &m);
+            if (m) cJSON_AddItemToObject(*out, "model", m);
+        } else st = js_capture(js, *out, k);
+        if (st != WGT_OK) break;
+        int c = js_peek(js);
+        js->i++;
+        if (c == '}') break;
+        if (c != ',') {
+            js->i--;
+            st = js_err(js, "expected ',' or '}'");
+            break;
+        }
+    }
+    free(key.p);
+    return st;
+}
+
 wgt_status hf_tokenizer_load_text(hf_tokenizer **out, const char *text, size_t n, const char *what) {
     *out = NULL;
-    cJSON *root;
-    WGT_TRY(json_parse_strict(&root, text, n, 0, what));
     hf_tokenizer *t = wgt_calloc(1, sizeof *t);
     t->unk_id = -1;
+    jscan js = {(const uint8_t *)text, n, 0, what};
+    cJSON *root = NULL;
     wgt_status st = WGT_OK;
-    if (!cJSON_IsObject(root)) st = bad(what, "the top level must be a JSON object");
+    if (js_peek(&js) != '{') st = bad(what, "the top level must be a JSON object");
+    if (st == WGT_OK) st = js_object(&js, t, 0, &root);
+    if (st == WGT_OK && js_peek(&js) != -1) st = js_err(&js, "data after the JSON value");
     if (st == WGT_OK)
         st = check_keys(root, what, "tokenizer.json",
                         (const char *const[]){"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
                                               "model", "post_processor", "decoder", NULL});
     if (st == WGT_OK && !jnull(jget(root, "truncation"))) st = unsupported(what, "truncation (set \"truncation\": null)");
     if (st == WGT_OK && !jnull(jget(root, "padding"))) st = unsupported(what, "padding (set \"padding\": null)");
-    if (st == WGT_OK && !jget(root, "model")) st = bad(what, "there is no \"model\"");
+    if (st == WGT_OK && !cJSON_IsObject(jget(root, "model"))) st = bad(what, "there is no \"model\" object");
     if (st == WGT_OK) st = load_model(t, jget(root, "model"), what);
     if (st == WGT_OK && !jnull(jget(root, "normalizer"))) st = load_normalizer(t, jget(root, "normalizer"), what, 0);
     if (st == WGT_OK && !jnull(jget(root, "pre_tokenizer"))) st = load_pretokenizer(t, jget(root, "pre_tokenizer"), what, 0);
