@@ -24,16 +24,12 @@ static void print_ids(const char *label, const uint32_t *ids, size_t n) {
     fprintf(stderr, "\n");
 }
 
-static void check_tokenizer(const char *name, const cJSON *texts, const cJSON *rows) {
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", HF_DIR, name);
-    hf_tokenizer *t = NULL;
-    wgt_status st = hf_tokenizer_load(&t, path);
-    CHECK(st == WGT_OK, "%s: %s", name, wgt_last_error());
-    if (st != WGT_OK) return;
+// Compares t against the rows of the fixture for the first n_texts texts (all when 0).
+static void check_rows(const char *name, hf_tokenizer *t, const cJSON *texts, const cJSON *rows, int n_texts) {
+    wgt_status st;
     size_t k = 0, bad = 0;
     const cJSON *tx = texts->child, *row = rows->child;
-    for (; tx && row; tx = tx->next, row = row->next, k++) {
+    for (; tx && row && (!n_texts || (int)k < n_texts); tx = tx->next, row = row->next, k++) {
         const char *s = tx->valuestring;
         size_t n = strlen(s);
         for (int special = 0; special < 2; special++) {
@@ -63,7 +59,18 @@ static void check_tokenizer(const char *name, const cJSON *texts, const cJSON *r
             free(ids);
         }
     }
-    CHECK(!tx && !row, "%s: the fixture has %d texts but %d rows", name, cJSON_GetArraySize(texts), cJSON_GetArraySize(rows));
+    CHECK(n_texts ? !row && (int)k == n_texts : !tx && !row, "%s: the fixture has %d texts but %d rows", name,
+          cJSON_GetArraySize(texts), cJSON_GetArraySize(rows));
+}
+
+static void check_tokenizer(const char *name, const cJSON *texts, const cJSON *rows) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", HF_DIR, name);
+    hf_tokenizer *t = NULL;
+    wgt_status st = hf_tokenizer_load(&t, path);
+    CHECK(st == WGT_OK, "%s: %s", name, wgt_last_error());
+    if (st != WGT_OK) return;
+    check_rows(name, t, texts, rows, 0);
     // invalid UTF-8 is refused, and so is an id that names no token
     uint32_t *ids = NULL;
     size_t ni = 0;
@@ -74,6 +81,80 @@ static void check_tokenizer(const char *name, const cJSON *texts, const cJSON *r
     size_t no = 0;
     CHECK(hf_tokenizer_decode(t, &big, 1, &out, &no) == WGT_ERR_ARG && out == NULL, "%s: id %u decoded", name, big);
     hf_tokenizer_free(t);
+}
+
+// The text of the top-level "model" value of a tokenizer.json: [*start, *end).
+static int find_model(const char *s, size_t n, size_t *start, size_t *end) {
+    int depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '"') {
+            size_t b = i++;
+            while (i < n && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
+            if (depth == 1 && i - b == 6 && !memcmp(s + b, "\"model\"", 7)) {
+                size_t j = i + 1;
+                while (j < n && (s[j] == ' ' || s[j] == ':' || s[j] == '\n')) j++;
+                *start = j;
+                int d = 0;
+                for (; j < n; j++) {
+                    if (s[j] == '"') {
+                        j++;
+                        while (j < n && s[j] != '"') j += s[j] == '\\' ? 2 : 1;
+                    } else if (s[j] == '{' || s[j] == '[') d++;
+                    else if ((s[j] == '}' || s[j] == ']') && --d == 0) {
+                        *end = j + 1;
+                        return 1;
+                    }
+                }
+                return 0;
+            }
+        } else if (c == '{' || c == '[') depth++;
+        else if (c == '}' || c == ']') depth--;
+    }
+    return 0;
+}
+
+// Each variant of the fixture: its "config" (every key but the model) with the model of a real
+// file, against the library's ids for the hand-written texts.
+static void check_variants(const cJSON *fx) {
+    const cJSON *texts = cJSON_GetObjectItemCaseSensitive(fx, "texts"), *vs = cJSON_GetObjectItemCaseSensitive(fx, "variants");
+    const cJSON *nt = cJSON_GetObjectItemCaseSensitive(fx, "variant_texts");
+    CHECK(cJSON_GetArraySize(vs) >= 8 && cJSON_IsNumber(nt), "the fixture lacks its variants");
+    if (!cJSON_IsArray(vs) || !cJSON_IsNumber(nt)) return;
+    static const char *bases[] = {"llama2", "qwen3"};
+    char *base_text[2] = {0};
+    size_t base_n[2] = {0}, ms[2] = {0}, me[2] = {0};
+    for (int b = 0; b < 2; b++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s/tokenizer.json", HF_DIR, bases[b]);
+        base_text[b] = (char *)test_slurp(path, &base_n[b]);
+        CHECK(base_text[b] && find_model(base_text[b], base_n[b], &ms[b], &me[b]), "no model in %s", path);
+    }
+    for (const cJSON *v = vs->child; v; v = v->next) {
+        const char *name = cJSON_GetObjectItemCaseSensitive(v, "name")->valuestring;
+        const char *base = cJSON_GetObjectItemCaseSensitive(v, "base")->valuestring;
+        int b = !strcmp(base, "qwen3");
+        if (!base_text[b]) continue;
+        char *cfg = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(v, "config"));
+        size_t lc = strlen(cfg), lm = me[b] - ms[b];
+        char *text = malloc(lc + lm + 16);
+        memcpy(text, cfg, lc - 1);  // without the closing brace
+        size_t k = lc - 1;
+        memcpy(text + k, ",\"model\":", 9);
+        k += 9;
+        memcpy(text + k, base_text[b] + ms[b], lm);
+        k += lm;
+        text[k++] = '}';
+        hf_tokenizer *t = NULL;
+        wgt_status st = hf_tokenizer_load_text(&t, text, k, name);
+        CHECK(st == WGT_OK, "variant %s: %s", name, wgt_last_error());
+        if (t) check_rows(name, t, texts, cJSON_GetObjectItemCaseSensitive(v, "rows"), nt->valueint);
+        hf_tokenizer_free(t);
+        free(text);
+        free(cfg);
+    }
+    free(base_text[0]);
+    free(base_text[1]);
 }
 
 static void check_accessors(void) {
@@ -192,6 +273,7 @@ int main(void) {
             CHECK(cJSON_IsArray(rows), "the fixture lacks %s", names[i]);
             if (cJSON_IsArray(rows)) check_tokenizer(names[i], texts, rows);
         }
+        check_variants(fx);
         cJSON_Delete(fx);
     }
     free(text);

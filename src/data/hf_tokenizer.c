@@ -332,10 +332,11 @@ static int32_t trie_longest(const trie *t, const uint8_t *s, size_t n, size_t *l
 // ---------------------------------------------------------------- the tokenizer
 
 enum { NORM_NFC, NORM_NFD, NORM_NFKC, NORM_NFKD, NORM_PREPEND, NORM_REPLACE };
-enum { PRE_SPLIT, PRE_BYTELEVEL, PRE_DIGITS };
+enum { PRE_SPLIT, PRE_BYTELEVEL, PRE_DIGITS, PRE_METASPACE };
+enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER };
 enum { BEH_REMOVED, BEH_ISOLATED, BEH_PREVIOUS, BEH_NEXT, BEH_CONTIGUOUS };
 enum { POST_TEMPLATE, POST_CLS_SEP, POST_NOOP };
-enum { DEC_BYTELEVEL, DEC_REPLACE, DEC_BYTEFALLBACK, DEC_FUSE, DEC_STRIP };
+enum { DEC_BYTELEVEL, DEC_REPLACE, DEC_BYTEFALLBACK, DEC_FUSE, DEC_STRIP, DEC_METASPACE };
 
 typedef struct {
     int kind;
@@ -344,7 +345,7 @@ typedef struct {
     pcre2_code *re;   // Replace/Split with a Regex pattern
     int behavior, invert, flag;  // Split; ByteLevel: flag = add_prefix_space, flag2 = use_regex
     int flag2;
-    uint32_t ch;      // Strip: the character
+    uint32_t ch;      // Strip: the character; Metaspace: the replacement (a/alen: its UTF-8)
     size_t start, stop;
 } step;
 
@@ -778,6 +779,26 @@ static wgt_status pretokenize(const hf_tokenizer *t, sbuf *ar, pieces *ps) {
                     j += k;
                 }
                 split_piece(&nx, &pc, &m, p->flag ? BEH_ISOLATED : BEH_CONTIGUOUS, 0);
+            } else if (p->kind == PRE_METASPACE) {
+                // spaces become the replacement; the replacement goes in front per the scheme;
+                // then (split) a cut before each replacement
+                size_t off = ar->n;
+                const uint8_t *s0 = ar->p + pc.off;
+                int starts = pc.len >= p->alen && !memcmp(s0, p->a, p->alen);
+                if (pc.len && s0[0] == ' ') starts = 1;
+                if (!starts && (p->behavior == PREPEND_ALWAYS || (p->behavior == PREPEND_FIRST && pc.origin)))
+                    sb_add(ar, p->a, p->alen);
+                for (size_t j = 0; j < pc.len; j++) {
+                    uint8_t c = ar->p[pc.off + j];
+                    if (c == ' ') sb_add(ar, p->a, p->alen);
+                    else sb_byte(ar, c);
+                }
+                pc.off = off;
+                pc.len = ar->n - off;
+                if (p->flag) {
+                    st = find_all(&m, NULL, p->a, p->alen, ar->p + pc.off, pc.len);
+                    if (st == WGT_OK) split_piece(&nx, &pc, &m, BEH_NEXT, 0);
+                } else if (pc.len) VEC_PUSH(nx.v, nx.n, nx.cap, pc);
             } else {  // ByteLevel
                 if (p->flag && !(pc.len && ar->p[pc.off] == ' ')) {
                     size_t off = ar->n;
@@ -1216,6 +1237,25 @@ wgt_status hf_tokenizer_decode(const hf_tokenizer *t, const uint32_t *ids, size_
             }
             break;
         }
+        case DEC_METASPACE: {
+            // the replacement becomes a space, except in the first token unless the scheme is never
+            for (size_t i = 0; i < cur.n; i++) {
+                size_t off = ar.n, l = cur.len[i];
+                uint8_t *tok = wgt_malloc(l + 1);
+                memcpy(tok, ar.p + cur.off[i], l);
+                for (size_t j = 0; j < l;) {
+                    uint32_t cp;
+                    size_t q = utf8_next(tok + j, l - j, &cp);
+                    if (cp == p->ch) {
+                        if (!(i == 0 && p->behavior != PREPEND_NEVER)) sb_byte(&ar, ' ');
+                    } else sb_add(&ar, tok + j, q);
+                    j += q;
+                }
+                free(tok);
+                tl_push(&nx, off, ar.n - off);
+            }
+            break;
+        }
         default: WGT_ASSERT(0, "unknown decoder step");
         }
         toklist x = cur;
@@ -1349,6 +1389,36 @@ static wgt_status load_normalizer(hf_tokenizer *t, const cJSON *o, const char *w
     return unsupported(what, "the normalizer \"%s\"", ty);
 }
 
+// Metaspace's replacement (one character) and prepend scheme, with the older add_prefix_space.
+static wgt_status load_metaspace(const cJSON *o, step *s, const char *what, const char *comp) {
+    const cJSON *r = jget(o, "replacement");
+    uint32_t cp;
+    size_t l = cJSON_IsString(r) ? strlen(r->valuestring) : 0;
+    if (!l || utf8_valid_len((const uint8_t *)r->valuestring, l, &cp) != l || cp == ' ')
+        return bad(what, "%s: \"replacement\" must be one character other than a space", comp);
+    s->a = wgt_strdup(r->valuestring);
+    s->alen = l;
+    s->ch = cp;
+    const cJSON *ps = jget(o, "prepend_scheme"), *aps = jget(o, "add_prefix_space");
+    s->behavior = PREPEND_ALWAYS;
+    if (!jnull(ps)) {
+        if (!cJSON_IsString(ps)) return bad(what, "%s: \"prepend_scheme\" must be a string", comp);
+        if (!strcmp(ps->valuestring, "always")) s->behavior = PREPEND_ALWAYS;
+        else if (!strcmp(ps->valuestring, "first")) s->behavior = PREPEND_FIRST;
+        else if (!strcmp(ps->valuestring, "never")) s->behavior = PREPEND_NEVER;
+        else return unsupported(what, "the prepend_scheme \"%s\" of %s", ps->valuestring, comp);
+    }
+    if (!jnull(aps)) {
+        if (!cJSON_IsBool(aps)) return bad(what, "%s: \"add_prefix_space\" must be true or false", comp);
+        if (cJSON_IsFalse(aps)) {
+            if (!jnull(ps) && s->behavior != PREPEND_NEVER)
+                return bad(what, "%s: add_prefix_space false contradicts prepend_scheme \"%s\"", comp, ps->valuestring);
+            s->behavior = PREPEND_NEVER;
+        }
+    }
+    return WGT_OK;
+}
+
 static wgt_status load_pretokenizer(hf_tokenizer *t, const cJSON *o, const char *what, int depth) {
     if (!cJSON_IsObject(o)) return bad(what, "\"pre_tokenizer\" must be an object or null");
     const char *ty = type_of(o);
@@ -1397,6 +1467,14 @@ static wgt_status load_pretokenizer(hf_tokenizer *t, const cJSON *o, const char 
         step *s = push_step(&t->pre, &t->n_pre);
         s->kind = PRE_DIGITS;
         return get_bool(o, "individual_digits", 0, &s->flag, what, "pre-tokenizer Digits");
+    }
+    if (!strcmp(ty, "Metaspace")) {
+        WGT_TRY(check_keys(o, what, "the pre-tokenizer Metaspace",
+                           (const char *const[]){"type", "replacement", "add_prefix_space", "prepend_scheme", "split", "str_rep", NULL}));
+        step *s = push_step(&t->pre, &t->n_pre);
+        s->kind = PRE_METASPACE;
+        WGT_TRY(load_metaspace(o, s, what, "pre-tokenizer Metaspace"));
+        return get_bool(o, "split", 1, &s->flag, what, "pre-tokenizer Metaspace");
     }
     return unsupported(what, "the pre-tokenizer \"%s\"", ty);
 }
@@ -1549,6 +1627,13 @@ static wgt_status load_decoder(hf_tokenizer *t, const cJSON *o, const char *what
         s->start = (size_t)a;
         s->stop = (size_t)b;
         return WGT_OK;
+    }
+    if (!strcmp(ty, "Metaspace")) {
+        WGT_TRY(check_keys(o, what, "the decoder Metaspace",
+                           (const char *const[]){"type", "replacement", "add_prefix_space", "prepend_scheme", "split", "str_rep", NULL}));
+        step *s = push_step(&t->dec, &t->n_dec);
+        s->kind = DEC_METASPACE;
+        return load_metaspace(o, s, what, "decoder Metaspace");
     }
     return unsupported(what, "the decoder \"%s\"", ty);
 }
@@ -1740,10 +1825,20 @@ static wgt_status js_string(jscan *js, sbuf *out) {
         if (c == '\\') {
             if (js->i + 1 >= js->n) return js_err(js, "unterminated string");
             uint8_t e = js->p[js->i + 1];
-            const char *map = strchr("\"\"\\\\//b\bf\fn\nr\rt\t", e);
             if (e != 'u') {
-                if (!map || ((map - "\"\"\\\\//b\bf\fn\nr\rt\t") & 1)) return js_err(js, "bad escape in a string");
-                sb_byte(out, (uint8_t)map[1]);
+                uint8_t d;
+                switch (e) {
+                case '"': d = '"'; break;
+                case '\\': d = '\\'; break;
+                case '/': d = '/'; break;
+                case 'b': d = '\b'; break;
+                case 'f': d = '\f'; break;
+                case 'n': d = '\n'; break;
+                case 'r': d = '\r'; break;
+                case 't': d = '\t'; break;
+                default: return js_err(js, "bad escape in a string");
+                }
+                sb_byte(out, d);
                 js->i += 2;
                 continue;
             }
