@@ -106,7 +106,7 @@ install: $(BUILD)/wgtrain
 # the file-format, CLI and fault tests and a short fuzz pass; `make fuzz` runs a longer one.
 SAN_BUILD  := build-san
 SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-SAN_TESTS  := $(SAN_BUILD)/wgtrain $(SAN_BUILD)/tests/test_files $(SAN_BUILD)/tests/test_data $(SAN_BUILD)/tests/test_checkpoint
+SAN_TESTS  := $(SAN_BUILD)/wgtrain $(SAN_BUILD)/tests/test_files $(SAN_BUILD)/tests/test_data $(SAN_BUILD)/tests/test_checkpoint $(SAN_BUILD)/tests/test_hf_tokenizer
 sanitize-build:
 	$(MAKE) BUILD=$(SAN_BUILD) EXTRA_CFLAGS="-O1 $(SAN_CFLAGS)" $(SAN_TESTS) fuzzers
 sanitize: sanitize-build

@@ -802,6 +802,7 @@ static wgt_status pretokenize(const hf_tokenizer *t, sbuf *ar, pieces *ps) {
             } else {  // ByteLevel
                 if (p->flag && !(pc.len && ar->p[pc.off] == ' ')) {
                     size_t off = ar->n;
+                    sb_reserve(ar, pc.len + 2);  // the copy below reads the arena it grows
                     sb_byte(ar, ' ');
                     sb_add(ar, ar->p + pc.off, pc.len);
                     pc.off = off;
@@ -1100,6 +1101,7 @@ wgt_status hf_tokenizer_decode(const hf_tokenizer *t, const uint32_t *ids, size_
     *bytes = NULL;
     *n_bytes = 0;
     sbuf ar = {0};
+    sb_reserve(&ar, 64);  // never a NULL arena, even for no ids or empty tokens
     toklist cur = {0}, nx = {0};
     for (size_t i = 0; i < n; i++) {
         uint32_t id = ids[i];
