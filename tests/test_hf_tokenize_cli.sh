@@ -39,6 +39,10 @@ for case in llama3_1:52 qwen3:56 llama2:58 gemma3:57; do
     check "$tok text #$i --decode" cmp -s <($W tokenize --tokenizer "$H/$tok" --decode <"$T/c.sids") "$T/c.dec"
 done
 
+section "a tokenizer.json under another name"
+cp "$H/llama2/tokenizer.json" "$T/tok"
+check "a JSON file without .json is read as tokenizer.json" test "$(printf 'Hello world' | $W tokenize --tokenizer "$T/tok" --add-special)" = "1 22557 1526"
+
 section "refusals"
 expect_fail "an id past the vocabulary" "out of range" bash -c "echo '1 999999' | '$W' tokenize --tokenizer $H/llama2 --decode"
 expect_fail "invalid UTF-8 input" "not valid UTF-8" bash -c "printf 'a\\xffb' | '$W' tokenize --tokenizer $H/llama2"

@@ -111,13 +111,24 @@ static wgt_status write_ids(const uint32_t *ids, size_t n_ids) {
     return st;
 }
 
-// A Hugging Face tokenizer.json: a file named *.json, or a directory with tokenizer.json and
-// without wgtrain's own tokenizer.bin.
+// A Hugging Face tokenizer.json: a file named *.json or holding a JSON object, or a directory
+// with tokenizer.json and without wgtrain's own tokenizer.bin.
 static int is_hf_path(const char *spec) {
     struct stat sb;
     if (stat(spec, &sb) != 0) return 0;
     size_t l = strlen(spec);
-    if (S_ISREG(sb.st_mode)) return l >= 5 && !strcmp(spec + l - 5, ".json");
+    if (S_ISREG(sb.st_mode)) {
+        if (l >= 5 && !strcmp(spec + l - 5, ".json")) return 1;
+        // any other file name: JSON text starts with '{' (wgtrain's tokenizer.bin starts with its magic)
+        FILE *f = fopen(spec, "rb");
+        int c = EOF;
+        if (f) {
+            do c = fgetc(f);
+            while (c == ' ' || c == '\t' || c == '\n' || c == '\r');
+            fclose(f);
+        }
+        return c == '{';
+    }
     if (!S_ISDIR(sb.st_mode)) return 0;
     char *a = wgt_malloc(l + 32), *b = wgt_malloc(l + 32);
     snprintf(a, l + 32, "%s/%s", spec, HF_TOKENIZER_FILE);
