@@ -8,7 +8,10 @@
 #include "data/hf_tokenizer.h"
 
 #define HF_DIR "third_party/hf-tokenizers"
+// FIXTURE: another file of the generator's format may be given at compile time (-DFIXTURE=...)
+#ifndef FIXTURE
 #define FIXTURE "tests/fixtures/hf_tokenizer_ids.json"
+#endif
 
 static int ids_equal(const uint32_t *ids, size_t n, const cJSON *want) {
     if (!cJSON_IsArray(want) || (size_t)cJSON_GetArraySize(want) != n) return 0;
