@@ -315,7 +315,7 @@ static wgt_status find_all(spans *out, const pcre2_code *re, const char *pat, si
     }
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
     WGT_ASSERT(md, "out of host memory for PCRE2 match data");
-    size_t at = 0;
+    size_t at = 0, last_end = SIZE_MAX;
     wgt_status st = WGT_OK;
     while (at <= n) {
         int rc = pcre2_match(re, s, n, at, PCRE2_NO_UTF_CHECK, md, NULL);
@@ -329,14 +329,16 @@ static wgt_status find_all(spans *out, const pcre2_code *re, const char *pat, si
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         size_t a = ov[0], b = ov[1];
         if (b < a) b = a;  // \K tricks: never a negative span
-        if (a == b) {
-            // An empty match: kept as a zero-width split point and the search moves one char on.
-            if (a >= n) break;
+        if (a == b && b == last_end) {
+            // an empty match right where the last one ended is skipped and the search moves one
+            // character on (as Oniguruma's iterator in `tokenizers`, and Rust's regex crate)
+            if (at >= n) break;
             uint32_t cp;
-            at = a + utf8_next(s + a, n - a, &cp);
+            at += utf8_next(s + at, n - at, &cp);
             continue;
         }
-        spans_push(out, a, b);
+        spans_push(out, a, b);  // an empty match is kept: a split point, or where Replace inserts
+        last_end = b;
         at = b;
     }
     pcre2_match_data_free(md);
