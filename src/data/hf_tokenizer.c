@@ -272,9 +272,9 @@ void hf_tokenizer_free(hf_tokenizer *t) {
     free(t->added_by_id);
     if (t->raw_trie.term) trie_free(&t->raw_trie);
     if (t->norm_trie.term) trie_free(&t->norm_trie);
-    step *lists[4] = {t->norm, t->pre, t->post, t->dec};
-    size_t ns[4] = {t->n_norm, t->n_pre, t->n_post, t->n_dec};
-    for (int l = 0; l < 4; l++) {
+    step *lists[3] = {t->norm, t->pre, t->dec};
+    size_t ns[3] = {t->n_norm, t->n_pre, t->n_dec};
+    for (int l = 0; l < 3; l++) {
         for (size_t i = 0; i < ns[l]; i++) step_free(&lists[l][i]);
         free(lists[l]);
     }

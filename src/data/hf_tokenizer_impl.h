@@ -86,7 +86,6 @@ enum { NORM_NFC, NORM_NFD, NORM_NFKC, NORM_NFKD, NORM_PREPEND, NORM_REPLACE };
 enum { PRE_SPLIT, PRE_BYTELEVEL, PRE_DIGITS, PRE_METASPACE };
 enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER };
 enum { BEH_REMOVED, BEH_ISOLATED, BEH_PREVIOUS, BEH_NEXT, BEH_CONTIGUOUS };
-enum { POST_TEMPLATE, POST_CLS_SEP, POST_NOOP };
 enum { DEC_BYTELEVEL, DEC_REPLACE, DEC_BYTEFALLBACK, DEC_FUSE, DEC_STRIP, DEC_METASPACE };
 
 typedef struct {
@@ -94,8 +93,8 @@ typedef struct {
     char *a, *b;      // Prepend: a; Replace: a = pattern text (when not a regex), b = content
     size_t alen, blen;
     pcre2_code *re;   // Replace/Split with a Regex pattern
-    int behavior, invert, flag;  // Split; ByteLevel: flag = add_prefix_space, flag2 = use_regex
-    int flag2;
+    int behavior, invert;  // Split: BEH_*, invert; Metaspace: behavior = PREPEND_*
+    int flag, flag2;       // ByteLevel: add_prefix_space, use_regex; Digits: individual_digits; Metaspace: split
     uint32_t ch;      // Strip: the character; Metaspace: the replacement (a/alen: its UTF-8)
     size_t start, stop;
 } step;
@@ -127,8 +126,8 @@ struct hf_tokenizer {
     trie raw_trie, norm_trie;
     int has_raw, has_norm;
     // pipeline
-    step *norm, *pre, *post, *dec;
-    size_t n_norm, n_pre, n_post, n_dec;
+    step *norm, *pre, *dec;  // the post-processor is kept as the ids it adds (tmpl_pre / tmpl_post)
+    size_t n_norm, n_pre, n_dec;
     int has_decoder;
     uint32_t *tmpl_pre, *tmpl_post;  // template's ids before / after the sequence
     size_t n_tmpl_pre, n_tmpl_post;
