@@ -22,8 +22,9 @@ static void usage(void) {
            "                     add_special_tokens=True does\n"
            "  --decode           read token ids separated by whitespace; write the bytes they stand for\n"
            "  --allow-special    encode the text <|endoftext|> as the end-of-text id (default: as plain text)\n"
-           "Encoding reads all of stdin (any bytes) and writes the ids separated by single spaces, then a\n"
-           "newline. Decoding writes exactly the bytes encoded, nothing added.\n", GPT2_DIR_ENV);
+           "Encoding reads all of stdin (any bytes; UTF-8 text for a tokenizer.json) and writes the ids\n"
+           "separated by single spaces, then a newline. Decoding writes exactly the bytes encoded, nothing\n"
+           "added (for a tokenizer.json: the text of decode(ids, skip_special_tokens=False)).\n", GPT2_DIR_ENV);
 }
 
 static wgt_status read_stdin(uint8_t **data, size_t *n) {
