@@ -199,14 +199,14 @@ static long hex_decode(const char *s, uint8_t *out, size_t cap) {
 
 // Ids separated by single spaces; their count, or -1 if one is not a number in 0..50256 or there
 // are more than cap.
-static long ids_parse(const char *s, uint16_t *out, size_t cap) {
+static long ids_parse(const char *s, uint32_t *out, size_t cap) {
     size_t k = 0;
     while (*s) {
         char *end;
         if (!isdigit((unsigned char)*s)) return -1;
         unsigned long v = strtoul(s, &end, 10);
         if (v >= GPT2_VOCAB || k == cap || (*end && *end != ' ')) return -1;
-        out[k++] = (uint16_t)v;
+        out[k++] = (uint32_t)v;
         s = *end ? end + 1 : end;
     }
     return (long)k;
@@ -234,9 +234,9 @@ static const char *escaped(const uint8_t *b, size_t n, char *out, size_t cap) {
 
 // Encodes text, compares with want; prints the first few differences (the text escaped, both id
 // lists and our pieces). Returns 1 when equal.
-static int sweep_compare(const gpt2_bpe *g, const uint8_t *text, size_t n, const uint16_t *want, size_t n_want,
+static int sweep_compare(const gpt2_bpe *g, const uint8_t *text, size_t n, const uint32_t *want, size_t n_want,
                          long *shown) {
-    uint16_t *got;
+    uint32_t *got;
     size_t k;
     if (gpt2_bpe_encode(g, text, n, &got, &k) != WGT_OK) {
         fprintf(stderr, "  encode failed: %s\n", wgt_last_error());
@@ -269,7 +269,7 @@ static void test_sweep(const gpt2_bpe *g) {
     char *line = sweep_line(&r);
     CHECK(line && !strcmp(line, "wgtrain-gpt2-sweep 1"), "%s starts with its magic line", FIXTURE_SWEEP);
     uint8_t *text = malloc(SWEEP_MAX_TEXT);
-    uint16_t *want = malloc(SWEEP_MAX_IDS * sizeof *want);
+    uint32_t *want = malloc(SWEEP_MAX_IDS * sizeof *want);
     uint8_t sym[SWEEP_MAX_SYMBOLS][SWEEP_MAX_SYMBOL];
     size_t sym_len[SWEEP_MAX_SYMBOLS];
     long strings = 0, enumerated = 0, texts = 0, differ = 0, shown = 0, declared = -1, sets = 0;
