@@ -1,11 +1,13 @@
 # llama_torch_ref.py — a plain PyTorch LLaMA in the math of Hugging Face's LlamaForCausalLM
 # (modeling_llama.py), for the tests that compare wgtrain with PyTorch where transformers is not
 # installed: RMSNorm computed in float32 or wider, rotary embedding in the rotate-half convention
-# with HF's inverse frequencies and cos/sin tables (computed in float32, as HF does), causal
+# with HF's inverse frequencies (the default, linear and llama3 rope types) and cos/sin tables
+# (computed in float32, as HF does), causal
 # attention with repeat_kv for grouped-query heads, the SwiGLU MLP, no biases, the lm_head tied
 # to the token embedding or not. Parameters use HF's names and [out, in] layout; a config.json in
 # HF's format is written beside them.
 import json
+import math
 
 import torch
 
@@ -70,9 +72,30 @@ def rmsnorm(x, w, eps):
     return w * h.to(dt)
 
 
-def rope_tables(T, hs, theta, dtype):
-    # HF LlamaRotaryEmbedding (default rope type): inv_freq and the angles in float32
+def rope_inv_freq(hs, theta, scaling=None):
+    """HF's inverse frequencies in float32 (modeling_rope_utils.py): the default rope type, "linear"
+    (/ factor) and "llama3" (_compute_llama3_parameters)."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, hs, 2, dtype=torch.int64).float() / hs))
+    kind = (scaling or {}).get("rope_type", (scaling or {}).get("type", "default"))
+    if kind == "default":
+        return inv_freq
+    factor = scaling["factor"]
+    if kind == "linear":
+        return inv_freq / factor
+    assert kind == "llama3", kind
+    low, high, orig = scaling["low_freq_factor"], scaling["high_freq_factor"], scaling["original_max_position_embeddings"]
+    low_wl, high_wl = orig / low, orig / high
+    wavelen = 2 * math.pi / inv_freq
+    f = torch.where(wavelen > low_wl, inv_freq / factor, inv_freq)
+    smooth = (orig / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * f / factor + smooth * f
+    medium = ~(wavelen < high_wl) * ~(wavelen > low_wl)
+    return torch.where(medium, smoothed, f)
+
+
+def rope_tables(T, hs, theta, dtype, scaling=None):
+    # HF LlamaRotaryEmbedding: inv_freq and the angles in float32
+    inv_freq = rope_inv_freq(hs, theta, scaling).float()
     pos = torch.arange(T, dtype=torch.int64).float()
     freqs = torch.outer(pos, inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
@@ -102,11 +125,11 @@ def attention(q, k, v):
     return att @ v
 
 
-def forward(P, idx, L, NH, NKV, theta, eps):
+def forward(P, idx, L, NH, NKV, theta, eps, rope_scaling=None):
     B, T = idx.shape
     C = P["model.embed_tokens.weight"].shape[1]
     hs = C // NH
-    cos, sin = rope_tables(T, hs, theta, P["model.embed_tokens.weight"].dtype)
+    cos, sin = rope_tables(T, hs, theta, P["model.embed_tokens.weight"].dtype, rope_scaling)
     x = P["model.embed_tokens.weight"][idx]
     for l in range(L):
         p = f"model.layers.{l}."

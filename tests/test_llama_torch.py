@@ -37,7 +37,8 @@ def run(args):
     return subprocess.run([WGTRAIN] + args, capture_output=True, text=True)
 
 
-def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, eps=1e-5, steps=10, ignore=False):
+def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, eps=1e-5, steps=10, ignore=False,
+         rope_scaling=None):
     P = ref.random_params(L, C, F, V, NH, NKV, tie, seed)
     tokens = torch.randint(0, V, (B, T + 1), generator=torch.Generator().manual_seed(seed + 1))
     tok = tokens.numpy().astype(np.int32)
@@ -46,13 +47,15 @@ def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, ep
     targets = torch.from_numpy(tok[:, 1:].astype(np.int64))
     tok_in = torch.from_numpy(tok[:, :-1].astype(np.int64))
     tag0 = f"L={L} NH={NH} NKV={NKV} C={C} F={F} V={V} B={B} T={T} tie={int(tie)}"
+    if rope_scaling:
+        tag0 += f" rope={rope_scaling['rope_type']}"
     with tempfile.TemporaryDirectory() as d:
         mpath, tpath, cpath = (os.path.join(d, n) for n in ("m.safetensors", "t.npy", "config.json"))
         ref.save_safetensors(mpath, P)
-        ref.write_config(cpath, ref.hf_config(L, C, F, V, NH, NKV, tie, maxT, theta, eps))
+        ref.write_config(cpath, ref.hf_config(L, C, F, V, NH, NKV, tie, maxT, theta, eps, rope_scaling=rope_scaling))
         np.save(tpath, tok)
         Pg = {k: v.clone().requires_grad_(True) for k, v in P.items()}
-        loss = ref.loss_fn(ref.forward(Pg, tok_in, L, NH, NKV, theta, eps), targets)
+        loss = ref.loss_fn(ref.forward(Pg, tok_in, L, NH, NKV, theta, eps, rope_scaling), targets)
         loss.backward()
         for be in backends:
             gpath = os.path.join(d, f"g_{be}.safetensors")
@@ -92,7 +95,7 @@ def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, ep
             ref_losses = []
             for s in range(steps + 1):
                 opt.zero_grad()
-                lo = ref.loss_fn(ref.forward(Pt, tok_in, L, NH, NKV, theta, eps), targets)
+                lo = ref.loss_fn(ref.forward(Pt, tok_in, L, NH, NKV, theta, eps, rope_scaling), targets)
                 ref_losses.append(lo.item())
                 if s < steps:
                     lo.backward()
@@ -143,7 +146,20 @@ def refusals():
         expect("an odd head size", {**good, "hidden_size": 12, "num_attention_heads": 4}, "odd")
         expect("head size above 128", {**good, "hidden_size": 512, "num_attention_heads": 2}, "above the supported 128")
         expect("head_dim other than hidden/heads", {**good, "head_dim": 8}, "head_dim")
-        expect("rope_scaling", {**good, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "rope_scaling")
+        expect("rope_scaling yarn", {**good, "rope_scaling": {"rope_type": "yarn", "factor": 8.0}},
+               '"rope_scaling" has rope_type "yarn"; this build computes "default", "linear" and "llama3" RoPE')
+        expect("rope_scaling dynamic (old spelling)", {**good, "rope_scaling": {"type": "dynamic", "factor": 2.0}},
+               'rope_type "dynamic"')
+        expect("rope_parameters longrope", {**good, "rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0}},
+               '"rope_parameters" has rope_type "longrope"')
+        expect("llama3 without its factors", {**good, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}},
+               "low_freq_factor")
+        expect("llama3 with high <= low", {**good, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+               "low_freq_factor": 4.0, "high_freq_factor": 1.0, "original_max_position_embeddings": 8}},
+               "high_freq_factor (1) must be above low_freq_factor (4)")
+        expect("linear with a factor below 1", {**good, "rope_scaling": {"rope_type": "linear", "factor": 0.5}}, "factor")
+        expect("rope_scaling and rope_parameters disagree", {**good, "rope_scaling": {"rope_type": "linear", "factor": 2.0},
+               "rope_parameters": {"rope_type": "linear", "factor": 3.0}}, "describe different RoPE")
         expect("another activation", {**good, "hidden_act": "gelu"}, "hidden_act")
         expect("attention biases", {**good, "attention_bias": True}, "attention_bias")
         expect("a missing size", {k: v for k, v in good.items() if k != "hidden_size"}, "hidden_size")
@@ -220,6 +236,15 @@ case(L=2, NH=2, NKV=2, C=16, F=40, V=37, maxT=9, B=3, T=9, tie=True, seed=2, bac
 case(L=1, NH=4, NKV=1, C=64, F=96, V=300, maxT=40, B=1, T=37, tie=True, seed=3, backends=backends, steps=0, ignore=True)
 # the largest head size, 128, untied; T = 20
 case(L=1, NH=2, NKV=1, C=256, F=64, V=50, maxT=32, B=1, T=20, tie=False, seed=4, backends=backends, steps=3)
+# Llama 3.1's RoPE scaling with bands small enough for this model: wavelengths 6.3 (kept: below
+# 64/4), 20 and 63 (mixed), the rest (divided by 8); T = 37 spans them
+LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 64}
+case(L=2, NH=4, NKV=2, C=64, F=40, V=61, maxT=40, B=2, T=37, tie=False, seed=6, backends=backends, steps=3,
+     rope_scaling=LLAMA3)
+# linear scaling (position interpolation), multi-query, tied
+case(L=1, NH=3, NKV=1, C=24, F=20, V=29, maxT=24, B=2, T=11, tie=True, seed=7, backends=backends, steps=0,
+     rope_scaling={"rope_type": "linear", "factor": 4.0})
 # one token
 case(L=1, NH=2, NKV=1, C=8, F=12, V=5, maxT=4, B=2, T=1, tie=False, seed=5, backends=backends, steps=3)
 refusals()

@@ -19,13 +19,24 @@
 // ------------------------------------------------------------------ config
 
 #define HS_OF(c) ((c)->d_model / (c)->n_head)
+#define ROPE_FACTOR_MAX 1e6       // rope_scaling.factor: 1 .. this
+#define ROPE_FREQ_FACTOR_MAX 1e6  // low_freq_factor, high_freq_factor: above 0 .. this
 
 static const model_config_field config_fields[] = {
     {"n_kv_heads", offsetof(model_config, n_kv_heads), MODEL_CF_INT, 4096},
     {"rope_theta", offsetof(model_config, rope_theta), MODEL_CF_DOUBLE, 1e12},
     {"rms_eps", offsetof(model_config, rms_eps), MODEL_CF_DOUBLE, 1},
     {"tie_embeddings", offsetof(model_config, tie_embeddings), MODEL_CF_INT, 1},
+    {"rope_scaling", offsetof(model_config, rope_scaling), MODEL_CF_INT, 2},
+    {"rope_factor", offsetof(model_config, rope_factor), MODEL_CF_DOUBLE, ROPE_FACTOR_MAX},
+    {"rope_low_freq", offsetof(model_config, rope_low_freq), MODEL_CF_DOUBLE, ROPE_FREQ_FACTOR_MAX},
+    {"rope_high_freq", offsetof(model_config, rope_high_freq), MODEL_CF_DOUBLE, ROPE_FREQ_FACTOR_MAX},
+    {"rope_orig_max_pos", offsetof(model_config, rope_orig_max_pos), MODEL_CF_INT, 1 << 24},
 };
+
+// The rope types of Hugging Face's rope_scaling this build computes (cpu_rope_inv_freq), by
+// their rope_type names; WGT_ROPE_* is the index.
+static const char *const rope_type_names[] = {"default", "linear", "llama3"};
 
 static wgt_status config_check(const model_config *c) {
     if (c->n_kv_heads < 1 || c->n_head % c->n_kv_heads)
@@ -38,7 +49,33 @@ static wgt_status config_check(const model_config *c) {
     if (!(c->rms_eps > 0 && c->rms_eps < 1)) return wgt_fail(WGT_ERR_CONFIG, "rms_eps must be in (0, 1), got %g", c->rms_eps);
     if (c->tie_embeddings != 0 && c->tie_embeddings != 1)
         return wgt_fail(WGT_ERR_CONFIG, "tie_embeddings must be 0 or 1, got %d", c->tie_embeddings);
+    // RoPE scaling: each type's factors set, the others 0
+    const int rs = c->rope_scaling;
+    if (rs < WGT_ROPE_DEFAULT || rs > WGT_ROPE_LLAMA3)
+        return wgt_fail(WGT_ERR_CONFIG, "rope_scaling must be 0 (none), 1 (linear) or 2 (llama3), got %d", rs);
+    if (rs != WGT_ROPE_DEFAULT && !(c->rope_factor >= 1 && c->rope_factor <= ROPE_FACTOR_MAX))
+        return wgt_fail(WGT_ERR_CONFIG, "rope_factor must be in [1, %g] for %s RoPE scaling, got %g", ROPE_FACTOR_MAX,
+                        rope_type_names[rs], c->rope_factor);
+    if (rs == WGT_ROPE_DEFAULT && c->rope_factor != 0)
+        return wgt_fail(WGT_ERR_CONFIG, "rope_factor is %g but rope_scaling is 0 (none)", c->rope_factor);
+    if (rs == WGT_ROPE_LLAMA3) {
+        if (!(c->rope_low_freq > 0 && c->rope_high_freq > c->rope_low_freq && c->rope_high_freq <= ROPE_FREQ_FACTOR_MAX))
+            return wgt_fail(WGT_ERR_CONFIG, "llama3 RoPE scaling needs 0 < low_freq_factor < high_freq_factor <= %g, "
+                            "got %g and %g", ROPE_FREQ_FACTOR_MAX, c->rope_low_freq, c->rope_high_freq);
+        if (c->rope_orig_max_pos < 1)
+            return wgt_fail(WGT_ERR_CONFIG, "llama3 RoPE scaling needs original_max_position_embeddings >= 1, got %d",
+                            c->rope_orig_max_pos);
+    } else if (c->rope_low_freq != 0 || c->rope_high_freq != 0 || c->rope_orig_max_pos != 0) {
+        return wgt_fail(WGT_ERR_CONFIG, "rope_low_freq, rope_high_freq and rope_orig_max_pos are llama3 RoPE scaling's; "
+                        "rope_scaling is %d (%s)", rs, rope_type_names[rs]);
+    }
     return WGT_OK;
+}
+
+// The model's RoPE inverse frequencies, one per rotated pair (HS/2 of them).
+static void rope_inv_freq(const model_config *c, double *f) {
+    cpu_rope_inv_freq(f, (uint32_t)HS_OF(c), c->rope_theta, c->rope_scaling, c->rope_factor, c->rope_low_freq,
+                      c->rope_high_freq, c->rope_orig_max_pos);
 }
 
 static void defaults(model_config *c) {
@@ -198,7 +235,10 @@ static wgt_status init(wgt_model *m) {
     if (m->alloc_st != WGT_OK) return m->alloc_st;
     // the RoPE tables, once per model
     float *ct = wgt_malloc(T * HS * sizeof(float)), *st_ = wgt_malloc(T * HS * sizeof(float));
-    cpu_rope_tables(ct, st_, (uint32_t)T, (uint32_t)HS, c->rope_theta);
+    double *inv_freq = wgt_malloc(HS / 2 * sizeof(double));
+    rope_inv_freq(c, inv_freq);
+    cpu_rope_tables(ct, st_, (uint32_t)T, (uint32_t)HS, inv_freq);
+    free(inv_freq);
     wgt_status st = m->be->upload(m->be, a->cos, ct, T * HS);
     if (st == WGT_OK) st = m->be->upload(m->be, a->sin, st_, T * HS);
     free(ct);
@@ -325,6 +365,79 @@ static wgt_status config_from_safetensors(model_config *c, const st_file *f, con
                     "pass its Hugging Face config.json with --config", path);
 }
 
+// One rope_scaling / rope_parameters object: its rope_type (or the older "type") must be one this
+// build computes, and that type's factors are read (the rest of the object is ignored only where
+// transformers ignores it too: rope_theta, handled by the caller).
+static wgt_status rope_params_from_hf(model_config *c, const cJSON *rs, const char *what, const char *key) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    if (!t) t = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    if (!t && !strcmp(key, "rope_parameters")) return WGT_OK;  // rope_parameters without a type: the default
+    if (!cJSON_IsString(t))
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" has no \"rope_type\" string", what, key);
+    int type = -1;
+    for (int i = 0; i < (int)(sizeof rope_type_names / sizeof rope_type_names[0]); i++)
+        if (!strcmp(t->valuestring, rope_type_names[i])) type = i;
+    if (type < 0)
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" has rope_type \"%s\"; this build computes \"default\", "
+                        "\"linear\" and \"llama3\" RoPE", what, key, t->valuestring);
+    c->rope_scaling = type;
+    if (type == WGT_ROPE_DEFAULT) return WGT_OK;
+    const cJSON *fac = cJSON_GetObjectItemCaseSensitive(rs, "factor");
+    if (!cJSON_IsNumber(fac))
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" (rope_type \"%s\") lacks its \"factor\"", what, key,
+                        t->valuestring);
+    WGT_TRY(model_hf_double(rs, what, "factor", 1, 0, 1, ROPE_FACTOR_MAX, &c->rope_factor));
+    if (type == WGT_ROPE_LLAMA3) {
+        WGT_TRY(model_hf_double(rs, what, "low_freq_factor", 1, 0, 1e-30, ROPE_FREQ_FACTOR_MAX, &c->rope_low_freq));
+        WGT_TRY(model_hf_double(rs, what, "high_freq_factor", 1, 0, 1e-30, ROPE_FREQ_FACTOR_MAX, &c->rope_high_freq));
+        WGT_TRY(model_hf_int(rs, what, "original_max_position_embeddings", 1, 0, 1, 1 << 24, &c->rope_orig_max_pos));
+        if (!(c->rope_high_freq > c->rope_low_freq))
+            return wgt_fail(WGT_ERR_CONFIG, "%s: %s.high_freq_factor (%g) must be above low_freq_factor (%g)", what, key,
+                            c->rope_high_freq, c->rope_low_freq);
+    }
+    return WGT_OK;
+}
+
+// The RoPE settings: rope_theta at the top level and/or in the newer "rope_parameters"; the
+// scaling in "rope_scaling" (Llama 3.1's config.json) or "rope_parameters". Given twice, they
+// must agree.
+static wgt_status rope_from_hf(model_config *c, const cJSON *o, const char *what) {
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(o, "rope_parameters");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(o, "rope_scaling");
+    double theta_default = 10000.0;
+    if (rp && !cJSON_IsNull(rp) && !cJSON_IsObject(rp))
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"rope_parameters\" must be an object ({\"rope_type\": \"default\", "
+                        "\"rope_theta\": ...}), got %s", what, cJSON_IsNumber(rp) ? "a number" : "another JSON value");
+    if (rs && !cJSON_IsNull(rs) && !cJSON_IsObject(rs))
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"rope_scaling\" must be an object or null", what);
+    model_config from_rp = *c;
+    if (cJSON_IsObject(rp)) {
+        WGT_TRY(rope_params_from_hf(&from_rp, rp, what, "rope_parameters"));
+        WGT_TRY(model_hf_double(rp, what, "rope_theta", 0, theta_default, 1e-30, 1e12, &theta_default));
+    }
+    WGT_TRY(model_hf_double(o, what, "rope_theta", 0, theta_default, 1e-30, 1e12, &c->rope_theta));
+    // both spellings given: they must agree (which one Hugging Face reads depends on its version)
+    if (cJSON_IsObject(rp) && c->rope_theta != theta_default &&
+        cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(rp, "rope_theta")))
+        return wgt_fail(WGT_ERR_CONFIG, "%s: rope_theta is %g but rope_parameters.rope_theta is %g; give one RoPE base "
+                        "(or the same in both)", what, c->rope_theta, theta_default);
+    if (cJSON_IsObject(rs)) WGT_TRY(rope_params_from_hf(c, rs, what, "rope_scaling"));
+    if (cJSON_IsObject(rp)) {
+        if (cJSON_IsObject(rs) && (from_rp.rope_scaling != c->rope_scaling || from_rp.rope_factor != c->rope_factor ||
+                                   from_rp.rope_low_freq != c->rope_low_freq ||
+                                   from_rp.rope_high_freq != c->rope_high_freq ||
+                                   from_rp.rope_orig_max_pos != c->rope_orig_max_pos))
+            return wgt_fail(WGT_ERR_CONFIG, "%s: \"rope_scaling\" and \"rope_parameters\" describe different RoPE; "
+                            "give one (or the same in both)", what);
+        c->rope_scaling = from_rp.rope_scaling;
+        c->rope_factor = from_rp.rope_factor;
+        c->rope_low_freq = from_rp.rope_low_freq;
+        c->rope_high_freq = from_rp.rope_high_freq;
+        c->rope_orig_max_pos = from_rp.rope_orig_max_pos;
+    }
+    return WGT_OK;
+}
+
 // LlamaConfig: hidden_size, intermediate_size, num_attention_heads, num_hidden_layers,
 // vocab_size; num_key_value_heads (absent: = heads), max_position_embeddings (2048),
 // rms_norm_eps (1e-6), rope_theta (10000), tie_word_embeddings (false): Hugging Face's defaults.
@@ -338,30 +451,7 @@ static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *wh
     WGT_TRY(model_hf_int(o, what, "max_position_embeddings", 0, 2048, 1, 1 << 20, &c->max_seq));
     WGT_TRY(model_hf_double(o, what, "rms_norm_eps", 0, 1e-6, 1e-30, 0.5, &c->rms_eps));
     WGT_TRY(model_hf_bool(o, what, "tie_word_embeddings", 0, &c->tie_embeddings));
-    // the RoPE base: top level, or in the newer "rope_parameters"; only the plain (default) RoPE
-    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(o, "rope_parameters");
-    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(o, "rope_scaling");
-    double theta_default = 10000.0;
-    if (rp && !cJSON_IsNull(rp) && !cJSON_IsObject(rp))
-        return wgt_fail(WGT_ERR_CONFIG, "%s: \"rope_parameters\" must be an object ({\"rope_type\": \"default\", "
-                        "\"rope_theta\": ...}), got %s", what, cJSON_IsNumber(rp) ? "a number" : "another JSON value");
-    if (cJSON_IsObject(rp)) {
-        WGT_TRY(model_hf_expect(rp, what, "rope_type", "default", 0, "scaled RoPE variants are not supported"));
-        WGT_TRY(model_hf_double(rp, what, "rope_theta", 0, theta_default, 1e-30, 1e12, &theta_default));
-    }
-    WGT_TRY(model_hf_double(o, what, "rope_theta", 0, theta_default, 1e-30, 1e12, &c->rope_theta));
-    // both spellings given: they must agree (which one Hugging Face reads depends on its version)
-    if (cJSON_IsObject(rp) && c->rope_theta != theta_default &&
-        cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(rp, "rope_theta")))
-        return wgt_fail(WGT_ERR_CONFIG, "%s: rope_theta is %g but rope_parameters.rope_theta is %g; give one RoPE base "
-                        "(or the same in both)", what, c->rope_theta, theta_default);
-    if (rs && !cJSON_IsNull(rs)) {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
-        if (!t) t = cJSON_GetObjectItemCaseSensitive(rs, "type");
-        if (!cJSON_IsObject(rs) || !cJSON_IsString(t) || strcmp(t->valuestring, "default"))
-            return wgt_fail(WGT_ERR_CONFIG, "%s: \"rope_scaling\" is set (%s); this build has only the plain RoPE of "
-                            "rope_theta, no scaled variant", what, cJSON_IsString(t) ? t->valuestring : "not \"default\"");
-    }
+    WGT_TRY(rope_from_hf(c, o, what));
     WGT_TRY(model_hf_expect(o, what, "hidden_act", "silu", 0, "the MLP is SwiGLU: silu(gate) * up"));
     WGT_TRY(model_hf_expect(o, what, "attention_bias", "false", 1, "LLaMA projections have no bias here"));
     WGT_TRY(model_hf_expect(o, what, "mlp_bias", "false", 1, "LLaMA projections have no bias here"));
@@ -399,7 +489,18 @@ static cJSON *config_to_hf(const model_config *c) {
     model_hf_add_number(o, "max_position_embeddings", c->max_seq);
     model_hf_add_number(o, "rms_norm_eps", c->rms_eps);
     model_hf_add_number(o, "rope_theta", c->rope_theta);
-    cJSON_AddNullToObject(o, "rope_scaling");
+    if (c->rope_scaling == WGT_ROPE_DEFAULT) {
+        cJSON_AddNullToObject(o, "rope_scaling");
+    } else {  // as Llama 3.1's config.json writes it
+        cJSON *rs = cJSON_AddObjectToObject(o, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", rope_type_names[c->rope_scaling]);
+        model_hf_add_number(rs, "factor", c->rope_factor);
+        if (c->rope_scaling == WGT_ROPE_LLAMA3) {
+            model_hf_add_number(rs, "low_freq_factor", c->rope_low_freq);
+            model_hf_add_number(rs, "high_freq_factor", c->rope_high_freq);
+            model_hf_add_number(rs, "original_max_position_embeddings", c->rope_orig_max_pos);
+        }
+    }
     cJSON_AddBoolToObject(o, "tie_word_embeddings", c->tie_embeddings);
     cJSON_AddStringToObject(o, "hidden_act", "silu");
     cJSON_AddBoolToObject(o, "attention_bias", 0);

@@ -31,6 +31,13 @@ typedef struct {
     double rope_theta;    // RoPE base
     double rms_eps;       // RMSNorm epsilon
     int tie_embeddings;   // 1: lm_head is the token embedding (no lm_head.weight)
+    // RoPE scaling (Hugging Face's rope_scaling): 0 none, 1 linear, 2 llama3 (WGT_ROPE_* of
+    // backend/cpu/ops.h); the factors of the type (0 where the type has none)
+    int rope_scaling;
+    double rope_factor;       // linear, llama3: factor
+    double rope_low_freq;     // llama3: low_freq_factor
+    double rope_high_freq;    // llama3: high_freq_factor
+    int rope_orig_max_pos;    // llama3: original_max_position_embeddings
 } model_config;
 
 // ---- families
