@@ -19,8 +19,8 @@
 
 // ------------------------------------------------------------------ families
 
-static const model_arch *const archs[] = {&model_arch_gpt2, &model_arch_llama};
-#define N_ARCHS (int)(sizeof archs / sizeof archs[0])
+#define archs model_archs  // the registry: families.c
+#define N_ARCHS model_n_archs
 
 const model_arch *model_arch_find(const char *name) {
     for (int i = 0; i < N_ARCHS; i++)
@@ -478,8 +478,9 @@ static void layout(wgt_model *m) {
                 // right after its predecessor, which must have been the tensor placed last
                 const model_param_info *q = i > 0 ? &m->t[i - 1].info : NULL;
                 WGT_ASSERT(q && m->t[i - 1].layer == m->t[i].layer && !!(q->flags & MODEL_T_DECAY) == pass &&
-                               q->off + q->n == end && q->ndim == 2 && p->ndim == 2 && q->shape[1] == p->shape[1],
-                           "a packed tensor must follow a matrix of the same width, layer and decay in the table");
+                               q->off + q->n == end && q->ndim == p->ndim && (p->ndim == 1 || q->shape[1] == p->shape[1]),
+                           "a packed tensor must follow a matrix of the same width (or a vector), layer and decay in "
+                           "the table");
                 p->off = end;
             } else {
                 p->off = align_up(end);

@@ -38,6 +38,10 @@ typedef struct {
     double rope_low_freq;     // llama3: low_freq_factor
     double rope_high_freq;    // llama3: high_freq_factor
     int rope_orig_max_pos;    // llama3: original_max_position_embeddings
+    int qkv_bias;             // 1: the q, k, v projections have biases (Qwen2; LLaMA's attention_bias)
+    int o_bias;               // 1: the o projection has a bias (LLaMA's attention_bias)
+    int sliding_window;       // Mistral, Qwen2: the attention window (0: none); sequences longer
+                              // than it are refused (the attention is full causal)
 } model_config;
 
 // ---- families

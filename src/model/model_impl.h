@@ -92,9 +92,12 @@ struct model_arch {
     void (*backward)(wgt_model *m);
 };
 
-// The families of this build (model.c's registry lists them).
+// The families of this build: each family's file defines its descriptors, and families.c lists
+// them (the only edit outside the family's file that a new family needs).
 extern const model_arch model_arch_gpt2;
-extern const model_arch model_arch_llama;
+extern const model_arch model_arch_llama, model_arch_mistral, model_arch_qwen2;
+extern const model_arch *const model_archs[];
+extern const int model_n_archs;
 
 typedef struct {
     model_param_info info;
