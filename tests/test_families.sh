@@ -50,7 +50,6 @@ family_case llama3_untied rt --family llama --rope llama3
 family_case llama_linear_tied - --family llama --rope linear --tie 1 --dtype BF16
 family_case llama_bias - --family llama --bias 1
 family_case mistral_window - --family mistral --window 16
-family_case mistral_tied - --family mistral --tie 1
 family_case qwen2_tied rt --family qwen2 --tie 1 --dtype BF16
 family_case qwen2_untied - --family qwen2
 # a Mistral window shorter than the training sequence is refused naming it

@@ -275,10 +275,10 @@ case(L=2, NH=6, NKV=2, C=36, F=44, V=47, maxT=20, B=2, T=19, tie=False, seed=8, 
 case(L=1, NH=4, NKV=1, C=32, F=24, V=31, maxT=12, B=1, T=12, tie=True, seed=9, backends=backends, steps=0,
      family="qwen2", bias="qkv")
 # LLaMA with attention_bias (q, k, v and o), with llama3 RoPE scaling
-case(L=1, NH=2, NKV=2, C=16, F=20, V=23, maxT=10, B=2, T=10, tie=False, seed=10, backends=backends, steps=3,
+case(L=1, NH=2, NKV=2, C=16, F=20, V=23, maxT=10, B=2, T=10, tie=False, seed=10, backends=backends, steps=0,
      bias="qkvo", rope_scaling={**LLAMA3, "original_max_position_embeddings": 16})
 # Mistral with a sliding window the sequence fits in (T = window: the full causal attention is the window's)
-case(L=2, NH=4, NKV=1, C=32, F=40, V=41, maxT=32, B=2, T=16, tie=False, seed=11, backends=backends, steps=3,
+case(L=2, NH=4, NKV=1, C=32, F=40, V=41, maxT=32, B=2, T=16, tie=False, seed=11, backends=backends, steps=0,
      family="mistral", extra={"sliding_window": 16})
 # Mistral without a window (v0.2 and later: sliding_window null)
 case(L=1, NH=2, NKV=1, C=16, F=12, V=17, maxT=8, B=1, T=8, tie=True, seed=12, backends=backends, steps=0,
