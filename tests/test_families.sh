@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_families.sh — the families that share LLaMA's computation, end to end on the CPU backend:
 # a random Hugging Face directory of each (tests/family_helper.py: llama with llama3 / linear RoPE
-# scaling or attention_bias, mistral with and without a sliding window, qwen2 tied and untied, in
+# scaling or attention_bias, mistral with a sliding window, qwen2 tied and untied, in
 # F32 / BF16) is read by `train --init`, trained one step (the loss must be PyTorch's), and
 # `export` must write a config.json with the original's settings and model_type and exactly the
 # original's tensor names (what from_pretrained needs: nothing missing or unexpected), whose
