@@ -45,6 +45,21 @@ static void test_json(void) {
         CHECK(!model_config_diff(c, &r, &d), "%s: HF round trip differs in %s (%s vs %s)\n%s", c->arch, d.key, d.a, d.b, hf);
         free(hf);
     }
+    // a LLaMA run config written before RoPE scaling, biases and windows existed reads them as 0;
+    // a field that was always written is still required
+    {
+        model_config r;
+        const char *old_cfg = "{\"arch\": \"llama\", \"n_layer\": 2, \"n_head\": 2, \"d_model\": 20, \"d_ff\": 40, "
+                              "\"vocab\": 29, \"max_seq\": 16, \"n_kv_heads\": 1, \"rope_theta\": 500000, "
+                              "\"rms_eps\": 1e-06, \"tie_embeddings\": 0}";
+        model_config_delta dd;
+        CHECK(model_config_from_json(&r, old_cfg, "old") == WGT_OK && !model_config_diff(&LLAMA, &r, &dd),
+              "an older LLaMA run config reads as the same model: %s", wgt_last_error());
+        CHECK(model_config_from_json(&r, "{\"arch\": \"llama\", \"n_layer\": 2, \"n_head\": 2, \"d_model\": 20, "
+                                     "\"d_ff\": 40, \"vocab\": 29, \"max_seq\": 16, \"rope_theta\": 500000, "
+                                     "\"rms_eps\": 1e-06, \"tie_embeddings\": 0}", "old") != WGT_OK &&
+                  strstr(wgt_last_error(), "n_kv_heads"), "a config without n_kv_heads is refused: %s", wgt_last_error());
+    }
     // the first differing field is named, family fields included
     model_config o = LLAMA;
     o.n_kv_heads = 2;

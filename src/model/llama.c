@@ -27,19 +27,20 @@
 #define ROPE_FACTOR_MAX 1e6       // rope_scaling.factor: 1 .. this
 #define ROPE_FREQ_FACTOR_MAX 1e6  // low_freq_factor, high_freq_factor: above 0 .. this
 
+// (the fields from rope_scaling on came later: a run config without them reads them as 0)
 static const model_config_field config_fields[] = {
-    {"n_kv_heads", offsetof(model_config, n_kv_heads), MODEL_CF_INT, 4096},
-    {"rope_theta", offsetof(model_config, rope_theta), MODEL_CF_DOUBLE, 1e12},
-    {"rms_eps", offsetof(model_config, rms_eps), MODEL_CF_DOUBLE, RMS_EPS_MAX},
-    {"tie_embeddings", offsetof(model_config, tie_embeddings), MODEL_CF_INT, 1},
-    {"rope_scaling", offsetof(model_config, rope_scaling), MODEL_CF_INT, 2},
-    {"rope_factor", offsetof(model_config, rope_factor), MODEL_CF_DOUBLE, ROPE_FACTOR_MAX},
-    {"rope_low_freq", offsetof(model_config, rope_low_freq), MODEL_CF_DOUBLE, ROPE_FREQ_FACTOR_MAX},
-    {"rope_high_freq", offsetof(model_config, rope_high_freq), MODEL_CF_DOUBLE, ROPE_FREQ_FACTOR_MAX},
-    {"rope_orig_max_pos", offsetof(model_config, rope_orig_max_pos), MODEL_CF_INT, 1 << 24},
-    {"qkv_bias", offsetof(model_config, qkv_bias), MODEL_CF_INT, 1},
-    {"o_bias", offsetof(model_config, o_bias), MODEL_CF_INT, 1},
-    {"sliding_window", offsetof(model_config, sliding_window), MODEL_CF_INT, 1 << 24},
+    {"n_kv_heads", offsetof(model_config, n_kv_heads), MODEL_CF_INT, 4096, 0},
+    {"rope_theta", offsetof(model_config, rope_theta), MODEL_CF_DOUBLE, 1e12, 0},
+    {"rms_eps", offsetof(model_config, rms_eps), MODEL_CF_DOUBLE, RMS_EPS_MAX, 0},
+    {"tie_embeddings", offsetof(model_config, tie_embeddings), MODEL_CF_INT, 1, 0},
+    {"rope_scaling", offsetof(model_config, rope_scaling), MODEL_CF_INT, 2, 1},
+    {"rope_factor", offsetof(model_config, rope_factor), MODEL_CF_DOUBLE, ROPE_FACTOR_MAX, 1},
+    {"rope_low_freq", offsetof(model_config, rope_low_freq), MODEL_CF_DOUBLE, ROPE_FREQ_FACTOR_MAX, 1},
+    {"rope_high_freq", offsetof(model_config, rope_high_freq), MODEL_CF_DOUBLE, ROPE_FREQ_FACTOR_MAX, 1},
+    {"rope_orig_max_pos", offsetof(model_config, rope_orig_max_pos), MODEL_CF_INT, 1 << 24, 1},
+    {"qkv_bias", offsetof(model_config, qkv_bias), MODEL_CF_INT, 1, 1},
+    {"o_bias", offsetof(model_config, o_bias), MODEL_CF_INT, 1, 1},
+    {"sliding_window", offsetof(model_config, sliding_window), MODEL_CF_INT, 1 << 24, 1},
 };
 
 // ---- the families that share this computation, each with its Hugging Face config's own fields

@@ -39,12 +39,12 @@ static wgt_status unknown_arch(const char *name) {
 
 // The sizes every family has (JSON keys, and the largest value JSON accepts).
 static const model_config_field shared_fields[] = {
-    {"n_layer", offsetof(model_config, n_layer), MODEL_CF_INT, 256},
-    {"n_head", offsetof(model_config, n_head), MODEL_CF_INT, 4096},
-    {"d_model", offsetof(model_config, d_model), MODEL_CF_INT, 65536},
-    {"d_ff", offsetof(model_config, d_ff), MODEL_CF_INT, 262144},
-    {"vocab", offsetof(model_config, vocab), MODEL_CF_INT, 65536},
-    {"max_seq", offsetof(model_config, max_seq), MODEL_CF_INT, 1 << 20},
+    {"n_layer", offsetof(model_config, n_layer), MODEL_CF_INT, 256, 0},
+    {"n_head", offsetof(model_config, n_head), MODEL_CF_INT, 4096, 0},
+    {"d_model", offsetof(model_config, d_model), MODEL_CF_INT, 65536, 0},
+    {"d_ff", offsetof(model_config, d_ff), MODEL_CF_INT, 262144, 0},
+    {"vocab", offsetof(model_config, vocab), MODEL_CF_INT, 65536, 0},
+    {"max_seq", offsetof(model_config, max_seq), MODEL_CF_INT, 1 << 20, 0},
 };
 #define N_SHARED (int)(sizeof shared_fields / sizeof shared_fields[0])
 
@@ -159,6 +159,10 @@ typedef struct { model_config *c; const cJSON *obj; const char *what; wgt_status
 static int field_from_json(const model_config_field *f, void *p) {
     from_json_ctx *x = p;
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(x->obj, f->key);
+    if (!it && f->since_later) {  // a config written before the field existed: the field's "none"
+        cf_set(x->c, f, 0);
+        return 0;
+    }
     int ok = cJSON_IsNumber(it) && isfinite(it->valuedouble) && it->valuedouble >= 0 && it->valuedouble <= f->hi;
     if (ok && f->type == MODEL_CF_INT && it->valuedouble != floor(it->valuedouble)) ok = 0;
     if (!ok) {

@@ -48,6 +48,7 @@ typedef struct {
     size_t off;        // offsetof in model_config
     model_cf_type type;
     double hi;         // JSON accepts 0..hi; the family's config_check decides what it supports
+    int since_later;   // 1: added after configs of the family were written: an absent key reads as 0
 } model_config_field;
 
 struct model_arch {
