@@ -6,6 +6,16 @@
 # tokenizer files, AutoTokenizer loads them and a prompt is continued greedily by both
 # transformers and (with --run) `wgtrain sample --temperature 0`, which must agree.
 #   python3 tests/hf_verify.py HF_DIR [--run RUN_DIR] [--wgtrain build/wgtrain] [--device cpu|webgpu]
+# With --families WORK_DIR (instead of HF_DIR) it checks every family of the LLaMA computation
+# against transformers itself: for each of llama (plain, llama3 and linear RoPE scaling,
+# attention_bias; tied and untied), mistral (with a sliding window the sequence fits in, and
+# none), qwen2 (tied and untied), it builds a random small model with transformers' own class,
+# saves it with save_pretrained in BF16 with a small max_shard_size (a sharded checkpoint with its
+# index), and requires: `wgtrain grad --logits` on the shards equals transformers' logits of the
+# same BF16 weights in float32; `train --init` + `export` gives a directory that from_pretrained
+# loads with nothing missing, unexpected or mismatched and whose logits equal wgtrain's on it
+# (1e-5 relative: float32 on both sides, the RoPE tables differing by float32 rounding).
+#   python3 tests/hf_verify.py --families /tmp/wgt_hf_families [--device cpu|webgpu]
 # Prints "N passed, N failed"; the exit code is the verdict.
 import argparse
 import json
@@ -19,6 +29,11 @@ import torch
 import transformers
 from transformers import AutoTokenizer, GPT2LMHeadModel, LlamaForCausalLM
 
+CLASSES = {"gpt2": GPT2LMHeadModel, "llama": LlamaForCausalLM}
+for _name, _cls in (("mistral", "MistralForCausalLM"), ("qwen2", "Qwen2ForCausalLM"), ("qwen3", "Qwen3ForCausalLM")):
+    if hasattr(transformers, _cls):
+        CLASSES[_name] = getattr(transformers, _cls)
+
 passed = failed = 0
 
 
@@ -31,10 +46,104 @@ def check(ok, what):
         failed += 1
 
 
+def wg_logits(a, config, model, tok, tmp, tag):
+    """wgtrain grad --logits on (config.json, weights: a file or a shard index), or None."""
+    tp, lp = os.path.join(tmp, "tok.npy"), os.path.join(tmp, "logits.npy")
+    np.save(tp, tok)
+    r = subprocess.run([a.wgtrain, "grad", "--config", config, "--model", model, "--tokens", tp, "--logits", lp,
+                        "--device", a.device], capture_output=True, text=True)
+    check(r.returncode == 0, f"{tag}: wgtrain grad --logits runs {r.stderr.strip()}")
+    return np.load(lp).astype(np.float64) if r.returncode == 0 else None
+
+
+def hf_logits(model, tok):
+    with torch.no_grad():
+        return model(torch.from_numpy(tok[:, :-1].astype(np.int64))).logits.double().numpy()
+
+
+def rel_err(got, want):
+    return np.abs(got - want).max() / np.abs(want).max()
+
+
+# family, config class keyword arguments (beyond the shared sizes)
+FAMILY_CASES = [
+    ("llama", "plain untied", {"tie_word_embeddings": False}),
+    ("llama", "llama3 rope tied", {"tie_word_embeddings": True, "rope_theta": 500000.0, "rope_scaling": {
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 32}}),
+    ("llama", "linear rope, attention_bias", {"tie_word_embeddings": False, "attention_bias": True,
+                                              "rope_scaling": {"rope_type": "linear", "factor": 4.0}}),
+    ("mistral", "sliding window 64", {"tie_word_embeddings": False, "sliding_window": 64}),
+    ("mistral", "no window, tied", {"tie_word_embeddings": True, "sliding_window": None}),
+    ("qwen2", "untied", {"tie_word_embeddings": False}),
+    ("qwen2", "tied", {"tie_word_embeddings": True}),
+]
+
+
+def families(a):
+    here = os.path.dirname(os.path.abspath(__file__))
+    os.makedirs(a.families, exist_ok=True)
+    V, T = 101, 48
+    data = os.path.join(a.families, "data")
+    subprocess.run([sys.executable, os.path.join(here, "finetune_helper.py"), "shards", data, "--V", str(V), "--T",
+                    str(T)], check=True)
+    tok = np.random.RandomState(0).randint(0, V, (2, T + 1)).astype(np.int32)
+    for k, (family, what, kw) in enumerate(FAMILY_CASES):
+        tag = f"{family} ({what})"
+        if family not in CLASSES:
+            check(False, f"{tag}: this transformers has no class for {family}")
+            continue
+        cls = CLASSES[family]
+        cfg_cls = transformers.AutoConfig.for_model(family).__class__
+        cfg = cfg_cls(vocab_size=V, hidden_size=48, intermediate_size=88, num_hidden_layers=2, num_attention_heads=6,
+                      num_key_value_heads=2 if k % 2 == 0 else 1, max_position_embeddings=64, rms_norm_eps=1e-5,
+                      initializer_range=0.2, **kw)
+        torch.manual_seed(k)
+        model = cls(cfg).float().eval()
+        with torch.no_grad():  # biases and norm weights away from their 0 / 1 init
+            for n, p in model.named_parameters():
+                if p.dim() == 1:
+                    p.add_(0.2 * torch.randn_like(p))
+        src = os.path.join(a.families, f"src_{k}")
+        model.to(torch.bfloat16).save_pretrained(src, max_shard_size="20KB", safe_serialization=True)
+        index = os.path.join(src, "model.safetensors.index.json")
+        check(os.path.exists(index), f"{tag}: save_pretrained wrote a sharded checkpoint")
+        ref = cls.from_pretrained(src, torch_dtype=torch.float32).eval()  # the BF16 weights, as float32
+        want = hf_logits(ref, tok)
+        with tempfile.TemporaryDirectory() as tmp:
+            got = wg_logits(a, os.path.join(src, "config.json"), index, tok, tmp, tag + " shards")
+            if got is not None:
+                e = rel_err(got, want)
+                check(e < a.tol, f"{tag}: logits of the BF16 shards, wgtrain vs transformers {e:.2e} (< {a.tol:g})")
+            run, out = os.path.join(a.families, f"run_{k}"), os.path.join(a.families, f"export_{k}")
+            r = subprocess.run([a.wgtrain, "train", "--init", src, "--data", data, "--out", run, "--steps", "0",
+                                "--device", "cpu", "--batch", "1", "--seq", str(T)], capture_output=True, text=True)
+            check(r.returncode == 0, f"{tag}: train --init of the shards {r.stderr.strip()}")
+            r = subprocess.run([a.wgtrain, "export", "--run", run, "--out", out, "--force"], capture_output=True, text=True)
+            check(r.returncode == 0, f"{tag}: export {r.stderr.strip()}")
+            if r.returncode != 0:
+                continue
+            m2, info = cls.from_pretrained(out, output_loading_info=True, torch_dtype=torch.float32)
+            problems = {x: y for x, y in info.items() if y}
+            check(not problems, f"{tag}: from_pretrained(export) with nothing missing, unexpected or mismatched {problems}")
+            check(type(m2.config).__name__ == type(cfg).__name__, f"{tag}: the export's config class {type(m2.config).__name__}")
+            e = rel_err(hf_logits(m2.eval(), tok), want)
+            check(e < a.tol, f"{tag}: transformers' logits of the export vs of the original {e:.2e} (< {a.tol:g})")
+            got = wg_logits(a, os.path.join(out, "config.json"), os.path.join(out, "model.safetensors"), tok, tmp,
+                            tag + " export")
+            if got is not None:
+                e = rel_err(got, hf_logits(m2, tok))
+                check(e < a.tol, f"{tag}: the export's logits, wgtrain vs transformers {e:.2e} (< {a.tol:g})")
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(0 if failed == 0 else 1)
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
-    ap.add_argument("hf_dir")
+    ap.add_argument("hf_dir", nargs="?")
+    ap.add_argument("--families", metavar="WORK_DIR",
+                    help="check every LLaMA-computation family against transformers (see the top of this file)")
     ap.add_argument("--run", help="the run directory that was exported: compares greedy continuations with wgtrain sample")
     ap.add_argument("--wgtrain", default=os.path.join(here, "..", "build", "wgtrain"))
     ap.add_argument("--device", default="cpu", help="wgtrain's backend for grad and sample (cpu or webgpu)")
@@ -43,8 +152,14 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-4)
     a = ap.parse_args()
     print("transformers", transformers.__version__, "torch", torch.__version__)
+    if a.families:
+        if a.tol == 1e-4:
+            a.tol = 1e-5
+        return families(a)
+    if not a.hf_dir:
+        ap.error("give HF_DIR or --families WORK_DIR")
     cfg = json.load(open(os.path.join(a.hf_dir, "config.json")))
-    cls = {"gpt2": GPT2LMHeadModel, "llama": LlamaForCausalLM}[cfg["model_type"]]
+    cls = CLASSES[cfg["model_type"]]
     model, info = cls.from_pretrained(a.hf_dir, output_loading_info=True, torch_dtype=torch.float32)
     model.eval()
     problems = {k: v for k, v in info.items() if v}
@@ -57,9 +172,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         tp, lp = os.path.join(tmp, "tok.npy"), os.path.join(tmp, "logits.npy")
         np.save(tp, tok)
-        r = subprocess.run([a.wgtrain, "grad", "--config", os.path.join(a.hf_dir, "config.json"), "--model",
-                            os.path.join(a.hf_dir, "model.safetensors"), "--tokens", tp, "--logits", lp,
-                            "--device", a.device], capture_output=True, text=True)
+        weights = os.path.join(a.hf_dir, "model.safetensors")
+        if not os.path.exists(weights):
+            weights = os.path.join(a.hf_dir, "model.safetensors.index.json")
+        r = subprocess.run([a.wgtrain, "grad", "--config", os.path.join(a.hf_dir, "config.json"), "--model", weights,
+                            "--tokens", tp, "--logits", lp, "--device", a.device], capture_output=True, text=True)
         check(r.returncode == 0, "wgtrain grad --logits on the export " + r.stderr.strip())
         if r.returncode == 0:
             got = np.load(lp).astype(np.float64)

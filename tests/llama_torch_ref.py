@@ -1,18 +1,21 @@
 # llama_torch_ref.py — a plain PyTorch LLaMA in the math of Hugging Face's LlamaForCausalLM
 # (modeling_llama.py), for the tests that compare wgtrain with PyTorch where transformers is not
 # installed: RMSNorm computed in float32 or wider, rotary embedding in the rotate-half convention
-# with HF's inverse frequencies and cos/sin tables (computed in float32, as HF does), causal
+# with HF's inverse frequencies (the default, linear and llama3 rope types) and cos/sin tables
+# (computed in float32, as HF does), causal
 # attention with repeat_kv for grouped-query heads, the SwiGLU MLP, no biases, the lm_head tied
-# to the token embedding or not. Parameters use HF's names and [out, in] layout; a config.json in
-# HF's format is written beside them.
+# to the token embedding or not; optional biases on q, k, v (Qwen2) and o (LLaMA's
+# attention_bias). Mistral and Qwen2 are this computation under other config.json fields.
+# Parameters use HF's names and [out, in] layout; a config.json in HF's format is written beside them.
 import json
+import math
 
 import torch
 
 from gpt2_torch_ref import load_safetensors, save_safetensors  # noqa: F401  (re-exported)
 
 
-def param_shapes(L, C, F, V, NH, NKV, tie):
+def param_shapes(L, C, F, V, NH, NKV, tie, qkv_bias=False, o_bias=False):
     hs = C // NH
     s = {"model.embed_tokens.weight": (V, C)}
     for l in range(L):
@@ -22,20 +25,27 @@ def param_shapes(L, C, F, V, NH, NKV, tie):
                   p + "mlp.gate_proj.weight": (F, C), p + "mlp.up_proj.weight": (F, C),
                   p + "mlp.down_proj.weight": (C, F),
                   p + "input_layernorm.weight": (C,), p + "post_attention_layernorm.weight": (C,)})
+        if qkv_bias:  # Qwen2; LLaMA's attention_bias
+            s.update({p + "self_attn.q_proj.bias": (NH * hs,), p + "self_attn.k_proj.bias": (NKV * hs,),
+                      p + "self_attn.v_proj.bias": (NKV * hs,)})
+        if o_bias:  # LLaMA's attention_bias
+            s[p + "self_attn.o_proj.bias"] = (C,)
     s["model.norm.weight"] = (C,)
     if not tie:
         s["lm_head.weight"] = (V, C)
     return s
 
 
-def random_params(L, C, F, V, NH, NKV, tie, seed, dtype=torch.float64):
+def random_params(L, C, F, V, NH, NKV, tie, seed, dtype=torch.float64, qkv_bias=False, o_bias=False):
     """O(1)-scale parameters (so that attention is far from uniform and every gradient is well
-    above float32 rounding): embeddings N(0, 0.3^2), matrices N(0, 1/fan_in), norm weights 1 + N(0, 0.1^2);
-    values exactly representable in float32."""
+    above float32 rounding): embeddings N(0, 0.3^2), matrices N(0, 1/fan_in), norm weights 1 + N(0, 0.1^2),
+    biases N(0, 0.3^2); values exactly representable in float32."""
     g = torch.Generator().manual_seed(seed)
     out = {}
-    for name, shape in param_shapes(L, C, F, V, NH, NKV, tie).items():
-        if len(shape) == 1:
+    for name, shape in param_shapes(L, C, F, V, NH, NKV, tie, qkv_bias, o_bias).items():
+        if name.endswith(".bias"):
+            t = 0.3 * torch.randn(shape, generator=g, dtype=torch.float64)
+        elif len(shape) == 1:
             t = 1.0 + 0.1 * torch.randn(shape, generator=g, dtype=torch.float64)
         elif "embed_tokens" in name:
             t = 0.3 * torch.randn(shape, generator=g, dtype=torch.float64)
@@ -45,12 +55,22 @@ def random_params(L, C, F, V, NH, NKV, tie, seed, dtype=torch.float64):
     return out
 
 
-def hf_config(L, C, F, V, NH, NKV, tie, max_pos, theta=10000.0, eps=1e-5, **extra):
-    c = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": C, "intermediate_size": F,
+HF_CLASS = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM"}
+
+
+def hf_config(L, C, F, V, NH, NKV, tie, max_pos, theta=10000.0, eps=1e-5, family="llama", **extra):
+    """A config.json of the family in its config class's own fields: LLaMA's attention_bias /
+    mlp_bias, Mistral's sliding_window (null: none), Qwen2's use_sliding_window (false)."""
+    c = {"architectures": [HF_CLASS[family]], "model_type": family, "hidden_size": C, "intermediate_size": F,
          "num_attention_heads": NH, "num_key_value_heads": NKV, "num_hidden_layers": L, "vocab_size": V,
          "max_position_embeddings": max_pos, "rms_norm_eps": eps, "rope_theta": theta, "tie_word_embeddings": tie,
-         "hidden_act": "silu", "attention_bias": False, "mlp_bias": False, "rope_scaling": None,
-         "initializer_range": 0.02, "torch_dtype": "float32"}
+         "hidden_act": "silu", "rope_scaling": None, "initializer_range": 0.02, "torch_dtype": "float32"}
+    if family == "llama":
+        c.update({"attention_bias": False, "mlp_bias": False})
+    if family == "mistral":
+        c.update({"sliding_window": None})
+    if family == "qwen2":
+        c.update({"use_sliding_window": False, "sliding_window": 4096, "max_window_layers": L})
     c.update(extra)
     return c
 
@@ -70,9 +90,30 @@ def rmsnorm(x, w, eps):
     return w * h.to(dt)
 
 
-def rope_tables(T, hs, theta, dtype):
-    # HF LlamaRotaryEmbedding (default rope type): inv_freq and the angles in float32
+def rope_inv_freq(hs, theta, scaling=None):
+    """HF's inverse frequencies in float32 (modeling_rope_utils.py): the default rope type, "linear"
+    (/ factor) and "llama3" (_compute_llama3_parameters)."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, hs, 2, dtype=torch.int64).float() / hs))
+    kind = (scaling or {}).get("rope_type", (scaling or {}).get("type", "default"))
+    if kind == "default":
+        return inv_freq
+    factor = scaling["factor"]
+    if kind == "linear":
+        return inv_freq / factor
+    assert kind == "llama3", kind
+    low, high, orig = scaling["low_freq_factor"], scaling["high_freq_factor"], scaling["original_max_position_embeddings"]
+    low_wl, high_wl = orig / low, orig / high
+    wavelen = 2 * math.pi / inv_freq
+    f = torch.where(wavelen > low_wl, inv_freq / factor, inv_freq)
+    smooth = (orig / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * f / factor + smooth * f
+    medium = ~(wavelen < high_wl) * ~(wavelen > low_wl)
+    return torch.where(medium, smoothed, f)
+
+
+def rope_tables(T, hs, theta, dtype, scaling=None):
+    # HF LlamaRotaryEmbedding: inv_freq and the angles in float32
+    inv_freq = rope_inv_freq(hs, theta, scaling).float()
     pos = torch.arange(T, dtype=torch.int64).float()
     freqs = torch.outer(pos, inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
@@ -102,22 +143,29 @@ def attention(q, k, v):
     return att @ v
 
 
-def forward(P, idx, L, NH, NKV, theta, eps):
+def linear(x, P, name):
+    """nn.Linear: x W^T, plus the bias when the parameters have one (Qwen2's q, k, v; LLaMA's attention_bias)."""
+    y = x @ P[name + ".weight"].T
+    b = P.get(name + ".bias")
+    return y if b is None else y + b
+
+
+def forward(P, idx, L, NH, NKV, theta, eps, rope_scaling=None):
     B, T = idx.shape
     C = P["model.embed_tokens.weight"].shape[1]
     hs = C // NH
-    cos, sin = rope_tables(T, hs, theta, P["model.embed_tokens.weight"].dtype)
+    cos, sin = rope_tables(T, hs, theta, P["model.embed_tokens.weight"].dtype, rope_scaling)
     x = P["model.embed_tokens.weight"][idx]
     for l in range(L):
         p = f"model.layers.{l}."
         h = rmsnorm(x, P[p + "input_layernorm.weight"], eps)
-        q = (h @ P[p + "self_attn.q_proj.weight"].T).view(B, T, NH, hs).transpose(1, 2)
-        k = (h @ P[p + "self_attn.k_proj.weight"].T).view(B, T, NKV, hs).transpose(1, 2)
-        v = (h @ P[p + "self_attn.v_proj.weight"].T).view(B, T, NKV, hs).transpose(1, 2)
+        q = linear(h, P, p + "self_attn.q_proj").view(B, T, NH, hs).transpose(1, 2)
+        k = linear(h, P, p + "self_attn.k_proj").view(B, T, NKV, hs).transpose(1, 2)
+        v = linear(h, P, p + "self_attn.v_proj").view(B, T, NKV, hs).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         y = attention(q, repeat_kv(k, NH // NKV), repeat_kv(v, NH // NKV))
-        x = x + y.transpose(1, 2).reshape(B, T, NH * hs) @ P[p + "self_attn.o_proj.weight"].T
+        x = x + linear(y.transpose(1, 2).reshape(B, T, NH * hs), P, p + "self_attn.o_proj")
         h = rmsnorm(x, P[p + "post_attention_layernorm.weight"], eps)
         g = torch.nn.functional.silu(h @ P[p + "mlp.gate_proj.weight"].T)
         x = x + (g * (h @ P[p + "mlp.up_proj.weight"].T)) @ P[p + "mlp.down_proj.weight"].T

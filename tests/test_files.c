@@ -471,6 +471,72 @@ static void test_safetensors(void) {
     test_safetensors_16bit();
 }
 
+// A sharded checkpoint: two shards (an F32 one and a BF16 one, the BF16 tensor at an odd element
+// offset) read through the index to the same values as one file; the index's own refusals
+// (test_sharded.sh has the shard-level ones end to end).
+static void test_safetensors_index(void) {
+    float d[10];
+    for (int i = 0; i < 10; i++) d[i] = (float)i * 0.5f - 1.0f;  // exact in BF16
+    uint16_t bf[4];
+    for (int i = 0; i < 4; i++) {
+        uint32_t b;
+        memcpy(&b, &d[6 + i], 4);
+        bf[i] = (uint16_t)(b >> 16);
+    }
+    unsigned char two[2 + 8];  // one BF16 value before the tensor: it starts at byte 2
+    memset(two, 0, 2);
+    memcpy(two + 2, bf, 8);
+    write_st(tp("s1.safetensors"), "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}", 0, d, 24);
+    write_st(tp("s2.safetensors"), "{\"pad\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[0,2]},"
+             "\"b\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[2,10]}}", 0, two, 10);
+    const char *ip = tp("m.safetensors.index.json");
+    const char *good = "{\"metadata\":{\"total_size\":34},\"weight_map\":{\"a\":\"s1.safetensors\","
+                       "\"b\":\"s2.safetensors\",\"pad\":\"s2.safetensors\"}}";
+    test_spit(ip, good, strlen(good));
+    st_file *f = NULL;
+    wgt_status st = st_open_checkpoint(&f, ip);
+    CHECK(st == WGT_OK && st_count(f) == 3 && st_shard_count(f) == 2, "index: %s", st ? wgt_last_error() : "");
+    if (st == WGT_OK) {
+        const st_tensor *a = st_find(f, "a"), *b = st_find(f, "b");
+        float got[10] = {0};
+        CHECK(a && b && !a->data && st_tensor_read(f, b, got + 6) == WGT_OK && st_tensor_read(f, a, got) == WGT_OK &&
+                  !memcmp(got, d, 40), "index: the values of both shards (BF16 converted)");
+        CHECK(b && strstr(st_shard_path(f, b->shard), "s2.safetensors"), "index: b's shard");
+        st_close(f);
+    }
+    struct { const char *json; const char *msg; } bad[] = {
+        {"{\"weight_map\":{}}", "non-empty \"weight_map\""},
+        {"[]", "weight_map"},
+        {"{\"weight_map\":{\"a\":1}}", "must be a file name"},
+        {"{\"weight_map\":{\"a\":\"../s1.safetensors\"}}", "must be a file name"},
+        {"{\"weight_map\":{\"a\":\"/etc/passwd\"}}", "must be a file name"},
+        {"{\"weight_map\":{\"a\":\"..\"}}", "must be a file name"},
+        {"{\"weight_map\":{\"a\":\"\"}}", "must be a file name"},
+        {"{\"weight_map\":{\"a\":\"s1.safetensors\",\"a\":\"s1.safetensors\"}}", "twice"},
+        {"{\"weight_map\":{\"a\":\"s1.safetensors\"},\"extra\":1}", "unknown key"},
+        {"{\"weight_map\":{\"a\":\"s1.safetensors\"},\"metadata\":3}", "\"metadata\" must be an object"},
+        {"{\"weight_map\":{\"a\":\"nope.safetensors\"}}", "which is missing"},
+        {"{\"weight_map\":{\"a\":\"s2.safetensors\",\"b\":\"s2.safetensors\",\"pad\":\"s2.safetensors\"}}",
+         "tensor 'a' in shard"},
+        {"{\"weight_map\":{\"a\":\"s1.safetensors\",\"b\":\"s2.safetensors\"}}", "does not list"},
+        {"{\"weight_map\":{\"a\":\"s2.safetensors\",\"b\":\"s2.safetensors\",\"pad\":\"s1.safetensors\"}}",
+         "is in shard"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        test_spit(ip, bad[i].json, strlen(bad[i].json));
+        f = NULL;
+        st = st_open_checkpoint(&f, ip);
+        CHECK(st != WGT_OK && has(bad[i].msg) && !f, "index case %zu (%s): want '%s', got %s", i, bad[i].json,
+              bad[i].msg, st ? wgt_last_error() : "accepted");
+        if (st == WGT_OK) st_close(f);
+    }
+    // one file through st_open_checkpoint: its header, values by st_tensor_read
+    CHECK(st_open_checkpoint(&f, tp("s1.safetensors")) == WGT_OK, "one file: %s", wgt_last_error());
+    float got[6];
+    CHECK(st_tensor_read(f, st_find(f, "a"), got) == WGT_OK && !memcmp(got, d, 24), "one file: values");
+    st_close(f);
+}
+
 // ------------------------------------------------------------------ tokenizer
 
 static void test_tokenizer_duplicate_merge(void) {
@@ -768,6 +834,7 @@ int main(void) {
     test_json_strict();
     test_npy();
     test_safetensors();
+    test_safetensors_index();
     test_tokenizer_duplicate_merge();
     test_checkpoint_contents();
     test_data_integrity();

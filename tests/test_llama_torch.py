@@ -37,8 +37,11 @@ def run(args):
     return subprocess.run([WGTRAIN] + args, capture_output=True, text=True)
 
 
-def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, eps=1e-5, steps=10, ignore=False):
-    P = ref.random_params(L, C, F, V, NH, NKV, tie, seed)
+def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, eps=1e-5, steps=10, ignore=False,
+         rope_scaling=None, family="llama", bias="", extra=None):
+    """bias: "" none, "qkv" (Qwen2), "qkvo" (LLaMA's attention_bias)."""
+    qb, ob = "qkv" in bias, "o" in bias.replace("qkv", "")
+    P = ref.random_params(L, C, F, V, NH, NKV, tie, seed, qkv_bias=qb, o_bias=ob)
     tokens = torch.randint(0, V, (B, T + 1), generator=torch.Generator().manual_seed(seed + 1))
     tok = tokens.numpy().astype(np.int32)
     if ignore:
@@ -46,13 +49,20 @@ def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, ep
     targets = torch.from_numpy(tok[:, 1:].astype(np.int64))
     tok_in = torch.from_numpy(tok[:, :-1].astype(np.int64))
     tag0 = f"L={L} NH={NH} NKV={NKV} C={C} F={F} V={V} B={B} T={T} tie={int(tie)}"
+    if rope_scaling:
+        tag0 += f" rope={rope_scaling['rope_type']}"
+    tag0 = f"{family} {tag0}" + (f" bias={bias}" if bias else "")
+    cfg_extra = dict(extra or {})
+    if family == "llama" and bias:
+        cfg_extra["attention_bias"] = True
     with tempfile.TemporaryDirectory() as d:
         mpath, tpath, cpath = (os.path.join(d, n) for n in ("m.safetensors", "t.npy", "config.json"))
         ref.save_safetensors(mpath, P)
-        ref.write_config(cpath, ref.hf_config(L, C, F, V, NH, NKV, tie, maxT, theta, eps))
+        ref.write_config(cpath, ref.hf_config(L, C, F, V, NH, NKV, tie, maxT, theta, eps, family=family,
+                                              rope_scaling=rope_scaling, **cfg_extra))
         np.save(tpath, tok)
         Pg = {k: v.clone().requires_grad_(True) for k, v in P.items()}
-        loss = ref.loss_fn(ref.forward(Pg, tok_in, L, NH, NKV, theta, eps), targets)
+        loss = ref.loss_fn(ref.forward(Pg, tok_in, L, NH, NKV, theta, eps, rope_scaling), targets)
         loss.backward()
         for be in backends:
             gpath = os.path.join(d, f"g_{be}.safetensors")
@@ -86,13 +96,13 @@ def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, ep
             lr, wd = 1e-3, 0.1
             Pt = {k: v.clone().requires_grad_(True) for k, v in P.items()}
             decay = [p for p in Pt.values() if p.dim() == 2]
-            no_decay = [p for p in Pt.values() if p.dim() == 1]
+            no_decay = [p for p in Pt.values() if p.dim() == 1]  # norm weights and biases
             opt = torch.optim.AdamW([{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}],
                                     lr=lr, betas=(0.9, 0.999), eps=1e-8)
             ref_losses = []
             for s in range(steps + 1):
                 opt.zero_grad()
-                lo = ref.loss_fn(ref.forward(Pt, tok_in, L, NH, NKV, theta, eps), targets)
+                lo = ref.loss_fn(ref.forward(Pt, tok_in, L, NH, NKV, theta, eps, rope_scaling), targets)
                 ref_losses.append(lo.item())
                 if s < steps:
                     lo.backward()
@@ -143,9 +153,38 @@ def refusals():
         expect("an odd head size", {**good, "hidden_size": 12, "num_attention_heads": 4}, "odd")
         expect("head size above 128", {**good, "hidden_size": 512, "num_attention_heads": 2}, "above the supported 128")
         expect("head_dim other than hidden/heads", {**good, "head_dim": 8}, "head_dim")
-        expect("rope_scaling", {**good, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "rope_scaling")
+        expect("rope_scaling yarn", {**good, "rope_scaling": {"rope_type": "yarn", "factor": 8.0}},
+               '"rope_scaling" has rope_type "yarn"; this build computes "default", "linear" and "llama3" RoPE')
+        expect("rope_scaling dynamic (old spelling)", {**good, "rope_scaling": {"type": "dynamic", "factor": 2.0}},
+               'rope_type "dynamic"')
+        expect("rope_parameters longrope", {**good, "rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0}},
+               '"rope_parameters" has rope_type "longrope"')
+        expect("llama3 without its factors", {**good, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}},
+               "low_freq_factor")
+        expect("llama3 with high <= low", {**good, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+               "low_freq_factor": 4.0, "high_freq_factor": 1.0, "original_max_position_embeddings": 8}},
+               "high_freq_factor (1) must be above low_freq_factor (4)")
+        expect("linear with a factor below 1", {**good, "rope_scaling": {"rope_type": "linear", "factor": 0.5}}, "factor")
+        expect("rope_scaling and rope_parameters disagree", {**good, "rope_scaling": {"rope_type": "linear", "factor": 2.0},
+               "rope_parameters": {"rope_type": "linear", "factor": 3.0}}, "describe different RoPE")
         expect("another activation", {**good, "hidden_act": "gelu"}, "hidden_act")
-        expect("attention biases", {**good, "attention_bias": True}, "attention_bias")
+        expect("attention_bias, but a file without biases", {**good, "attention_bias": True},
+               "lacks tensor 'model.layers.0.self_attn.q_proj.bias'")
+        expect("mlp biases", {**good, "mlp_bias": True}, "mlp_bias")
+        expect("a Qwen2 config for a file without the q, k, v biases", ref.hf_config(L, C, F, V, NH, NKV, False, 8,
+               family="qwen2"), "lacks tensor 'model.layers.0.self_attn.q_proj.bias'")
+        expect("Qwen2's per-layer sliding window", ref.hf_config(L, C, F, V, NH, NKV, False, 8, family="qwen2",
+               use_sliding_window=True), '"use_sliding_window" must be false')
+        expect("Mistral: a sequence longer than the window", ref.hf_config(L, C, F, V, NH, NKV, False, 8,
+               family="mistral", sliding_window=3), "sequence length 4 is above the model's sliding_window 3")
+        # MistralConfig's absent sliding_window is 4096: T = 4 fits, and the loss is LLaMA's
+        mcfg = ref.hf_config(L, C, F, V, NH, NKV, False, 8, family="mistral")
+        del mcfg["sliding_window"]
+        ref.write_config(cpath, mcfg)
+        rm = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        ref.write_config(cpath, good)
+        rl = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        check(rm.returncode == 0 and rm.stdout == rl.stdout, f"mistral without sliding_window runs as llama: {rm.stderr}")
         expect("a missing size", {k: v for k, v in good.items() if k != "hidden_size"}, "hidden_size")
         # sizes whose buffers exceed the machine's memory (64 TiB of parameters) against this small
         # file: the file's header contradicts them, which is found before anything is allocated
@@ -153,7 +192,7 @@ def refusals():
         expect("sizes beyond the host's memory, against a small file", {**good, "hidden_size": 65536,
                "num_attention_heads": 512, "num_key_value_heads": 512, "intermediate_size": 262144,
                "num_hidden_layers": 256}, "tensor 'model.embed_tokens.weight' has shape [11, 16] but the model expects [11, 65536]")
-        expect("an unknown model_type", {**good, "model_type": "mistral"}, "mistral")
+        expect("an unknown model_type", {**good, "model_type": "phi3"}, 'model_type "phi3" is not a family of this build')
         expect("no model_type", {k: v for k, v in good.items() if k != "model_type"}, "model_type")
         expect("a GPT-2 config for a LLaMA file", {"model_type": "gpt2", "n_embd": C, "n_head": NH, "n_layer": L,
                                                    "vocab_size": V, "n_positions": 8}, "wte.weight")
@@ -220,6 +259,30 @@ case(L=2, NH=2, NKV=2, C=16, F=40, V=37, maxT=9, B=3, T=9, tie=True, seed=2, bac
 case(L=1, NH=4, NKV=1, C=64, F=96, V=300, maxT=40, B=1, T=37, tie=True, seed=3, backends=backends, steps=0, ignore=True)
 # the largest head size, 128, untied; T = 20
 case(L=1, NH=2, NKV=1, C=256, F=64, V=50, maxT=32, B=1, T=20, tie=False, seed=4, backends=backends, steps=3)
+# Llama 3.1's RoPE scaling with bands small enough for this model: wavelengths 6.3 (kept: below
+# 64/4), 20 and 63 (mixed), the rest (divided by 8); T = 37 spans them
+LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 64}
+case(L=2, NH=4, NKV=2, C=64, F=40, V=61, maxT=40, B=2, T=37, tie=False, seed=6, backends=backends, steps=3,
+     rope_scaling=LLAMA3)
+# linear scaling (position interpolation), multi-query, tied
+case(L=1, NH=3, NKV=1, C=24, F=20, V=29, maxT=24, B=2, T=11, tie=True, seed=7, backends=backends, steps=0,
+     rope_scaling={"rope_type": "linear", "factor": 4.0})
+# Qwen2 (biases on q, k, v, not o): grouped-query, untied, odd sizes, T = 19
+case(L=2, NH=6, NKV=2, C=36, F=44, V=47, maxT=20, B=2, T=19, tie=False, seed=8, backends=backends, steps=3,
+     family="qwen2", bias="qkv")
+# Qwen2 multi-query, tied (Qwen2.5's small models tie)
+case(L=1, NH=4, NKV=1, C=32, F=24, V=31, maxT=12, B=1, T=12, tie=True, seed=9, backends=backends, steps=0,
+     family="qwen2", bias="qkv")
+# LLaMA with attention_bias (q, k, v and o), with llama3 RoPE scaling
+case(L=1, NH=2, NKV=2, C=16, F=20, V=23, maxT=10, B=2, T=10, tie=False, seed=10, backends=backends, steps=0,
+     bias="qkvo", rope_scaling={**LLAMA3, "original_max_position_embeddings": 16})
+# Mistral with a sliding window the sequence fits in (T = window: the full causal attention is the window's)
+case(L=2, NH=4, NKV=1, C=32, F=40, V=41, maxT=32, B=2, T=16, tie=False, seed=11, backends=backends, steps=0,
+     family="mistral", extra={"sliding_window": 16})
+# Mistral without a window (v0.2 and later: sliding_window null)
+case(L=1, NH=2, NKV=1, C=16, F=12, V=17, maxT=8, B=1, T=8, tie=True, seed=12, backends=backends, steps=0,
+     family="mistral")
 # one token
 case(L=1, NH=2, NKV=1, C=8, F=12, V=5, maxT=4, B=2, T=1, tie=False, seed=5, backends=backends, steps=3)
 refusals()

@@ -20,9 +20,18 @@ static const model_config LLAMA = {.arch = "llama", .n_layer = 2, .n_head = 2, .
 static const model_config GPT2 = {.arch = "gpt2", .n_layer = 3, .n_head = 2, .d_model = 8, .d_ff = 20, .vocab = 11,
                                   .max_seq = 7};
 
+// Llama 3.1's RoPE scaling, and linear scaling: both round trips keep every factor
+static const model_config LLAMA3 = {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 32, .d_ff = 40, .vocab = 13,
+                                    .max_seq = 64, .n_kv_heads = 2, .rope_theta = 500000, .rms_eps = 1e-5,
+                                    .rope_scaling = 2, .rope_factor = 8, .rope_low_freq = 1, .rope_high_freq = 4,
+                                    .rope_orig_max_pos = 8192};
+static const model_config LLAMA_LIN = {.arch = "llama", .n_layer = 1, .n_head = 2, .d_model = 8, .d_ff = 8, .vocab = 5,
+                                       .max_seq = 4, .n_kv_heads = 1, .rope_theta = 10000, .rms_eps = 1e-6,
+                                       .tie_embeddings = 1, .rope_scaling = 1, .rope_factor = 2.5};
+
 static void test_json(void) {
-    const model_config *cfgs[] = {&LLAMA, &GPT2};
-    for (int i = 0; i < 2; i++) {
+    const model_config *cfgs[] = {&LLAMA, &GPT2, &LLAMA3, &LLAMA_LIN};
+    for (int i = 0; i < 4; i++) {
         const model_config *c = cfgs[i];
         model_config r;
         model_config_delta d;
@@ -35,6 +44,21 @@ static void test_json(void) {
               wgt_last_error());
         CHECK(!model_config_diff(c, &r, &d), "%s: HF round trip differs in %s (%s vs %s)\n%s", c->arch, d.key, d.a, d.b, hf);
         free(hf);
+    }
+    // a LLaMA run config written before RoPE scaling, biases and windows existed reads them as 0;
+    // a field that was always written is still required
+    {
+        model_config r;
+        const char *old_cfg = "{\"arch\": \"llama\", \"n_layer\": 2, \"n_head\": 2, \"d_model\": 20, \"d_ff\": 40, "
+                              "\"vocab\": 29, \"max_seq\": 16, \"n_kv_heads\": 1, \"rope_theta\": 500000, "
+                              "\"rms_eps\": 1e-06, \"tie_embeddings\": 0}";
+        model_config_delta dd;
+        CHECK(model_config_from_json(&r, old_cfg, "old") == WGT_OK && !model_config_diff(&LLAMA, &r, &dd),
+              "an older LLaMA run config reads as the same model: %s", wgt_last_error());
+        CHECK(model_config_from_json(&r, "{\"arch\": \"llama\", \"n_layer\": 2, \"n_head\": 2, \"d_model\": 20, "
+                                     "\"d_ff\": 40, \"vocab\": 29, \"max_seq\": 16, \"rope_theta\": 500000, "
+                                     "\"rms_eps\": 1e-06, \"tie_embeddings\": 0}", "old") != WGT_OK &&
+                  strstr(wgt_last_error(), "n_kv_heads"), "a config without n_kv_heads is refused: %s", wgt_last_error());
     }
     // the first differing field is named, family fields included
     model_config o = LLAMA;

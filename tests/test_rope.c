@@ -1,6 +1,8 @@
 // test_rope.c — rotary position embedding (rope_forward / rope_backward, docs/kernels.md#rope):
 //   1. cpu_rope_tables against Hugging Face LLaMA's construction written out here in double
-//      (inv_freq = 1/theta^(2i/HS), emb = cat(freqs, freqs));
+//      (inv_freq = 1/theta^(2i/HS), emb = cat(freqs, freqs)); cpu_rope_inv_freq's linear and
+//      llama3 types against transformers' formulas written out here (_compute_linear_scaling_
+//      rope_parameters, _compute_llama3_parameters: the where / smooth / is_medium_freq steps);
 //   2. the C reference forward against HF's formula x·cos + rotate_half(x)·sin evaluated in
 //      double on the same tables, on the q and k heads of a fused grouped-query qkv (v untouched,
 //      bit for bit);
@@ -8,8 +10,8 @@
 //      the differences are exact up to rounding) and the adjoint identity <R x, y> = <x, Rᵀ y>;
 //   4. what RoPE is for: with real tables each pair keeps its length, and q·k after rotation
 //      depends only on the distance between the two positions;
-//   5. the WebGPU kernels against the reference with real tables at long positions, head size
-//      128, and views at offsets that are not 256-byte aligned (binding windows).
+//   5. the WebGPU kernels against the reference with real tables (plain and llama3) at long
+//      positions, head size 128, and views at offsets that are not 256-byte aligned (binding windows).
 // test_backend_ops.c covers both backends on random data as well; an odd head size is refused
 // by `wgtrain op` (test_op_cli.sh).
 #include <math.h>
@@ -21,6 +23,14 @@
 #include "backend/cpu/ops.h"
 
 #define THETA 10000.0
+
+// The default tables (theta 10000).
+static void default_tables(float *ct, float *st, uint32_t maxT, uint32_t HS) {
+    double *f = malloc(HS / 2 * sizeof(double));
+    cpu_rope_inv_freq(f, HS, THETA, WGT_ROPE_DEFAULT, 0, 0, 0, 0);
+    cpu_rope_tables(ct, st, maxT, HS, f);
+    free(f);
+}
 
 // HF's rotation of one head in double: x' = x·cos + rotate_half(x)·sin, rotate_half(x) = [-x2, x1]
 static void hf_rotate(double *out, const double *x, const float *c, const float *s, uint32_t HS) {
@@ -47,9 +57,46 @@ static double *to_d(const float *a, size_t n) {
     return d;
 }
 
+// transformers' scaled rope types, written out as modeling_rope_utils.py computes them (in double
+// here): linear divides every frequency; llama3 = torch.where(wavelen > low_wl, f / factor, f),
+// then smooth = (orig / wavelen - low) / (high - low), smoothed = (1 - smooth) f' / factor +
+// smooth f', used where ~(wavelen < high_wl) & ~(wavelen > low_wl).
+static void test_inv_freq(uint32_t HS, double theta, double factor, double low, double high, double orig) {
+    double *d = malloc(HS / 2 * sizeof(double)), *lin = malloc(HS / 2 * sizeof(double)),
+           *l3 = malloc(HS / 2 * sizeof(double));
+    cpu_rope_inv_freq(d, HS, theta, WGT_ROPE_DEFAULT, 0, 0, 0, 0);
+    cpu_rope_inv_freq(lin, HS, theta, WGT_ROPE_LINEAR, factor, 0, 0, 0);
+    cpu_rope_inv_freq(l3, HS, theta, WGT_ROPE_LLAMA3, factor, low, high, orig);
+    double wd = 0, wl = 0, w3 = 0;
+    int n_low = 0, n_mid = 0, n_high = 0;
+    for (uint32_t i = 0; i < HS / 2; i++) {
+        double f = 1.0 / pow(theta, (double)(2 * i) / HS);
+        double wavelen = 2 * M_PI / f, low_wl = orig / low, high_wl = orig / high;
+        double fl = wavelen > low_wl ? f / factor : f;
+        double smooth = (orig / wavelen - low) / (high - low);
+        double smoothed = (1 - smooth) * fl / factor + smooth * fl;
+        int medium = !(wavelen < high_wl) && !(wavelen > low_wl);
+        double want = medium ? smoothed : fl;
+        n_low += wavelen > low_wl;
+        n_mid += medium;
+        n_high += wavelen < high_wl;
+        wd = fmax(wd, fabs(d[i] - f) / f);
+        wl = fmax(wl, fabs(lin[i] - f / factor) / f);
+        w3 = fmax(w3, fabs(l3[i] - want) / want);
+    }
+    // the same double operations in another order: a few ulps
+    CHECK(wd <= 1e-15 && wl <= 1e-15 && w3 <= 1e-14, "rope inv_freq HS=%u theta=%g: default %.3g, linear %.3g, llama3 "
+          "%.3g relative off transformers' formulas", HS, theta, wd, wl, w3);
+    CHECK(n_low > 0 && n_mid > 0 && n_high > 0, "rope llama3 HS=%u: the case has low (%d), medium (%d) and high (%d) "
+          "frequencies", HS, n_low, n_mid, n_high);
+    free(d);
+    free(lin);
+    free(l3);
+}
+
 static void test_tables(uint32_t maxT, uint32_t HS) {
     float *c = malloc((size_t)maxT * HS * 4), *s = malloc((size_t)maxT * HS * 4);
-    cpu_rope_tables(c, s, maxT, HS, THETA);
+    default_tables(c, s, maxT, HS);
     double worst = 0;
     for (uint32_t t = 0; t < maxT; t++)
         for (uint32_t d = 0; d < HS; d++) {
@@ -80,7 +127,7 @@ static void test_reference(uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, ui
              random_tables ? " random tables" : "");
     size_t W = (size_t)(NH + 2 * NKV) * HS, n = (size_t)B * T * W, maxT = T + 3;
     float *ct = malloc(maxT * HS * 4), *st = malloc(maxT * HS * 4);
-    cpu_rope_tables(ct, st, (uint32_t)maxT, HS, THETA);
+    default_tables(ct, st, (uint32_t)maxT, HS);
     for (size_t i = 0; random_tables && i < maxT * HS; i++) { ct[i] = trng_normal(); st[i] = trng_normal(); }
     float *x = trand_normal(n, 1.0f), *y = malloc(n * 4);
     memcpy(y, x, n * 4);
@@ -127,7 +174,7 @@ static void test_reference(uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, ui
 static void test_properties(void) {
     const uint32_t HS = 16, maxT = 600;
     float *ct = malloc((size_t)maxT * HS * 4), *st = malloc((size_t)maxT * HS * 4);
-    cpu_rope_tables(ct, st, maxT, HS, THETA);
+    default_tables(ct, st, maxT, HS);
     double q[16], k[16], a[16], b[16];
     for (uint32_t d = 0; d < HS; d++) { q[d] = trng_normal(); k[d] = trng_normal(); }
     double worst_len = 0, worst_rel = 0;
@@ -153,11 +200,18 @@ static void test_properties(void) {
 // Both backends on real tables; each tensor sits `off` elements into its buffer (not a multiple
 // of 64, so the kernels see binding windows with a remainder).
 static void test_webgpu(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, uint32_t maxT,
-                        size_t off) {
+                        size_t off, int llama3) {
     char what[128];
     size_t W = (size_t)(NH + 2 * NKV) * HS, n = (size_t)B * T * W, nt = (size_t)maxT * HS;
     float *ct = malloc(nt * 4), *st = malloc(nt * 4);
-    cpu_rope_tables(ct, st, maxT, HS, THETA);
+    if (llama3) {  // Llama 3.1's settings
+        double *f = malloc(HS / 2 * sizeof(double));
+        cpu_rope_inv_freq(f, HS, 500000.0, WGT_ROPE_LLAMA3, 8.0, 1.0, 4.0, 8192.0);
+        cpu_rope_tables(ct, st, maxT, HS, f);
+        free(f);
+    } else {
+        default_tables(ct, st, maxT, HS);
+    }
     float *x = trand_normal(n + 2 * off, 1.0f), *ctab = calloc(nt + 2 * off, 4), *stab = calloc(nt + 2 * off, 4);
     memcpy(ctab + off, ct, nt * 4);
     memcpy(stab + off, st, nt * 4);
@@ -173,8 +227,8 @@ static void test_webgpu(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t 
         }
         float *c, *g;
         bt_get(p, tx, &c, &g);
-        snprintf(what, sizeof what, "rope_%s webgpu B=%u T=%u NH=%u NKV=%u HS=%u off=%zu", bwd ? "backward" : "forward",
-                 B, T, NH, NKV, HS, off);
+        snprintf(what, sizeof what, "rope_%s webgpu B=%u T=%u NH=%u NKV=%u HS=%u off=%zu%s", bwd ? "backward" : "forward",
+                 B, T, NH, NKV, HS, off, llama3 ? " llama3" : "");
         // element-wise f32 on both sides; a fused multiply-add on one side moves ~1 ulp
         CHECK_CLOSE(what, g, c, n + 2 * off, 1e-6, 1e-6);
         CHECK(!memcmp(g, x, off * 4) && !memcmp(g + off + n, x + off + n, off * 4), "%s: wrote outside its view", what);
@@ -186,6 +240,9 @@ static void test_webgpu(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t 
 }
 
 int main(void) {
+    test_inv_freq(128, 500000.0, 8.0, 1.0, 4.0, 8192.0);  // Llama 3.1 / 3.2
+    test_inv_freq(64, 500000.0, 32.0, 1.0, 4.0, 8192.0);  // Llama 3.2 1B/3B (head size 64, factor 32)
+    test_inv_freq(16, 10000.0, 4.0, 1.0, 4.0, 64.0);     // a small model whose bands all hold pairs
     test_tables(64, 8);
     test_tables(4096, 128);
     test_reference(2, 9, 4, 2, 8, 0);   // grouped-query qkv
@@ -194,8 +251,9 @@ int main(void) {
     test_reference(1, 6, 2, 1, 8, 1);
     test_properties();
     bpair p = bpair_open();
-    test_webgpu(&p, 2, 40, 8, 2, 16, 64, 5);
-    test_webgpu(&p, 1, 2048, 2, 1, 128, 2048, 70);  // long positions (angles to 2047 rad), HS = 128
+    test_webgpu(&p, 2, 40, 8, 2, 16, 64, 5, 0);
+    test_webgpu(&p, 1, 2048, 2, 1, 128, 2048, 70, 0);  // long positions (angles to 2047 rad), HS = 128
+    test_webgpu(&p, 1, 300, 2, 1, 128, 300, 3, 1);     // llama3 frequencies
     bpair_close(&p);
     return test_finish();
 }

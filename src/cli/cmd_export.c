@@ -3,6 +3,7 @@
 // Face names and layout) and, for runs on GPT-2's tokenizer, the tokenizer files AutoTokenizer
 // reads (vocab.json, merges.txt, tokenizer_config.json, special_tokens_map.json). Every file is
 // written atomically; files there that an earlier export did not write are kept unless --force.
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,18 +19,22 @@
 #include "train/trainer.h"
 
 #define MARKER "wgtrain-export.json"  // says that the directory's files are an export's
-static const char *const OUR_FILES[] = {MARKER, "config.json", "model.safetensors", "vocab.json", "merges.txt",
-                                        "tokenizer_config.json", "special_tokens_map.json", NULL};
-#define TOKENIZER_FIRST 3  // OUR_FILES[3..]: the tokenizer's
+static const char *const OUR_FILES[] = {MARKER, "config.json", "model.safetensors", "model.safetensors.index.json",
+                                        "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json",
+                                        NULL};
+#define TOKENIZER_FIRST 4  // OUR_FILES[4..]: the tokenizer's
 
 static void usage(void) {
-    printf("usage: wgtrain export --run RUN_DIR --out HF_DIR [--force]\n"
+    printf("usage: wgtrain export --run RUN_DIR --out HF_DIR [--force] [--max-shard-size SIZE]\n"
            "Writes the run's model (its last checkpoint) as a Hugging Face model directory: config.json and\n"
-           "model.safetensors (float32, the names and layout of GPT2LMHeadModel / LlamaForCausalLM), and for a run\n"
+           "model.safetensors (float32, the names and layout of the family's transformers class), and for a run\n"
            "on GPT-2's tokenizer vocab.json, merges.txt, tokenizer_config.json and special_tokens_map.json, so that\n"
            "transformers' from_pretrained(HF_DIR) and AutoTokenizer.from_pretrained(HF_DIR) load it. HF_DIR is\n"
            "created if needed; files there that an earlier export did not write are refused unless --force.\n"
-           "`wgtrain train --init HF_DIR` starts a run from it again.\n");
+           "`wgtrain train --init HF_DIR` starts a run from it again.\n"
+           "--max-shard-size SIZE: weights above SIZE bytes (a number, or with KB, MB, GB = 10^3.., KiB, MiB, GiB =\n"
+           "2^10..; default 5GB, as save_pretrained) are written as shards model-00001-of-0000N.safetensors ... with\n"
+           "model.safetensors.index.json.\n");
 }
 
 static int exists(const char *p) {
@@ -83,11 +88,60 @@ static wgt_status gpt2_tokenizer_dir(const checkpoint *ck, const char *run, char
     return WGT_OK;
 }
 
-static const char *const export_flags[] = {"--run=", "--out=", "--force", "--help", "-h", NULL};
+static const char *const export_flags[] = {"--run=", "--out=", "--max-shard-size=", "--force", "--help", "-h", NULL};
+
+// save_pretrained's max_shard_size: an integer with an optional unit (KB, MB, GB decimal; KiB,
+// MiB, GiB binary; B), 1 byte to 1 PB.
+static wgt_status parse_shard_size(const char *v, uint64_t *out) {
+    static const struct { const char *unit; uint64_t mul; } units[] = {
+        {"", 1}, {"B", 1}, {"KB", 1000}, {"MB", 1000000}, {"GB", 1000000000}, {"KiB", 1024}, {"MiB", 1 << 20},
+        {"GiB", 1 << 30}};
+    char *end;
+    errno = 0;
+    unsigned long long n = (v[0] >= '0' && v[0] <= '9') ? strtoull(v, &end, 10) : 0;
+    if (v[0] >= '0' && v[0] <= '9' && !errno && n >= 1 && n <= 1000000000000000ull)
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (!strcmp(end, units[i].unit) && n <= 1000000000000000ull / units[i].mul) {
+                *out = n * units[i].mul;
+                return WGT_OK;
+            }
+    return wgt_fail(WGT_ERR_ARG, "--max-shard-size '%s' is not a size between 1 byte and 1 PB (e.g. 5GB, 500MB, "
+                    "2GiB, 100000)", v);
+}
+
+// save_pretrained's shard names, model-00001-of-00003.safetensors: whether `name` is one, and its N.
+static int is_shard_name(const char *name, int *of) {
+    int k, n, len = 0;
+    return sscanf(name, "model-%5d-of-%5d.safetensors%n", &k, &n, &len) == 2 && len == (int)strlen(name) &&
+           strlen(name) == strlen("model-00001-of-00001.safetensors") && (*of = n) > 0;
+}
+
+// Files of save_pretrained's shard pattern in dir: the first one (for a refusal) when `first`, and
+// with remove, those of another shard count than keep_of are deleted (an earlier export's).
+static wgt_status scan_shards(const char *dir, char *first, size_t n, int remove, int keep_of) {
+    if (first) first[0] = 0;
+    DIR *d = opendir(dir);
+    if (!d) return WGT_OK;  // nothing there yet
+    wgt_status st = WGT_OK;
+    for (struct dirent *e; (e = readdir(d)) && st == WGT_OK;) {
+        int of;
+        if (!is_shard_name(e->d_name, &of)) continue;
+        if (first && !first[0]) snprintf(first, n, "%s", e->d_name);
+        if (remove && of != keep_of) {
+            char p[TRAIN_PATH_MAX + 64];
+            st = join(p, sizeof p, dir, e->d_name);
+            if (st == WGT_OK && unlink(p) != 0 && errno != ENOENT)
+                st = wgt_fail(WGT_ERR_IO, "cannot remove the old shard %s: %s", p, strerror(errno));
+        }
+    }
+    closedir(d);
+    return st;
+}
 
 static wgt_status export_main(int argc, char **argv) {
     const char *run = NULL, *out = NULL;
-    int force = 0, found_tok = 0;
+    int force = 0, found_tok = 0, n_shards = 0;
+    uint64_t shard_bytes = MODEL_SHARD_BYTES_DEFAULT;
     WGT_TRY(cli_args_split(&argc, &argv, export_flags));
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -103,6 +157,7 @@ static wgt_status export_main(int argc, char **argv) {
         if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "option '%s' needs a value (see --help)", a);
         const char *v = argv[++i];
         if (!strcmp(a, "--run")) run = v;
+        else if (!strcmp(a, "--max-shard-size")) WGT_TRY(parse_shard_size(v, &shard_bytes));
         else out = v;
     }
     if (!run || !out) return wgt_fail(WGT_ERR_ARG, "--run RUN_DIR and --out HF_DIR are required (see --help)");
@@ -125,6 +180,11 @@ static wgt_status export_main(int argc, char **argv) {
                 st = wgt_fail(WGT_ERR_ARG, "%s already holds %s, which `wgtrain export` did not write; pass --force to "
                               "replace it, or choose another --out", out, OUR_FILES[i]);
         }
+        char shard[256];
+        if (st == WGT_OK) st = scan_shards(out, shard, sizeof shard, 0, 0);
+        if (st == WGT_OK && shard[0])
+            st = wgt_fail(WGT_ERR_ARG, "%s already holds %s, which `wgtrain export` did not write; pass --force to "
+                          "replace it, or choose another --out", out, shard);
     }
     if (st == WGT_OK) st = gpt2_tokenizer_dir(&ck, run, tokdir, sizeof tokdir, &found_tok);
     // the marker first: an interrupted export is still recognised as ours
@@ -151,9 +211,14 @@ static wgt_status export_main(int argc, char **argv) {
     wgt_model *m = NULL;
     if (st == WGT_OK) st = cli_backend_open(&be, "cpu", NULL, 0);
     if (st == WGT_OK) st = run_model_open(&m, be, &ck, 1, 1, run, MODEL_PREC_F32);
-    if (st == WGT_OK) st = join(p, sizeof p, out, "model.safetensors");
-    if (st == WGT_OK) st = model_export_safetensors(m, p);
+    if (st == WGT_OK) st = model_export_safetensors(m, out, shard_bytes, &n_shards);
     model_free(m);
+    // what an earlier export left that would contradict this one: transformers reads a
+    // model.safetensors before an index, and an index names its own shards
+    if (st == WGT_OK) st = join(p, sizeof p, out, n_shards > 1 ? "model.safetensors" : "model.safetensors.index.json");
+    if (st == WGT_OK && unlink(p) != 0 && errno != ENOENT)
+        st = wgt_fail(WGT_ERR_IO, "cannot remove the old %s: %s", p, strerror(errno));
+    if (st == WGT_OK) st = scan_shards(out, NULL, 0, 1, n_shards > 1 ? n_shards : -1);
     if (be) be->free(be);
     if (st == WGT_OK && tokdir[0]) {
         char src[TRAIN_PATH_MAX + 64];
@@ -181,9 +246,12 @@ static wgt_status export_main(int argc, char **argv) {
     }
     if (st == WGT_OK) {
         const model_config *c = &ck.cfg.model;
-        printf("export: %s (step %llu): %s, %d layers, d_model %d, vocabulary %d -> %s (config.json, "
-               "model.safetensors%s)\n", run, (unsigned long long)ck.pr.step, c->arch, c->n_layer, c->d_model, c->vocab,
-               out, tokdir[0] ? ", GPT-2 tokenizer files" : "");
+        char wfiles[96];
+        if (n_shards > 1) snprintf(wfiles, sizeof wfiles, "%d shards and model.safetensors.index.json", n_shards);
+        else snprintf(wfiles, sizeof wfiles, "model.safetensors");
+        printf("export: %s (step %llu): %s, %d layers, d_model %d, vocabulary %d -> %s (config.json, %s%s)\n", run,
+               (unsigned long long)ck.pr.step, c->arch, c->n_layer, c->d_model, c->vocab, out, wfiles,
+               tokdir[0] ? ", GPT-2 tokenizer files" : "");
         if (!tokdir[0])
             printf("export: %s, so there are no tokenizer files\n",
                    found_tok ? "the run's tokenizer is wgtrain's own BPE, which transformers cannot read"

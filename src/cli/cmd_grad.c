@@ -15,6 +15,7 @@ static void usage(void) {
            "                    [--backend cpu|webgpu] [--adapter A] [--out G.safetensors] [--alpha A] [--beta B]\n"
            "                    [--steps N --lr X --weight-decay W --beta1 B1 --beta2 B2 --eps E --clip C] [--logits L.npy]\n"
            "                    [--precision f32|f16]\n"
+           "  M: a .safetensors file, or a sharded checkpoint's model.safetensors.index.json (its shards beside it).\n"
            "  --config: M's Hugging Face config.json (model_type \"gpt2\" or \"llama\"): the family and every size; the\n"
            "  tensors must match it (names, shapes, none missing or extra).\n"
            "  --heads NH [--arch NAME]: without a config, for a GPT-2 file (the default family, " MODEL_ARCH_DEFAULT "):\n"

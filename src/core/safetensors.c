@@ -8,6 +8,7 @@
 // allocation of their own (a file of only F32 tensors is used as read).
 #include "core/safetensors.h"
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,10 @@ struct st_file {
     size_t data_size;
     st_tensor *t;
     int n;
+    char **paths;      // the files the tensors are in (st_tensor.shard): one, or a checkpoint's shards
+    uint64_t *sizes;   // their sizes when the header was read (a file changed since is refused)
+    int n_paths;
+    int rfd, rfd_shard;  // st_tensor_read's open file (-1: none)
 };
 
 static wgt_status st_bad(st_file *f, const char *path, const char *what) {
@@ -81,6 +86,13 @@ static wgt_status st_open_any(st_file **out, const char *path, int read_data) {
     uint64_t fsize;
     WGT_TRY(file_open_read(path, NULL, NULL, &fd, &fsize));
     st_file *f = wgt_calloc(1, sizeof *f);
+    f->rfd = -1;
+    f->paths = wgt_calloc(1, sizeof *f->paths);
+    f->sizes = wgt_calloc(1, sizeof *f->sizes);
+    f->paths[0] = wgt_malloc(strlen(path) + 1);
+    strcpy(f->paths[0], path);
+    f->sizes[0] = fsize;
+    f->n_paths = 1;
     if (fsize < 8) {
         close(fd);
         return st_bad(f, path, "shorter than its 8-byte header length");
@@ -200,6 +212,8 @@ static wgt_status st_open_any(st_file **out, const char *path, int read_data) {
             break;
         }
         t->n = (size_t)n;
+        t->shard = 0;
+        t->file_off = 8 + hlen + (uint64_t)b;
         spans[f->n] = (span){(uint64_t)b, (uint64_t)e, f->n};
         off_b[f->n] = (uint64_t)b;
         f->n++;
@@ -262,9 +276,195 @@ wgt_status st_open_header(st_file **out, const char *path) { return st_open_any(
 
 void st_close(st_file *f) {
     if (!f) return;
+    if (f->rfd >= 0) close(f->rfd);
+    for (int i = 0; i < f->n_paths; i++) free(f->paths[i]);
+    free(f->paths);
+    free(f->sizes);
     free(f->data);
     free(f->t);
     free(f);
+}
+
+int st_shard_count(const st_file *f) { return f->n_paths; }
+const char *st_shard_path(const st_file *f, int shard) {
+    WGT_ASSERT(shard >= 0 && shard < f->n_paths, "st_shard_path: no such shard");
+    return f->paths[shard];
+}
+
+int st_is_index_path(const char *path) {
+    size_t n = strlen(path), k = strlen(".index.json");
+    return n >= k && !strcmp(path + n - k, ".index.json");
+}
+
+wgt_status st_tensor_read(st_file *f, const st_tensor *t, float *dst) {
+    WGT_ASSERT(t->shard >= 0 && t->shard < f->n_paths, "st_tensor_read: a tensor of no file");
+    const char *path = f->paths[t->shard];
+    if (f->rfd_shard != t->shard || f->rfd < 0) {
+        if (f->rfd >= 0) close(f->rfd);
+        f->rfd = -1;
+        uint64_t size;
+        WGT_TRY(file_open_read(path, "safetensors file", NULL, &f->rfd, &size));
+        f->rfd_shard = t->shard;
+        if (size != f->sizes[t->shard]) {
+            close(f->rfd);
+            f->rfd = -1;
+            return wgt_fail(WGT_ERR_IO, "'%s' changed size (%llu -> %llu bytes) while it was being read; was it "
+                            "rewritten?", path, (unsigned long long)f->sizes[t->shard], (unsigned long long)size);
+        }
+    }
+    if (!strcmp(t->dtype, "F32")) return file_pread_exact(f->rfd, dst, t->n * 4, t->file_off, path);
+    unsigned char *raw = wgt_malloc(t->n ? t->n * 2 : 1);
+    wgt_status st = file_pread_exact(f->rfd, raw, t->n * 2, t->file_off, path);
+    if (st == WGT_OK) convert(dst, raw, t->n, t->dtype);
+    free(raw);
+    return st;
+}
+
+// ---- sharded checkpoints (model.safetensors.index.json)
+
+#define ST_MAX_INDEX_BYTES ((size_t)64 << 20)  // an index of a million tensors is ~100 MB; ours are KBs
+#define ST_MAX_SHARDS 100000
+
+// A weight_map value names a file in the index's directory: no directory part, not "." or "..".
+static int shard_name_ok(const char *s) {
+    return s[0] && strlen(s) < 1024 && !strchr(s, '/') && !strchr(s, '\\') && strcmp(s, ".") && strcmp(s, "..");
+}
+
+typedef struct { const char *name; int shard; } st_entry_ref;
+static int ref_cmp(const void *x, const void *y) {
+    return strcmp(((const st_entry_ref *)x)->name, ((const st_entry_ref *)y)->name);
+}
+
+static wgt_status st_open_index(st_file **out, const char *path) {
+    *out = NULL;
+    char *text;
+    size_t tn;
+    WGT_TRY(file_read_all(path, "checkpoint index", NULL, ST_MAX_INDEX_BYTES, &text, &tn));
+    cJSON *root;
+    wgt_status st = json_parse_strict(&root, text, tn, 0, path);
+    free(text);
+    WGT_TRY(st);
+    st_file *f = wgt_calloc(1, sizeof *f);
+    f->rfd = -1;
+    st_entry_ref *map = NULL, *have = NULL;
+    int n_map = 0, n_have = 0;
+    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(root, "metadata");
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (slash == path) snprintf(dir, sizeof dir, "/");
+    if (!cJSON_IsObject(root) || !cJSON_IsObject(wm) || !wm->child) {
+        st = wgt_fail(WGT_ERR_FORMAT, "'%s' is not a safetensors index: it needs a non-empty \"weight_map\" object "
+                      "of tensor name -> shard file", path);
+        goto done;
+    }
+    if (md && !cJSON_IsNull(md) && !cJSON_IsObject(md)) {
+        st = wgt_fail(WGT_ERR_FORMAT, "'%s': \"metadata\" must be an object", path);
+        goto done;
+    }
+    for (const cJSON *it = root->child; it; it = it->next)
+        if (strcmp(it->string, "weight_map") && strcmp(it->string, "metadata")) {
+            st = wgt_fail(WGT_ERR_FORMAT, "'%s' has an unknown key \"%.64s\" (an index holds \"metadata\" and "
+                          "\"weight_map\")", path, it->string);
+            goto done;
+        }
+    n_map = cJSON_GetArraySize(wm);
+    map = wgt_calloc((size_t)n_map, sizeof *map);
+    f->paths = wgt_calloc(1, sizeof *f->paths);  // grown below
+    int cap_paths = 1;
+    int k = 0;
+    for (const cJSON *it = wm->child; it; it = it->next, k++) {
+        if (!cJSON_IsString(it) || !shard_name_ok(it->valuestring)) {
+            st = wgt_fail(WGT_ERR_FORMAT, "'%s': the shard of tensor '%.128s' must be a file name in the index's "
+                          "directory (no '/', '\\' or '..'), got %s%.128s%s", path, it->string,
+                          cJSON_IsString(it) ? "'" : "", cJSON_IsString(it) ? it->valuestring : "another JSON value",
+                          cJSON_IsString(it) ? "'" : "");
+            goto done;
+        }
+        if (strlen(it->string) >= sizeof f->t[0].name) {
+            st = wgt_fail(WGT_ERR_FORMAT, "'%s': tensor name '%.64s...' too long", path, it->string);
+            goto done;
+        }
+        char full[4096 + 1100];
+        snprintf(full, sizeof full, "%s/%s", dir, it->valuestring);
+        int s = 0;
+        while (s < f->n_paths && strcmp(f->paths[s], full)) s++;
+        if (s == f->n_paths) {
+            if (f->n_paths == ST_MAX_SHARDS) {
+                st = wgt_fail(WGT_ERR_FORMAT, "'%s' lists more than %d shards", path, ST_MAX_SHARDS);
+                goto done;
+            }
+            if (f->n_paths == cap_paths) {
+                cap_paths *= 2;
+                char **np = wgt_calloc((size_t)cap_paths, sizeof *np);
+                memcpy(np, f->paths, (size_t)f->n_paths * sizeof *np);
+                free(f->paths);
+                f->paths = np;
+            }
+            f->paths[f->n_paths] = wgt_malloc(strlen(full) + 1);
+            strcpy(f->paths[f->n_paths++], full);
+        }
+        map[k] = (st_entry_ref){it->string, s};
+    }
+    qsort(map, (size_t)n_map, sizeof *map, ref_cmp);
+    f->sizes = wgt_calloc((size_t)f->n_paths, sizeof *f->sizes);
+    f->t = wgt_calloc((size_t)n_map, sizeof *f->t);
+    // every shard's header; each of its tensors must be one the index puts there
+    for (int s = 0; s < f->n_paths && st == WGT_OK; s++) {
+        st_file *h;
+        struct stat sb;
+        if (stat(f->paths[s], &sb) != 0) {
+            st = wgt_fail(WGT_ERR_IO, "'%s' lists the shard '%s', which is missing (%s); the checkpoint is incomplete",
+                          path, f->paths[s], strerror(errno));
+            break;
+        }
+        st = st_open_header(&h, f->paths[s]);
+        if (st != WGT_OK) break;
+        f->sizes[s] = h->sizes[0];
+        for (int i = 0; i < h->n && st == WGT_OK; i++) {
+            st_entry_ref key = {h->t[i].name, 0};
+            const st_entry_ref *e = bsearch(&key, map, (size_t)n_map, sizeof *map, ref_cmp);
+            if (!e)
+                st = wgt_fail(WGT_ERR_FORMAT, "shard '%s' holds tensor '%s', which its index '%s' does not list",
+                              f->paths[s], h->t[i].name, path);
+            else if (e->shard != s)
+                st = wgt_fail(WGT_ERR_FORMAT, "tensor '%s' is in shard '%s' but the index '%s' puts it in '%s' (a "
+                              "tensor is in exactly one shard, the one its index names)", h->t[i].name, f->paths[s],
+                              path, f->paths[e->shard]);
+            else if (f->n == n_map)  // cannot happen: each tensor of a shard is one index entry
+                st = wgt_fail(WGT_ERR_FORMAT, "'%s': more shard tensors than index entries", path);
+            else {
+                f->t[f->n] = h->t[i];
+                f->t[f->n++].shard = s;
+            }
+        }
+        st_close(h);
+    }
+    if (st != WGT_OK) goto done;
+    // an index entry that no shard holds (a name in two shards was refused above: one of the two
+    // is not where the index puts it)
+    have = wgt_calloc((size_t)(f->n ? f->n : 1), sizeof *have);
+    for (int i = 0; i < f->n; i++) have[n_have++] = (st_entry_ref){f->t[i].name, f->t[i].shard};
+    qsort(have, (size_t)n_have, sizeof *have, ref_cmp);
+    for (int i = 0; i < n_map && st == WGT_OK; i++)
+        if (!bsearch(&map[i], have, (size_t)n_have, sizeof *have, ref_cmp))
+            st = wgt_fail(WGT_ERR_FORMAT, "the index '%s' puts tensor '%s' in shard '%s', which does not hold it", path,
+                          map[i].name, f->paths[map[i].shard]);
+done:
+    free(map);
+    free(have);
+    cJSON_Delete(root);
+    if (st != WGT_OK) {
+        st_close(f);
+        return st;
+    }
+    *out = f;
+    return WGT_OK;
+}
+
+wgt_status st_open_checkpoint(st_file **out, const char *path) {
+    return st_is_index_path(path) ? st_open_index(out, path) : st_open_header(out, path);
 }
 int st_count(const st_file *f) { return f->n; }
 const st_tensor *st_at(const st_file *f, int i) { return &f->t[i]; }
@@ -304,6 +504,15 @@ void st_writer_add(st_writer *w, const char *name, int ndim, const size_t *shape
     e->n = 1;
     for (int i = 0; i < ndim; i++) { e->shape[i] = shape[i]; e->n *= shape[i]; }
     e->data = data;
+}
+
+void st_writer_discard(st_writer *w) {
+    for (int i = 0; i < w->n_meta; i++) {
+        free(w->meta_k[i]);
+        free(w->meta_v[i]);
+    }
+    free(w->e);
+    free(w);
 }
 
 wgt_status st_writer_finish(st_writer *w, const char *path) {

@@ -18,6 +18,8 @@ typedef struct {
                        // its conversion of an F16 / BF16 tensor; valid until st_close (NULL
                        // from st_open_header)
     char dtype[8];     // as stored: "F32", "F16" or "BF16"
+    int shard;         // the file holding it (st_shard_path): 0 but in a sharded checkpoint
+    uint64_t file_off; // where its bytes start in that file (st_tensor_read)
 } st_tensor;
 
 typedef struct st_file st_file;
@@ -25,6 +27,22 @@ wgt_status st_open(st_file **out, const char *path);
 // The header alone, checked as st_open checks it (names, dtypes, shapes, the data offsets against
 // the file's size); no data is read, and every tensor's data is NULL.
 wgt_status st_open_header(st_file **out, const char *path);
+// A Hugging Face checkpoint's headers: `path` is one .safetensors file (as st_open_header) or a
+// model.safetensors.index.json, whose "weight_map" names each tensor's shard (a plain file name
+// in the index's directory). Every shard's header is read and checked as st_open_header does;
+// a shard listed but missing, a path that leaves the directory, a tensor the index puts in one
+// shard but found in another (or in none, or in two shards), and a shard tensor the index does
+// not list are refused, naming the tensor and the files. The tensors of every shard are one
+// table (data NULL); st_tensor_read reads their values, one tensor at a time.
+wgt_status st_open_checkpoint(st_file **out, const char *path);
+// Tensor t of f (a table from st_open_header or st_open_checkpoint) as float32 into dst[t->n],
+// read from its file (F16 / BF16 converted exactly). f keeps the last file it read open.
+wgt_status st_tensor_read(st_file *f, const st_tensor *t, float *dst);
+// The file tensor t was found in (the checkpoint path itself for one file).
+const char *st_shard_path(const st_file *f, int shard);
+int st_shard_count(const st_file *f);
+// 1 when the name ends in ".index.json" (a sharded checkpoint's index).
+int st_is_index_path(const char *path);
 void st_close(st_file *f);
 int st_count(const st_file *f);
 const st_tensor *st_at(const st_file *f, int i);
@@ -39,4 +57,5 @@ void st_writer_add(st_writer *w, const char *name, int ndim, const size_t *shape
 // both strings are copied.
 void st_writer_set_metadata(st_writer *w, const char *key, const char *value);
 wgt_status st_writer_finish(st_writer *w, const char *path);  // frees w
+void st_writer_discard(st_writer *w);  // frees w, writing nothing
 #endif

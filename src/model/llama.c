@@ -1,7 +1,11 @@
 // llama.c — the LLaMA family on the model interface, in Hugging Face LlamaForCausalLM's names
-// and layout (every linear [out, in], no biases): RMSNorm, rotary position embedding (HF's
-// rotate-half), grouped-query causal attention, SwiGLU MLP, an lm_head of its own or tied to the
-// token embedding. Per block, with x the residual stream:
+// and layout (every linear [out, in]): RMSNorm, rotary position embedding (HF's rotate-half,
+// plain or scaled), grouped-query causal attention, SwiGLU MLP, an lm_head of its own or tied to
+// the token embedding. Mistral and Qwen2 are the same computation with other Hugging Face
+// configs (a variant table below): Qwen2 has biases on the q, k and v projections, LLaMA's
+// attention_bias puts them on q, k, v and o, Mistral has a sliding window (sequences longer than
+// it are refused: the attention here is full causal, which equals the window's below it).
+// Per block, with x the residual stream:
 //   h = x + o_proj(attention(rope(q|k|v_proj(rmsnorm(x)))))
 //   out = h + down_proj(silu(gate_proj(rmsnorm(h))) * up_proj(rmsnorm(h)))
 // and logits = lm_head(rmsnorm(x_L)). The q, k and v projections are stored packed
@@ -20,13 +24,51 @@
 // ------------------------------------------------------------------ config
 
 #define HS_OF(c) ((c)->d_model / (c)->n_head)
+#define RMS_EPS_MAX 0.5            // rms_eps: 1e-30 .. this (flags, config JSON, Hugging Face, checks alike)
+#define ROPE_FACTOR_MAX 1e6       // rope_scaling.factor: 1 .. this
+#define ROPE_FREQ_FACTOR_MAX 1e6  // low_freq_factor, high_freq_factor: above 0 .. this
 
+// (the fields from rope_scaling on came later: a run config without them reads them as 0)
 static const model_config_field config_fields[] = {
-    {"n_kv_heads", offsetof(model_config, n_kv_heads), MODEL_CF_INT, 4096},
-    {"rope_theta", offsetof(model_config, rope_theta), MODEL_CF_DOUBLE, 1e12},
-    {"rms_eps", offsetof(model_config, rms_eps), MODEL_CF_DOUBLE, 1},
-    {"tie_embeddings", offsetof(model_config, tie_embeddings), MODEL_CF_INT, 1},
+    {"n_kv_heads", offsetof(model_config, n_kv_heads), MODEL_CF_INT, 4096, 0},
+    {"rope_theta", offsetof(model_config, rope_theta), MODEL_CF_DOUBLE, 1e12, 0},
+    {"rms_eps", offsetof(model_config, rms_eps), MODEL_CF_DOUBLE, RMS_EPS_MAX, 0},
+    {"tie_embeddings", offsetof(model_config, tie_embeddings), MODEL_CF_INT, 1, 0},
+    {"rope_scaling", offsetof(model_config, rope_scaling), MODEL_CF_INT, 2, 1},
+    {"rope_factor", offsetof(model_config, rope_factor), MODEL_CF_DOUBLE, ROPE_FACTOR_MAX, 1},
+    {"rope_low_freq", offsetof(model_config, rope_low_freq), MODEL_CF_DOUBLE, ROPE_FREQ_FACTOR_MAX, 1},
+    {"rope_high_freq", offsetof(model_config, rope_high_freq), MODEL_CF_DOUBLE, ROPE_FREQ_FACTOR_MAX, 1},
+    {"rope_orig_max_pos", offsetof(model_config, rope_orig_max_pos), MODEL_CF_INT, 1 << 24, 1},
+    {"qkv_bias", offsetof(model_config, qkv_bias), MODEL_CF_INT, 1, 1},
+    {"o_bias", offsetof(model_config, o_bias), MODEL_CF_INT, 1, 1},
+    {"sliding_window", offsetof(model_config, sliding_window), MODEL_CF_INT, 1 << 24, 1},
 };
+
+// ---- the families that share this computation, each with its Hugging Face config's own fields
+typedef enum { SW_NONE, SW_MISTRAL, SW_QWEN2 } sliding_kind;
+typedef struct {
+    const char *name;       // wgtrain family = Hugging Face model_type
+    const char *hf_class;   // its architectures[0]
+    int qkv_bias, o_bias;   // -1: from "attention_bias" (LLaMA, both); else fixed
+    sliding_kind sliding;   // how its config gives a sliding window
+    int max_pos_default;    // the config class's defaults of max_position_embeddings and rms_norm_eps
+    double eps_default;
+} variant;
+static const variant variants[] = {
+    {"llama", "LlamaForCausalLM", -1, -1, SW_NONE, 2048, 1e-6},
+    {"mistral", "MistralForCausalLM", 0, 0, SW_MISTRAL, 4096 * 32, 1e-6},
+    {"qwen2", "Qwen2ForCausalLM", 1, 0, SW_QWEN2, 32768, 1e-6},
+};
+static const variant *variant_of(const model_config *c) {
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
+        if (!strcmp(variants[i].name, c->arch)) return &variants[i];
+    WGT_ASSERT(0, "llama.c: a config of another family");
+    return NULL;
+}
+
+// The rope types of Hugging Face's rope_scaling this build computes (cpu_rope_inv_freq), by
+// their rope_type names; WGT_ROPE_* is the index.
+static const char *const rope_type_names[] = {"default", "linear", "llama3"};
 
 static wgt_status config_check(const model_config *c) {
     if (c->n_kv_heads < 1 || c->n_head % c->n_kv_heads)
@@ -36,13 +78,56 @@ static wgt_status config_check(const model_config *c) {
         return wgt_fail(WGT_ERR_CONFIG, "head size d_model/n_head = %d/%d = %d is odd; RoPE rotates pairs of "
                         "dimensions, so it must be even", c->d_model, c->n_head, HS_OF(c));
     if (!(c->rope_theta > 0)) return wgt_fail(WGT_ERR_CONFIG, "rope_theta must be above 0, got %g", c->rope_theta);
-    if (!(c->rms_eps > 0 && c->rms_eps < 1)) return wgt_fail(WGT_ERR_CONFIG, "rms_eps must be in (0, 1), got %g", c->rms_eps);
+    if (!(c->rms_eps >= 1e-30 && c->rms_eps <= RMS_EPS_MAX))
+        return wgt_fail(WGT_ERR_CONFIG, "rms_eps must be in [1e-30, %g], got %g", RMS_EPS_MAX, c->rms_eps);
     if (c->tie_embeddings != 0 && c->tie_embeddings != 1)
         return wgt_fail(WGT_ERR_CONFIG, "tie_embeddings must be 0 or 1, got %d", c->tie_embeddings);
+    // the biases and the window this family has
+    const variant *v = variant_of(c);
+    if ((c->qkv_bias != 0 && c->qkv_bias != 1) || (c->o_bias != 0 && c->o_bias != 1))
+        return wgt_fail(WGT_ERR_CONFIG, "qkv_bias and o_bias must be 0 or 1, got %d and %d", c->qkv_bias, c->o_bias);
+    if (v->qkv_bias < 0 && c->qkv_bias != c->o_bias)
+        return wgt_fail(WGT_ERR_CONFIG, "a %s model has biases on all of q, k, v and o (attention_bias) or on none; got "
+                        "qkv_bias %d, o_bias %d", v->name, c->qkv_bias, c->o_bias);
+    if (v->qkv_bias >= 0 && (c->qkv_bias != v->qkv_bias || c->o_bias != v->o_bias))
+        return wgt_fail(WGT_ERR_CONFIG, "a %s model has qkv_bias %d and o_bias %d, got %d and %d", v->name, v->qkv_bias,
+                        v->o_bias, c->qkv_bias, c->o_bias);
+    if (c->sliding_window < 0 || (v->sliding != SW_MISTRAL && c->sliding_window))
+        return wgt_fail(WGT_ERR_CONFIG, "sliding_window %d: a %s model has %s", c->sliding_window, v->name,
+                        v->sliding != SW_MISTRAL ? "none (leave it 0)" : "a window of at least 1 or none (0)");
+    // RoPE scaling: each type's factors set, the others 0
+    const int rs = c->rope_scaling;
+    if (rs < WGT_ROPE_DEFAULT || rs > WGT_ROPE_LLAMA3)
+        return wgt_fail(WGT_ERR_CONFIG, "rope_scaling must be 0 (none), 1 (linear) or 2 (llama3), got %d", rs);
+    if (rs != WGT_ROPE_DEFAULT && !(c->rope_factor >= 1 && c->rope_factor <= ROPE_FACTOR_MAX))
+        return wgt_fail(WGT_ERR_CONFIG, "rope_factor must be in [1, %g] for %s RoPE scaling, got %g", ROPE_FACTOR_MAX,
+                        rope_type_names[rs], c->rope_factor);
+    if (rs == WGT_ROPE_DEFAULT && c->rope_factor != 0)
+        return wgt_fail(WGT_ERR_CONFIG, "rope_factor is %g but rope_scaling is 0 (none)", c->rope_factor);
+    if (rs == WGT_ROPE_LLAMA3) {
+        if (!(c->rope_low_freq > 0 && c->rope_high_freq > c->rope_low_freq && c->rope_high_freq <= ROPE_FREQ_FACTOR_MAX))
+            return wgt_fail(WGT_ERR_CONFIG, "llama3 RoPE scaling needs 0 < low_freq_factor < high_freq_factor <= %g, "
+                            "got %g and %g", ROPE_FREQ_FACTOR_MAX, c->rope_low_freq, c->rope_high_freq);
+        if (c->rope_orig_max_pos < 1)
+            return wgt_fail(WGT_ERR_CONFIG, "llama3 RoPE scaling needs original_max_position_embeddings >= 1, got %d",
+                            c->rope_orig_max_pos);
+    } else if (c->rope_low_freq != 0 || c->rope_high_freq != 0 || c->rope_orig_max_pos != 0) {
+        return wgt_fail(WGT_ERR_CONFIG, "rope_low_freq, rope_high_freq and rope_orig_max_pos are llama3 RoPE scaling's; "
+                        "rope_scaling is %d (%s)", rs, rope_type_names[rs]);
+    }
     return WGT_OK;
 }
 
+// The model's RoPE inverse frequencies, one per rotated pair (HS/2 of them).
+static void rope_inv_freq(const model_config *c, double *f) {
+    cpu_rope_inv_freq(f, (uint32_t)HS_OF(c), c->rope_theta, c->rope_scaling, c->rope_factor, c->rope_low_freq,
+                      c->rope_high_freq, c->rope_orig_max_pos);
+}
+
 static void defaults(model_config *c) {
+    const variant *v = variant_of(c);
+    if (v->qkv_bias > 0) c->qkv_bias = 1;
+    if (v->o_bias > 0) c->o_bias = 1;
     if (!c->n_kv_heads) c->n_kv_heads = c->n_head;
     if (!c->rope_theta) c->rope_theta = 10000.0;
     if (!c->rms_eps) c->rms_eps = 1e-5;
@@ -56,6 +141,8 @@ typedef struct {            // one block's tensors (parameters, or their gradien
     wgt_view gate_w, up_w;  // [F, C], [F, C]
     wgt_view down_w;        // [C, F]
     wgt_view ln1_w, ln2_w;  // [C] input_layernorm, [C] post_attention_layernorm
+    wgt_view q_b, k_b, v_b; // [C], [KV], [KV]: packed, one [C + 2 KV] bias (qkv_bias; else empty)
+    wgt_view o_b;           // [C] (o_bias; else empty)
 } block_params;
 
 typedef struct {
@@ -87,6 +174,11 @@ static const model_tensor_desc tensors[] = {
     {"model.layers.%d.mlp.down_proj.weight", 1, {DIM_C, DIM_F}, D | X, MODEL_INIT_NORMAL, BLK(down_w)},
     {"model.layers.%d.input_layernorm.weight", 1, {DIM_C}, X, MODEL_INIT_ONES, BLK(ln1_w)},
     {"model.layers.%d.post_attention_layernorm.weight", 1, {DIM_C}, X, MODEL_INIT_ONES, BLK(ln2_w)},
+    // biases (absent unless the config has them), not decayed, 0 at init as in transformers
+    {"model.layers.%d.self_attn.q_proj.bias", 1, {DIM_C}, X, MODEL_INIT_ZEROS, BLK(q_b)},
+    {"model.layers.%d.self_attn.k_proj.bias", 1, {DIM_KV}, X | PK, MODEL_INIT_ZEROS, BLK(k_b)},
+    {"model.layers.%d.self_attn.v_proj.bias", 1, {DIM_KV}, X | PK, MODEL_INIT_ZEROS, BLK(v_b)},
+    {"model.layers.%d.self_attn.o_proj.bias", 1, {DIM_C}, X, MODEL_INIT_ZEROS, BLK(o_b)},
     {"model.norm.weight", 0, {DIM_C}, X, MODEL_INIT_ONES, TOP(norm_w)},
     {"lm_head.weight", 0, {DIM_V, DIM_C}, D | X, MODEL_INIT_NORMAL, TOP(lm_head)},  // absent when tied
 };
@@ -98,6 +190,10 @@ static const char *tensor_absent(const model_config *c, const model_tensor_desc 
     if (is_lm_head(d) && c->tie_embeddings)
         return "it ties lm_head to the token embedding (tie_embeddings 1; tie_word_embeddings true in a Hugging Face "
                "config.json)";
+    if (d->per_layer && (d->field == BLK(q_b) || d->field == BLK(k_b) || d->field == BLK(v_b)) && !c->qkv_bias)
+        return "its q, k and v projections have no bias (qkv_bias 0; attention_bias false in a LLaMA config.json)";
+    if (d->per_layer && d->field == BLK(o_b) && !c->o_bias)
+        return "its o projection has no bias (o_bias 0; attention_bias false in a LLaMA config.json)";
     return NULL;
 }
 static int absent_copy_of(const model_config *c, const model_tensor_desc *d) {
@@ -122,6 +218,14 @@ static wgt_view qkv_of(const block_params *b) {
                "the q, k and v projections are not packed");
     return model_view(b->q_w.buf, b->q_w.off, b->q_w.n + b->k_w.n + b->v_w.n);
 }
+// The packed q | k | v bias, or no view (qkv_bias 0).
+static wgt_view qkv_bias_of(const wgt_model *m, const block_params *b) {
+    if (!m->c.qkv_bias) return model_no_view();
+    WGT_ASSERT(b->k_b.buf == b->q_b.buf && b->k_b.off == b->q_b.off + b->q_b.n && b->v_b.off == b->k_b.off + b->k_b.n,
+               "the q, k and v biases are not packed");
+    return model_view(b->q_b.buf, b->q_b.off, b->q_b.n + b->k_b.n + b->v_b.n);
+}
+static wgt_view o_bias_of(const wgt_model *m, const block_params *b) { return m->c.o_bias ? b->o_b : model_no_view(); }
 // The lm_head: its own matrix, or the token embedding.
 static wgt_view lm_head_of(const wgt_model *m, const top_params *t) { return m->c.tie_embeddings ? t->embed : t->lm_head; }
 
@@ -160,6 +264,10 @@ static wgt_status init(wgt_model *m) {
     const model_config *c = &m->c;
     const size_t BT = (size_t)m->B * m->T, C = c->d_model, F = c->d_ff, NH = c->n_head, HS = HS_OF(c),
                  QKV = C + 2 * (size_t)c->n_kv_heads * HS, T = m->T;
+    if (c->sliding_window && m->T > c->sliding_window)
+        return wgt_fail(WGT_ERR_CONFIG, "sequence length %d is above the model's sliding_window %d; this build's attention "
+                        "is full causal, which equals the window's only up to it: use --seq %d or less", m->T,
+                        c->sliding_window, c->sliding_window);
     acts *a = wgt_calloc(1, sizeof *a + (size_t)c->n_layer * sizeof a->h[0]);
     m->acts = a;
     for (int l = 0; l < c->n_layer; l++) {
@@ -199,7 +307,10 @@ static wgt_status init(wgt_model *m) {
     if (m->alloc_st != WGT_OK) return m->alloc_st;
     // the RoPE tables, once per model
     float *ct = wgt_malloc(T * HS * sizeof(float)), *st_ = wgt_malloc(T * HS * sizeof(float));
-    cpu_rope_tables(ct, st_, (uint32_t)T, (uint32_t)HS, c->rope_theta);
+    double *inv_freq = wgt_malloc(HS / 2 * sizeof(double));
+    rope_inv_freq(c, inv_freq);
+    cpu_rope_tables(ct, st_, (uint32_t)T, (uint32_t)HS, inv_freq);
+    free(inv_freq);
     wgt_status st = m->be->upload(m->be, a->cos, ct, T * HS);
     if (st == WGT_OK) st = m->be->upload(m->be, a->sin, st_, T * HS);
     free(ct);
@@ -229,7 +340,7 @@ static void block_forward(wgt_model *m, int l) {
     model_act_keep(m, h->ln1, ln1, nc);
     const size_t nq = (size_t)BT * QKV;
     wgt_view qkv = model_act_out(m, h->qkv, a->x_q);
-    model_matmul(m, qkv, h->ln1, qkv_of(p), none, BT, C, QKV);                               // qkv [B,T,C+2KV]
+    model_matmul(m, qkv, h->ln1, qkv_of(p), qkv_bias_of(m, p), BT, C, QKV);                  // qkv [B,T,C+2KV]
     be->rope_forward(be, qkv, a->cos, a->sin, B, T, NH, NKV, HS);                             // q, k rotated
     model_act_keep(m, h->qkv, qkv, nq);
     qkv = model_act_f32(m, h->qkv, a->x_q, nq);  // (f16: attention reads the rounded qkv, as its backward)
@@ -237,7 +348,7 @@ static void block_forward(wgt_model *m, int l) {
     be->attention_forward(be, atty, h->lse, qkv, B, T, NH, NKV, HS, m->drop_p,
                           model_dropout_seed(m, l, 0));                                     // atty [B,T,C], lse [B,NH,T]
     model_act_keep(m, h->atty, atty, nc);
-    model_matmul(m, a->scratch_c, h->atty, p->o_w, none, BT, C, C);                            // o_proj [B,T,C]
+    model_matmul(m, a->scratch_c, h->atty, p->o_w, o_bias_of(m, p), BT, C, C);                // o_proj [B,T,C]
     model_branch_dropout(m, a->scratch_c, l, 1);
     be->residual_forward(be, h->res2, h->res, a->scratch_c, nc);                                // res2 [B,T,C]
     wgt_view ln2 = model_act_out(m, h->ln2, a->x_c);
@@ -291,14 +402,14 @@ static void block_backward(wgt_model *m, int l) {
     // attention: res2 = x + o_proj(attention(rope(qkv(ln1(x)))))
     wgt_view dattn = model_branch_dropout_grad(m, a->scratch_c, a->dres, l, 1);                  // do_proj [B,T,C]
     model_matmul_t(m, a->dtmp, dattn, p->o_w, BT, C, C);                                           // datty [B,T,C]
-    model_matmul_at(m, g->o_w, none, dattn, h->atty, BT, C, C);
+    model_matmul_at(m, g->o_w, o_bias_of(m, g), dattn, h->atty, BT, C, C);
     wgt_view atty = model_act_f32(m, h->atty, a->x_c, (size_t)BT * C);  // (f16: the rounded out, widened)
     wgt_view qkv = model_act_f32(m, h->qkv, a->x_q, (size_t)BT * QKV);
     be->attention_backward(be, a->dqkv, a->dtmp, qkv, atty, h->lse, B, T, NH, NKV, HS, m->drop_p,
                            model_dropout_seed(m, l, 0));                                             // dqkv (rotated)
     be->rope_backward(be, a->dqkv, a->cos, a->sin, B, T, NH, NKV, HS);                    // dqkv [B,T,C+2KV]
     model_matmul_t(m, a->dtmp, a->dqkv, qkv_of(p), BT, C, QKV);                                    // dln1 [B,T,C]
-    model_matmul_at(m, qkv_of(g), none, a->dqkv, h->ln1, BT, C, QKV);
+    model_matmul_at(m, qkv_of(g), qkv_bias_of(m, g), a->dqkv, h->ln1, BT, C, QKV);
     be->rmsnorm_backward(be, a->dres, g->ln1_w, a->dtmp, h->res, p->ln1_w, h->rstd1, BT, C);         // dx [B,T,C]
 }
 
@@ -326,28 +437,54 @@ static wgt_status config_from_safetensors(model_config *c, const st_file *f, con
                     "pass its Hugging Face config.json with --config", path);
 }
 
-// LlamaConfig: hidden_size, intermediate_size, num_attention_heads, num_hidden_layers,
-// vocab_size; num_key_value_heads (absent: = heads), max_position_embeddings (2048),
-// rms_norm_eps (1e-6), rope_theta (10000), tie_word_embeddings (false): Hugging Face's defaults.
-static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *what) {
-    WGT_TRY(model_hf_int(o, what, "hidden_size", 1, 0, 1, 65536, &c->d_model));
-    WGT_TRY(model_hf_int(o, what, "intermediate_size", 1, 0, 1, 262144, &c->d_ff));
-    WGT_TRY(model_hf_int(o, what, "num_attention_heads", 1, 0, 1, 4096, &c->n_head));
-    WGT_TRY(model_hf_int(o, what, "num_hidden_layers", 1, 0, 1, 256, &c->n_layer));
-    WGT_TRY(model_hf_int(o, what, "vocab_size", 1, 0, 1, TOKEN_MAX_VOCAB, &c->vocab));
-    WGT_TRY(model_hf_int(o, what, "num_key_value_heads", 0, c->n_head, 1, 4096, &c->n_kv_heads));
-    WGT_TRY(model_hf_int(o, what, "max_position_embeddings", 0, 2048, 1, 1 << 20, &c->max_seq));
-    WGT_TRY(model_hf_double(o, what, "rms_norm_eps", 0, 1e-6, 1e-30, 0.5, &c->rms_eps));
-    WGT_TRY(model_hf_bool(o, what, "tie_word_embeddings", 0, &c->tie_embeddings));
-    // the RoPE base: top level, or in the newer "rope_parameters"; only the plain (default) RoPE
+// One rope_scaling / rope_parameters object: its rope_type (or the older "type") must be one this
+// build computes, and that type's factors are read (the rest of the object is ignored only where
+// transformers ignores it too: rope_theta, handled by the caller).
+static wgt_status rope_params_from_hf(model_config *c, const cJSON *rs, const char *what, const char *key) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    if (!t) t = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    if (!t && !strcmp(key, "rope_parameters")) return WGT_OK;  // rope_parameters without a type: the default
+    if (!cJSON_IsString(t))
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" has no \"rope_type\" string", what, key);
+    int type = -1;
+    for (int i = 0; i < (int)(sizeof rope_type_names / sizeof rope_type_names[0]); i++)
+        if (!strcmp(t->valuestring, rope_type_names[i])) type = i;
+    if (type < 0)
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" has rope_type \"%s\"; this build computes \"default\", "
+                        "\"linear\" and \"llama3\" RoPE", what, key, t->valuestring);
+    c->rope_scaling = type;
+    if (type == WGT_ROPE_DEFAULT) return WGT_OK;
+    const cJSON *fac = cJSON_GetObjectItemCaseSensitive(rs, "factor");
+    if (!cJSON_IsNumber(fac))
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" (rope_type \"%s\") lacks its \"factor\"", what, key,
+                        t->valuestring);
+    WGT_TRY(model_hf_double(rs, what, "factor", 1, 0, 1, ROPE_FACTOR_MAX, &c->rope_factor));
+    if (type == WGT_ROPE_LLAMA3) {
+        WGT_TRY(model_hf_double(rs, what, "low_freq_factor", 1, 0, 1e-30, ROPE_FREQ_FACTOR_MAX, &c->rope_low_freq));
+        WGT_TRY(model_hf_double(rs, what, "high_freq_factor", 1, 0, 1e-30, ROPE_FREQ_FACTOR_MAX, &c->rope_high_freq));
+        WGT_TRY(model_hf_int(rs, what, "original_max_position_embeddings", 1, 0, 1, 1 << 24, &c->rope_orig_max_pos));
+        if (!(c->rope_high_freq > c->rope_low_freq))
+            return wgt_fail(WGT_ERR_CONFIG, "%s: %s.high_freq_factor (%g) must be above low_freq_factor (%g)", what, key,
+                            c->rope_high_freq, c->rope_low_freq);
+    }
+    return WGT_OK;
+}
+
+// The RoPE settings: rope_theta at the top level and/or in the newer "rope_parameters"; the
+// scaling in "rope_scaling" (Llama 3.1's config.json) or "rope_parameters". Given twice, they
+// must agree.
+static wgt_status rope_from_hf(model_config *c, const cJSON *o, const char *what) {
     const cJSON *rp = cJSON_GetObjectItemCaseSensitive(o, "rope_parameters");
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(o, "rope_scaling");
     double theta_default = 10000.0;
     if (rp && !cJSON_IsNull(rp) && !cJSON_IsObject(rp))
         return wgt_fail(WGT_ERR_CONFIG, "%s: \"rope_parameters\" must be an object ({\"rope_type\": \"default\", "
                         "\"rope_theta\": ...}), got %s", what, cJSON_IsNumber(rp) ? "a number" : "another JSON value");
+    if (rs && !cJSON_IsNull(rs) && !cJSON_IsObject(rs))
+        return wgt_fail(WGT_ERR_CONFIG, "%s: \"rope_scaling\" must be an object or null", what);
+    model_config from_rp = *c;
     if (cJSON_IsObject(rp)) {
-        WGT_TRY(model_hf_expect(rp, what, "rope_type", "default", 0, "scaled RoPE variants are not supported"));
+        WGT_TRY(rope_params_from_hf(&from_rp, rp, what, "rope_parameters"));
         WGT_TRY(model_hf_double(rp, what, "rope_theta", 0, theta_default, 1e-30, 1e12, &theta_default));
     }
     WGT_TRY(model_hf_double(o, what, "rope_theta", 0, theta_default, 1e-30, 1e12, &c->rope_theta));
@@ -356,16 +493,64 @@ static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *wh
         cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(rp, "rope_theta")))
         return wgt_fail(WGT_ERR_CONFIG, "%s: rope_theta is %g but rope_parameters.rope_theta is %g; give one RoPE base "
                         "(or the same in both)", what, c->rope_theta, theta_default);
-    if (rs && !cJSON_IsNull(rs)) {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
-        if (!t) t = cJSON_GetObjectItemCaseSensitive(rs, "type");
-        if (!cJSON_IsObject(rs) || !cJSON_IsString(t) || strcmp(t->valuestring, "default"))
-            return wgt_fail(WGT_ERR_CONFIG, "%s: \"rope_scaling\" is set (%s); this build has only the plain RoPE of "
-                            "rope_theta, no scaled variant", what, cJSON_IsString(t) ? t->valuestring : "not \"default\"");
+    if (cJSON_IsObject(rs)) WGT_TRY(rope_params_from_hf(c, rs, what, "rope_scaling"));
+    if (cJSON_IsObject(rp)) {
+        if (cJSON_IsObject(rs) && (from_rp.rope_scaling != c->rope_scaling || from_rp.rope_factor != c->rope_factor ||
+                                   from_rp.rope_low_freq != c->rope_low_freq ||
+                                   from_rp.rope_high_freq != c->rope_high_freq ||
+                                   from_rp.rope_orig_max_pos != c->rope_orig_max_pos))
+            return wgt_fail(WGT_ERR_CONFIG, "%s: \"rope_scaling\" and \"rope_parameters\" describe different RoPE; "
+                            "give one (or the same in both)", what);
+        c->rope_scaling = from_rp.rope_scaling;
+        c->rope_factor = from_rp.rope_factor;
+        c->rope_low_freq = from_rp.rope_low_freq;
+        c->rope_high_freq = from_rp.rope_high_freq;
+        c->rope_orig_max_pos = from_rp.rope_orig_max_pos;
     }
+    return WGT_OK;
+}
+
+// The window of a Mistral config.json (0: none): sliding_window, whose default when absent is
+// 4096 and null is none. Qwen2Config's window (use_sliding_window true) covers only the layers
+// from max_window_layers on, which this build does not represent: refused (the released Qwen2 and
+// Qwen2.5 models have use_sliding_window false, and their sliding_window is then unused).
+static wgt_status sliding_from_hf(model_config *c, const cJSON *o, const char *what, sliding_kind k) {
+    c->sliding_window = 0;
+    if (k == SW_QWEN2)
+        return model_hf_expect(o, what, "use_sliding_window", "false", 1,
+                               "a window on the layers from max_window_layers on is not supported");
+    if (k == SW_NONE) return WGT_OK;
+    if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "sliding_window"))) return WGT_OK;
+    return model_hf_int(o, what, "sliding_window", 0, 4096, 1, 1 << 24, &c->sliding_window);
+}
+
+// LlamaConfig / MistralConfig / Qwen2Config: hidden_size, intermediate_size,
+// num_attention_heads, num_hidden_layers, vocab_size; num_key_value_heads (absent: = heads),
+// max_position_embeddings and rms_norm_eps (each class's default), rope_theta (10000),
+// tie_word_embeddings (false), and the family's biases and window: Hugging Face's defaults.
+static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *what) {
+    const variant *v = variant_of(c);
+    WGT_TRY(model_hf_int(o, what, "hidden_size", 1, 0, 1, 65536, &c->d_model));
+    WGT_TRY(model_hf_int(o, what, "intermediate_size", 1, 0, 1, 262144, &c->d_ff));
+    WGT_TRY(model_hf_int(o, what, "num_attention_heads", 1, 0, 1, 4096, &c->n_head));
+    WGT_TRY(model_hf_int(o, what, "num_hidden_layers", 1, 0, 1, 256, &c->n_layer));
+    WGT_TRY(model_hf_int(o, what, "vocab_size", 1, 0, 1, TOKEN_MAX_VOCAB, &c->vocab));
+    WGT_TRY(model_hf_int(o, what, "num_key_value_heads", 0, c->n_head, 1, 4096, &c->n_kv_heads));
+    WGT_TRY(model_hf_int(o, what, "max_position_embeddings", 0, v->max_pos_default, 1, 1 << 20, &c->max_seq));
+    WGT_TRY(model_hf_double(o, what, "rms_norm_eps", 0, v->eps_default, 1e-30, RMS_EPS_MAX, &c->rms_eps));
+    WGT_TRY(model_hf_bool(o, what, "tie_word_embeddings", 0, &c->tie_embeddings));
+    WGT_TRY(rope_from_hf(c, o, what));
     WGT_TRY(model_hf_expect(o, what, "hidden_act", "silu", 0, "the MLP is SwiGLU: silu(gate) * up"));
-    WGT_TRY(model_hf_expect(o, what, "attention_bias", "false", 1, "LLaMA projections have no bias here"));
-    WGT_TRY(model_hf_expect(o, what, "mlp_bias", "false", 1, "LLaMA projections have no bias here"));
+    if (v->qkv_bias < 0) {  // LLaMA: attention_bias on q, k, v and o together
+        int ab;
+        WGT_TRY(model_hf_bool(o, what, "attention_bias", 0, &ab));
+        c->qkv_bias = c->o_bias = ab;
+    } else {
+        c->qkv_bias = v->qkv_bias;
+        c->o_bias = v->o_bias;
+    }
+    WGT_TRY(model_hf_expect(o, what, "mlp_bias", "false", 1, "the MLP projections have no bias here"));
+    WGT_TRY(sliding_from_hf(c, o, what, v->sliding));
     // the sizes against each other, in Hugging Face's names
     if (c->d_model % c->n_head)
         return wgt_fail(WGT_ERR_CONFIG, "%s: num_attention_heads (%d) does not divide hidden_size (%d)", what, c->n_head,
@@ -389,7 +574,8 @@ static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *wh
 }
 
 static cJSON *config_to_hf(const model_config *c) {
-    cJSON *o = model_hf_config_new("LlamaForCausalLM", "llama");
+    const variant *v = variant_of(c);
+    cJSON *o = model_hf_config_new(v->hf_class, v->name);
     model_hf_add_number(o, "vocab_size", c->vocab);
     model_hf_add_number(o, "hidden_size", c->d_model);
     model_hf_add_number(o, "intermediate_size", c->d_ff);
@@ -400,38 +586,65 @@ static cJSON *config_to_hf(const model_config *c) {
     model_hf_add_number(o, "max_position_embeddings", c->max_seq);
     model_hf_add_number(o, "rms_norm_eps", c->rms_eps);
     model_hf_add_number(o, "rope_theta", c->rope_theta);
-    cJSON_AddNullToObject(o, "rope_scaling");
+    if (c->rope_scaling == WGT_ROPE_DEFAULT) {
+        cJSON_AddNullToObject(o, "rope_scaling");
+    } else {  // as Llama 3.1's config.json writes it
+        cJSON *rs = cJSON_AddObjectToObject(o, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", rope_type_names[c->rope_scaling]);
+        model_hf_add_number(rs, "factor", c->rope_factor);
+        if (c->rope_scaling == WGT_ROPE_LLAMA3) {
+            model_hf_add_number(rs, "low_freq_factor", c->rope_low_freq);
+            model_hf_add_number(rs, "high_freq_factor", c->rope_high_freq);
+            model_hf_add_number(rs, "original_max_position_embeddings", c->rope_orig_max_pos);
+        }
+    }
     cJSON_AddBoolToObject(o, "tie_word_embeddings", c->tie_embeddings);
     cJSON_AddStringToObject(o, "hidden_act", "silu");
-    cJSON_AddBoolToObject(o, "attention_bias", 0);
-    cJSON_AddBoolToObject(o, "mlp_bias", 0);
+    if (v->qkv_bias < 0) {
+        cJSON_AddBoolToObject(o, "attention_bias", c->qkv_bias);
+        cJSON_AddBoolToObject(o, "mlp_bias", 0);
+        model_hf_add_number(o, "pretraining_tp", 1);
+    }
+    if (v->sliding == SW_MISTRAL) {
+        if (c->sliding_window) model_hf_add_number(o, "sliding_window", c->sliding_window);
+        else cJSON_AddNullToObject(o, "sliding_window");
+    }
+    if (v->sliding == SW_QWEN2) {
+        cJSON_AddBoolToObject(o, "use_sliding_window", 0);
+        cJSON_AddNullToObject(o, "sliding_window");
+        model_hf_add_number(o, "max_window_layers", c->n_layer);
+    }
     model_hf_add_number(o, "attention_dropout", 0);
     model_hf_add_number(o, "initializer_range", 0.02);
-    model_hf_add_number(o, "pretraining_tp", 1);
     cJSON_AddStringToObject(o, "torch_dtype", "float32");
     return o;
 }
 
-const model_arch model_arch_llama = {
-    .name = "llama",
-    .tensors = tensors,
-    .n_tensors = sizeof tensors / sizeof tensors[0],
-    .globals_size = sizeof(top_params),
-    .layer_size = sizeof(block_params),
-    .config_fields = config_fields,
-    .n_config_fields = sizeof config_fields / sizeof config_fields[0],
-    .hf_prefix = NULL,
-    .hf_ignored = hf_ignored,
-    .n_hf_ignored = sizeof hf_ignored / sizeof hf_ignored[0],
-    .config_check = config_check,
-    .tensor_absent = tensor_absent,
-    .absent_copy_of = absent_copy_of,
-    .config_from_safetensors = config_from_safetensors,
-    .hf_model_type = "llama",
-    .config_from_hf = config_from_hf,
-    .config_to_hf = config_to_hf,
-    .defaults = defaults,
-    .init = init,
-    .forward = forward,
-    .backward = backward,
-};
+#define LLAMA_ARCH(var, NAME)                                     \
+    const model_arch var = {                                      \
+        .name = NAME,                                             \
+        .tensors = tensors,                                       \
+        .n_tensors = sizeof tensors / sizeof tensors[0],          \
+        .globals_size = sizeof(top_params),                       \
+        .layer_size = sizeof(block_params),                       \
+        .config_fields = config_fields,                           \
+        .n_config_fields = sizeof config_fields / sizeof config_fields[0], \
+        .hf_prefix = NULL,                                        \
+        .hf_ignored = hf_ignored,                                 \
+        .n_hf_ignored = sizeof hf_ignored / sizeof hf_ignored[0], \
+        .config_check = config_check,                             \
+        .tensor_absent = tensor_absent,                           \
+        .absent_copy_of = absent_copy_of,                         \
+        .config_from_safetensors = config_from_safetensors,       \
+        .hf_model_type = NAME,                                    \
+        .config_from_hf = config_from_hf,                         \
+        .config_to_hf = config_to_hf,                             \
+        .defaults = defaults,                                     \
+        .init = init,                                             \
+        .forward = forward,                                       \
+        .backward = backward,                                     \
+    }
+// one descriptor per line of `variants`
+LLAMA_ARCH(model_arch_llama, "llama");
+LLAMA_ARCH(model_arch_mistral, "mistral");
+LLAMA_ARCH(model_arch_qwen2, "qwen2");

@@ -15,12 +15,13 @@
 #include "core/token_id.h"
 #include "backend/opt_status.h"
 #include "backend/half.h"
+#include "core/fileutil.h"
 #include "model/model_impl.h"
 
 // ------------------------------------------------------------------ families
 
-static const model_arch *const archs[] = {&model_arch_gpt2, &model_arch_llama};
-#define N_ARCHS (int)(sizeof archs / sizeof archs[0])
+#define archs model_archs  // the registry: families.c
+#define N_ARCHS model_n_archs
 
 const model_arch *model_arch_find(const char *name) {
     for (int i = 0; i < N_ARCHS; i++)
@@ -39,12 +40,12 @@ static wgt_status unknown_arch(const char *name) {
 
 // The sizes every family has (JSON keys, and the largest value JSON accepts).
 static const model_config_field shared_fields[] = {
-    {"n_layer", offsetof(model_config, n_layer), MODEL_CF_INT, 256},
-    {"n_head", offsetof(model_config, n_head), MODEL_CF_INT, 4096},
-    {"d_model", offsetof(model_config, d_model), MODEL_CF_INT, 65536},
-    {"d_ff", offsetof(model_config, d_ff), MODEL_CF_INT, 262144},
-    {"vocab", offsetof(model_config, vocab), MODEL_CF_INT, TOKEN_MAX_VOCAB},
-    {"max_seq", offsetof(model_config, max_seq), MODEL_CF_INT, 1 << 20},
+    {"n_layer", offsetof(model_config, n_layer), MODEL_CF_INT, 256, 0},
+    {"n_head", offsetof(model_config, n_head), MODEL_CF_INT, 4096, 0},
+    {"d_model", offsetof(model_config, d_model), MODEL_CF_INT, 65536, 0},
+    {"d_ff", offsetof(model_config, d_ff), MODEL_CF_INT, 262144, 0},
+    {"vocab", offsetof(model_config, vocab), MODEL_CF_INT, TOKEN_MAX_VOCAB, 0},
+    {"max_seq", offsetof(model_config, max_seq), MODEL_CF_INT, 1 << 20, 0},
 };
 #define N_SHARED (int)(sizeof shared_fields / sizeof shared_fields[0])
 
@@ -159,6 +160,10 @@ typedef struct { model_config *c; const cJSON *obj; const char *what; wgt_status
 static int field_from_json(const model_config_field *f, void *p) {
     from_json_ctx *x = p;
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(x->obj, f->key);
+    if (!it && f->since_later) {  // a config written before the field existed: the field's "none"
+        cf_set(x->c, f, 0);
+        return 0;
+    }
     int ok = cJSON_IsNumber(it) && isfinite(it->valuedouble) && it->valuedouble >= 0 && it->valuedouble <= f->hi;
     if (ok && f->type == MODEL_CF_INT && it->valuedouble != floor(it->valuedouble)) ok = 0;
     if (!ok) {
@@ -236,7 +241,7 @@ wgt_status model_config_from_safetensors(model_config *c, const char *arch, cons
     const model_arch *a = model_arch_find(arch);
     if (!a) return unknown_arch(arch);
     st_file *f;
-    WGT_TRY(st_open(&f, path));
+    WGT_TRY(st_open_checkpoint(&f, path));  // the shapes alone
     snprintf(c->arch, sizeof c->arch, "%s", a->name);
     wgt_status st = a->config_from_safetensors(c, f, path, n_head);
     st_close(f);
@@ -478,8 +483,9 @@ static void layout(wgt_model *m) {
                 // right after its predecessor, which must have been the tensor placed last
                 const model_param_info *q = i > 0 ? &m->t[i - 1].info : NULL;
                 WGT_ASSERT(q && m->t[i - 1].layer == m->t[i].layer && !!(q->flags & MODEL_T_DECAY) == pass &&
-                               q->off + q->n == end && q->ndim == 2 && p->ndim == 2 && q->shape[1] == p->shape[1],
-                           "a packed tensor must follow a matrix of the same width, layer and decay in the table");
+                               q->off + q->n == end && q->ndim == p->ndim && (p->ndim == 1 || q->shape[1] == p->shape[1]),
+                           "a packed tensor must follow a matrix of the same width (or a vector), layer and decay in "
+                           "the table");
                 p->off = end;
             } else {
                 p->off = align_up(end);
@@ -782,10 +788,23 @@ static const model_tensor_desc *absent_desc(const wgt_model *m, const char *name
     return NULL;
 }
 
+// Whether tensors t and u of f (of one shape) hold the same values (read from their files when
+// `values`, else taken as equal: a check of the header alone). A read error is *st.
+static int same_values(st_file *f, const st_tensor *t, const st_tensor *u, int values, wgt_status *st) {
+    if (!values) return 1;
+    float *a = wgt_malloc(t->n ? t->n * sizeof(float) : 1), *b = wgt_malloc(t->n ? t->n * sizeof(float) : 1);
+    *st = st_tensor_read(f, t, a);
+    if (*st == WGT_OK) *st = st_tensor_read(f, u, b);
+    int same = *st != WGT_OK || !memcmp(a, b, t->n * sizeof(float));
+    free(a);
+    free(b);
+    return same;
+}
+
 // Whether the file's tensor t, of absent entry d (layer l), is an exact copy of the tensor the
 // family says it may copy; *src names that one (NULL: it may copy none).
-static int absent_copy_ok(const wgt_model *m, const st_file *f, const st_tensor *t, const model_tensor_desc *d, int l,
-                          char *src, size_t n) {
+static int absent_copy_ok(const wgt_model *m, st_file *f, const st_tensor *t, const model_tensor_desc *d, int l,
+                          char *src, size_t n, int values, wgt_status *st) {
     const model_arch *a = m->arch;
     int k = a->absent_copy_of ? a->absent_copy_of(&m->c, d) : -1;
     if (k < 0 || k >= a->n_tensors) return 0;
@@ -794,14 +813,14 @@ static int absent_copy_ok(const wgt_model *m, const st_file *f, const st_tensor 
     if (!u || u->ndim != t->ndim || u->n != t->n) return 0;
     for (int i = 0; i < t->ndim; i++)
         if (u->shape[i] != t->shape[i]) return 0;
-    return !t->data || !u->data || !memcmp(u->data, t->data, t->n * sizeof(float));  // values when read
+    return same_values(f, t, u, values, st);
 }
 
 // The file's tensors against the model's parameter table (m needs only its config, family and
 // table: nothing allocated): every parameter present with its shape, and anything else one of the
-// family's known non-parameters or an allowed copy. Copies are compared by value when f holds the
-// data, by shape when it is a header alone (st_open_header).
-static wgt_status match_tensors(const wgt_model *m, const st_file *f, const char *path) {
+// family's known non-parameters or an allowed copy. Copies are compared by value (read from the
+// files) when `values`, else by shape.
+static wgt_status match_tensors(const wgt_model *m, st_file *f, const char *path, int values) {
     unsigned char *used = wgt_calloc((size_t)st_count(f) + 1, 1);
     wgt_status st = WGT_OK;
     for (int i = 0; i < m->np && st == WGT_OK; i++) {
@@ -840,7 +859,8 @@ static wgt_status match_tensors(const wgt_model *m, const st_file *f, const char
             const st_tensor *u = model_st_find(m->arch, f, src);
             int same = u && u->ndim == t->ndim && u->n == t->n;
             for (int i = 0; same && i < t->ndim; i++) same = u->shape[i] == t->shape[i];
-            if (!same || (t->data && u->data && memcmp(u->data, t->data, t->n * sizeof(float))))
+            if (same) same = same_values(f, t, u, values, &st);
+            if (st == WGT_OK && !same)
                 st = wgt_fail(WGT_ERR_FORMAT, "'%s': tensor '%s' is not an exact copy of '%s'; this %s model ties them "
                               "(its lm_head is the token embedding), so a file may hold it only as a copy", path,
                               t->name, src, m->arch->name);
@@ -852,7 +872,10 @@ static wgt_status match_tensors(const wgt_model *m, const st_file *f, const char
         int layer = -1;
         char src[128] = "";
         const model_tensor_desc *d = absent_desc(m, st_at(f, k)->name, &layer);
-        if (d && absent_copy_ok(m, f, st_at(f, k), d, layer, src, sizeof src)) continue;  // a copy: nothing to load
+        if (d && absent_copy_ok(m, f, st_at(f, k), d, layer, src, sizeof src, values, &st)) {
+            if (st != WGT_OK) break;
+            continue;  // a copy: nothing to load
+        }
         if (d)
             st = wgt_fail(WGT_ERR_FORMAT, "'%s' has tensor '%s', which this %s config leaves out: %s%s%s%s", path,
                           st_at(f, k)->name, m->arch->name, m->arch->tensor_absent(&m->c, d),
@@ -868,41 +891,66 @@ static wgt_status match_tensors(const wgt_model *m, const st_file *f, const char
 wgt_status model_check_safetensors(const model_config *c, const char *path) {
     WGT_TRY(model_config_check(c));
     st_file *f;
-    WGT_TRY(st_open_header(&f, path));
+    WGT_TRY(st_open_checkpoint(&f, path));
     wgt_model m;  // the table alone
     memset(&m, 0, sizeof m);
     m.arch = model_arch_find(c->arch);
     m.c = *c;
     layout(&m);
-    wgt_status st = match_tensors(&m, f, path);
+    wgt_status st = match_tensors(&m, f, path, 0);
     free(m.t);
     st_close(f);
     return st;
 }
 
+// Tensor by tensor (one file after another for a sharded checkpoint): the host holds one tensor
+// at a time, never the model.
 wgt_status model_load_safetensors(wgt_model *m, const char *path) {
     st_file *f;
-    WGT_TRY(st_open(&f, path));
-    wgt_status st = match_tensors(m, f, path);
-    float *tmp = NULL;
-    size_t tmp_n = 0;
+    WGT_TRY(st_open_checkpoint(&f, path));
+    wgt_status st = match_tensors(m, f, path, 1);
+    float *buf = NULL, *tmp = NULL;
+    size_t cap = 0;
+    // in file order, so that each shard is read once, front to back
+    int *order = wgt_calloc((size_t)(m->np ? m->np : 1), sizeof *order);
+    const st_tensor **src_t = wgt_calloc((size_t)(m->np ? m->np : 1), sizeof *src_t);
     for (int i = 0; i < m->np && st == WGT_OK; i++) {
-        const model_param_info *p = &m->t[i].info;
-        const st_tensor *t = model_st_find(m->arch, f, p->name);
-        const float *src = t->data;
+        order[i] = i;
+        src_t[i] = model_st_find(m->arch, f, m->t[i].info.name);
+    }
+    for (int i = 1; i < m->np && st == WGT_OK; i++)  // insertion sort by (shard, offset): a few thousand tensors
+        for (int j = i; j > 0; j--) {
+            const st_tensor *a = src_t[order[j - 1]], *b = src_t[order[j]];
+            if (a->shard < b->shard || (a->shard == b->shard && a->file_off <= b->file_off)) break;
+            int x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    for (int k = 0; k < m->np && st == WGT_OK; k++) {
+        const model_param_info *p = &m->t[order[k]].info;
+        const st_tensor *t = src_t[order[k]];
+        if (cap < p->n) {  // (upload copies its source before it returns: the buffers are reused)
+            free(buf);
+            free(tmp);
+            buf = wgt_malloc(p->n * 4);
+            tmp = NULL;
+            cap = p->n;
+        }
+        st = st_tensor_read(f, t, buf);
+        if (st != WGT_OK) break;
+        const float *src = buf;
         if (p->flags & MODEL_T_HF_TRANSPOSED) {
-            if (tmp_n < p->n) {
-                free(tmp);
-                tmp = wgt_malloc(p->n * 4);
-                tmp_n = p->n;
-            }
+            if (!tmp) tmp = wgt_malloc(cap * 4);
             size_t R = p->shape[0], Cc = p->shape[1];  // internal [R, Cc] = HF [Cc, R]^T
             for (size_t r = 0; r < R; r++)
-                for (size_t c = 0; c < Cc; c++) tmp[r * Cc + c] = t->data[c * R + r];
+                for (size_t c = 0; c < Cc; c++) tmp[r * Cc + c] = buf[c * R + r];
             src = tmp;
         }
         st = m->be->upload(m->be, tensor_view(m->params, p), src, p->n);
     }
+    free(order);
+    free(src_t);
+    free(buf);
     free(tmp);
     st_close(f);
     m->half_stale = 1;
@@ -947,7 +995,101 @@ static wgt_status save_st(wgt_model *m, const char *path, int grads, int hf_expo
 }
 
 wgt_status model_save_safetensors(wgt_model *m, const char *path, int grads) { return save_st(m, path, grads, 0); }
-wgt_status model_export_safetensors(wgt_model *m, const char *path) { return save_st(m, path, 0, 1); }
+
+// Tensor i in Hugging Face layout (transposed back where the family's files are [in, out]) into
+// dst[n]; tmp: scratch of n floats for the transposition.
+static wgt_status hf_tensor_get(wgt_model *m, int i, float *dst, float *tmp, size_t shape[2]) {
+    const model_param_info *p = &m->t[i].info;
+    shape[0] = p->shape[0];
+    shape[1] = p->shape[1];
+    if (!(p->flags & MODEL_T_HF_TRANSPOSED)) return model_param_get(m, i, dst, 0);
+    WGT_TRY(model_param_get(m, i, tmp, 0));
+    size_t R = p->shape[0], Cc = p->shape[1];
+    for (size_t r = 0; r < R; r++)
+        for (size_t c = 0; c < Cc; c++) dst[c * R + r] = tmp[r * Cc + c];
+    shape[0] = Cc;
+    shape[1] = R;
+    return WGT_OK;
+}
+
+// The file of shard k (0-based) of n as save_pretrained names it; one shard is model.safetensors.
+static void shard_name(char *dst, size_t len, int k, int n) {
+    if (n == 1) snprintf(dst, len, "model.safetensors");
+    else snprintf(dst, len, "model-%05d-of-%05d.safetensors", k + 1, n);
+}
+
+wgt_status model_export_safetensors(wgt_model *m, const char *dir, uint64_t max_shard_bytes, int *n_shards) {
+    WGT_ASSERT(max_shard_bytes > 0, "model_export_safetensors: a shard size of 0");
+    // shards as save_pretrained cuts them: tensors in table order, a new shard when the next one
+    // would pass the limit (a tensor larger than the limit is a shard of its own)
+    int *first = wgt_calloc((size_t)m->np + 1, sizeof *first), n = 0;
+    uint64_t cur = 0, total = 0;
+    for (int i = 0; i < m->np; i++) {
+        uint64_t b = (uint64_t)m->t[i].info.n * 4;
+        if (i == 0 || (cur > 0 && cur + b > max_shard_bytes)) {
+            first[n++] = i;
+            cur = 0;
+        }
+        cur += b;
+        total += b;
+    }
+    first[n] = m->np;
+    size_t big = 0;  // the largest shard and the largest tensor, in floats
+    size_t big_t = 0;
+    for (int k = 0; k < n; k++) {
+        size_t e = 0;
+        for (int i = first[k]; i < first[k + 1]; i++) {
+            e += m->t[i].info.n;
+            if (m->t[i].info.n > big_t) big_t = m->t[i].info.n;
+        }
+        if (e > big) big = e;
+    }
+    float *buf = wgt_malloc((big ? big : 1) * 4), *tmp = wgt_malloc((big_t ? big_t : 1) * 4);
+    const char *prefix = m->arch->hf_prefix ? m->arch->hf_prefix : "";
+    cJSON *index = cJSON_CreateObject(), *wm = cJSON_CreateObject();
+    WGT_ASSERT(index && wm, "cJSON_CreateObject failed (out of memory)");
+    wgt_status st = WGT_OK;
+    char file[64], path[4200];
+    for (int k = 0; k < n && st == WGT_OK; k++) {
+        shard_name(file, sizeof file, k, n);
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path) {
+            st = wgt_fail(WGT_ERR_ARG, "export path too long: %s/%s", dir, file);
+            break;
+        }
+        st_writer *w = st_writer_new();
+        size_t at = 0;
+        for (int i = first[k]; i < first[k + 1] && st == WGT_OK; i++) {
+            size_t shape[2];
+            st = hf_tensor_get(m, i, buf + at, tmp, shape);
+            char name[192];
+            snprintf(name, sizeof name, "%s%s", prefix, m->t[i].info.name);
+            st_writer_add(w, name, m->t[i].info.ndim, shape, buf + at);
+            cJSON_AddStringToObject(wm, name, file);
+            at += m->t[i].info.n;
+        }
+        st_writer_set_metadata(w, "format", "pt");
+        if (st == WGT_OK) st = st_writer_finish(w, path);
+        else st_writer_discard(w);
+    }
+    if (st == WGT_OK && n > 1) {
+        cJSON *md = cJSON_AddObjectToObject(index, "metadata");
+        model_hf_add_number(md, "total_size", (double)total);
+        cJSON_AddItemToObject(index, "weight_map", wm);
+        wm = NULL;
+        char *text = cJSON_Print(index);
+        WGT_ASSERT(text, "cJSON_Print failed (out of memory)");
+        snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+        st = atomic_write_file(path, text, strlen(text));
+        free(text);
+    }
+    cJSON_Delete(wm);
+    cJSON_Delete(index);
+    free(buf);
+    free(tmp);
+    free(first);
+    if (n_shards) *n_shards = n;
+    return st;
+}
 
 // ------------------------------------------------------------------ state
 

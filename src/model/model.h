@@ -31,6 +31,17 @@ typedef struct {
     double rope_theta;    // RoPE base
     double rms_eps;       // RMSNorm epsilon
     int tie_embeddings;   // 1: lm_head is the token embedding (no lm_head.weight)
+    // RoPE scaling (Hugging Face's rope_scaling): 0 none, 1 linear, 2 llama3 (WGT_ROPE_* of
+    // backend/cpu/ops.h); the factors of the type (0 where the type has none)
+    int rope_scaling;
+    double rope_factor;       // linear, llama3: factor
+    double rope_low_freq;     // llama3: low_freq_factor
+    double rope_high_freq;    // llama3: high_freq_factor
+    int rope_orig_max_pos;    // llama3: original_max_position_embeddings
+    int qkv_bias;             // 1: the q, k, v projections have biases (Qwen2; LLaMA's attention_bias)
+    int o_bias;               // 1: the o projection has a bias (LLaMA's attention_bias)
+    int sliding_window;       // Mistral, Qwen2: the attention window (0: none); sequences longer
+                              // than it are refused (the attention is full causal)
 } model_config;
 
 // ---- families
@@ -212,7 +223,10 @@ wgt_status model_state_download(wgt_model *m, float *params, float *m1, float *v
 wgt_status model_state_upload(wgt_model *m, const float *params, const float *m1, const float *v1);
 
 // ---- Hugging Face safetensors (the family's names and layout)
-// Loading refuses a missing tensor, a wrong shape and a tensor the model does not use.
+// path: one .safetensors file, or a sharded checkpoint's model.safetensors.index.json
+// (st_open_checkpoint: every shard's header is checked against the index first). Loading refuses
+// a missing tensor, a wrong shape and a tensor the model does not use; it reads one tensor at a
+// time.
 wgt_status model_load_safetensors(wgt_model *m, const char *path);
 // The same refusals from the file's header alone, before a model is made: names, shapes and
 // dtypes against config c (a copy that must be exact is compared by shape; loading compares its
@@ -220,8 +234,12 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path);
 // before model_init lays out and zero-fills buffers of the config's size.
 wgt_status model_check_safetensors(const model_config *c, const char *path);
 wgt_status model_save_safetensors(wgt_model *m, const char *path, int grads);  // grads: the gradients
-// What Hugging Face transformers' from_pretrained reads: the names with the family's prefix
-// (GPT-2: "transformer.", as GPT2LMHeadModel.save_pretrained writes them; no lm_head.weight for
-// a tied lm_head) and the metadata {"format": "pt"}.
-wgt_status model_export_safetensors(wgt_model *m, const char *path);
+// What Hugging Face transformers' from_pretrained reads, written into directory `dir`: the names
+// with the family's prefix (GPT-2: "transformer.", as GPT2LMHeadModel.save_pretrained writes them;
+// no lm_head.weight for a tied lm_head), F32, the metadata {"format": "pt"}; one model.safetensors
+// when the tensors fit max_shard_bytes, else shards cut as save_pretrained cuts them
+// (model-00001-of-0000N.safetensors ..., a tensor larger than the limit alone in its shard) and
+// model.safetensors.index.json. The host holds one shard at a time. *n_shards: the files written.
+#define MODEL_SHARD_BYTES_DEFAULT 5000000000ull  // save_pretrained's max_shard_size "5GB"
+wgt_status model_export_safetensors(wgt_model *m, const char *dir, uint64_t max_shard_bytes, int *n_shards);
 #endif

@@ -48,6 +48,7 @@ typedef struct {
     size_t off;        // offsetof in model_config
     model_cf_type type;
     double hi;         // JSON accepts 0..hi; the family's config_check decides what it supports
+    int since_later;   // 1: added after configs of the family were written: an absent key reads as 0
 } model_config_field;
 
 struct model_arch {
@@ -92,9 +93,12 @@ struct model_arch {
     void (*backward)(wgt_model *m);
 };
 
-// The families of this build (model.c's registry lists them).
+// The families of this build: each family's file defines its descriptors, and families.c lists
+// them (the only edit outside the family's file that a new family needs).
 extern const model_arch model_arch_gpt2;
-extern const model_arch model_arch_llama;
+extern const model_arch model_arch_llama, model_arch_mistral, model_arch_qwen2;
+extern const model_arch *const model_archs[];
+extern const int model_n_archs;
 
 typedef struct {
     model_param_info info;

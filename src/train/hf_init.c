@@ -1,4 +1,5 @@
-// hf_init.c — finds the config and the weights of a Hugging Face model for `train --init`
+// hf_init.c — finds the config and the weights (one file, or a sharded checkpoint's index) of a
+// Hugging Face model for `train --init`
 // (see hf_init.h); the tensors themselves are checked by model_check_safetensors (the header,
 // before the model is made) and model_load_safetensors.
 #include "train/hf_init.h"
@@ -23,11 +24,15 @@ wgt_status hf_init_resolve(const char *path, const char *arch, int heads, model_
             return wgt_fail(WGT_ERR_ARG, "--init %s: path too long", path);
         if (!is_file(weights)) {
             char alt[4200];
-            snprintf(alt, sizeof alt, "%s/model.safetensors.index.json", path);
-            if (is_file(alt))
-                return wgt_fail(WGT_ERR_FORMAT, "--init %s holds a sharded checkpoint (model.safetensors.index.json); "
-                                "wgtrain reads one model.safetensors (save it with save_pretrained(..., "
-                                "max_shard_size=\"100GB\"))", path);
+            // a sharded checkpoint: its index, which names the shards (transformers' order: a
+            // model.safetensors first, then the index)
+            if ((size_t)snprintf(alt, sizeof alt, "%s/model.safetensors.index.json", path) < n && is_file(alt)) {
+                snprintf(weights, n, "%s", alt);
+                if (!is_file(cfg))
+                    return wgt_fail(WGT_ERR_IO, "--init %s has no config.json; give it the model's Hugging Face "
+                                    "config.json", path);
+                return model_config_from_hf_file(c, cfg);
+            }
             snprintf(alt, sizeof alt, "%s/pytorch_model.bin", path);
             if (is_file(alt))
                 return wgt_fail(WGT_ERR_FORMAT, "--init %s has pytorch_model.bin but no model.safetensors; wgtrain reads "

@@ -142,11 +142,24 @@ static inline double cpu_exp_d(double x) {
 
 // ---- host helpers (not ops) ----
 
+// RoPE's inverse frequencies inv_freq[HS/2] (one per rotated pair), in double, as Hugging Face's
+// rope types compute them (modeling_rope_utils.py):
+//   WGT_ROPE_DEFAULT: inv_freq[i] = 1 / theta^(2i/HS)
+//   WGT_ROPE_LINEAR:  the default / factor
+//   WGT_ROPE_LLAMA3:  Llama 3.1's (_compute_llama3_parameters): with wavelen = 2π / inv_freq and
+//     orig = original_max_position_embeddings, a wavelength above orig / low is divided by factor,
+//     one below orig / high kept, and one between them mixed, s·f + (1 - s)·f / factor with
+//     s = (orig / wavelen - low) / (high - low).
+// factor, low, high and orig are used by the types that have them (factor >= 1, high > low > 0,
+// orig > 0: the model's config check enforces them). HS must be even, theta > 0.
+enum { WGT_ROPE_DEFAULT = 0, WGT_ROPE_LINEAR = 1, WGT_ROPE_LLAMA3 = 2 };
+void cpu_rope_inv_freq(double *inv_freq, uint32_t HS, double theta, int type, double factor, double low, double high,
+                       double orig);
 // The rotary-embedding tables of rope_forward / rope_backward, [maxT, HS] each, as Hugging Face
-// LLaMA builds them: inv_freq[i] = 1 / theta^(2i/HS) for i < HS/2, angle[t, i] = t·inv_freq[i],
+// LLaMA builds them from inv_freq[HS/2] (cpu_rope_inv_freq): angle[t, i] = t·inv_freq[i],
 // emb = cat(angle, angle); cos_tab = cos(emb), sin_tab = sin(emb). Computed in double and
 // rounded to f32 (HF forms the angles in f32, which differs by up to ~t·6e-8 rad). HS must be even.
-void cpu_rope_tables(float *cos_tab, float *sin_tab, uint32_t maxT, uint32_t HS, double theta);
+void cpu_rope_tables(float *cos_tab, float *sin_tab, uint32_t maxT, uint32_t HS, const double *inv_freq);
 
 // AdamW's bias correction 1 - beta^t as grad_clip_scale computes it (double-float powers, the
 // same operations as the kernel; docs/kernels.md#grad_clip_scale).

@@ -5,17 +5,39 @@
 //   forward   x'  = x·cos + rotate_half(x)·sin,  rotate_half(x) = [-x2, x1]
 //   backward  dx  = dx'·cos + rotate_half^T(dx'·sin),  rotate_half^T(y) = [y2, -y1]
 // (the transpose of the forward's linear map). Element-wise in f32, products rounded before the
-// sum as in PyTorch's (q * cos) + (rotate_half(q) * sin).
+// sum as in PyTorch's (q * cos) + (rotate_half(q) * sin). The tables come from a per-pair
+// inverse-frequency table (cpu_rope_inv_freq: the plain, linear and llama3 rope types), so the
+// kernel is the same for every rope type.
 #include "backend/cpu/ops.h"
 
-void cpu_rope_tables(float *cos_tab, float *sin_tab, uint32_t maxT, uint32_t HS, double theta) {
+void cpu_rope_inv_freq(double *inv_freq, uint32_t HS, double theta, int type, double factor, double low, double high,
+                       double orig) {
     WGT_ASSERT(HS >= 2 && HS % 2 == 0, "rope needs an even head size");
     WGT_ASSERT(theta > 0, "rope needs a positive base theta");
+    WGT_ASSERT(type == WGT_ROPE_DEFAULT || factor >= 1, "a scaled rope needs a factor of at least 1");
+    WGT_ASSERT(type != WGT_ROPE_LLAMA3 || (low > 0 && high > low && orig > 0), "llama3 rope: bad frequency factors");
+    const double two_pi = 6.283185307179586;
+    for (uint32_t i = 0; i < HS / 2; i++) {
+        double f = 1.0 / pow(theta, (double)(2 * i) / (double)HS);
+        if (type == WGT_ROPE_LINEAR) f /= factor;
+        if (type == WGT_ROPE_LLAMA3) {
+            double wavelen = two_pi / f;
+            if (wavelen > orig / low) f /= factor;  // low frequencies: scaled
+            else if (wavelen >= orig / high) {      // between: mixed (HF: neither < high_wavelen nor > low_wavelen)
+                double s = (orig / wavelen - low) / (high - low);
+                f = (1 - s) * f / factor + s * f;
+            }  // high frequencies: kept
+        }
+        inv_freq[i] = f;
+    }
+}
+
+void cpu_rope_tables(float *cos_tab, float *sin_tab, uint32_t maxT, uint32_t HS, const double *inv_freq) {
+    WGT_ASSERT(HS >= 2 && HS % 2 == 0, "rope needs an even head size");
     const uint32_t H2 = HS / 2;
     for (uint32_t i = 0; i < H2; i++) {
-        double inv_freq = 1.0 / pow(theta, (double)(2 * i) / (double)HS);
         for (uint32_t t = 0; t < maxT; t++) {
-            double a = (double)t * inv_freq;
+            double a = (double)t * inv_freq[i];
             float c = (float)cos(a), s = (float)sin(a);
             size_t r = (size_t)t * HS;
             cos_tab[r + i] = cos_tab[r + H2 + i] = c;  // emb = cat(freqs, freqs)
