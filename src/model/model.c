@@ -14,6 +14,7 @@
 #include "backend/dropout.h"
 #include "backend/opt_status.h"
 #include "backend/half.h"
+#include "core/clock.h"
 #include "model/model_impl.h"
 
 // ------------------------------------------------------------------ families
@@ -1045,6 +1046,41 @@ wgt_status model_loss_sum(wgt_model *m, double *sum) {
     WGT_TRY(m->be->download(m->be, &s, status_word(m, WGT_ST_LOSS_SUM), 1));
     *sum = s;
     return WGT_OK;
+}
+
+wgt_status model_prepare_step(wgt_model *m, model_loss_opts lo, int *pipelines, double *seconds) {
+    wgt_backend *be = m->be;
+    if (pipelines) *pipelines = 0;
+    if (seconds) *seconds = 0;
+    if (!be->dry_run) return WGT_OK;
+    const double t0 = wgt_now_s();
+    // what a recorded step changes on the host side, restored after it
+    const int half_stale = m->half_stale, have_forward = m->have_forward;
+    const float drop_p = m->drop_p;
+    const uint32_t drop_seed = m->drop_seed;
+    int32_t *tok = wgt_calloc((size_t)m->B * m->T, sizeof *tok);  // token 0: inside every vocabulary
+    be->dry_run(be, 1);
+    model_zero_grad(m);
+    wgt_status st = model_forward(m, tok, tok, lo, 1.0f);
+    if (st == WGT_OK) {
+        model_backward(m);
+        model_update(m, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f);
+        st = model_result_begin(m, 0);
+    }
+    if (st == WGT_OK && lo.dropout > 0.0f) {  // validation: the forward without dropout
+        model_loss_opts v = lo;
+        v.dropout = 0.0f;
+        st = model_forward(m, tok, tok, v, 1.0f);
+    }
+    int n = be->dry_run(be, 0);
+    free(tok);
+    m->half_stale = half_stale;
+    m->have_forward = have_forward;
+    m->drop_p = drop_p;
+    m->drop_seed = drop_seed;
+    if (pipelines) *pipelines = n;
+    if (seconds) *seconds = wgt_now_s() - t0;
+    return st;
 }
 
 void model_zero_grad(wgt_model *m) { m->be->fill_zero(m->be, m->grads, m->n_elems); }
