@@ -267,6 +267,19 @@ wgt_status file_open_append(const char *path, FILE **f) {
     return WGT_OK;
 }
 
+wgt_status file_open_rw(const char *path, const char *what, int *fd_out) {
+    *fd_out = -1;
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
+    if (fd < 0) return wgt_fail(WGT_ERR_IO, "cannot create %s %s: %s", what, path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return wgt_fail(WGT_ERR_IO, "%s %s is not a regular file; remove it", what, path);
+    }
+    *fd_out = fd;
+    return WGT_OK;
+}
+
 wgt_status dir_make(const char *path) {
     char buf[4096];
     if (strlen(path) >= sizeof buf) return wgt_fail(WGT_ERR_ARG, "path too long: %s", path);

@@ -2,7 +2,6 @@
 #include "data/text_tokenizer.h"
 #include "core/fileutil.h"
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -117,30 +116,17 @@ wgt_status text_tokenizer_open_gpt2(text_tokenizer **out) {
 
 // ------------------------------------------------------------------ directories
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0, k;
-    char *s = wgt_malloc(cap);
-    while ((k = fread(s + n, 1, cap - n - 1, f)) > 0) {
-        n += k;
-        if (cap - n <= 1) {
-            cap *= 2;
-            s = realloc(s, cap);
-            WGT_ASSERT(s, "out of host memory");
-        }
-    }
-    fclose(f);
-    s[n] = 0;
-    return s;
-}
+// A data directory's meta.json is a few kilobytes (its list of shards grows by one line per
+// shard); 16 MiB, the data loader's limit too, refuses a wrong file before it fills memory.
+#define META_JSON_MAX ((size_t)16 << 20)
 
 // A file name from meta.json: a plain name inside the directory.
 static int plain_name(const char *s) { return *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, ".."); }
 
 static wgt_status open_from_meta(text_tokenizer **out, const char *dir, const char *meta_path) {
-    char *text = read_text(meta_path);
-    if (!text) return wgt_fail(WGT_ERR_IO, "cannot read %s: %s", meta_path, strerror(errno));
+    char *text;
+    size_t len;
+    WGT_TRY(file_read_all(meta_path, "data description", "re-run `wgtrain prepare`", META_JSON_MAX, &text, &len));
     cJSON *root = cJSON_Parse(text);
     free(text);
     if (!root) return wgt_fail(WGT_ERR_FORMAT, "%s is not valid JSON; re-run `wgtrain prepare`", meta_path);

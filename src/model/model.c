@@ -15,6 +15,7 @@
 #include "backend/opt_status.h"
 #include "backend/half.h"
 #include "core/clock.h"
+#include "core/fileutil.h"
 #include "model/model_impl.h"
 
 // ------------------------------------------------------------------ families
@@ -383,20 +384,11 @@ wgt_status model_config_from_hf_json(model_config *c, const char *json, const ch
 
 wgt_status model_config_from_hf_file(model_config *c, const char *path) {
     memset(c, 0, sizeof *c);
-    FILE *f = fopen(path, "rb");
-    if (!f) return wgt_fail(WGT_ERR_IO, "cannot open the model config %s", path);
     enum { MAX_BYTES = 1 << 24 };  // a config.json is a few kilobytes
-    char *buf = wgt_malloc(MAX_BYTES + 1);
-    size_t n = fread(buf, 1, MAX_BYTES + 1, f);
-    int err = ferror(f);
-    fclose(f);
-    wgt_status st = WGT_OK;
-    if (err) st = wgt_fail(WGT_ERR_IO, "error reading the model config %s", path);
-    else if (n > MAX_BYTES) st = wgt_fail(WGT_ERR_CONFIG, "%s is over 16 MiB: not a config.json", path);
-    else {
-        buf[n] = 0;
-        st = model_config_from_hf_json(c, buf, path);
-    }
+    char *buf;
+    size_t n;
+    WGT_TRY(file_read_all(path, "the model config", "pass a Hugging Face config.json", MAX_BYTES, &buf, &n));
+    wgt_status st = model_config_from_hf_json(c, buf, path);
     free(buf);
     return st;
 }
