@@ -37,11 +37,6 @@
 #include "core/clock.h"
 #include "bench_common.h"
 
-// from src/backend/webgpu/wg_ops_attention.c
-int wg_attention_fwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
-int wg_attention_bwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
-const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_t cap);
-
 static const char *const variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused"};
 
 // The WGTRAIN_ATTN_FWD_CFG / WGTRAIN_ATTN_BWD_CFG texts the context started with (from the

@@ -231,6 +231,100 @@ def cmd_same_values(a):
         sys.exit(1)
 
 
+def ckpt_params(path):
+    """The f32 parameter array of a ckpt.bin (docs/checkpoint-format.md), after its CRCs."""
+    import zlib
+    raw = open(path, "rb").read()
+    if raw[:8] != b"WGTCKPT\n" or len(raw) < 64:
+        raise SystemExit(f"{path}: not a wgtrain checkpoint")
+    version, hsize, psize, pcrc = struct.unpack_from("<IIQI", raw, 8)
+    if version != 2 or hsize != 64 or len(raw) != 64 + psize or zlib.crc32(raw[64:]) != pcrc:
+        raise SystemExit(f"{path}: version {version}, or size or CRC wrong")
+    J = struct.unpack_from("<I", raw, 64)[0]
+    off = 64 + 4 + J + 8 * 8  # the configuration, then eight counters (version 2)
+    N = struct.unpack_from("<Q", raw, off)[0]
+    return np.frombuffer(raw, dtype="<f4", count=N, offset=off + 8)
+
+
+def export_layout(cfg):
+    """What transformers expects of an export with this config.json, in wgtrain's state order:
+    [(HF name, HF shape, internal shape, weight-decayed, packed, transposed)], table order with
+    per-layer runs expanded (src/model/gpt2.c, llama.c; the placement of src/model/model.c)."""
+    out = []
+    if cfg["model_type"] == "gpt2":
+        C, L, V, T = cfg["n_embd"], cfg["n_layer"], cfg["vocab_size"], cfg["n_positions"]
+        F = cfg.get("n_inner") or 4 * C
+        g = [("wte.weight", (V, C), 1), ("wpe.weight", (T, C), 1)]
+        per = [("ln_1.weight", (C,), 0), ("ln_1.bias", (C,), 0), ("attn.c_attn.weight", (3 * C, C), 1),
+               ("attn.c_attn.bias", (3 * C,), 0), ("attn.c_proj.weight", (C, C), 1), ("attn.c_proj.bias", (C,), 0),
+               ("ln_2.weight", (C,), 0), ("ln_2.bias", (C,), 0), ("mlp.c_fc.weight", (F, C), 1),
+               ("mlp.c_fc.bias", (F,), 0), ("mlp.c_proj.weight", (C, F), 1), ("mlp.c_proj.bias", (C,), 0)]
+        # matrices: [out, in] inside, Conv1D's [in, out] in the file; names under "transformer."
+        ent = lambda n, s, d: ("transformer." + n, s[::-1] if d and n.startswith("h.") else s, s, d, 0,
+                               d and n.startswith("h."))
+        out += [ent(n, s, d) for n, s, d in g]
+        out += [ent(f"h.{l}.{n}", s, d) for l in range(L) for n, s, d in per]
+        out += [ent("ln_f.weight", (C,), 0), ent("ln_f.bias", (C,), 0)]
+        return out
+    C, L, V = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+    F, NH = cfg["intermediate_size"], cfg["num_attention_heads"]
+    KV = cfg["num_key_value_heads"] * (C // NH)
+    per = [("self_attn.q_proj.weight", (C, C), 1, 0), ("self_attn.k_proj.weight", (KV, C), 1, 1),
+           ("self_attn.v_proj.weight", (KV, C), 1, 1), ("self_attn.o_proj.weight", (C, C), 1, 0),
+           ("mlp.gate_proj.weight", (F, C), 1, 0), ("mlp.up_proj.weight", (F, C), 1, 0),
+           ("mlp.down_proj.weight", (C, F), 1, 0), ("input_layernorm.weight", (C,), 0, 0),
+           ("post_attention_layernorm.weight", (C,), 0, 0)]
+    out.append(("model.embed_tokens.weight", (V, C), (V, C), 1, 0, 0))
+    out += [(f"model.layers.{l}.{n}", s, s, d, p, 0) for l in range(L) for n, s, d, p in per]
+    out.append(("model.norm.weight", (C,), (C,), 0, 0, 0))
+    if not cfg.get("tie_word_embeddings", False):
+        out.append(("lm_head.weight", (V, C), (V, C), 1, 0, 0))
+    return out
+
+
+def cmd_check_export(a):
+    """An export against what transformers loads and against the run's checkpoint: exactly the
+    tensor names of GPT2LMHeadModel / LlamaForCausalLM's state (save_pretrained's: no lm_head
+    when tied, no GPT-2 mask buffers), each F32 in transformers' shape, format "pt", and each
+    value bit for bit the checkpoint's parameter (transposed back where the file is Conv1D)."""
+    cfg = json.load(open(os.path.join(a.hf, "config.json")))
+    T, meta = read_st(os.path.join(a.hf, "model.safetensors"))
+    params = ckpt_params(a.ckpt)
+    lay = export_layout(cfg)
+    want = {n for n, *_ in lay}
+    problems = []
+    if set(T) != want:
+        problems.append(f"names: missing {sorted(want - set(T))[:4]}, unexpected {sorted(set(T) - want)[:4]}")
+    if meta != {"format": "pt"}:
+        problems.append(f"metadata {meta}")
+    end, ends = 0, {}
+    align = lambda x: (x + 63) // 64 * 64
+    for decay in (1, 0):  # the decayed tensors first, each at a multiple of 64 elements unless packed
+        for n, hf_shape, shape, d, packed, tr in lay:
+            if d != decay:
+                continue
+            off = end if packed else align(end)
+            size = int(np.prod(shape))
+            end = off + size
+            if n not in T:
+                continue
+            dt, sh, raw = T[n]
+            if dt != "F32" or sh != tuple(hf_shape):
+                problems.append(f"{n}: {dt} {list(sh)}, transformers expects F32 {list(hf_shape)}")
+                continue
+            ref = params[off:off + size].reshape(shape)
+            got = np.frombuffer(raw, dtype="<f4").reshape(sh)
+            if tr:
+                got = got.T
+            if not np.array_equal(np.ascontiguousarray(got).view(np.uint32), ref.view(np.uint32)):
+                problems.append(f"{n}: values differ from the checkpoint's")
+        end = align(end)
+    if end != len(params):
+        problems.append(f"the layout has {end} elements, the checkpoint {len(params)}")
+    print(f"{len(T)} tensors, {end} state elements: " + ("; ".join(problems[:6]) if problems else "all as expected"))
+    sys.exit(1 if problems else 0)
+
+
 def cmd_st_info(a):
     """Prints the names (sorted) and the metadata of a safetensors file."""
     T, meta = read_st(a.path)
@@ -285,6 +379,9 @@ def main():
     g.add_argument("a")
     g.add_argument("b")
     g.add_argument("--ignore", action="append")
+    g = sub.add_parser("check-export")
+    g.add_argument("hf")
+    g.add_argument("ckpt")
     g = sub.add_parser("st-info")
     g.add_argument("path")
     a = ap.parse_args()

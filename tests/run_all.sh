@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_all.sh — runs every test (C binaries in build/tests, Python and shell tests in tests/)
-# and prints the total as "N passed, N failed". Exit code: 0 only if every test passed.
+# and prints the total as "N passed, N failed, N skipped". Exit code: 0 only if every test passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHON=/usr/bin/python3   # Debian's python3 has torch and numpy

@@ -1,9 +1,11 @@
 # run_lib.sh — the runner that tests/run_all.sh and tests/run_sanitize.sh share (sourced): `run
-# NAME CMD...` runs one test program, reads its "N passed, N failed" line and adds it to the
-# totals (a non-zero exit without a failure counts as one failure), and `run_finish` prints the
-# failing names and the total and returns the verdict. With RUN_SANITIZER=1 a sanitizer report
-# in the output counts as a failure too, and a failure shows the report instead of the log's tail.
-total_pass=0; total_fail=0; failed=()
+# NAME CMD...` runs one test program, reads its "N passed, N failed[, N skipped]" line and adds it
+# to the totals (a non-zero exit without a failure counts as one failure; a missing skip count is
+# 0), and `run_finish` prints the failing names, the names of the tests that skipped cases, and
+# the total with its skips, and returns the verdict (skips do not fail a run, but always show).
+# With RUN_SANITIZER=1 a sanitizer report in the output counts as a failure too, and a failure
+# shows the report instead of the log's tail.
+total_pass=0; total_fail=0; total_skip=0; failed=(); skipped=()
 run() {
     local name=$1; shift
     local log; log=$(mktemp)
@@ -11,14 +13,18 @@ run() {
     "$@" >"$log" 2>&1
     local rc=$?
     local line; line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
-    local p=0 f=0
-    if [[ -n $line ]]; then p=$(awk '{print $1}' <<<"$line"); f=$(awk '{print $3}' <<<"$line"); fi
+    local p=0 f=0 s=0
+    if [[ -n $line ]]; then
+        p=$(awk '{print $1}' <<<"$line"); f=$(awk '{print $3}' <<<"$line")
+        if [[ $line =~ ^[0-9]+\ passed,\ [0-9]+\ failed,\ ([0-9]+)\ skipped ]]; then s=${BASH_REMATCH[1]}; fi
+    fi
     if [[ $rc -ne 0 && $f -eq 0 ]]; then f=1; fi   # a crash (or a sanitizer abort) counts as a failure
     if [[ ${RUN_SANITIZER:-0} == 1 && $f -eq 0 ]] && grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log"; then
         f=1
     fi
-    total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
-    printf '%-28s %4d passed %3d failed  (%ds)\n' "$name" "$p" "$f" $((SECONDS - t0))
+    total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + s))
+    [[ $s -gt 0 ]] && skipped+=("$name ($s)")
+    printf '%-28s %4d passed %3d failed %3d skipped  (%ds)\n' "$name" "$p" "$f" "$s" $((SECONDS - t0))
     if [[ $rc -ne 0 || $f -ne 0 ]]; then
         failed+=("$name")
         if [[ ${RUN_SANITIZER:-0} == 1 ]]; then grep -E -A12 'ERROR: |runtime error:|^FAIL' "$log" | head -60 | sed 's/^/    | /'
@@ -29,6 +35,7 @@ run() {
 run_finish() {
     echo
     [[ ${#failed[@]} -gt 0 ]] && echo "failing: ${failed[*]}"
-    echo "$total_pass passed, $total_fail failed"
+    [[ ${#skipped[@]} -gt 0 ]] && echo "skipping cases: ${skipped[*]}"
+    echo "$total_pass passed, $total_fail failed, $total_skip skipped"
     [[ $total_fail -eq 0 ]]
 }

@@ -4,7 +4,7 @@
 # test_files, test_data, test_checkpoint, test_cpu_isa (the CPU variants and their dispatch),
 # test_chat_template, test_hf_tokenizer, test_train.sh, test_op_cli.sh, test_cli_conventions.sh and test_tune.sh with the sanitized
 # `wgtrain`, and a short pass of every fuzz driver. Any memory error, leak or undefined
-# behaviour aborts the program concerned and counts as a failure. Prints "N passed, N failed".
+# behaviour aborts the program concerned and counts as a failure. Prints "N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${SAN_BUILD:-build-san}

@@ -4,8 +4,10 @@
 # in save_pretrained's (transformer. prefix, tied lm_head copy), F32 / F16 / BF16, a bare GPT-2
 # safetensors file, LLaMA tied (with and without an lm_head copy) and untied. The first step's
 # loss must equal PyTorch's on the same weights (the train shard is one window, so the batch is
-# known); export -> init -> export must give back the same bytes; exported logits must equal the
-# PyTorch reference's; bad inputs are refused naming the tensor, field or flag.
+# known); export -> init -> export must give back the same bytes; the export (GPT-2, LLaMA tied
+# and untied) must hold exactly the tensors transformers loads, F32 in its shapes, bit for bit
+# the run's checkpoint; wgtrain's logits, on the export and on the run's weights, must equal the
+# PyTorch reference's on the export; bad inputs are refused naming the tensor, field or flag.
 # Prints "N passed, N failed"; the exit code is the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -86,6 +88,16 @@ for name in gpt2_pretrained llama_untied llama_tied; do
     out=$($H check-logits "$T/hf_$name" "$T/tok.npy" "$T/L_$name.npy" 2>&1)
     check "$name: exported logits equal PyTorch's within 1e-4 ($out)" test $? -eq 0
     echo "   $name: $out"
+    # the tensors as transformers loads them (exact names, F32, its shapes) and bit for bit the
+    # run's checkpoint (ckpt.bin, the source of truth), read through the documented layout
+    out=$($H check-export "$T/hf_$name" "$T/run_$name/ckpt.bin" 2>&1)
+    check "$name: the export's tensors are transformers' names and shapes, and the checkpoint's values ($out)" test $? -eq 0
+    # wgtrain's logits from the run's own weights against the PyTorch reference on the export
+    out=$($W grad --config "$T/hf_$name/config.json" --model "$T/run_$name/model.safetensors" --tokens "$T/tok.npy" \
+          --logits "$T/LR_$name.npy" 2>&1); rc=$?
+    check "$name: grad --logits on the run's weights exits 0 ($out)" test $rc -eq 0
+    out=$($H check-logits "$T/hf_$name" "$T/tok.npy" "$T/LR_$name.npy" 2>&1)
+    check "$name: the run's logits equal PyTorch's on the export within 1e-4 ($out)" test $? -eq 0
 done
 info=$($H st-info "$T/hf_gpt2_pretrained/model.safetensors")
 check "GPT-2 export: transformer.-prefixed names, no lm_head.weight, F32, format pt ($info)" $PY -c "

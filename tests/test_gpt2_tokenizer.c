@@ -636,6 +636,18 @@ static void test_dirs(const text_tokenizer *gpt2) {
     text_tokenizer_free(t);
     CHECK(text_tokenizer_open(&t, bin) == WGT_OK && !strcmp(text_tokenizer_kind_name(t), TEXT_TOK_BPE_NAME), "--tokenizer .../tokenizer.bin");
     text_tokenizer_free(t);
+    // a meta.json past its bound (16 MiB; a sparse file) is refused from its size, not read
+    char *big = tpath("bigmeta"), *bigm = tpath("bigmeta/meta.json");
+    mkdir(big, 0755);
+    FILE *bf = fopen(bigm, "wb");
+    CHECK(bf && ftruncate(fileno(bf), ((off_t)16 << 20) + 1) == 0, "make a sparse meta.json");
+    if (bf) fclose(bf);
+    t = NULL;
+    CHECK(text_tokenizer_open_dir(&t, big) == WGT_ERR_FORMAT && !t && contains(wgt_last_error(), "meta.json") &&
+              contains(wgt_last_error(), "more than"),
+          "an oversized meta.json is refused naming it: %s", wgt_last_error());
+    free(big);
+    free(bigm);
     text_tokenizer_free(own);
     free(bin);
     free(enc);

@@ -23,6 +23,8 @@
 //     work does not reference submits nothing, one that it references submits first (program
 //     order); the uniform ring is written only where it changed (get_stats); the pass timer
 //     counts the passes and a positive GPU time.
+//   - the dry run: an op compiles its pipeline and writes nothing; the real op afterwards uses
+//     the cached pipeline and writes the reference's result.
 //   - the adapter choice: "software" gives the CPU (software) adapter, "cpu" is refused, "auto" never the Null
 //     backend, a name that matches nothing fails with a message listing the adapters found, and
 //     with no Vulkan driver at all (a child with VK_DRIVER_FILES pointing nowhere) wg_ctx_init
@@ -488,6 +490,35 @@ static void check_readback(wgt_backend *be) {
     be->buf_free(be, b);
 }
 
+// The dry run (backend.h dry_run) that creates a training step's pipelines before step 1:
+// while on, an op compiles its pipeline and changes nothing (nor do upload and fill_zero); off
+// again, the same op runs on the cached pipeline (no new one) and writes its result.
+static void check_dry_run(wgt_backend *be) {
+    CHECK(be->dry_run != NULL, "the WebGPU backend has a dry run");
+    if (!be->dry_run) return;
+    enum { N = 1001 };  // odd: the scalar element-wise variant, a pipeline of its own
+    float x[N], got[N], ref[N], zeros[N] = {0};
+    for (int i = 0; i < N; i++) x[i] = ref[i] = (float)(i % 17) * 0.25f - 2.0f;
+    cpu_gelu_inplace(ref, N);
+    wgt_buf *b;
+    CHECK(be->buf_alloc(be, &b, N, "dry-run test") == WGT_OK, "alloc: %s", wgt_last_error());
+    wgt_view v = wgt_view_of(b, 0, N);
+    CHECK(be->upload(be, v, x, N) == WGT_OK, "upload");
+    int before = be->dry_run(be, 1);
+    be->upload(be, v, zeros, N);
+    be->fill_zero(be, v, N);
+    be->gelu_inplace(be, v, N);
+    int during = be->dry_run(be, 0);
+    CHECK(during == before + 1, "the dry run compiled the op's pipeline: %d pipelines before, %d after", before, during);
+    CHECK(be->download(be, got, v, N) == WGT_OK && !memcmp(got, x, sizeof x),
+          "a dry run changed the buffer (upload, fill_zero or the op ran)");
+    be->gelu_inplace(be, v, N);
+    CHECK(be->dry_run(be, 0) == during, "the real op compiled its pipeline again instead of using the cached one");
+    CHECK(be->download(be, got, v, N) == WGT_OK, "download");
+    CHECK_CLOSE("gelu after the dry run", got, ref, N, GELU_ATOL, GELU_RTOL);
+    be->buf_free(be, b);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--child-overrun")) return child_overrun();
     if (argc > 1 && !strcmp(argv[1], "--child-no-driver")) return child_no_driver();
@@ -503,6 +534,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     uint32_t maxd = wg_ctx_info((wg_ctx *)be->impl)->limits.maxComputeWorkgroupsPerDimension;
+    check_dry_run(be);  // first: its scalar gelu pipeline must not exist yet
     check_errors(be);
     check_readback(be);
     check_gelu_split(be, (size_t)maxd * 256 + 1000, "2-D split (x*y grid)");

@@ -1,6 +1,8 @@
-// testlib.h — the few assertions our C tests need: each CHECK counts a pass or a failure,
-// and test_finish() prints the closing "N passed, N failed" line and returns the exit code.
-// Written by hand: a header of 40 lines is simpler than packaging a framework for C11 + OpenMP.
+// testlib.h — the few assertions our C tests need: each CHECK counts a pass or a failure, SKIP
+// counts a case the machine cannot run (said on stderr, never silent), and test_finish() prints
+// the closing "N passed, N failed, N skipped" line and returns the exit code.
+// Written by hand: a header of about 110 lines is simpler than packaging a framework for C11 +
+// OpenMP.
 #ifndef WGT_TESTLIB_H
 #define WGT_TESTLIB_H
 #include <math.h>
@@ -32,7 +34,7 @@ static inline void test_spit(const char *path, const void *p, size_t n) {
     fclose(f);
 }
 
-static int t_pass_ = 0, t_fail_ = 0;
+static int t_pass_ = 0, t_fail_ = 0, t_skip_ = 0;
 
 #define CHECK(cond, ...)                                                        \
     do {                                                                        \
@@ -43,6 +45,16 @@ static int t_pass_ = 0, t_fail_ = 0;
             fprintf(stderr, __VA_ARGS__);                                       \
             fprintf(stderr, "\n");                                              \
         }                                                                       \
+    } while (0)
+
+// A case that this machine or device cannot run: counted as a skip and said on stderr with the
+// reason (printf-style), so that a run that tested less than it could shows it in its totals.
+#define SKIP(...)                                                               \
+    do {                                                                        \
+        t_skip_++;                                                              \
+        fprintf(stderr, "SKIP %s:%d: ", __FILE__, __LINE__);                    \
+        fprintf(stderr, __VA_ARGS__);                                           \
+        fprintf(stderr, "\n");                                                  \
     } while (0)
 
 // Compares two float arrays with |a-b| <= atol + rtol*|ref|; NaN must match NaN and an
@@ -93,7 +105,7 @@ __attribute__((unused)) static int check_close_report_(const char *what, const f
     check_close_report_(what, got, ref, n, atol, rtol, __FILE__, __LINE__)
 
 static int test_finish(void) {
-    printf("%d passed, %d failed\n", t_pass_, t_fail_);
+    printf("%d passed, %d failed, %d skipped\n", t_pass_, t_fail_, t_skip_);
     return t_fail_ ? 1 : 0;
 }
 #endif

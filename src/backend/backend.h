@@ -123,10 +123,18 @@ struct wgt_backend {
     // slots) that are alive now, and the most that were alive at once since the backend opened
     // (the figure `wgtrain bench` reports as the memory of a configuration).
     void (*bytes_allocated)(wgt_backend *be, uint64_t *live, uint64_t *peak);
+    // Dry run (WebGPU): while on, each op creates the pipelines and scratch it would use, and
+    // records and runs nothing; uploads, clears and copies are skipped, and a download or a
+    // readback_end aborts. model_prepare_step runs one step this way, so that every pipeline
+    // is compiled before step 1 (docs/architecture.md). Returns the pipelines created so far.
+    int (*dry_run)(wgt_backend *be, int on);
 };
 
 wgt_status backend_cpu_init(wgt_backend **out);
-// adapter: NULL/"" = best (a real GPU first, else lavapipe), or an index / name substring.
+// adapter: as wg_ctx_init (webgpu/wg_runtime.h): NULL, "" or "auto" the best (a discrete GPU, then
+// an integrated one, then lavapipe); "gpu" a real GPU only; "software" (or "lavapipe") the
+// software GPU; anything else a case-insensitive substring of the adapter's name. There is no
+// selection by index; "cpu" is refused (the C backend is backend_cpu_init).
 wgt_status backend_webgpu_init(wgt_backend **out, const char *adapter);
 // profile != 0: time every kernel with timestamp queries (the profile_* entries)
 wgt_status backend_webgpu_init_ex(wgt_backend **out, const char *adapter, int profile);

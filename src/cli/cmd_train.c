@@ -23,7 +23,7 @@ static void usage(void) {
            "  --resume                 continue RUN_DIR from its checkpoint; a flag that contradicts the\n"
            "                           checkpoint is refused (--steps and the intervals may change)\n"
            "  --device D               auto (a GPU through WebGPU if there is one, else the CPU), cpu, webgpu\n"
-           "  --adapter A              WebGPU adapter: index or name substring (see `wgtrain info`)\n"
+           "  --adapter A              WebGPU adapter: auto, gpu, software or part of a name (`wgtrain info`)\n"
            "  --stop-at N              stop after step N with a checkpoint, as if interrupted (Ctrl-C also\n"
            "                           stops at the end of the current step and writes a checkpoint; a second\n"
            "                           Ctrl-C quits at once, keeping the last checkpoint written)\n\n"

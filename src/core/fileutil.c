@@ -173,6 +173,25 @@ wgt_status file_open_read(const char *path, const char *what, const char *hint, 
     return WGT_OK;
 }
 
+wgt_status file_read_head(const char *path, const char *what, void *dst, size_t cap, size_t *n) {
+    *n = 0;
+    int fd;
+    WGT_TRY(file_open_read(path, what, NULL, &fd, NULL));
+    while (*n < cap) {
+        ssize_t k = read(fd, (char *)dst + *n, cap - *n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            int err = errno;
+            close(fd);
+            return wgt_fail(WGT_ERR_IO, "cannot read %s%s%s: %s", what ? what : "", what ? " " : "", path, strerror(err));
+        }
+        if (k == 0) break;
+        *n += (size_t)k;
+    }
+    close(fd);
+    return WGT_OK;
+}
+
 wgt_status file_fopen_read(const char *path, const char *what, const char *hint, FILE **f, uint64_t *size) {
     *f = NULL;
     int fd;
@@ -264,6 +283,19 @@ wgt_status file_open_append(const char *path, FILE **f) {
         close(fd);
         return wgt_fail(WGT_ERR_IO, "cannot open %s for appending: %s", path, strerror(err));
     }
+    return WGT_OK;
+}
+
+wgt_status file_open_rw(const char *path, const char *what, int *fd_out) {
+    *fd_out = -1;
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
+    if (fd < 0) return wgt_fail(WGT_ERR_IO, "cannot create %s %s: %s", what, path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return wgt_fail(WGT_ERR_IO, "%s %s is not a regular file; remove it", what, path);
+    }
+    *fd_out = fd;
     return WGT_OK;
 }
 

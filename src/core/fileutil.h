@@ -1,5 +1,8 @@
 // fileutil.h — the one place wgtrain opens files, so that every reader and writer follows the
-// same rules (docs/files-and-safety.md):
+// same rules (docs/files-and-safety.md). Every open(2)/fopen(3) of the program is in
+// fileutil.c; the other modules call these helpers (the run lock, safetensors, shards, the
+// tokenizers, configs, checkpoints, metrics, the PCI attributes of a GPU per rank). The only
+// exception is the standard output of a non-zero MPI rank, which dist.c points at /dev/null.
 //  - writing is atomic: data goes to a fresh temporary file beside the target (a random name,
 //    created with O_CREAT|O_EXCL|O_NOFOLLOW, so a planted file or symlink is never written
 //    through), is fsynced, then renamed over the target and the directory fsynced. A crash at
@@ -43,6 +46,9 @@ wgt_status file_check_replaceable(const char *path);
 wgt_status file_open_read(const char *path, const char *what, const char *hint, int *fd, uint64_t *size);
 // The same, as a stdio stream.
 wgt_status file_fopen_read(const char *path, const char *what, const char *hint, FILE **f, uint64_t *size);
+// Reads up to cap bytes from the start of a regular file (what a kind's sniffer looks at); *n gets
+// how many were read (fewer when the file is shorter).
+wgt_status file_read_head(const char *path, const char *what, void *dst, size_t cap, size_t *n);
 // Reads a whole regular file of at most max bytes into a malloc'd buffer with a NUL after the
 // data (free() it). A larger file is refused with WGT_ERR_FORMAT.
 wgt_status file_read_all(const char *path, const char *what, const char *hint, size_t max, char **data, size_t *n);
@@ -52,6 +58,10 @@ wgt_status file_pread_exact(int fd, void *dst, size_t n, uint64_t off, const cha
 // Opens a regular file for appending, creating it if missing; a symlink or anything but a
 // regular file at path is refused.
 wgt_status file_open_append(const char *path, FILE **f);
+// Opens a regular file for reading and writing in place (not atomically: for a lock file,
+// whose descriptor is what matters), creating it if missing (mode 0644); a symlink or anything
+// but a regular file at path is refused. `what` names the file in messages.
+wgt_status file_open_rw(const char *path, const char *what, int *fd);
 
 // mkdir -p
 wgt_status dir_make(const char *path);

@@ -15,14 +15,8 @@ wgt_status run_lock_acquire(run_lock *l, const char *dir, const char *who) {
     char path[4200];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, RUN_LOCK_FILE) >= sizeof path)
         return wgt_fail(WGT_ERR_ARG, "path too long: %s/%s", dir, RUN_LOCK_FILE);
-    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
-    if (fd < 0)
-        return wgt_fail(WGT_ERR_IO, "cannot create the lock file %s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return wgt_fail(WGT_ERR_IO, "the lock file %s is not a regular file; remove it", path);
-    }
+    int fd;
+    WGT_TRY(file_open_rw(path, "the lock file", &fd));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int err = errno;
         if (err != EWOULDBLOCK) {

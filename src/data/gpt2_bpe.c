@@ -141,31 +141,15 @@ static int decode_token_text(const uint8_t *s, size_t n, const int byte_of_char[
     return (int)k;
 }
 
+// encoder.json and vocab.bpe are about 1 MB and 0.5 MB for GPT-2's 50257 tokens; 64 MiB leaves
+// room for vocabularies 30x larger and refuses a wrong file before it fills memory.
+#define GPT2_FILE_MAX ((size_t)64 << 20)
+
 static wgt_status read_all(const char *path, uint8_t **data, size_t *n) {
-    *data = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return wgt_fail(WGT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    size_t cap = 1 << 20, len = 0, k;
-    uint8_t *b = wgt_malloc(cap + 1);
-    while ((k = fread(b + len, 1, cap - len, f)) > 0) {
-        len += k;
-        if (len == cap) {
-            cap *= 2;
-            b = realloc(b, cap + 1);
-            WGT_ASSERT(b, "out of host memory reading a file");
-        }
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(b);
-        return wgt_fail(WGT_ERR_IO, "error reading %s", path);
-    }
-    b[len] = 0;
-    *data = b;
-    *n = len;
-    return WGT_OK;
+    char *text;
+    wgt_status st = file_read_all(path, "GPT-2 tokenizer file", NULL, GPT2_FILE_MAX, &text, n);
+    *data = (uint8_t *)text;
+    return st;
 }
 
 // A short printable rendering of a token's text for messages (escapes controls and quotes).

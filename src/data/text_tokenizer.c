@@ -170,15 +170,10 @@ static wgt_status open_file(text_tokenizer **out, const char *spec) {
         st = text_tokenizer_open_kind(out, kind, paths, spec);
     } else {
         uint8_t head[64];
-        ssize_t k = 0;
-        int fd = open(spec, O_RDONLY);
-        if (fd >= 0) {
-            k = read(fd, head, sizeof head);
-            close(fd);
-        }
-        if (k < 0) k = 0;
+        size_t k = 0;
+        if (file_read_head(spec, "tokenizer", head, sizeof head, &k) != WGT_OK) k = 0;  // then no kind matches
         for (int i = 0; text_tok_kinds[i] && !kind; i++)
-            if (text_tok_kinds[i]->sniff && text_tok_kinds[i]->sniff(head, (size_t)k)) kind = text_tok_kinds[i];
+            if (text_tok_kinds[i]->sniff && text_tok_kinds[i]->sniff(head, k)) kind = text_tok_kinds[i];
         if (kind && n_files(kind) == 1) {
             const char *paths[1] = {spec};
             st = text_tokenizer_open_kind(out, kind, paths, spec);

@@ -15,6 +15,7 @@
 #include "core/token_id.h"
 #include "backend/opt_status.h"
 #include "backend/half.h"
+#include "core/clock.h"
 #include "core/fileutil.h"
 #include "model/model_impl.h"
 
@@ -388,20 +389,11 @@ wgt_status model_config_from_hf_json(model_config *c, const char *json, const ch
 
 wgt_status model_config_from_hf_file(model_config *c, const char *path) {
     memset(c, 0, sizeof *c);
-    FILE *f = fopen(path, "rb");
-    if (!f) return wgt_fail(WGT_ERR_IO, "cannot open the model config %s", path);
     enum { MAX_BYTES = 1 << 24 };  // a config.json is a few kilobytes
-    char *buf = wgt_malloc(MAX_BYTES + 1);
-    size_t n = fread(buf, 1, MAX_BYTES + 1, f);
-    int err = ferror(f);
-    fclose(f);
-    wgt_status st = WGT_OK;
-    if (err) st = wgt_fail(WGT_ERR_IO, "error reading the model config %s", path);
-    else if (n > MAX_BYTES) st = wgt_fail(WGT_ERR_CONFIG, "%s is over 16 MiB: not a config.json", path);
-    else {
-        buf[n] = 0;
-        st = model_config_from_hf_json(c, buf, path);
-    }
+    char *buf;
+    size_t n;
+    WGT_TRY(file_read_all(path, "the model config", "pass a Hugging Face config.json", MAX_BYTES, &buf, &n));
+    wgt_status st = model_config_from_hf_json(c, buf, path);
     free(buf);
     return st;
 }
@@ -1188,6 +1180,41 @@ wgt_status model_loss_sum(wgt_model *m, double *sum) {
     WGT_TRY(m->be->download(m->be, &s, status_word(m, WGT_ST_LOSS_SUM), 1));
     *sum = s;
     return WGT_OK;
+}
+
+wgt_status model_prepare_step(wgt_model *m, model_loss_opts lo, int *pipelines, double *seconds) {
+    wgt_backend *be = m->be;
+    if (pipelines) *pipelines = 0;
+    if (seconds) *seconds = 0;
+    if (!be->dry_run) return WGT_OK;
+    const double t0 = wgt_now_s();
+    // what a recorded step changes on the host side, restored after it
+    const int half_stale = m->half_stale, have_forward = m->have_forward;
+    const float drop_p = m->drop_p;
+    const uint32_t drop_seed = m->drop_seed;
+    int32_t *tok = wgt_calloc((size_t)m->B * m->T, sizeof *tok);  // token 0: inside every vocabulary
+    be->dry_run(be, 1);
+    model_zero_grad(m);
+    wgt_status st = model_forward(m, tok, tok, lo, 1.0f);
+    if (st == WGT_OK) {
+        model_backward(m);
+        model_update(m, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f);
+        st = model_result_begin(m, 0);
+    }
+    if (st == WGT_OK && lo.dropout > 0.0f) {  // validation: the forward without dropout
+        model_loss_opts v = lo;
+        v.dropout = 0.0f;
+        st = model_forward(m, tok, tok, v, 1.0f);
+    }
+    int n = be->dry_run(be, 0);
+    free(tok);
+    m->half_stale = half_stale;
+    m->have_forward = have_forward;
+    m->drop_p = drop_p;
+    m->drop_seed = drop_seed;
+    if (pipelines) *pipelines = n;
+    if (seconds) *seconds = wgt_now_s() - t0;
+    return st;
 }
 
 void model_zero_grad(wgt_model *m) { m->be->fill_zero(m->be, m->grads, m->n_elems); }

@@ -171,6 +171,13 @@ wgt_status model_loss_sum(wgt_model *m, double *sum);
 // the loss scale live in the device's optimizer status (backend/opt_status.h). Reads nothing
 // back.
 void model_update(wgt_model *m, float lr, float beta1, float beta2, float eps, float weight_decay, float max_norm);
+// Creates, before step 1, every pipeline (and runtime scratch) that a training step with these
+// loss options needs: a forward with the loss, the backward, the update, and with dropout also
+// the validation forward without it. It records one such step in the backend's dry run
+// (backend.h dry_run) and leaves the model's state untouched; a backend without a dry run (the
+// CPU) does nothing. *pipelines (may be NULL) receives the backend's pipeline count after it
+// (0 without a dry run), *seconds (may be NULL) the time it took.
+wgt_status model_prepare_step(wgt_model *m, model_loss_opts lo, int *pipelines, double *seconds);
 // The gradient norm of the last update (unscaled, before clipping; NaN/inf: the update was
 // skipped). A blocking readback.
 wgt_status model_grad_norm(wgt_model *m, float *norm);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <cjson/cJSON.h>
 #include "core/clock.h"
+#include "core/fileutil.h"
 
 // ------------------------------------------------------------------ --resume and the batch
 
@@ -38,13 +39,18 @@ wgt_status train_dist_resume_batch(checkpoint *ck, const train_config *flags, co
 
 static char g_pick[160];
 
+// A PCI attribute such as "0x030000\n" (sysfs files say 4096 bytes, their page, whatever they
+// hold). 0 when it cannot be read or is not hexadecimal: that device is left out.
 static int read_hex(const char *dir, const char *name, unsigned *out) {
-    char p[512];
-    snprintf(p, sizeof p, "/sys/bus/pci/devices/%s/%s", dir, name);
-    FILE *f = fopen(p, "r");
-    if (!f) return 0;
-    int ok = fscanf(f, "%x", out) == 1;
-    fclose(f);
+    char p[512], *text;
+    size_t n;
+    if ((size_t)snprintf(p, sizeof p, "/sys/bus/pci/devices/%s/%s", dir, name) >= sizeof p) return 0;
+    if (file_read_all(p, "PCI attribute", NULL, 4096, &text, &n) != WGT_OK) return 0;
+    char *end;
+    unsigned long v = strtoul(text, &end, 16);
+    int ok = end != text && v <= 0xFFFFFFFFul;
+    free(text);
+    if (ok) *out = (unsigned)v;
     return ok;
 }
 

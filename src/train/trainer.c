@@ -580,10 +580,19 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
                               t->pr.loss_scale > 0 ? (float)t->pr.loss_scale : scale0};
         st = model_opt_state_set(m, &os);
     }
+    // every pipeline of the step compiled now, so that step 1's time is a step's and a kernel
+    // that does not compile on this device stops the run before it starts
+    int n_pipes = 0;
+    double t_pipes = 0;
+    if (st == WGT_OK) {
+        model_loss_opts lo = {(float)c->label_smoothing, (float)c->z_loss, (float)c->dropout, 0, 0};
+        st = model_prepare_step(m, lo, &n_pipes, &t_pipes);
+    }
     if (st != WGT_OK) {
         model_free(m);
         return st;
     }
+    if (n_pipes > 0) printf("train: %d pipelines compiled in %.2f s\n", n_pipes, t_pipes);
     printf("train: %.2f M parameters, precision %s\n", model_num_params(m) / 1e6, model_precision_name(model_prec(m)));
     if (train_loss_scale_on(c))
         printf("train: loss scale %s%g%s\n", dynamic ? "dynamic from " : "", t->resumed && t->pr.loss_scale > 0 ?

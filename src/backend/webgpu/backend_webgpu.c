@@ -32,6 +32,10 @@ static void be_get_stats(wgt_backend *be, wgt_backend_stats *out) { wg_get_stats
 static wgt_status be_timer_start(wgt_backend *be) { return wg_timer_start(wg_of(be)); }
 static wgt_status be_timer_stop(wgt_backend *be, double *ms, long *passes) { return wg_timer_stop(wg_of(be), ms, passes); }
 static void be_bytes_allocated(wgt_backend *be, uint64_t *live, uint64_t *peak) { wg_bytes_allocated(wg_of(be), live, peak); }
+static int be_dry_run(wgt_backend *be, int on) {
+    wg_dry_run(wg_of(be), on);
+    return wg_pipeline_count(wg_of(be));
+}
 static void be_free(wgt_backend *be) {
     if (!be) return;
     wg_ctx_free(wg_of(be));
@@ -80,6 +84,7 @@ wgt_status backend_webgpu_init_ex(wgt_backend **out, const char *adapter, int pr
         be->gpu_timer_stop = be_timer_stop;
     }
     be->bytes_allocated = be_bytes_allocated;
+    be->dry_run = be_dry_run;
     if (profile) {
         be->profile_reset = be_profile_reset;
         be->profile_report = be_profile_report;

@@ -33,4 +33,11 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
                                uint32_t seed);
 int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
                                        uint32_t HS);
+// For tests and benchmarks (tests/test_kernels_attention.c, bench/bench_attention.c): whether a
+// forward (backward) setting text, complete or partial, parses and fits this device at head size
+// HS, i.e. would be used as given rather than replaced by the default; and the settings the
+// wrappers use now for HS as one line of text in buf ("fwd nl=..,tr=.. | bwd v=..,kv=..").
+int wg_attention_fwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
+int wg_attention_bwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg);
+const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_t cap);
 #endif

@@ -85,6 +85,8 @@ struct wg_ctx {
     int t_queries, t_resolved, t_overflow;
 
     int profile;
+    // dry run (wg_dry_run): ops create their pipelines and scratch slots, nothing is recorded
+    int dry;
     WGPUQuerySet qset;
     WGPUBuffer qresolve, qread;
     int n_queries;
@@ -579,8 +581,14 @@ static void ensure_encoder(wg_ctx *ctx) {
     if (!ctx->enc) ctx->enc = wgpuDeviceCreateCommandEncoder(ctx->device, NULL);
 }
 
+void wg_dry_run(wg_ctx *ctx, int on) {
+    ctx->dry = on != 0;
+}
+int wg_pipeline_count(const wg_ctx *ctx) { return ctx->n_pipes; }
+
 wgt_status wg_upload(wg_ctx *ctx, wgt_view dst, const void *src, size_t n) {
     check_view(dst, n, "upload");
+    if (ctx->dry) return WGT_OK;
     // queue writes run before any later submit: when the recorded commands reference the
     // destination, submit them first so the order holds (otherwise the order cannot matter, and
     // the step stays one submit: the gradient clear does not force one before the tokens)
@@ -594,6 +602,7 @@ wgt_status wg_upload(wg_ctx *ctx, wgt_view dst, const void *src, size_t n) {
 
 wgt_status wg_download(wg_ctx *ctx, void *dst, wgt_view src, size_t n) {
     check_view(src, n, "download");
+    WGT_ASSERT(!ctx->dry, "a download in a dry run: the dry run covers recording only");
     if (n == 0) return WGT_OK;
     uint64_t bytes = ((uint64_t)n * 4 + 3) & ~3ull;
     if (bytes > ctx->readback_bytes) {
@@ -628,7 +637,7 @@ wgt_status wg_download(wg_ctx *ctx, void *dst, wgt_view src, size_t n) {
 
 void wg_fill_zero(wg_ctx *ctx, wgt_view dst, size_t n) {
     check_view(dst, n, "fill_zero");
-    if (!n) return;
+    if (!n || ctx->dry) return;
     ensure_encoder(ctx);
     end_pass(ctx);
     uint64_t off = dst.off * 4, bytes = (uint64_t)n * 4;
@@ -640,7 +649,7 @@ void wg_fill_zero(wg_ctx *ctx, wgt_view dst, size_t n) {
 void wg_copy(wg_ctx *ctx, wgt_view dst, wgt_view src, size_t n) {
     check_view(dst, n, "copy destination");
     check_view(src, n, "copy source");
-    if (!n) return;
+    if (!n || ctx->dry) return;
     ensure_encoder(ctx);
     end_pass(ctx);
     src.buf->epoch = dst.buf->epoch = ctx->epoch;
@@ -872,7 +881,7 @@ static void record(wg_ctx *ctx, const char *label, WGPUComputePipeline p, const 
                    size_t psize, uint32_t gx, uint32_t gy, uint32_t gz) {
     WGT_ASSERT(nb <= WG_MAX_BINDS, "too many bindings for one dispatch");
     WGT_ASSERT(psize <= UNIFORM_SLOT, "kernel parameters larger than one uniform slot");
-    if (gx == 0 || gy == 0 || gz == 0) return;
+    if (gx == 0 || gy == 0 || gz == 0 || ctx->dry) return;
     if (ctx->uni_used + UNIFORM_SLOT > UNIFORM_SLOTS * UNIFORM_SLOT) submit_wait(ctx, 0);
     if (ctx->profile && ctx->n_queries + 2 > MAX_PROFILE) submit_wait(ctx, 0);
     WGPUBuffer bufs[WG_MAX_BINDS + 1];
@@ -1022,6 +1031,7 @@ wgt_status wg_readback_begin(wg_ctx *ctx, int slot, wgt_view src, size_t n) {
     WGT_ASSERT(slot >= 0 && slot < WGT_READBACK_SLOTS && n >= 1 && n <= WGT_READBACK_MAX, "readback slot or size out of range");
     WGT_ASSERT(!ctx->rb_pending[slot], "readback_begin on a slot whose last readback has not ended");
     check_view(src, n, "readback");
+    if (ctx->dry) return WGT_OK;
     if (!ctx->rb[slot]) {
         WGPUBufferDescriptor bd;
         memset(&bd, 0, sizeof bd);
@@ -1043,6 +1053,7 @@ wgt_status wg_readback_begin(wg_ctx *ctx, int slot, wgt_view src, size_t n) {
 
 wgt_status wg_readback_end(wg_ctx *ctx, int slot, void *dst, size_t n, int wait, int *ready) {
     WGT_ASSERT(slot >= 0 && slot < WGT_READBACK_SLOTS, "readback slot out of range");
+    WGT_ASSERT(!ctx->dry, "readback_end in a dry run: the dry run covers recording only");
     WGT_ASSERT(ctx->rb_pending[slot] && n <= ctx->rb_n[slot], "readback_end on a slot without that readback");
     *ready = 0;
     WGPUFutureWaitInfo wi = {ctx->rb_future[slot], 0};

@@ -32,8 +32,10 @@ typedef struct {
     size_t n_features;
 } wg_device_info;
 
-// adapter: NULL/""/"auto" best; "gpu" a real GPU only; "cpu" the software rasterizer
-// (lavapipe); anything else: a case-insensitive substring of the adapter's name.
+// adapter: NULL/""/"auto" the best (discrete GPU, then integrated, then software); "gpu" a real
+// GPU only; "software" or "lavapipe" the software GPU (Mesa lavapipe); "cpu" is refused with
+// WGT_ERR_ARG (it names the C backend, --device cpu); anything else: a case-insensitive
+// substring of the adapter's name. Only Vulkan adapters are requested.
 // The settings are read from the environment first (wg_settings_from_env): a malformed one fails
 // with WGT_ERR_ARG before any device is touched.
 wgt_status wg_ctx_init(wg_ctx **out, const char *adapter, int profile);
@@ -56,6 +58,12 @@ void wg_fill_zero(wg_ctx *ctx, wgt_view dst, size_t n_elems);
 void wg_copy(wg_ctx *ctx, wgt_view dst, wgt_view src, size_t n_elems);
 // Submits everything recorded; waits when wait != 0. Reports the first device error.
 wgt_status wg_flush(wg_ctx *ctx, int wait);
+// Dry run (backend.h dry_run): while on, the ops create the pipelines (and scratch slots) they
+// would use and check their views, but upload, clear, copy, dispatch and readback_begin do
+// nothing; download and readback_end abort (they would need results). wg_pipeline_count: the
+// pipelines created so far.
+void wg_dry_run(wg_ctx *ctx, int on);
+int wg_pipeline_count(const wg_ctx *ctx);
 // Asynchronous readback into slot 0..WGT_READBACK_SLOTS-1 (backend.h readback_begin/_end).
 wgt_status wg_readback_begin(wg_ctx *ctx, int slot, wgt_view src, size_t n);
 wgt_status wg_readback_end(wg_ctx *ctx, int slot, void *dst, size_t n, int wait, int *ready);
