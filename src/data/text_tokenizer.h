@@ -78,7 +78,9 @@ void text_tokenizer_free(text_tokenizer *t);
 
 const text_tok_kind *text_tokenizer_kind(const text_tokenizer *t);
 const char *text_tokenizer_kind_name(const text_tokenizer *t);
-const char *text_tokenizer_source(const text_tokenizer *t);  // where it was read from, for messages
+const char *text_tokenizer_source(const text_tokenizer *t);
+// The kind's own state (what its open returned), for code that knows the kind.
+const void *text_tokenizer_impl(const text_tokenizer *t);  // where it was read from, for messages
 int text_tokenizer_vocab_size(const text_tokenizer *t);     // includes end-of-text
 int text_tokenizer_eot(const text_tokenizer *t);
 
