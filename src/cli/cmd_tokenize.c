@@ -307,7 +307,7 @@ static wgt_status tokenize_chat(const char *spec, const char *template_file, int
 static wgt_status tokenize_main(int argc, char **argv) {
     WGT_TRY(cli_args_split(&argc, &argv, tokenize_flags));
     const char *spec = NULL;
-    int decode = 0, allow_special = 0, add_special = 0, chat = 0, gen_prompt = 0, want_mask = 0;
+    int decode = 0, allow_special = 0, add_special = 0, hf_file = 0, chat = 0, gen_prompt = 0, want_mask = 0;
     const char *template_file = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -345,13 +345,22 @@ static wgt_status tokenize_main(int argc, char **argv) {
         if (allow_special)
             return wgt_fail(WGT_ERR_ARG, "--allow-special is for wgtrain's own tokenizers; a tokenizer.json always "
                             "recognises its added and special tokens in the text (--add-special adds BOS/EOS)");
-        return tokenize_hf(spec, decode, add_special);
+        // the post-processor's tokens need the tokenizer.json itself; the rest goes through the registry
+        if (add_special) return tokenize_hf(spec, decode, add_special);
+        allow_special = 0;
+        hf_file = 1;
     }
     if (add_special)
         return wgt_fail(WGT_ERR_ARG, "--add-special is for a Hugging Face tokenizer.json (--tokenizer FILE.json or a "
                         "directory holding tokenizer.json)");
     text_tokenizer *tok;
-    WGT_TRY(text_tokenizer_open(&tok, spec));
+    struct stat sb;
+    if (hf_file && stat(spec, &sb) == 0 && S_ISREG(sb.st_mode)) {  // a tokenizer.json under any name
+        const char *paths[1] = {spec};
+        WGT_TRY(text_tokenizer_open_kind(&tok, text_tok_kind_find(HF_KIND_NAME), paths, spec));
+    } else {
+        WGT_TRY(text_tokenizer_open(&tok, spec));
+    }
     uint8_t *in = NULL, *bytes = NULL;
     uint32_t *ids = NULL;
     size_t n = 0, n_ids = 0, n_bytes = 0;
