@@ -179,32 +179,36 @@ static wgt_status tokenize_hf(const char *spec, int decode, int add_special) {
     return st;
 }
 
-// Whether message k of the messages array has role "assistant".
-static int is_assistant(const cJSON *messages, int k) {
-    const cJSON *m = cJSON_GetArrayItem(messages, k);
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
-    return cJSON_IsString(r) && !strcmp(r->valuestring, "assistant");
-}
-
 // The trained ids of a rendered chat (docs/chat-templates.md): an id is trained when its bytes
 // overlap an assistant message's content, and so are the ids after such a run, up to and
 // including the first special token (the end of the turn), unless one of them overlaps another
 // message's content first. Token offsets come from the tokens' bytes, which must spell the text.
 static wgt_status chat_mask(const text_tokenizer *tok, const hf_tokenizer *hf, const chat_template_output *r,
                             const cJSON *messages, const uint32_t *ids, size_t n_ids, uint8_t *mask) {
+    int n_msg = cJSON_GetArraySize(messages);
+    uint8_t *asst_msg = wgt_calloc((size_t)n_msg + 1, 1);  // per message: role is "assistant"
+    int k = 0;
+    for (const cJSON *m = messages->child; m && k < n_msg; m = m->next, k++) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
+        asst_msg[k] = cJSON_IsString(r) && !strcmp(r->valuestring, "assistant");
+    }
+    wgt_status st = WGT_OK;
     size_t pos = 0;
     int in_turn = 0;  // after an assistant's content, before its end of turn
     for (size_t i = 0; i < n_ids; i++) {
         size_t len = 0;
         const uint8_t *b = text_tokenizer_token_bytes(tok, (int)ids[i], &len);
-        if (!b || len > r->n - pos || memcmp(b, r->text + pos, len))
+        if (!b || len > r->n - pos || memcmp(b, r->text + pos, len)) {
+            free(asst_msg);
             return wgt_fail(WGT_ERR_FORMAT, "--mask: the bytes of token #%zu (id %u) do not continue the rendered text at byte "
                             "%zu (the tokenizer's normaliser changes the text), so tokens cannot be matched to messages; "
                             "use the ids without --mask", i + 1, ids[i], pos);
+        }
         int asst = 0, other = 0;
         for (size_t j = pos; j < pos + len; j++) {
             int32_t s = r->source[j];
-            if (s >= 0 && is_assistant(messages, s)) asst = 1;
+            WGT_ASSERT(s < n_msg, "a rendered byte's source is beyond the messages");
+            if (s >= 0 && asst_msg[s]) asst = 1;
             else if (s >= 0) other = 1;
         }
         pos += len;
@@ -219,10 +223,11 @@ static wgt_status chat_mask(const text_tokenizer *tok, const hf_tokenizer *hf, c
             in_turn = 0;
         }
     }
+    free(asst_msg);
     if (pos != r->n)
-        return wgt_fail(WGT_ERR_FORMAT, "--mask: the tokens' bytes end at byte %zu of the %zu rendered; use the ids "
-                        "without --mask", pos, r->n);
-    return WGT_OK;
+        st = wgt_fail(WGT_ERR_FORMAT, "--mask: the tokens' bytes end at byte %zu of the %zu rendered; use the ids "
+                      "without --mask", pos, r->n);
+    return st;
 }
 
 // --chat: messages (JSON on stdin) through the chat template, then the tokenizer.
