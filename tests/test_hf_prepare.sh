@@ -50,6 +50,8 @@ sys.exit(0 if (m['tokenizer_kind'], m['tokenizer'], m['vocab_size'], m['eot_toke
     check "val ids equal tokenize of eos + the last document" test "$(shard "$T/$name/val_000.bin" | tail -1)" = "$vwant"
     check "tokenize --tokenizer DATA_DIR opens the copy (same ids)" test \
         "$($W tokenize --tokenizer "$T/$name" <"$T/texts/a.txt")" = "$($W tokenize --tokenizer "$HF/$name" <"$T/texts/a.txt")"
+    expect_fail "--allow-special with the data directory's Hugging Face tokenizer" "always recognises" \
+        $W tokenize --tokenizer "$T/$name" --allow-special <"$T/texts/a.txt"
     out=$($W train --data "$T/$name" --arch llama --vocab "$vocab" --layers 1 --heads 2 --kv-heads 2 --d-model 16 \
         --d-ff 32 --seq 8 --batch 2 --steps 3 --device cpu --out "$T/run_$name" 2>&1); rc=$?
     check "train runs 3 CPU steps on it ($out)" test $rc -eq 0

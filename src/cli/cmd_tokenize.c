@@ -366,6 +366,11 @@ static wgt_status tokenize_main(int argc, char **argv) {
     } else {
         WGT_TRY(text_tokenizer_open(&tok, spec));
     }
+    if (allow_special && !strcmp(text_tokenizer_kind_name(tok), HF_KIND_NAME)) {  // e.g. a data directory's copy
+        text_tokenizer_free(tok);
+        return wgt_fail(WGT_ERR_ARG, "--allow-special is for wgtrain's own tokenizers; %s holds a Hugging Face "
+                        "tokenizer, which always recognises its added and special tokens in the text", spec);
+    }
     uint8_t *in = NULL, *bytes = NULL;
     uint32_t *ids = NULL;
     size_t n = 0, n_ids = 0, n_bytes = 0;

@@ -31,7 +31,9 @@ typedef struct text_tok_kind {
     void (*free)(void *impl);
     int (*vocab_size)(const void *impl);  // includes the end-of-text token
     int (*eot)(const void *impl);         // the end-of-text id
-    // Encodes any bytes into a malloc'd id array, never emitting special ids for text.
+    // Encodes any bytes into a malloc'd id array. wgtrain's and GPT-2's never emit special ids
+    // for text; a Hugging Face tokenizer ("hf") matches its added tokens in the text, as
+    // `tokenizers` does.
     wgt_status (*encode)(const void *impl, const uint8_t *bytes, size_t n, uint32_t **ids, size_t *n_ids);
     // Decodes into a malloc'd byte array; an id out of range is an error naming it and its position.
     wgt_status (*decode)(const void *impl, const uint32_t *ids, size_t n, uint8_t **bytes, size_t *n_bytes);
