@@ -4,7 +4,8 @@
 # test_files, test_data, test_checkpoint, test_cpu_isa (the CPU variants and their dispatch),
 # test_chat_template, test_hf_tokenizer, test_train.sh, test_op_cli.sh, test_cli_conventions.sh,
 # test_tune.sh, test_hf_prepare.sh and test_hf_chat_cli.py with the sanitized `wgtrain`, and a
-# short pass of every fuzz driver. Any memory error, leak or undefined behaviour aborts the program concerned and counts as a failure. Prints "N passed, N failed".
+# short pass of every fuzz driver. Any memory error, leak or undefined behaviour aborts the
+# program concerned and counts as a failure. Prints "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${SAN_BUILD:-build-san}
