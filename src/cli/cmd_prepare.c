@@ -1,5 +1,6 @@
-// cmd_prepare.c — `wgtrain prepare`: text files in, a data directory out (BPE tokenizer, trained
-// or GPT-2's, train/val token shards, meta.json). The work is prepare_corpus's; this file is the flags.
+// cmd_prepare.c — `wgtrain prepare`: text files in, a data directory out (a BPE tokenizer trained
+// on the corpus, GPT-2's, or an existing one such as a Hugging Face model's; train/val token
+// shards, meta.json). The work is prepare_corpus's; this file is the flags.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
