@@ -1,6 +1,7 @@
 // cmd_tokenize.c — `wgtrain tokenize`: text on stdin to token ids on stdout, or (--decode) ids
 // back to the exact bytes, with GPT-2's tokenizer, a data/run directory's own, or a Hugging Face
-// tokenizer.json (src/data/hf_tokenizer.c).
+// tokenizer.json (src/data/hf_tokenizer.c); or (--chat) a JSON list of messages rendered with the
+// model's chat template (src/data/chat_template.c) to ids, with the loss mask of its assistant turns.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
