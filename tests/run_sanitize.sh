@@ -2,9 +2,10 @@
 # run_sanitize.sh — the file-format, CLI and fault tests again, on the AddressSanitizer +
 # UndefinedBehaviorSanitizer build in build-san (`make sanitize` builds it and calls this):
 # test_files, test_data, test_checkpoint, test_cpu_isa (the CPU variants and their dispatch),
-# test_chat_template, test_hf_tokenizer, test_train.sh, test_op_cli.sh, test_cli_conventions.sh and test_tune.sh with the sanitized
-# `wgtrain`, and a short pass of every fuzz driver. Any memory error, leak or undefined
-# behaviour aborts the program concerned and counts as a failure. Prints "N passed, N failed, N skipped".
+# test_chat_template, test_hf_tokenizer, test_train.sh, test_op_cli.sh, test_cli_conventions.sh,
+# test_tune.sh, test_hf_prepare.sh and test_hf_chat_cli.py with the sanitized `wgtrain`, and a
+# short pass of every fuzz driver. Any memory error, leak or undefined behaviour aborts the
+# program concerned and counts as a failure. Prints "N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${SAN_BUILD:-build-san}
@@ -19,6 +20,8 @@ run "san/test_train.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_train.sh
 run "san/test_op_cli.sh" env WGT="$B/wgtrain" bash tests/test_op_cli.sh
 run "san/test_cli_conventions.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_cli_conventions.sh
 run "san/test_tune.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_tune.sh
+run "san/test_hf_prepare.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_hf_prepare.sh
+run "san/test_hf_chat_cli.py" env WGT="$PWD/$B/wgtrain" "$PYTHON" tests/test_hf_chat_cli.py
 for f in "$B"/fuzz/fuzz_*; do
     [[ -x $f && $f != *.d ]] || continue
     run "san/$(basename "$f")" "$f" "${SAN_FUZZ_ITERS:-300}"

@@ -1,6 +1,7 @@
 // test_data.c — the data side: BPE tokenizer (round trips on arbitrary bytes, agreement with
 // a naive trainer, file format and its corruption checks), token shards (round trip and every
 // refusal) and corpus preparation (files written, split, errors for bad inputs).
+#include "core/fileutil.h"
 #include "data/prepare.h"
 #include "data/shard.h"
 #include "data/text_tokenizer.h"
@@ -690,6 +691,58 @@ static void test_legacy16(void) {
     free(mb);
 }
 
+// The Hugging Face kind (hf_tokenizer_kind.c) on real tokenizers: the end-of-text id of the
+// config, a stream of token_bytes spelling the text (Llama-2's with the space its normaliser
+// prepends: a stream keeps it, decode strips it), a renamed tokenizer.json found by its first bytes.
+static void test_hf_kind(void) {
+    static const char text[] = "Hello world! \xc3\xbc" "n\xc3\xaf" "c\xc3\xb6" "d\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac 12345\n\ttabs";
+    const struct { const char *dir, *lead; int vocab, eot; } m[] = {
+        {"third_party/hf-tokenizers/qwen3", "", 151669, 151645},
+        {"third_party/hf-tokenizers/llama2", " ", 32000, 2},
+    };
+    for (int k = 0; k < 2; k++) {
+        text_tokenizer *t = NULL;
+        CHECK(text_tokenizer_open(&t, m[k].dir) == WGT_OK && t, "%s opens: %s", m[k].dir, wgt_last_error());
+        if (!t) continue;
+        CHECK(!strcmp(text_tokenizer_kind_name(t), "hf"), "%s is the hf kind", m[k].dir);
+        CHECK(text_tokenizer_vocab_size(t) == m[k].vocab && text_tokenizer_eot(t) == m[k].eot, "%s: vocab %d, eot %d",
+              m[k].dir, text_tokenizer_vocab_size(t), text_tokenizer_eot(t));
+        uint32_t *ids = NULL;
+        size_t n = 0, nb = 0, len = 0;
+        uint8_t *dec = NULL;
+        CHECK(text_tokenizer_encode(t, (const uint8_t *)text, strlen(text), 0, &ids, &n) == WGT_OK, "encode");
+        char stream[512] = "";
+        size_t w = 0;
+        for (size_t i = 0; i < n && w < 400; i++) {
+            const uint8_t *b = text_tokenizer_token_bytes(t, (int)ids[i], &len);
+            if (b && w + len < 400) memcpy(stream + w, b, len), w += len;
+        }
+        stream[w] = 0;
+        char want[512];
+        snprintf(want, sizeof want, "%s%s", m[k].lead, text);
+        CHECK(!strcmp(stream, want), "%s: the tokens' bytes spell the text: \"%s\"", m[k].dir, stream);
+        CHECK(text_tokenizer_decode(t, ids, n, &dec, &nb) == WGT_OK && nb == strlen(text) && !memcmp(dec, text, nb),
+              "%s: decode gives the text back", m[k].dir);
+        CHECK(!text_tokenizer_token_bytes(t, -1, &len) && !text_tokenizer_token_bytes(t, m[k].vocab, &len),
+              "%s: token_bytes of ids out of range is NULL", m[k].dir);
+        free(ids);
+        free(dec);
+        text_tokenizer_free(t);
+    }
+    // a renamed tokenizer.json: found by its first bytes, no config beside it
+    char *src = NULL, *dst = tpath("renamed_tok.dat");
+    size_t sn = 0;
+    CHECK(file_read_all("third_party/hf-tokenizers/llama2/tokenizer.json", "t", "", 64u << 20, &src, &sn) == WGT_OK, "read");
+    CHECK(atomic_write_file(dst, src, sn) == WGT_OK, "write");
+    text_tokenizer *t = NULL;
+    CHECK(text_tokenizer_open(&t, dst) == WGT_OK && t && !strcmp(text_tokenizer_kind_name(t), "hf"),
+          "a renamed tokenizer.json opens as the hf kind: %s", wgt_last_error());
+    // without tokenizer_config.json the post-processor decides, and Llama-2's adds only BOS
+    if (t) CHECK(text_tokenizer_eot(t) == -1, "without a config, Llama-2 has no end-of-text: %d", text_tokenizer_eot(t));
+    text_tokenizer_free(t);
+    free(src);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "%s/wgt_test_data_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
@@ -698,6 +751,7 @@ int main(void) {
     test_shard();
     test_prepare();
     test_legacy16();
+    test_hf_kind();
     rm_rf(tmpdir);
     tpath_free_all();
     return test_finish();

@@ -1,13 +1,15 @@
-// cmd_prepare.c — `wgtrain prepare`: text files in, a data directory out (BPE tokenizer, trained
-// or GPT-2's, train/val token shards, meta.json). The work is prepare_corpus's; this file is the flags.
+// cmd_prepare.c — `wgtrain prepare`: text files in, a data directory out (a BPE tokenizer trained
+// on the corpus, GPT-2's, or an existing one such as a Hugging Face model's; train/val token
+// shards, meta.json). The work is prepare_corpus's; this file is the flags.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "cli/cli.h"
 #include "data/prepare.h"
 
 static void usage(void) {
-    printf("usage: wgtrain prepare --input PATH... --out DATA_DIR [--vocab N] [--tokenizer bpe|gpt2]\n"
+    printf("usage: wgtrain prepare --input PATH... --out DATA_DIR [--vocab N] [--tokenizer bpe|gpt2|PATH]\n"
            "                       [--val-fraction F]\n"
            "  --input PATH...    text files, directories (walked recursively) or quoted glob patterns;\n"
            "                     several may follow one --input, and --input may be repeated\n"
@@ -17,6 +19,9 @@ static void usage(void) {
            "  --tokenizer KIND   bpe: train a new BPE tokenizer on the corpus (default); gpt2: use\n"
            "                     GPT-2's (50257 tokens, no --vocab; its encoder.json and vocab.bpe\n"
            "                     go in DATA_DIR instead of tokenizer.bin)\n"
+           "  --tokenizer PATH   an existing tokenizer: a Hugging Face model directory (tokenizer.json and\n"
+           "                     tokenizer_config.json, copied into DATA_DIR; documents end with its EOS\n"
+           "                     id), a tokenizer file, or a data directory's tokenizer\n"
            "  --val-fraction F   share of the documents kept for validation (default 0.1)\n"
            "Prints a summary of the corpus, including the unigram entropy of its tokens: the loss of a\n"
            "model that ignores context, to compare the training loss with.\n");
@@ -33,6 +38,8 @@ static wgt_status prepare_main(int argc, char **argv) {
     long vocab = 16384;
     int vocab_given = 0;
     prepare_tokenizer kind = PREPARE_TOKENIZER_TRAIN;
+    struct stat sb;
+    const char *tok_spec = NULL;  // an existing tokenizer's file or directory
     double val_fraction = 0.1;
     wgt_status st = WGT_OK;
     for (int i = 1; i < argc && st == WGT_OK; i++) {
@@ -60,9 +67,12 @@ static wgt_status prepare_main(int argc, char **argv) {
         if (!strcmp(a, "--out")) out = v;
         else if (!strcmp(a, "--vocab")) st = cli_parse_long(a, v, -1000000000L, 1000000000L, &vocab), vocab_given = 1;
         else if (!strcmp(a, "--tokenizer")) {
+            tok_spec = NULL;
             if (!strcmp(v, "gpt2")) kind = PREPARE_TOKENIZER_GPT2;
             else if (!strcmp(v, "bpe")) kind = PREPARE_TOKENIZER_TRAIN;
-            else st = wgt_fail(WGT_ERR_ARG, "unknown --tokenizer '%s'; use bpe (train one on the corpus) or gpt2", v);
+            else if (stat(v, &sb) == 0) tok_spec = v, kind = PREPARE_TOKENIZER_TRAIN;
+            else st = wgt_fail(WGT_ERR_ARG, "unknown --tokenizer '%s' (no such file or directory); use bpe (train one on the "
+                               "corpus), gpt2, or an existing tokenizer's file or directory", v);
         }
         else if (!strcmp(a, "--val-fraction")) st = cli_parse_double(a, v, &val_fraction);
         else st = cli_unknown_flag("prepare", a, prepare_flags);
@@ -71,7 +81,10 @@ static wgt_status prepare_main(int argc, char **argv) {
     if (st == WGT_OK && !out) st = wgt_fail(WGT_ERR_ARG, "no output directory given; pass --out DATA_DIR");
     if (st == WGT_OK && kind == PREPARE_TOKENIZER_GPT2 && vocab_given)
         st = wgt_fail(WGT_ERR_ARG, "--vocab does not go with --tokenizer gpt2: GPT-2's vocabulary is fixed (50257 tokens)");
-    if (st == WGT_OK) st = prepare_corpus_with(inputs, n_inputs, out, kind, (int)vocab, val_fraction, 1);
+    if (st == WGT_OK && tok_spec && vocab_given)
+        st = wgt_fail(WGT_ERR_ARG, "--vocab does not go with --tokenizer %s: an existing tokenizer's vocabulary is fixed", tok_spec);
+    if (st == WGT_OK && tok_spec) st = prepare_corpus_spec(inputs, n_inputs, out, tok_spec, val_fraction, 1);
+    else if (st == WGT_OK) st = prepare_corpus_with(inputs, n_inputs, out, kind, (int)vocab, val_fraction, 1);
     free(inputs);
     return st;
 }

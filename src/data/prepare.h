@@ -28,4 +28,10 @@ wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir
 typedef enum { PREPARE_TOKENIZER_TRAIN = 0, PREPARE_TOKENIZER_GPT2 } prepare_tokenizer;
 wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *out_dir, prepare_tokenizer kind,
                                int vocab_size, double val_fraction, int verbose);
+// The same with an existing tokenizer: spec as text_tokenizer_open takes it (a kind's file, a
+// directory holding one, such as a Hugging Face model's tokenizer.json + tokenizer_config.json).
+// Documents are separated by its end-of-text id (for a Hugging Face tokenizer: the config's
+// eos_token); a tokenizer without one is refused.
+wgt_status prepare_corpus_spec(const char **inputs, int n_inputs, const char *out_dir, const char *spec,
+                               double val_fraction, int verbose);
 #endif

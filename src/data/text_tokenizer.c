@@ -218,6 +218,7 @@ wgt_status text_tokenizer_open(text_tokenizer **out, const char *spec) {
 const text_tok_kind *text_tokenizer_kind(const text_tokenizer *t) { return t->kind; }
 const char *text_tokenizer_kind_name(const text_tokenizer *t) { return t->kind->name; }
 const char *text_tokenizer_source(const text_tokenizer *t) { return t->source; }
+const void *text_tokenizer_impl(const text_tokenizer *t) { return t->impl; }
 int text_tokenizer_vocab_size(const text_tokenizer *t) { return t->kind->vocab_size(t->impl); }
 int text_tokenizer_eot(const text_tokenizer *t) { return t->kind->eot(t->impl); }
 

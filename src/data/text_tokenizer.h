@@ -31,7 +31,9 @@ typedef struct text_tok_kind {
     void (*free)(void *impl);
     int (*vocab_size)(const void *impl);  // includes the end-of-text token
     int (*eot)(const void *impl);         // the end-of-text id
-    // Encodes any bytes into a malloc'd id array, never emitting special ids for text.
+    // Encodes any bytes into a malloc'd id array. wgtrain's and GPT-2's never emit special ids
+    // for text; a Hugging Face tokenizer ("hf") matches its added tokens in the text, as
+    // `tokenizers` does.
     wgt_status (*encode)(const void *impl, const uint8_t *bytes, size_t n, uint32_t **ids, size_t *n_ids);
     // Decodes into a malloc'd byte array; an id out of range is an error naming it and its position.
     wgt_status (*decode)(const void *impl, const uint32_t *ids, size_t n, uint8_t **bytes, size_t *n_bytes);
@@ -78,7 +80,9 @@ void text_tokenizer_free(text_tokenizer *t);
 
 const text_tok_kind *text_tokenizer_kind(const text_tokenizer *t);
 const char *text_tokenizer_kind_name(const text_tokenizer *t);
-const char *text_tokenizer_source(const text_tokenizer *t);  // where it was read from, for messages
+const char *text_tokenizer_source(const text_tokenizer *t);
+// The kind's own state (what its open returned), for code that knows the kind.
+const void *text_tokenizer_impl(const text_tokenizer *t);  // where it was read from, for messages
 int text_tokenizer_vocab_size(const text_tokenizer *t);     // includes end-of-text
 int text_tokenizer_eot(const text_tokenizer *t);
 

@@ -7,10 +7,12 @@
 
 extern const text_tok_kind text_tok_kind_bpe;   // tokenizer.c
 extern const text_tok_kind text_tok_kind_gpt2;  // gpt2_bpe.c
+extern const text_tok_kind text_tok_kind_hf;    // hf_tokenizer_kind.c
 
 const text_tok_kind *const text_tok_kinds[] = {
     &text_tok_kind_bpe,  // first: the kind `wgtrain prepare` trains
     &text_tok_kind_gpt2,
+    &text_tok_kind_hf,
     NULL,
 };
 
