@@ -139,14 +139,11 @@ static int is_hf_path(const char *spec) {
     if (S_ISREG(sb.st_mode)) {
         if (l >= 5 && !strcmp(spec + l - 5, ".json")) return 1;
         // any other file name: JSON text starts with '{' (wgtrain's tokenizer.bin starts with its magic)
-        FILE *f = fopen(spec, "rb");
-        int c = EOF;
-        if (f) {
-            do c = fgetc(f);
-            while (c == ' ' || c == '\t' || c == '\n' || c == '\r');
-            fclose(f);
-        }
-        return c == '{';
+        uint8_t head[256];
+        size_t k = 0, i = 0;
+        if (file_read_head(spec, "tokenizer", head, sizeof head, &k) != WGT_OK) return 0;
+        while (i < k && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r')) i++;
+        return i < k && head[i] == '{';
     }
     if (!S_ISDIR(sb.st_mode)) return 0;
     char *a = wgt_malloc(l + 32), *b = wgt_malloc(l + 32);
