@@ -56,7 +56,41 @@ sys.exit(0 if (m['tokenizer_kind'], m['tokenizer'], m['vocab_size'], m['eot_toke
         --d-ff 32 --seq 8 --batch 2 --steps 3 --device cpu --out "$T/run_$name" 2>&1); rc=$?
     check "train runs 3 CPU steps on it ($out)" test $rc -eq 0
     check "the run directory keeps the tokenizer.json" cmp -s "$HF/$name/tokenizer.json" "$T/run_$name/tokenizer.json"
+    # export: the tokenizer files AutoTokenizer reads, as the data had them
+    out=$($W export --run "$T/run_$name" --out "$T/hf_$name" 2>&1); rc=$?
+    check "export exits 0 and names the tokenizer files ($out)" grep -q "tokenizer.json, tokenizer_config.json" <<<"$out"
+    check "export: tokenizer.json byte for byte" cmp -s "$HF/$name/tokenizer.json" "$T/hf_$name/tokenizer.json"
+    check "export: tokenizer_config.json byte for byte" cmp -s "$HF/$name/tokenizer_config.json" "$T/hf_$name/tokenizer_config.json"
+    check "export: special_tokens_map.json holds the config's eos_token" $PY -c "
+import json, sys
+m = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))
+assert m['eos_token'] == c['eos_token'] and 'vocab.json' not in __import__('os').listdir(sys.argv[3]), m" \
+        "$T/hf_$name/special_tokens_map.json" "$HF/$name/tokenizer_config.json" "$T/hf_$name"
+    check "export: the exported tokenizer encodes as the original" test \
+        "$($W tokenize --tokenizer "$T/hf_$name" <"$T/texts/a.txt")" = "$($W tokenize --tokenizer "$HF/$name" <"$T/texts/a.txt")"
 done
+
+section "export of a run whose tokenizer has no tokenizer_config.json"
+# Llama-2's tokenizer.json with a post-processor that appends </s>: its EOS is the end-of-text
+mkdir -p "$T/nocfg" && $PY -c "
+import json, sys; t = json.load(open(sys.argv[1]))
+t['post_processor'] = {'type': 'TemplateProcessing',
+    'single': [{'Sequence': {'id': 'A', 'type_id': 0}}, {'SpecialToken': {'id': '</s>', 'type_id': 0}}],
+    'pair': [{'Sequence': {'id': 'A', 'type_id': 0}}, {'Sequence': {'id': 'B', 'type_id': 1}}, {'SpecialToken': {'id': '</s>', 'type_id': 1}}],
+    'special_tokens': {'</s>': {'id': '</s>', 'ids': [2], 'tokens': ['</s>']}}}
+json.dump(t, open(sys.argv[2], 'w'))" "$HF/llama2/tokenizer.json" "$T/nocfg/tokenizer.json"
+out=$($W prepare --tokenizer "$T/nocfg" --input "$T/texts" --out "$T/nocfg_data" 2>&1); rc=$?
+check "prepare with the post-processor's EOS exits 0 ($out)" test $rc -eq 0
+out=$($W train --data "$T/nocfg_data" --arch llama --vocab 32000 --layers 1 --heads 2 --kv-heads 2 --d-model 16 \
+    --d-ff 32 --seq 8 --batch 2 --steps 1 --device cpu --out "$T/run_nocfg" 2>&1); rc=$?
+check "train exits 0 ($out)" test $rc -eq 0
+out=$($W export --run "$T/run_nocfg" --out "$T/hf_nocfg" 2>&1); rc=$?
+check "export exits 0 ($out)" test $rc -eq 0
+check "export writes a minimal tokenizer_config.json and special_tokens_map.json naming </s>" $PY -c "
+import json, sys
+c = json.load(open(sys.argv[1])); m = json.load(open(sys.argv[2]))
+assert c['tokenizer_class'] == 'PreTrainedTokenizerFast' and c['eos_token'] == '</s>' and m['eos_token'] == '</s>', (c, m)" \
+    "$T/hf_nocfg/tokenizer_config.json" "$T/hf_nocfg/special_tokens_map.json"
 
 section "refusals"
 mkdir -p "$T/noeos" && $PY -c "

@@ -15,20 +15,24 @@
 #include "core/fileutil.h"
 #include "data/gpt2_bpe.h"
 #include "data/text_tokenizer.h"
+#include "data/hf_tokenizer.h"
+#include "data/hf_tokenizer_kind.h"
 #include "model/model.h"
 #include "train/trainer.h"
 
 #define MARKER "wgtrain-export.json"  // says that the directory's files are an export's
 static const char *const OUR_FILES[] = {MARKER, "config.json", "model.safetensors", "model.safetensors.index.json",
-                                        "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json",
-                                        NULL};
+                                        "vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json",
+                                        "special_tokens_map.json", NULL};
 #define TOKENIZER_FIRST 4  // OUR_FILES[4..]: the tokenizer's
 
 static void usage(void) {
     printf("usage: wgtrain export --run RUN_DIR --out HF_DIR [--force] [--max-shard-size SIZE]\n"
            "Writes the run's model (its last checkpoint) as a Hugging Face model directory: config.json and\n"
            "model.safetensors (float32, the names and layout of the family's transformers class), and for a run\n"
-           "on GPT-2's tokenizer vocab.json, merges.txt, tokenizer_config.json and special_tokens_map.json, so that\n"
+           "on GPT-2's tokenizer vocab.json, merges.txt, tokenizer_config.json and special_tokens_map.json (for one on\n"
+           "a Hugging Face tokenizer.json: tokenizer.json and tokenizer_config.json as the data had them, and\n"
+           "special_tokens_map.json), so that\n"
            "transformers' from_pretrained(HF_DIR) and AutoTokenizer.from_pretrained(HF_DIR) load it. HF_DIR is\n"
            "created if needed; files there that an earlier export did not write are refused unless --force.\n"
            "`wgtrain train --init HF_DIR` starts a run from it again.\n"
@@ -65,12 +69,12 @@ static wgt_status copy_file(const char *src, const char *dir, const char *name) 
     return st;
 }
 
-// The directory (the run's, else the data's) holding the GPT-2 tokenizer files the run was
-// trained with; "" when the run is not on GPT-2's tokenizer. *found: whether the run's tokenizer
-// (of either kind) was found.
-static wgt_status gpt2_tokenizer_dir(const checkpoint *ck, const char *run, char *dir, size_t n, int *found) {
+// The run's tokenizer: the one in the run directory, else the data's, whose fingerprint is the
+// checkpoint's (any, for a run that recorded none); *tok = NULL when there is none. *dir gets the
+// directory it was found in.
+static void run_tokenizer_find(const checkpoint *ck, const char *run, text_tokenizer **tok, char *dir, size_t n) {
+    *tok = NULL;
     dir[0] = 0;
-    *found = 0;
     const char *cands[2] = {run, ck->cfg.data_dir};
     for (int i = 0; i < 2; i++) {
         if (!cands[i][0]) continue;
@@ -78,14 +82,62 @@ static wgt_status gpt2_tokenizer_dir(const checkpoint *ck, const char *run, char
         if (text_tokenizer_open_dir(&t, cands[i]) != WGT_OK || !t) continue;
         char h[17];
         snprintf(h, sizeof h, "%016" PRIx64, text_tokenizer_fingerprint(t));
-        int gpt2 = !strcmp(text_tokenizer_kind_name(t), TEXT_TOK_GPT2_NAME), same = !ck->cfg.tokenizer_hash[0] || !strcmp(h, ck->cfg.tokenizer_hash);
-        text_tokenizer_free(t);
-        if (!same) continue;
-        if (gpt2) snprintf(dir, n, "%s", cands[i]);
-        *found = 1;
-        return WGT_OK;  // the run's tokenizer, of either kind
+        if (ck->cfg.tokenizer_hash[0] && strcmp(h, ck->cfg.tokenizer_hash)) {
+            text_tokenizer_free(t);
+            continue;
+        }
+        *tok = t;
+        snprintf(dir, n, "%s", cands[i]);
+        return;
     }
-    return WGT_OK;
+}
+
+// A Hugging Face tokenizer as the data had it: tokenizer.json and tokenizer_config.json byte for
+// byte (a minimal config naming the end-of-text token when the data had none), and
+// special_tokens_map.json with the config's special tokens.
+static wgt_status export_hf_tokenizer(const text_tokenizer *t, const char *out, int max_seq) {
+    char p[TRAIN_PATH_MAX + 64];
+    WGT_TRY(join(p, sizeof p, out, HF_TOKENIZER_FILE));
+    const char *paths[1] = {p};
+    WGT_TRY(text_tokenizer_kind(t)->save(text_tokenizer_impl(t), paths));
+    size_t cn = 0;
+    const char *config = hf_kind_config(text_tokenizer_impl(t), &cn);
+    cJSON *map = cJSON_CreateObject();
+    wgt_status st = WGT_OK;
+    if (config) {
+        cJSON *c = cJSON_ParseWithLength(config, cn);
+        static const char *const keys[] = {"bos_token", "eos_token", "unk_token", "pad_token"};
+        for (size_t i = 0; c && i < sizeof keys / sizeof keys[0]; i++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, keys[i]);
+            if (v && (cJSON_IsString(v) || cJSON_IsObject(v))) cJSON_AddItemToObject(map, keys[i], cJSON_Duplicate(v, 1));
+        }
+        cJSON_Delete(c);
+    } else {
+        // no tokenizer_config.json: name the end-of-text token, the one thing training relied on
+        int eot = text_tokenizer_eot(t);
+        size_t len = 0;
+        const uint8_t *b = eot >= 0 ? text_tokenizer_token_bytes(t, eot, &len) : NULL;
+        char *eos = b ? wgt_malloc(len + 1) : NULL;
+        if (eos) {
+            memcpy(eos, b, len);
+            eos[len] = 0;
+            cJSON_AddStringToObject(map, "eos_token", eos);
+        }
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "tokenizer_class", "PreTrainedTokenizerFast");
+        cJSON_AddNumberToObject(c, "model_max_length", max_seq);
+        if (eos) cJSON_AddStringToObject(c, "eos_token", eos);
+        char *text = cJSON_Print(c);
+        cJSON_Delete(c);
+        free(eos);
+        st = write_text(out, "tokenizer_config.json", text);
+        free(text);
+    }
+    char *text = cJSON_Print(map);
+    cJSON_Delete(map);
+    if (st == WGT_OK) st = write_text(out, "special_tokens_map.json", text);
+    free(text);
+    return st;
 }
 
 static const char *const export_flags[] = {"--run=", "--out=", "--max-shard-size=", "--force", "--help", "-h", NULL};
@@ -140,7 +192,8 @@ static wgt_status scan_shards(const char *dir, char *first, size_t n, int remove
 
 static wgt_status export_main(int argc, char **argv) {
     const char *run = NULL, *out = NULL;
-    int force = 0, found_tok = 0, n_shards = 0;
+    int force = 0, n_shards = 0;
+    text_tokenizer *tok = NULL;
     uint64_t shard_bytes = MODEL_SHARD_BYTES_DEFAULT;
     WGT_TRY(cli_args_split(&argc, &argv, export_flags));
     for (int i = 1; i < argc; i++) {
@@ -186,7 +239,9 @@ static wgt_status export_main(int argc, char **argv) {
             st = wgt_fail(WGT_ERR_ARG, "%s already holds %s, which `wgtrain export` did not write; pass --force to "
                           "replace it, or choose another --out", out, shard);
     }
-    if (st == WGT_OK) st = gpt2_tokenizer_dir(&ck, run, tokdir, sizeof tokdir, &found_tok);
+    if (st == WGT_OK) run_tokenizer_find(&ck, run, &tok, tokdir, sizeof tokdir);
+    const char *tok_kind = tok ? text_tokenizer_kind_name(tok) : "";
+    int gpt2 = !strcmp(tok_kind, TEXT_TOK_GPT2_NAME), hf = !strcmp(tok_kind, HF_KIND_NAME);
     // the marker first: an interrupted export is still recognised as ours
     if (st == WGT_OK) {
         char real[TRAIN_PATH_MAX];
@@ -220,7 +275,14 @@ static wgt_status export_main(int argc, char **argv) {
         st = wgt_fail(WGT_ERR_IO, "cannot remove the old %s: %s", p, strerror(errno));
     if (st == WGT_OK) st = scan_shards(out, NULL, 0, 1, n_shards > 1 ? n_shards : -1);
     if (be) be->free(be);
-    if (st == WGT_OK && tokdir[0]) {
+    // tokenizer files of an earlier export would describe another tokenizer: gone first
+    for (int i = TOKENIZER_FIRST; OUR_FILES[i] && st == WGT_OK; i++) {
+        st = join(p, sizeof p, out, OUR_FILES[i]);
+        if (st == WGT_OK && unlink(p) != 0 && errno != ENOENT)
+            st = wgt_fail(WGT_ERR_IO, "cannot remove the old %s: %s", p, strerror(errno));
+    }
+    if (st == WGT_OK && hf) st = export_hf_tokenizer(tok, out, ck.cfg.model.max_seq);
+    if (st == WGT_OK && gpt2) {
         char src[TRAIN_PATH_MAX + 64];
         st = join(src, sizeof src, tokdir, GPT2_ENCODER_FILE);
         if (st == WGT_OK) st = copy_file(src, out, "vocab.json");
@@ -236,13 +298,6 @@ static wgt_status export_main(int argc, char **argv) {
         if (st == WGT_OK)
             st = write_text(out, "special_tokens_map.json", "{\n  \"bos_token\": \"<|endoftext|>\",\n  \"eos_token\": "
                             "\"<|endoftext|>\",\n  \"unk_token\": \"<|endoftext|>\"\n}\n");
-    } else if (st == WGT_OK) {
-        // no GPT-2 tokenizer: tokenizer files of an earlier export would describe another model
-        for (int i = TOKENIZER_FIRST; OUR_FILES[i] && st == WGT_OK; i++) {
-            st = join(p, sizeof p, out, OUR_FILES[i]);
-            if (st == WGT_OK && unlink(p) != 0 && errno != ENOENT)
-                st = wgt_fail(WGT_ERR_IO, "cannot remove the old %s: %s", p, strerror(errno));
-        }
     }
     if (st == WGT_OK) {
         const model_config *c = &ck.cfg.model;
@@ -251,12 +306,13 @@ static wgt_status export_main(int argc, char **argv) {
         else snprintf(wfiles, sizeof wfiles, "model.safetensors");
         printf("export: %s (step %llu): %s, %d layers, d_model %d, vocabulary %d -> %s (config.json, %s%s)\n", run,
                (unsigned long long)ck.pr.step, c->arch, c->n_layer, c->d_model, c->vocab, out, wfiles,
-               tokdir[0] ? ", GPT-2 tokenizer files" : "");
-        if (!tokdir[0])
+               gpt2 ? ", GPT-2 tokenizer files" : hf ? ", tokenizer.json, tokenizer_config.json, special_tokens_map.json" : "");
+        if (!gpt2 && !hf)
             printf("export: %s, so there are no tokenizer files\n",
-                   found_tok ? "the run's tokenizer is wgtrain's own BPE, which transformers cannot read"
-                             : "the run's data has no tokenizer (or it was not found)");
+                   tok ? "the run's tokenizer is wgtrain's own BPE, which transformers cannot read"
+                       : "the run's data has no tokenizer (or it was not found)");
     }
+    text_tokenizer_free(tok);
     checkpoint_free(&ck);
     return st;
 }
