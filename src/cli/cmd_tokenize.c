@@ -155,24 +155,19 @@ static int is_hf_path(const char *spec) {
     return r;
 }
 
-static wgt_status tokenize_hf(const char *spec, int decode, int add_special) {
+// encode(text, add_special_tokens=True): the post-processor's tokens need the tokenizer.json
+// itself, not the registry's kind (which encodes without them).
+static wgt_status tokenize_hf_add_special(const char *spec) {
     hf_tokenizer *tok;
     WGT_TRY(hf_tokenizer_load(&tok, spec));
-    uint8_t *in = NULL, *bytes = NULL;
+    uint8_t *in = NULL;
     uint32_t *ids = NULL;
-    size_t n = 0, n_ids = 0, n_bytes = 0;
+    size_t n = 0, n_ids = 0;
     wgt_status st = read_stdin(&in, &n);
-    if (st == WGT_OK && decode) {
-        st = parse_ids(in, n, (long)hf_tokenizer_vocab_size(tok), "tokenizer.json", &ids, &n_ids);
-        if (st == WGT_OK) st = hf_tokenizer_decode(tok, ids, n_ids, &bytes, &n_bytes);
-        if (st == WGT_OK) st = write_stdout(bytes, n_bytes);
-    } else if (st == WGT_OK) {
-        st = hf_tokenizer_encode(tok, in, n, add_special, &ids, &n_ids);
-        if (st == WGT_OK) st = write_ids(ids, n_ids);
-    }
+    if (st == WGT_OK) st = hf_tokenizer_encode(tok, in, n, 1, &ids, &n_ids);
+    if (st == WGT_OK) st = write_ids(ids, n_ids);
     free(in);
     free(ids);
-    free(bytes);
     hf_tokenizer_free(tok);
     return st;
 }
@@ -348,8 +343,8 @@ static wgt_status tokenize_main(int argc, char **argv) {
         if (allow_special)
             return wgt_fail(WGT_ERR_ARG, "--allow-special is for wgtrain's own tokenizers; a tokenizer.json always "
                             "recognises its added and special tokens in the text (--add-special adds BOS/EOS)");
-        // the post-processor's tokens need the tokenizer.json itself; the rest goes through the registry
-        if (add_special) return tokenize_hf(spec, decode, add_special);
+        // --add-special needs the post-processor; the rest goes through the registry
+        if (add_special) return tokenize_hf_add_special(spec);
         allow_special = 0;
         hf_file = 1;
     }
