@@ -394,8 +394,28 @@ static void sweep(bench *bn) {
            "    {\"%s\", \"%s\"},\n", bf.cfg, line);
 }
 
+// --peer FILE: the peer's forward and forward+backward ms at this B, T, NH, HS
+// (bench/torch_peer.py's "attention <B> <T> <NH> <HS> <fwd ms> <fwd+bwd ms> <backend>" lines).
+// 0 when the file has no such line.
+static int peer_attention(const char *path, const bench *bn, double *fwd, double *fb, char *backend, size_t cap) {
+    FILE *f = fopen(path, "r");
+    if (!f) { fprintf(stderr, "bench_attention: cannot read --peer %s\n", path); exit(2); }
+    char line[512], be[64];
+    unsigned b, t, nh, hs;
+    double x, y;
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "attention %u %u %u %u %lf %lf %63s", &b, &t, &nh, &hs, &x, &y, be) == 7 && b == bn->B &&
+            t == bn->T && nh == bn->NH && hs == bn->HS && bn->NKV == bn->NH && x > 0 && y > 0 && isfinite(x) && isfinite(y)) {
+            *fwd = x, *fb = y, found = 1;
+            snprintf(backend, cap, "%s", be);
+        }
+    fclose(f);
+    return found;
+}
+
 int main(int argc, char **argv) {
-    const char *adapter = "gpu";
+    const char *adapter = "gpu", *peer_path = NULL;
     int small = 0, reps = -1, profile = 0, do_sweep = 0;
     double budget = 60;
     long over[5] = {-1, -1, -1, -1, -1};  // B, T, NH, HS, NKV
@@ -407,6 +427,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--sweep")) do_sweep = 1;
         else if (!strcmp(a, "--budget") && i + 1 < argc) budget = atof(argv[++i]);
         else if (!strcmp(a, "--adapter") && i + 1 < argc) adapter = argv[++i];
+        else if (!strcmp(a, "--peer") && i + 1 < argc) peer_path = argv[++i];
         else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(a, "--B") && i + 1 < argc) over[0] = atol(argv[++i]);
         else if (!strcmp(a, "--T") && i + 1 < argc) over[1] = atol(argv[++i]);
@@ -417,7 +438,8 @@ int main(int argc, char **argv) {
         else {
             printf("usage: bench_attention [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
                    "                       [--budget SECONDS] [--B N] [--T N] [--NH N] [--NKV N] [--HS N]\n"
-                   "                       [--dropout P]\n");
+                   "                       [--dropout P] [--peer FILE]\n"
+                   "  --peer FILE  the peer's times at this size (bench/torch_peer.py's output): adds the ratio\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
     }
@@ -499,6 +521,12 @@ int main(int argc, char **argv) {
     }
     printf("per GPT-2 step (12 layers, forward + automatic backward): %.2f ms%s\n", 12 * (ms_fwd + ms_auto),
            profile ? " of GPU time" : " wall-clock");
+    double pf, pfb;
+    char pbe[64];
+    if (peer_path && peer_attention(peer_path, &bn, &pf, &pfb, pbe, sizeof pbe))
+        printf("peer (%s, wall-clock): forward %.3f ms, forward+backward %.3f ms; ours %.3f ms = %.2fx the peer's "
+               "time (forward %.2fx)\n", pbe, pf, pfb, ms_fwd + ms_auto, (ms_fwd + ms_auto) / pfb, ms_fwd / pf);
+    else if (peer_path) printf("peer: no line for B=%u T=%u NH=%u HS=%u\n", B, T, NH, HS);
     printf("(host reference of the two checked heads took %.1f s)\n", t_ref);
     if (do_sweep) sweep(&bn);
     for (int k = 0; k < 2; k++) head_ref_free(&bn.refs[k]);

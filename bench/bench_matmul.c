@@ -45,22 +45,23 @@ typedef struct {
     int splitk, vec4, group;
     uint64_t skip_tiles;
     const char *spec;  // a WGTRAIN_MM_TILE tile (BMxBNxBK/TMxTN) for every GEMM, or NULL
+    const char *warp;  // a WGTRAIN_MM_WARP layout for every GEMM, or NULL (the tile table's)
 } config;
 
 static const config SWEEP[] = {
-    {"old", WG_MM_TILE_AUTO, 0, 0, 1, 0, NULL},          // the wrapper before split-K / vec4 / groups
-    {"vec4", WG_MM_TILE_AUTO, 0, 1, 1, 0, NULL},
-    {"vec4+g8", WG_MM_TILE_AUTO, 0, 1, 8, 0, NULL},
-    {"big,nosk", WG_MM_TILE_BIG, 0, 1, 8, 0, NULL},      // 128² tiles for small outputs, no split
-    {"sk", WG_MM_TILE_AUTO, WG_AUTO, 0, 1, 0, NULL},
-    {"sk+vec4", WG_MM_TILE_AUTO, WG_AUTO, 1, 1, 0, NULL},
-    {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL},
-    {"S=2", WG_MM_TILE_AUTO, 2, 1, 8, 1024, NULL},
-    {"S=4", WG_MM_TILE_AUTO, 4, 1, 8, 1024, NULL},
-    {"S=7", WG_MM_TILE_AUTO, 7, 1, 8, 1024, NULL},
-    {"S=12", WG_MM_TILE_AUTO, 12, 1, 8, 1024, NULL},
-    {"S=16", WG_MM_TILE_AUTO, 16, 1, 8, 1024, NULL},
-    {"small,S=4", WG_MM_TILE_SMALL, 4, 1, 8, 1024, NULL},
+    {"old", WG_MM_TILE_AUTO, 0, 0, 1, 0, NULL, NULL},          // the wrapper before split-K / vec4 / groups
+    {"vec4", WG_MM_TILE_AUTO, 0, 1, 1, 0, NULL, NULL},
+    {"vec4+g8", WG_MM_TILE_AUTO, 0, 1, 8, 0, NULL, NULL},
+    {"big,nosk", WG_MM_TILE_BIG, 0, 1, 8, 0, NULL, NULL},      // 128² tiles for small outputs, no split
+    {"sk", WG_MM_TILE_AUTO, WG_AUTO, 0, 1, 0, NULL, NULL},
+    {"sk+vec4", WG_MM_TILE_AUTO, WG_AUTO, 1, 1, 0, NULL, NULL},
+    {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, NULL},
+    {"S=2", WG_MM_TILE_AUTO, 2, 1, 8, 1024, NULL, NULL},
+    {"S=4", WG_MM_TILE_AUTO, 4, 1, 8, 1024, NULL, NULL},
+    {"S=7", WG_MM_TILE_AUTO, 7, 1, 8, 1024, NULL, NULL},
+    {"S=12", WG_MM_TILE_AUTO, 12, 1, 8, 1024, NULL, NULL},
+    {"S=16", WG_MM_TILE_AUTO, 16, 1, 8, 1024, NULL, NULL},
+    {"small,S=4", WG_MM_TILE_SMALL, 4, 1, 8, 1024, NULL, NULL},
 };
 #define N_SWEEP (sizeof SWEEP / sizeof SWEEP[0])
 #define DEFAULT_CFG 6
@@ -69,17 +70,35 @@ static const config SWEEP[] = {
 // raster order automatic; WGTRAIN_MM_PREFETCH=0 in the environment sweeps them without the
 // register prefetch); a row of the tile table (wg_ops_matmul.c) comes from the best ones.
 static const config TILE_SWEEP[] = {
-    {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL},
-    {"128²x16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x16/8x8"},
-    {"128²x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x8/8x8"},
-    {"128²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x4/8x8"},
-    {"64x128x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x8/8x8"},
-    {"128x64x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x8"},
-    {"64x256x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x256x8/8x8"},
-    {"64²x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x8/8x8"},
-    {"64x128x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x4/8x8"},
-    {"128x64x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x4/8x8"},
-    {"64²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x4/8x8"},
+    {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, NULL},
+    {"128²x16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x16/8x8", NULL},
+    {"128²x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x8/8x8", NULL},
+    {"128²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x4/8x8", NULL},
+    {"64x128x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x8/8x8", NULL},
+    {"128x64x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x8", NULL},
+    {"64x256x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x256x8/8x8", NULL},
+    {"64²x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x8/8x8", NULL},
+    {"64x128x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x4/8x8", NULL},
+    {"128x64x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x4/8x8", NULL},
+    {"64²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x4/8x8", NULL},
+    // the warp layouts (WGTRAIN_MM_WARP) and the narrower per-thread tiles (8x4, 4x8), whose fewer
+    // accumulators leave registers for more workgroups a core
+    {"default w0", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, "0"},
+    {"default w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, "8"},
+    {"128²x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x4/8x8", "8"},
+    {"128x64x8/8x4 w0", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x4", "0"},
+    {"128x64x8/8x4 w4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x4", "4"},
+    {"128x64x8/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x4", "8"},
+    {"128x64x8/8x4 w16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x4", "16"},
+    {"128x64x8/8x4 w8 v4", WG_MM_TILE_AUTO, WG_AUTO, 1, WG_AUTO, 0, "128x64x8/8x4", "8"},
+    {"128x64x4/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x4/8x4", "8"},
+    {"128x64x16/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x16/8x4", "8"},
+    {"64x64x8/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x8/8x4", "8"},
+    {"128x32x8/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x32x8/8x4", "8"},
+    {"256x64x8 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "256x64x8/8x8", "8"},
+    {"64x128x8/4x8 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x8/4x8", "8"},
+    {"128²x4 w8 v4", WG_MM_TILE_AUTO, WG_AUTO, 1, WG_AUTO, 0, "128x128x4/8x8", "8"},
+    {"64x64x8/4x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x8/4x4", "8"},
 };
 #define N_TILE_SWEEP (sizeof TILE_SWEEP / sizeof TILE_SWEEP[0])
 #define N_MAX_CFG (N_SWEEP > N_TILE_SWEEP ? N_SWEEP : N_TILE_SWEEP)
@@ -94,6 +113,8 @@ static void config_apply(wgt_backend *be, const wg_settings *env, const config *
     s->mm_group = c->group != WG_AUTO ? c->group : env->mm_group;
     if (!c->spec && c->tiles == WG_MM_TILE_AUTO) s->mm_spec = env->mm_spec;
     if (c->spec && wg_settings_set(s, "WGTRAIN_MM_TILE", c->spec) != WGT_OK) die("a tile of the sweep");
+    s->mm_warp = env->mm_warp;
+    if (c->warp && wg_settings_set(s, "WGTRAIN_MM_WARP", c->warp) != WGT_OK) die("a warp layout of the sweep");
 }
 
 typedef struct {
@@ -230,13 +251,49 @@ static double measure_peak(bench *B, int small) {
     return gflops;
 }
 
+// --peer FILE: the peer's times (bench/torch_peer.py's "gemm <shape> <op> <N> <C> <OC> <ms> ..."
+// lines) of the same shapes; other lines and shapes of other sizes are ignored. NAN: none.
+static void peer_read(const char *path, const shape *shapes, size_t ns, double peer[][3]) {
+    for (size_t i = 0; i < ns; i++)
+        for (int op = 0; op < 3; op++) peer[i][op] = NAN;
+    FILE *f = fopen(path, "r");
+    if (!f) { fprintf(stderr, "bench_matmul: cannot read --peer %s\n", path); exit(2); }
+    char line[512], name[64], op[64];
+    unsigned n, c, oc;
+    double ms;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "gemm %63s %63s %u %u %u %lf", name, op, &n, &c, &oc, &ms) != 6 || !(ms > 0) || !isfinite(ms))
+            continue;
+        for (size_t i = 0; i < ns; i++)
+            for (int k = 0; k < 3; k++)
+                if (!strcmp(name, shapes[i].name) && !strcmp(op, op_name[k]) && n == shapes[i].N && c == shapes[i].C &&
+                    oc == shapes[i].OC)
+                    peer[i][k] = ms;
+    }
+    fclose(f);
+}
+
+static void peer_read_or_none(const char *path, const shape *shapes, size_t ns, double peer[][3]) {
+    if (path) { peer_read(path, shapes, ns, peer); return; }
+    for (size_t i = 0; i < ns; i++)
+        for (int op = 0; op < 3; op++) peer[i][op] = NAN;
+}
+
+// The peer's GEMM time of a GPT-2 step (NAN when a shape of the step is missing).
+static double peer_step(double peer[][3], const shape *shapes, size_t ns) {
+    double t = 0;
+    for (size_t i = 0; i < ns; i++)
+        for (int op = 0; op < 3; op++) t += shapes[i].per_step ? shapes[i].per_step * peer[i][op] : 0;
+    return t;
+}
+
 static uint64_t big_tiles(const shape *s, op_kind op) {
     uint64_t M = op == OP_MM_AT ? s->OC : s->N, N = op == OP_MM ? s->OC : s->C;
     return ((M + 127) / 128) * ((N + 127) / 128);
 }
 
 int main(int argc, char **argv) {
-    const char *adapter = "gpu", *tiles = "auto", *splitk = NULL;
+    const char *adapter = "gpu", *tiles = "auto", *splitk = NULL, *peer_path = NULL;
     int small = 0, reps = -1, profile = 0, only = -1, sweep = 0, vec4 = WG_AUTO, group = WG_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -247,6 +304,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--adapter") && i + 1 < argc) adapter = argv[++i];
         else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(a, "--tiles") && i + 1 < argc) tiles = argv[++i];
+        else if (!strcmp(a, "--peer") && i + 1 < argc) peer_path = argv[++i];
         else if (!strcmp(a, "--splitk") && i + 1 < argc) splitk = argv[++i];
         else if (!strcmp(a, "--vec4") && i + 1 < argc) vec4 = atoi(argv[++i]) != 0;
         else if (!strcmp(a, "--group") && i + 1 < argc) group = atoi(argv[++i]);
@@ -257,14 +315,15 @@ int main(int argc, char **argv) {
         } else {
             printf("usage: bench_matmul [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
                    "                    [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1] [--group G]\n"
-                   "                    [--only matmul|matmul_t|matmul_at]\n"
+                   "                    [--only matmul|matmul_t|matmul_at] [--peer FILE]\n"
+                   "  --peer FILE  the peer's times at the same shapes (bench/torch_peer.py's output): adds the ratio\n"
                    "  --sweep   time every shape under a list of GEMM settings (ignores the four setting flags)\n"
                    "  --sweep-tiles  the same over a list of tile shapes (WGTRAIN_MM_TILE specs)\n"
                    "  --profile GPU timestamps (the primary figure when given)\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
     }
-    config one = {"this run", WG_MM_TILE_AUTO, WG_AUTO, vec4, group, 0, NULL};
+    config one = {"this run", WG_MM_TILE_AUTO, WG_AUTO, vec4, group, 0, NULL, NULL};
     if (!strcmp(tiles, "big")) one.tiles = WG_MM_TILE_BIG;
     else if (!strcmp(tiles, "small")) one.tiles = WG_MM_TILE_SMALL;
     else if (strcmp(tiles, "auto")) { fprintf(stderr, "bench_matmul: --tiles takes auto, big or small\n"); return 2; }
@@ -294,6 +353,8 @@ int main(int argc, char **argv) {
             if (!strcmp(shapes[i].name, "square")) shapes[i].N = shapes[i].C = shapes[i].OC = 259;
         }
 
+    static double peer[6][3];
+    peer_read_or_none(peer_path, shapes, ns, peer);
     const config *cfgs = sweep == 2 ? TILE_SWEEP : sweep ? SWEEP : &one;
     const size_t nc = sweep == 2 ? N_TILE_SWEEP : sweep ? N_SWEEP : 1;
     const size_t dflt = sweep == 2 ? 0 : DEFAULT_CFG;
@@ -338,6 +399,7 @@ int main(int argc, char **argv) {
                 printf("%-10s %-10s %6u %6u %6u  %9.3f ms %9.1f GFLOP/s %4.0f%%", shapes[i].name, op_name[op],
                        shapes[i].N, shapes[i].C, shapes[i].OC, ms, flop / (ms * 1e6), 100.0 * flop / (ms * 1e6) / B.peak);
                 if (profile) printf("  wall %9.3f ms", r.ms);
+                if (!isnan(peer[i][op])) printf("  peer %.3f ms = %.2fx", peer[i][op], peer[i][op] / ms);
                 printf("  check %s (%.1e)  [%s]\n", r.ok ? "ok" : "WRONG", r.err,
                        wg_mm_describe(be, op, shapes[i].N, shapes[i].C, shapes[i].OC, how, sizeof how));
                 fflush(stdout);
@@ -356,6 +418,8 @@ int main(int argc, char **argv) {
         if (only < 0)
             printf("GPT-2 step (B*T = %.0f): matmuls %.1f ms -> at most %.0f tokens/s if they were all of the step\n",
                    tokens, step, tokens / (step * 1e-3));
+        double pstep = peer_step(peer, shapes, ns);
+        if (only < 0 && !isnan(pstep)) printf("peer's matmuls of the same step: %.1f ms (ours %.2fx its speed)\n", pstep, pstep / step);
         be->free(be);
         return 0;
     }
@@ -367,7 +431,7 @@ int main(int argc, char **argv) {
     printf("\n%s (%s; FMA ceiling %.1f %s)\n%-8s %-9s", uname, profile ? "GPU timestamps" : "wall-clock",
            B.peak * 1e9 / unit, uname, "shape", "op");
     for (size_t c = 0; c < nc; c++) printf(" %9s", cfgs[c].name);
-    printf("  best\n");
+    printf("  best%s\n", peer_path ? " (peer's TFLOP/s, our best / peer)" : "");
     double step[N_MAX_CFG] = {0}, step_best = 0;
     for (size_t i = 0; i < ns; i++) {
         const double flop = 2.0 * shapes[i].N * shapes[i].C * shapes[i].OC;
@@ -383,8 +447,10 @@ int main(int argc, char **argv) {
             }
             char how[96];
             config_apply(be, &env, &cfgs[dflt]);
-            printf("  %s (%.0f%% of ceiling)  [default: %s]\n", cfgs[best].name,
-                   100.0 * flop / (tms[i][op][best] * 1e6) / B.peak,
+            printf("  %s (%.0f%% of ceiling", cfgs[best].name, 100.0 * flop / (tms[i][op][best] * 1e6) / B.peak);
+            if (!isnan(peer[i][op]))
+                printf("; peer %.1f, %.2fx", flop / (peer[i][op] * 1e-3) / unit, peer[i][op] / tms[i][op][best]);
+            printf(")  [default: %s]\n",
                    wg_mm_describe(be, op, shapes[i].N, shapes[i].C, shapes[i].OC, how, sizeof how));
             for (size_t c = 0; c < nc; c++)  // a skipped GEMM counts with the default's time
                 step[c] += shapes[i].per_step * (isnan(tms[i][op][c]) ? tms[i][op][dflt] : tms[i][op][c]);
@@ -393,7 +459,10 @@ int main(int argc, char **argv) {
     }
     printf("%-18s", "step matmuls, ms");
     for (size_t c = 0; c < nc; c++) printf(" %9.1f", step[c]);
-    printf("  best of each: %.1f\n", step_best);
+    printf("  best of each: %.1f", step_best);
+    double pstep = peer_step(peer, shapes, ns);
+    if (only < 0 && !isnan(pstep)) printf("; peer %.1f (%.2fx)", pstep, pstep / step_best);
+    printf("\n");
     printf("(a GPT-2 step: each layer GEMM 12x, the lm_head once; '-' = skipped, counted with the default's time)\n");
     be->free(be);
     return 0;

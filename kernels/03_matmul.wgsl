@@ -47,6 +47,10 @@
 // prefetch the next k-slice into registers during the FMAs (false: load it after them, fewer
 // registers a thread so more workgroups fit a core); const MM_RS : bool, true only in the
 // pipeline that writes row sums (so the others carry no extra registers for them).
+// const MM_WX : u32, the threads' layout over the grid: 0 puts them row-major (a 32-lane warp
+// is then 32/TX rows of the grid), 4, 8 or 16 makes each group of 32 consecutive threads a
+// (32/WX) x WX block of it (warp tiling: a warp's workgroup-memory reads are WX distinct vec4 of
+// B and 32/WX of A, fewer bytes per k than a row-major warp's). Results do not depend on it.
 // An f16 operand is widened to f32 as it is loaded: the tiles in workgroup memory, the FMAs and
 // the accumulators stay f32.
 
@@ -76,6 +80,8 @@ const MM_A_PASSES : u32 = (MM_A_SLOTS + MM_WG - 1u) / MM_WG;
 const MM_B_PASSES : u32 = (MM_B_SLOTS + MM_WG - 1u) / MM_WG;
 const MM_IOTA : vec4<u32> = vec4<u32>(0u, 1u, 2u, 3u);
 const_assert MM_TX * MM_TY == MM_WG;
+const MM_WY : u32 = 32u / max(MM_WX, 1u);  // rows of the grid a 32-lane group covers (MM_WX > 0)
+const_assert MM_WX == 0u || ((MM_WX == 4u || MM_WX == 8u || MM_WX == 16u) && MM_TX % max(MM_WX, 1u) == 0u && MM_TY % MM_WY == 0u);
 const_assert MM_WG == 64u || MM_WG == 128u || MM_WG == 256u;
 const_assert (MM_TM == 4u || MM_TM == 8u) && (MM_TN == 4u || MM_TN == 8u);
 const_assert MM_A_PASSES <= 4u && MM_B_PASSES <= 4u;
@@ -270,6 +276,16 @@ fn mm_store_row(cz : u32, m0 : u32, n0 : u32, g : u32, j : u32, tx : u32, ty : u
     }
 }
 
+// (tx, ty): the thread's place in the (MM_TX x MM_TY) grid of the tile (see MM_WX).
+fn mm_thread_xy(lid : u32) -> vec2<u32> {
+    if (MM_WX == 0u) { return vec2<u32>(lid % MM_TX, lid / MM_TX); }
+    let lane = lid % 32u;
+    let w = lid / 32u;
+    let wx = max(MM_WX, 1u);
+    let wpx = MM_TX / wx;  // 32-lane groups along n
+    return vec2<u32>((w % wpx) * wx + lane % wx, (w / wpx) * MM_WY + lane / wx);
+}
+
 // (column block, row block) of this workgroup: `group` row blocks at a time, rows fastest.
 fn mm_tile_of(wid : vec3<u32>, nwg : vec3<u32>) -> vec2<u32> {
     let g = mm_p.group;
@@ -306,8 +322,9 @@ fn mm_rowsum_store(lid : u32, m0 : u32, z : u32, rs : vec4<f32>) {
 // unroll loops to keep them in registers. Rows 4-7 exist when MM_TM4 == 2, halves 1 when
 // MM_TN4 == 2: constant conditions, folded away for the 4-wide shapes.
 fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool) {
-    let tx = lid % MM_TX;
-    let ty = lid / MM_TX;
+    let txy = mm_thread_xy(lid);
+    let tx = txy.x;
+    let ty = txy.y;
     let tile = mm_tile_of(wid, nwg);
     let n0 = tile.x * MM_BN;
     let m0 = tile.y * MM_BM;

@@ -143,21 +143,21 @@ static void test_matmul_splitk_pass(const char *tiles, size_t first_shape) {
 }
 
 // Tile shapes other than the generic defaults (WGTRAIN_MM_TILE specs): the tile table's row for
-// NVIDIA GPUs, which the software GPU never picks itself: 64x128 tiles of 128 threads with 8-deep
-// k-slices (matmul, matmul_t; once without the register prefetch) and 128x128 ones with 4-deep
+// NVIDIA GPUs, which the software GPU never picks itself: 128x64 tiles of 256 threads, 8x4 outputs
+// a thread, with 8-deep k-slices (matmul, matmul_t; once without the register prefetch) and 128x128 ones with 4-deep
 // slices (matmul_at: split-K with the fused dbias, i.e. the row-sum path, and the plain dbias).
 // Edges in every dimension. Each pipeline costs seconds of shader compilation on the software
 // GPU: five of them here.
 static void test_matmul_tile_specs(void) {
     char what[96];
     S->mm_vec4 = 0;
-    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "64x128x8/8x8") == WGT_OK, "tile spec parses");
-    snprintf(what, sizeof what, "tile 64x128x8/8x8");
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x64x8/8x4") == WGT_OK, "tile spec parses");
+    snprintf(what, sizeof what, "tile 128x64x8/8x4");
     S->mm_splitk = 0;
     test_matmul_fwd(67, 45, 130, 1, what);
     test_matmul_t(130, 67, 45, what);
     S->mm_prefetch = 0;
-    snprintf(what, sizeof what, "tile 64x128x8/8x8 no prefetch");
+    snprintf(what, sizeof what, "tile 128x64x8/8x4 no prefetch");
     test_matmul_t(67, 45, 130, what);
     S->mm_prefetch = WG_AUTO;
     CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x4/8x8") == WGT_OK, "tile spec parses");
@@ -165,6 +165,25 @@ static void test_matmul_tile_specs(void) {
     test_matmul_at(200, 129, 300, 1, what);
     S->mm_splitk = 2;
     test_matmul_at(211, 209, 213, 1, what);
+    // the warp layouts (WGTRAIN_MM_WARP): 8 and 16 threads of a 32-lane group along n on the
+    // 128x64/8x4 tile (a 16 x 16 thread grid), 4 on the 128x128 one (16 x 16), and 16 on an 8-wide
+    // grid, which does not divide it and falls back to row-major
+    S->mm_splitk = 0;
+    static const char *const warps[][2] = {{"8", "128x64x8/8x4"}, {"16", "128x64x8/8x4"}, {"4", "128x128x4/8x8"},
+                                           {"16", "128x64x8/8x8"}};
+    for (size_t i = 0; i < sizeof warps / sizeof warps[0]; i++) {
+        CHECK(wg_settings_set(S, "WGTRAIN_MM_WARP", warps[i][0]) == WGT_OK, "warp layout parses");
+        CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", warps[i][1]) == WGT_OK, "tile spec parses");
+        snprintf(what, sizeof what, "tile %s warp %s", warps[i][1], warps[i][0]);
+        if (i == 2) test_matmul_at(200, 129, 300, 1, what);
+        else {
+            test_matmul_fwd(67, 45, 130, 1, what);
+            test_matmul_t(130, 67, 45, what);
+        }
+    }
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_WARP", "2") != WGT_OK, "a 2-wide warp layout is refused");
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_WARP", "32") != WGT_OK, "a 32-wide warp layout is refused");
+    wg_settings_set(S, "WGTRAIN_MM_WARP", NULL);
     CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "64x64x32/8x8") != WGT_OK, "a tile of 8 load passes is refused");
     CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x8/8x8 ") != WGT_OK, "a tile spec with a blank is refused");
     CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x2/8x8") != WGT_OK, "a 2-deep k-slice is refused");

@@ -38,7 +38,7 @@ static wgt_status tune_main(int argc, char **argv) {
                    "  fastest for this adapter and driver. Every later run on this GPU uses them; `train` and `bench`\n"
                    "  do this once by themselves on a GPU that the built-in tile table does not know.\n"
                    "  --quick   fewer candidates and repetitions (what the automatic run does)\n"
-                   "  --tiles   the candidates, comma-separated BMxBNxBK/TMxTN (default: a built-in list of 13)\n"
+                   "  --tiles   the candidates, comma-separated BMxBNxBK/TMxTN (default: a built-in list of 14)\n"
                    "  --cache   the cache file (default: WGTRAIN_TUNE_CACHE, else $XDG_CACHE_HOME/wgtrain/tuning.json\n"
                    "            or ~/.cache/wgtrain/tuning.json)\n"
                    "  --show    print the tiles in use and where they come from; time nothing\n");

@@ -44,14 +44,20 @@ static uint32_t group_setting(wg_ctx *ctx) {
 }
 
 // ------------------------------------------------------------------ tile shapes and split-K
-typedef struct { uint32_t bm, bn, bk, tm, tn, pf; } mm_tile;  // threads: (bm/tm)*(bn/tn); pf: MM_PF
+// threads: (bm/tm)*(bn/tn); pf: MM_PF; wx: MM_WX, the warp layout (0 row-major, else threads of a
+// 32-lane group along n; a layout that does not divide the thread grid falls back to 0)
+typedef struct { uint32_t bm, bn, bk, tm, tn, pf, wx; } mm_tile;
 
-static const mm_tile TILE_BIG = {128, 128, 16, 8, 8, 1};   // 64 outputs a thread: the FLOP workhorse
-static const mm_tile TILE_BIG_K8 = {128, 128, 8, 8, 8, 1}; // same, for 32 KiB of workgroup memory
-static const mm_tile TILE_SMALL = {64, 64, 16, 4, 4, 1};   // more workgroups for small outputs
+static const mm_tile TILE_BIG = {128, 128, 16, 8, 8, 1, 0};   // 64 outputs a thread: the FLOP workhorse
+static const mm_tile TILE_BIG_K8 = {128, 128, 8, 8, 8, 1, 0}; // same, for 32 KiB of workgroup memory
+static const mm_tile TILE_SMALL = {64, 64, 16, 4, 4, 1, 0};   // more workgroups for small outputs
 
 static size_t tile_smem(mm_tile t) { return (size_t)2 * t.bk * ((t.bm / 4 + 1) + (t.bn / 4 + 1)) * 16; }
 static uint32_t tile_threads(mm_tile t) { return (t.bm / t.tm) * (t.bn / t.tn); }
+static uint32_t tile_warp(mm_tile t) {
+    const uint32_t tx = t.bn / t.tn, ty = t.bm / t.tm;
+    return t.wx && tx % t.wx == 0 && ty % (32 / t.wx) == 0 ? t.wx : 0;
+}
 
 typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
 
@@ -65,15 +71,15 @@ typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
 typedef struct { mm_tile big, small; } mm_tile_pair;
 static const struct { const char *match; mm_tile_pair op[3]; } mm_tile_table[] = {  // op: mm_variant
     // NVIDIA (measured on the H200): 8-deep k-slices keep fewer registers live a thread than
-    // 16-deep ones; 64x128 tiles of 128 threads for matmul and matmul_t, and 4-deep slices of
-    // 128x128 for matmul_at, whose operands are loaded across k: a GPT-2 124M step's GEMMs
-    // 225.7 ms -> 178.8 ms
-    {"nvidia", {{{64, 128, 8, 8, 8, 1}, {64, 128, 8, 8, 8, 1}},
-                {{64, 128, 8, 8, 8, 1}, {64, 128, 8, 8, 8, 1}},
-                {{128, 128, 4, 8, 8, 1}, {128, 128, 4, 8, 8, 1}}}},
-    {"", {{{128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}},
-          {{128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}},
-          {{128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}}}},
+    // 16-deep ones, and 8x4 outputs a thread fewer than 8x8; 128x64 tiles of 256 threads for
+    // matmul and matmul_t, and 4-deep slices of 128x128 for matmul_at, whose operands are loaded
+    // across k: a GPT-2 124M step's GEMMs 225.7 ms -> 178.8 ms (64x128x8/8x8) -> 169.5 ms
+    {"nvidia", {{{128, 64, 8, 8, 4, 1, 0}, {128, 64, 8, 8, 4, 1, 0}},
+                {{128, 64, 8, 8, 4, 1, 0}, {128, 64, 8, 8, 4, 1, 0}},
+                {{128, 128, 4, 8, 8, 1, 0}, {128, 128, 4, 8, 8, 1, 0}}}},
+    {"", {{{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}},
+          {{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}},
+          {{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}}}},
 };
 #define MM_TILE_ROWS (sizeof mm_tile_table / sizeof mm_tile_table[0])
 
@@ -131,7 +137,7 @@ static int tile_fits(const wg_device_info *d, mm_tile t) {
     return tile_smem(t) <= d->limits.maxComputeWorkgroupStorageSize && tile_threads(t) <= d->limits.maxComputeInvocationsPerWorkgroup;
 }
 static mm_tile tile_of_spec(const wg_mm_tile_spec *q) {
-    mm_tile t = {(uint32_t)q->bm, (uint32_t)q->bn, (uint32_t)q->bk, (uint32_t)q->tm, (uint32_t)q->tn, 1};
+    mm_tile t = {(uint32_t)q->bm, (uint32_t)q->bn, (uint32_t)q->bk, (uint32_t)q->tm, (uint32_t)q->tn, 1, 0};
     return t;
 }
 static wg_mm_tile_spec spec_of_tile(mm_tile t) {
@@ -220,6 +226,8 @@ static mm_plan plan_pick(wg_ctx *ctx, mm_variant var, uint32_t M, uint32_t N, ui
     if (forced) big = small = spec;
     const int pf = mm_settings(ctx)->mm_prefetch;
     if (pf != WG_AUTO) big.pf = small.pf = (uint32_t)pf;
+    const int wx = mm_settings(ctx)->mm_warp;
+    if (wx != WG_AUTO) big.wx = small.wx = (uint32_t)wx;
     const wg_mm_tile_choice tile = forced ? WG_MM_TILE_SPEC : mm_settings(ctx)->mm_tile;
     mm_plan p = {tile == WG_MM_TILE_SMALL ? small : big, 0};
     uint64_t tiles = tile_count(p.t, M, N);
@@ -258,8 +266,9 @@ static int mm_operand_defs(char *buf, size_t cap, char x, mm_optype t) {
 static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int rs, char *buf, size_t cap) {
     int n = snprintf(buf, cap,
                      "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;const MM_WG=%uu;"
-                     "const MM_PF=%s;const MM_RS=%s;\n",
-                     t.bm, t.bn, t.bk, t.tm, t.tn, tile_threads(t), t.pf ? "true" : "false", rs ? "true" : "false");
+                     "const MM_PF=%s;const MM_RS=%s;const MM_WX=%uu;\n",
+                     t.bm, t.bn, t.bk, t.tm, t.tn, tile_threads(t), t.pf ? "true" : "false", rs ? "true" : "false",
+                     tile_warp(t));
     n += mm_operand_defs(buf + n, cap - (size_t)n, 'a', ta);
     n += snprintf(buf + n, cap - (size_t)n, "\n");
     n += mm_operand_defs(buf + n, cap - (size_t)n, 'b', tb);
@@ -553,8 +562,8 @@ const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint
     uint64_t tiles = tile_count(p.t, M, Nn);
     uint64_t S = p.splits ? min_u64(p.splits, cdiv(K, p.t.bk)) : 0;
     if (S) S = cdiv(K, cdiv(cdiv(K, p.t.bk), S) * p.t.bk);
-    snprintf(buf, cap, "%ux%ux%u/%ux%u%s tiles %llu split %llu vec4 %d group %u", p.t.bm, p.t.bn, p.t.bk, p.t.tm, p.t.tn,
-             p.t.pf ? "" : " no-prefetch",
+    snprintf(buf, cap, "%ux%ux%u/%ux%u%s warp %u tiles %llu split %llu vec4 %d group %u", p.t.bm, p.t.bn, p.t.bk, p.t.tm,
+             p.t.tn, p.t.pf ? "" : " no-prefetch", tile_warp(p.t),
              (unsigned long long)tiles,
              (unsigned long long)S, vec4_on(wg_of(be)), group_setting(wg_of(be)));
     return buf;

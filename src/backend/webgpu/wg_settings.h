@@ -17,6 +17,8 @@
 //                                                      one shape for every GEMM, e.g. 128x128x16/8x8
 //   WGTRAIN_MM_PREFETCH         auto | 0 | 1           matmul prefetch of the next k-slice into
 //                                                      registers (auto: the tile table's)
+//   WGTRAIN_MM_WARP             auto | 0 | 4 | 8 | 16  matmul threads of a 32-lane group along n (0:
+//                                                      row-major; auto: the tile table's)
 //   WGTRAIN_WG_ZERO_INIT        auto | 0 | 1           Dawn's zero-initialisation of workgroup memory
 //                                                      (auto: on, as WGSL requires). Read when the
 //                                                      device is created.
@@ -84,6 +86,7 @@ typedef struct {
     wg_mm_tile_choice mm_tile;   // WGTRAIN_MM_TILE
     wg_mm_tile_spec mm_spec;     // WGTRAIN_MM_TILE=BMxBNxBK/TMxTN (mm_tile == WG_MM_TILE_SPEC)
     int mm_prefetch;             // WGTRAIN_MM_PREFETCH: WG_AUTO, 0 or 1
+    int mm_warp;                 // WGTRAIN_MM_WARP: WG_AUTO, 0, 4, 8 or 16
     int wg_zero_init;            // WGTRAIN_WG_ZERO_INIT: WG_AUTO, 0 or 1
     int mm_splitk;               // WGTRAIN_MM_SPLITK: WG_AUTO, 0 (off) or S >= 1
     int mm_vec4;                 // WGTRAIN_MM_VEC4: WG_AUTO, 0 or 1

@@ -159,10 +159,10 @@ void wg_tune_load(wg_ctx *ctx) {
 
 // ------------------------------------------------------------------ the tuning run
 // The candidates, in order of preference on ties: the shapes the tile sweeps of bench_matmul
-// found worth timing (bench/README.md): 64 to 256 threads, 8x8 or 4x4 outputs a thread, 4- to
+// found worth timing (bench/README.md): 64 to 256 threads, 8x8, 8x4 or 4x4 outputs a thread, 4- to
 // 16-deep k-slices.
 static const char *const CANDIDATES[] = {
-    "128x128x16/8x8", "128x128x8/8x8", "64x128x8/8x8", "128x128x4/8x8", "64x64x16/4x4", "64x64x8/8x8",
+    "128x128x16/8x8", "128x128x8/8x8", "128x64x8/8x4", "64x128x8/8x8", "128x128x4/8x8", "64x64x16/4x4", "64x64x8/8x8",
     "128x64x8/8x8", "64x256x8/8x8", "64x128x4/8x8", "128x64x4/8x8", "64x64x4/8x8", "64x64x8/4x4",
     "32x64x8/4x4",
 };
