@@ -174,6 +174,7 @@ wgt_status plot_loss_svg(const char *path, const metrics_history *h, double entr
     size_t n = h->n, group = n > MAX_POINTS ? (n + MAX_POINTS - 1) / MAX_POINTS : 1, m = (n + group - 1) / group;
     double *sx = wgt_malloc((m + 1) * sizeof *sx), *sy = wgt_malloc((m + 1) * sizeof *sy);
     double *ey = wgt_malloc((m + 1) * sizeof *ey);
+    entropy = plot_value(entropy);
     // every value as drawn: finite and within +-PLOT_MAX, or NAN (left out)
     double *vstep = plot_values(h->vstep, h->nv), *vloss = plot_values(h->vloss, h->nv);
     double *ostep = plot_values(h->ostep, h->no), *lr = plot_values(h->lr, h->no), *gnorm = plot_values(h->gnorm, h->no);
