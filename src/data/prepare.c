@@ -508,6 +508,7 @@ static wgt_status prepare_run(const char **inputs, int n_inputs, const char *out
     double t0 = wgt_now_s();
 
     st = check_out_dir(out_dir);
+    if (st != WGT_OK) goto done;
     char out_real_buf[PATH_MAX];
     const char *out_real = st == WGT_OK && realpath(out_dir, out_real_buf) ? out_real_buf : NULL;
     // 1. Gather documents, input by input.

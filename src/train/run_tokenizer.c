@@ -18,6 +18,9 @@ wgt_status run_tokenizer_open(text_tokenizer **tok, const checkpoint *ck, const 
         char h[17];
         snprintf(h, sizeof h, "%016" PRIx64, text_tokenizer_fingerprint(t));
         if (!want[0] || !strcmp(h, want)) {
+            if (bad_src[0])
+                fprintf(stderr, "note: %s is not this run's tokenizer (fingerprint %s, the run's is %s); using %s, which "
+                        "is\n", bad_src, bad_hash, want, text_tokenizer_source(t));
             *tok = t;
             return WGT_OK;
         }

@@ -207,6 +207,19 @@ static void field_format(const train_config *c, const field *f, char *buf, size_
     else snprintf(buf, n, "%.0f", field_num(c, f));
 }
 
+// As field_format, with a number in its shortest exact form (0.003, not 0.0030000000000000001).
+static void field_format_short(const train_config *c, const field *f, char *buf, size_t n) {
+    if (f->type != FT_DOUBLE) {
+        field_format(c, f, buf, n);
+        return;
+    }
+    double v = field_num(c, f);
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+}
+
 // Parses s as the field's value, checking the range; names the flag when it fails.
 static wgt_status field_parse(train_config *c, const field *f, const char *s) {
     if (f->type == FT_STR) {
@@ -306,8 +319,8 @@ int train_config_resume_changes(const train_config *ck, const train_config *now,
         // the data directory is compared by the dataset's own checks (a path may be spelled many ways)
         if (!f->resume_mutable || !f->flag || f->off == OFF(data_dir) || field_equal(ck, now, f)) continue;
         char a[64], b[64];
-        field_format(now, f, a, sizeof a);
-        field_format(ck, f, b, sizeof b);
+        field_format_short(now, f, a, sizeof a);
+        field_format_short(ck, f, b, sizeof b);
         if (f->type == FT_STR) cJSON_AddStringToObject(o, f->key, (const char *)fcptr(now, f));
         else cJSON_AddNumberToObject(o, f->key, field_num(now, f));
         if (k < said_n) k += (size_t)snprintf(said + k, said_n - k, "%s%s %s (was %s)", n ? ", " : "", f->flag, a, b);

@@ -226,7 +226,8 @@ static wgt_status init_resume(trainer *t, const train_config *flags, const train
     train_config_apply_flags(&t->cfg, flags, given);  // only fields a resumed run may change
     // a new --lr without --min-lr keeps the schedule's shape: the floor scales with the peak
     if (train_config_flag_given(given, "--lr") && !train_config_flag_given(given, "--min-lr") && t->ck.cfg.lr > 0)
-        t->cfg.min_lr = t->ck.cfg.min_lr * (t->cfg.lr / t->ck.cfg.lr);
+        t->cfg.min_lr = t->ck.cfg.min_lr == t->ck.cfg.lr / 10 ? t->cfg.lr / 10  // the default, lr / 10
+                                                                : t->ck.cfg.min_lr * (t->cfg.lr / t->ck.cfg.lr);
     WGT_TRY(train_config_finish(&t->cfg));
     // the optimizer settings that recovering from a divergence needs may change; say which did
     // (they go into config.json, the next checkpoint and the first metrics row of this session)

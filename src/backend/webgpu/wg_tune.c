@@ -23,7 +23,7 @@
 // (the kernel's own changes are caught by the hash of its source in the key).
 #define TUNE_VERSION 1
 #define TUNE_FILE_MAX ((size_t)1 << 20)  // a cache larger than this is not ours
-#define TUNE_MAX_DEVICES 64              // entries kept per file (the oldest go first)
+#define TUNE_MAX_DEVICES WG_TUNE_MAX_DEVICES  // entries kept per file (the oldest go first)
 
 
 // ------------------------------------------------------------------ where and under which key
@@ -444,20 +444,40 @@ static int cache_replaceable(const char *text, size_t n) {
     return 0;
 }
 
+// The text of the file at path when a cache may replace it (*have: 1 with the text, 0: no file).
+static wgt_status cache_old_text(const char *path, int *have, char **text, size_t *n) {
+    char why[512] = "";
+    *text = NULL;
+    *n = 0;
+    *have = cache_read(path, text, n, why, sizeof why);
+    if (*have < 0)
+        return wgt_fail(WGT_ERR_IO, "%s cannot be replaced by the tuning cache: %s; remove it or give another --cache",
+                        path, why);
+    if (*have > 0 && !cache_replaceable(*text, *n)) {
+        free(*text);
+        *text = NULL;
+        return wgt_fail(WGT_ERR_ARG, "%s is not a wgtrain tuning cache (it does not name its format \"wgtrain-tuning\"), so "
+                        "it is not replaced; remove it or give another --cache", path);
+    }
+    return WGT_OK;
+}
+
+wgt_status wg_tune_cache_check(const char *path) {
+    int have;
+    char *text;
+    size_t n;
+    WGT_TRY(cache_old_text(path, &have, &text, &n));
+    free(text);
+    return WGT_OK;
+}
+
 wgt_status wg_tune_save(wg_ctx *ctx, const char *path, const wg_tune_result *r) {
     char key[1024], why[512] = "";
     wg_tune_key(ctx, key, sizeof key);
     char *old_text = NULL;
     size_t old_n = 0;
-    int have = cache_read(path, &old_text, &old_n, why, sizeof why);
-    if (have < 0)
-        return wgt_fail(WGT_ERR_IO, "%s cannot be replaced by the tuning cache: %s; remove it or give another --cache",
-                        path, why);
-    if (have > 0 && !cache_replaceable(old_text, old_n)) {
-        free(old_text);
-        return wgt_fail(WGT_ERR_ARG, "%s is not a wgtrain tuning cache (it does not name its format \"wgtrain-tuning\"), so "
-                        "it is not replaced; remove it or give another --cache", path);
-    }
+    int have;
+    WGT_TRY(cache_old_text(path, &have, &old_text, &old_n));
     cJSON *old = have > 0 ? cache_parse_text(old_text, old_n, why, sizeof why) : NULL;
     free(old_text);
     // a new file of the entries kept: one pass over the old ones (each detached, O(1)), the
