@@ -32,7 +32,7 @@ cat >"$T/P/metrics.jsonl" <<'EOF'
 {"step": 1, "loss": 1.7e308, "lr": 1.7e308, "grad_norm": 5e-324, "tokens_per_s": 1, "time_s": 1}
 {"step": 2, "loss": -1.7e308, "val_loss": 1.7e308, "lr": -1.7e308, "grad_norm": 1.7e308, "tokens_per_s": 1, "time_s": 2}
 EOF
-out=$(timeout 120 $W train --out "$T/P" --resume --device cpu 2>&1); rc=$?
+out=$(timeout -k 5 60 $W train --out "$T/P" --resume --device cpu 2>&1); rc=$?
 holds "the resumed run finishes (no endless plot)" '[[ $rc -eq 0 ]]'
 check "the checkpoint of the validation step 4 is written" test "$(ckpt_step "$T/P/ckpt.bin")" = 4
 check "loss.svg is well-formed XML" $PY -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$T/P/loss.svg"
@@ -54,6 +54,15 @@ assert ck >= 4 and not rows[ck].get("skipped"), (ck, rows.get(ck))
 # a later checkpoint was due (every 2 steps) during the skipped updates, and none replaced this one
 assert any(r.get("skipped") for s, r in rows.items() if s > ck and s % 2 == 0), "no skipped update at a checkpoint step"
 EOF
+# a fresh run diverging the same way: whatever checkpoint it leaves is of an update that went through
+$W train "${M[@]}" --out "$T/F" --steps 80 --lr 10 --weight-decay 10 --warmup 0 --ckpt-every 2 >/dev/null 2>&1
+if [[ -f $T/F/ckpt.bin ]]; then
+    check "a fresh diverging run: its checkpoint is not of a skipped update" $PY - "$T/F/metrics.jsonl" "$(ckpt_step "$T/F/ckpt.bin")" <<'EOF'
+import json, sys
+rows = {r["step"]: r for r in map(json.loads, open(sys.argv[1]))}
+assert not rows[int(sys.argv[2])].get("skipped"), sys.argv[2]
+EOF
+fi
 advice=$(grep -o "wgtrain train --out [^ ]* --resume --lr [0-9.e+-]*" <<<"$out")
 holds "the advice is a command" '[[ -n $advice ]]'
 out=$(${advice/wgtrain/$W} --device cpu --stop-at $((ck + 2)) 2>&1); rc=$?
@@ -162,7 +171,7 @@ holds "sample warns about the run's non-finite weights" '[[ $out == *"are not fi
 section "JSON read strictly, numbers in range"
 printf '{"steps": 5, "train": {"steps": 2}}' >"$T/two.json"
 expect_fail "train --config with one setting spelled twice" 'gives --steps twice, as "steps" and as "train.steps"' \
-    $W train --config "$T/two.json" --data "$T/data" --out "$T/Z" --device cpu
+    $W train --config "$T/two.json" --data "$T/data" --out "$T/Z1" --device cpu
 mkdir -p "$T/HF2" && cp "$T/EBref/model.safetensors" "$T/HF2/"
 $PY - "$T/EBref/config.json" "$T/HF2/config.json" <<'EOF'
 import sys
@@ -170,16 +179,16 @@ t = open(sys.argv[1]).read().rstrip().rstrip("}")
 open(sys.argv[2], "w").write(t + ',\n  "n_head": 1\n}\n')
 EOF
 expect_fail "--init with a key twice in config.json" '"n_head" twice' \
-    $W train --init "$T/HF2" --data "$T/data" --device cpu --steps 0 --out "$T/Z"
+    $W train --init "$T/HF2" --data "$T/data" --device cpu --steps 0 --out "$T/Z2"
 $PY -c "import sys; open(sys.argv[1], 'w').write('[' * 5000 + ']' * 5000)" "$T/HF2/config.json"
 expect_fail "a config.json 5000 levels deep is said to be too deep" "too deep" \
-    $W train --init "$T/HF2" --data "$T/data" --device cpu --steps 0 --out "$T/Z"
+    $W train --init "$T/HF2" --data "$T/data" --device cpu --steps 0 --out "$T/Z3"
 printf '\xef\xbb\xbf{"model_type": "gpt2"}' >"$T/HF2/config.json"
 expect_fail "a config.json with a byte order mark" "byte order mark" \
-    $W train --init "$T/HF2" --data "$T/data" --device cpu --steps 0 --out "$T/Z"
+    $W train --init "$T/HF2" --data "$T/data" --device cpu --steps 0 --out "$T/Z4"
 expect_fail "--temperature 4.9e-324 is out of range" "out of range" \
     $W sample --run "$T/S" --device cpu --tokens 1 --temperature 4.9e-324
-expect_fail "--lr 1e-400 is out of range" "out of range" $W train "${M[@]}" --out "$T/Z" --lr 1e-400
+expect_fail "--lr 1e-400 is out of range" "out of range" $W train "${M[@]}" --out "$T/Z5" --lr 1e-400
 
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -114,7 +114,7 @@ head = '{"format": "wgtrain-tuning", "version": 1, "devices": ['
 n = (1048000 - len(head)) // 3
 open(sys.argv[1], "w").write(head + ",".join(["{}"] * n) + "]}")
 EOF
-out=$(timeout 120 $W tune --adapter software --tiles 64x64x8/8x8 --cache "$T/big.json" 2>&1); rc=$?
+out=$(timeout -k 5 120 $W tune --adapter software --tiles 64x64x8/8x8 --cache "$T/big.json" 2>&1); rc=$?
 holds "tune over a 1 MiB cache of ~350 000 entries finishes" '[[ $rc -eq 0 ]]'
 check "the rewritten cache keeps at most 64 entries, this device's last" "$PY" - "$T/big.json" <<'EOF'
 import json, sys
