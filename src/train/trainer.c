@@ -556,10 +556,10 @@ static wgt_status collect_step(trainer *t, wgt_model *m, run_state *rs, const pe
             char where[TRAIN_PATH_MAX + 400];
             if (t->last_ckpt_step >= 0)
                 snprintf(where, sizeof where, "resume from the last checkpoint (step %ld, kept from before the skipped "
-                         "updates) with %s: wgtrain train --out %s --resume %s", t->last_ckpt_step,
-                         scale_fix ? "a dynamic loss scale" : "a lower learning rate", t->o.run_dir, flags);
+                         "updates) with %s: wgtrain train --out %s --resume %s", t->last_ckpt_step, fix, t->o.run_dir,
+                         flags);
             else
-                snprintf(where, sizeof where, "there is no checkpoint yet: start the run again with %s", flags);
+                snprintf(where, sizeof where, "there is no checkpoint yet: start again with %s (e.g. %s)", fix, flags);
             return wgt_fail(WGT_ERR_CONFIG, "the %s has not been finite for %d updates in a row (up to step %ld): the "
                             "weights are no longer usable; %s", bad_loss ? "loss" : "gradient norm",
                             rs->skipped_in_a_row, s1, where);
