@@ -3,7 +3,7 @@
 # UndefinedBehaviorSanitizer build in build-san (`make sanitize` builds it and calls this):
 # test_files, test_data, test_checkpoint, test_cpu_isa (the CPU variants and their dispatch),
 # test_chat_template, test_hf_tokenizer, test_train.sh, test_op_cli.sh, test_cli_conventions.sh,
-# test_tune.sh, test_hf_prepare.sh and test_hf_chat_cli.py with the sanitized `wgtrain`, and a
+# test_tune.sh, test_hf_prepare.sh, test_hf_chat_cli.py and test_fault_cli.sh with the sanitized `wgtrain`, and a
 # short pass of every fuzz driver. Any memory error, leak or undefined behaviour aborts the
 # program concerned and counts as a failure. Prints "N passed, N failed, N skipped".
 set -uo pipefail
@@ -22,6 +22,7 @@ run "san/test_cli_conventions.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_cli_
 run "san/test_tune.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_tune.sh
 run "san/test_hf_prepare.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_hf_prepare.sh
 run "san/test_hf_chat_cli.py" env WGT="$PWD/$B/wgtrain" "$PYTHON" tests/test_hf_chat_cli.py
+run "san/test_fault_cli.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_fault_cli.sh
 for f in "$B"/fuzz/fuzz_*; do
     [[ -x $f && $f != *.d ]] || continue
     run "san/$(basename "$f")" "$f" "${SAN_FUZZ_ITERS:-300}"

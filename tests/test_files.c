@@ -18,6 +18,7 @@
 #include "core/npy.h"
 #include "core/runlock.h"
 #include "core/safetensors.h"
+#include "model/model.h"
 #include "data/prepare.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
@@ -25,6 +26,7 @@
 #include "train/checkpoint.h"
 #include "train/dataset.h"
 #include "train/metrics.h"
+#include "train/plot.h"
 #include "train/train_config.h"
 
 static char tmpdir[256];
@@ -216,6 +218,14 @@ static void test_json_strict(void) {
     }
     cJSON *j = NULL;
     CHECK(json_parse_strict(&j, "{\"a\": 1}\0 ", 10, 0, "nul") != WGT_OK, "a NUL byte after the value");
+    CHECK(json_parse_strict(&j, "\xEF\xBB\xBF{\"a\": 1}", 11, 0, "bom") != WGT_OK && strstr(wgt_last_error(), "byte order mark"),
+          "a byte order mark is refused by name: %s", wgt_last_error());
+    {  // nesting beyond the limit is said to be too deep (not "not an object")
+        char deep[5000 * 2 + 1];
+        for (int i = 0; i < 5000; i++) deep[i] = '[', deep[5000 + i] = ']';
+        CHECK(json_parse_strict(&j, deep, 10000, 0, "deep") != WGT_OK && strstr(wgt_last_error(), "too deep"),
+              "5000 levels: %s", wgt_last_error());
+    }
     cJSON *n = cJSON_CreateNumber(1e300);
     int64_t v = 0;
     CHECK(!json_int_in(n, 0, INT32_MAX, &v), "1e300 is not an int32");
@@ -825,6 +835,114 @@ static void test_metrics_rewind(void) {
     metrics_history_free(&h);
 }
 
+
+// ------------------------------------------------------------------ third audit: JSON readers, plot
+
+// A Hugging Face config.json is read as transformers reads it or refused: a duplicate key (Python
+// keeps the last, cJSON the first), trailing data, a NUL with junk, a byte order mark; and too
+// deep a nesting is said to be too deep.
+static void test_hf_config_strict(void) {
+    const char *good = "{\"model_type\": \"llama\", \"hidden_size\": 32, \"intermediate_size\": 64, "
+                       "\"num_attention_heads\": 4, \"num_hidden_layers\": 1, \"vocab_size\": 64, "
+                       "\"max_position_embeddings\": 16}";
+    model_config c;
+    CHECK(model_config_from_hf_json(&c, good, "good") == WGT_OK && c.n_head == 4, "the plain config: %s", wgt_last_error());
+    char dup[1024];
+    snprintf(dup, sizeof dup, "%.*s, \"num_attention_heads\": 2}", (int)strlen(good) - 1, good);
+    CHECK(model_config_from_hf_json(&c, dup, "dup") != WGT_OK && strstr(wgt_last_error(), "num_attention_heads") &&
+          strstr(wgt_last_error(), "twice"), "a duplicate key is refused by name: %s", wgt_last_error());
+    char tail[1024];
+    snprintf(tail, sizeof tail, "%s garbage", good);
+    CHECK(model_config_from_hf_json(&c, tail, "tail") != WGT_OK && strstr(wgt_last_error(), "after the JSON value"),
+          "trailing data: %s", wgt_last_error());
+    // through the file reader: a NUL and junk after the object, and a byte order mark
+    const char *p = tp("config.json");
+    char buf[1024];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "%s", good);
+    memcpy(buf + n, "\0junk", 5);
+    test_spit(p, buf, n + 5);
+    CHECK(model_config_from_hf_file(&c, p) != WGT_OK && strstr(wgt_last_error(), "NUL"), "a NUL and junk: %s",
+          wgt_last_error());
+    n = (size_t)snprintf(buf, sizeof buf, "\xEF\xBB\xBF%s", good);
+    test_spit(p, buf, n);
+    CHECK(model_config_from_hf_file(&c, p) != WGT_OK && strstr(wgt_last_error(), "byte order mark"), "a BOM: %s",
+          wgt_last_error());
+    char *deep = malloc(10002);
+    for (int i = 0; i < 5000; i++) deep[i] = '[', deep[5000 + i] = ']';
+    deep[10000] = 0;
+    CHECK(model_config_from_hf_json(&c, deep, "deep") != WGT_OK && strstr(wgt_last_error(), "too deep"),
+          "5000 levels are said to be too deep: %s", wgt_last_error());
+    free(deep);
+    // a checkpoint's model JSON too
+    CHECK(model_config_from_json(&c, "{\"arch\": \"gpt2\", \"arch\": \"llama\"}", "ck") != WGT_OK &&
+          strstr(wgt_last_error(), "twice"), "a checkpoint's model JSON with a duplicate key: %s", wgt_last_error());
+}
+
+// train --config: one setting under two spellings is a contradiction, refused naming both.
+static void test_config_two_spellings(void) {
+    const char *cases[][3] = {
+        {"{\"steps\": 5, \"train\": {\"steps\": 2}}", "\"steps\"", "\"train.steps\""},
+        {"{\"val_every\": 5, \"val-every\": 2}", "\"val_every\"", "\"val-every\""},
+        {"{\"log\": {\"val_every\": 5, \"val-every\": 2}}", "\"log.val_every\"", "\"log.val-every\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *p = tp("cfg.json");
+        test_spit(p, cases[i][0], strlen(cases[i][0]));
+        train_config c;
+        train_flags fl;
+        CHECK(train_config_read_file(&c, &fl, p) != WGT_OK && strstr(wgt_last_error(), cases[i][1]) &&
+              strstr(wgt_last_error(), cases[i][2]) && strstr(wgt_last_error(), "twice"),
+              "case %zu: %s", i, wgt_last_error());
+    }
+    const char *ok = "{\"steps\": 5, \"train\": {\"lr\": 0.01}}";
+    test_spit(tp("cfg.json"), ok, strlen(ok));
+    train_config c;
+    train_flags fl;
+    CHECK(train_config_read_file(&c, &fl, tp("cfg.json")) == WGT_OK && c.steps == 5 && c.lr == 0.01, "distinct keys: %s",
+          wgt_last_error());
+}
+
+// The plot survives every value a metrics file can hold: the denormal 5e-324 (whose decade
+// pow(10, -324) is 0), +-1.7e308 (whose sums and rounded bounds are infinite), NaN, infinity,
+// huge steps. Each case must finish (an alarm ends a loop that never does: the test then dies),
+// give a file of bounded size, and print no non-finite coordinate.
+static void on_plot_alarm(int sig) {
+    static const char msg[] = "FAIL: the plot did not finish within 20 s (an endless tick loop)\n0 passed, 1 failed\n";
+    ssize_t r = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)r, (void)sig;
+    _exit(1);
+}
+
+static void test_plot_extremes(void) {
+    signal(SIGALRM, on_plot_alarm);
+    const double ex[] = {5e-324, -5e-324, 1.7e308, -1.7e308, 1e-300, NAN, INFINITY, -INFINITY, 0, 1, 2.5};
+    const size_t NE = sizeof ex / sizeof ex[0];
+    for (size_t a = 0; a < NE; a++)
+        for (int field = 0; field < 4; field++) {
+            metrics_history h = {0};
+            for (long s = 1; s <= 6; s++) {
+                metrics_row r = {s, 3.0, s % 3 ? NAN : 2.9, 1e-3, 0.5, 100, 1, s == 4, NAN, 0, NULL};
+                double v = ex[(a + (size_t)s * (s == 2)) % NE];  // mostly one value, step 2 another
+                if (field == 0) r.loss = v;
+                if (field == 1) r.val_loss = v, r.step = s;
+                if (field == 2) r.lr = v;
+                if (field == 3) r.grad_norm = v;
+                metrics_history_add(&h, &r);
+            }
+            alarm(20);
+            wgt_status st = plot_loss_svg(tp("loss.svg"), &h, ex[a] == ex[a] ? 3.1 : NAN, "t <&>");
+            alarm(0);
+            size_t n = 0;
+            uint8_t *b = test_slurp(tp("loss.svg"), &n);
+            CHECK(st == WGT_OK && b && n < 200000 && strstr((char *)b, "</svg>"), "value %g in field %d: %zu bytes", ex[a],
+                  field, n);
+            CHECK(b && !strstr((char *)b, "nan") && !strstr((char *)b, "inf"), "value %g in field %d: a non-finite "
+                  "coordinate", ex[a], field);
+            free(b);
+            metrics_history_free(&h);
+        }
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "%s/wgt_files_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
@@ -839,6 +957,9 @@ int main(void) {
     test_checkpoint_contents();
     test_data_integrity();
     test_metrics_rewind();
+    test_hf_config_strict();
+    test_config_two_spellings();
+    test_plot_extremes();
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return test_finish();
 }

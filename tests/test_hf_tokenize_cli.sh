@@ -53,5 +53,12 @@ printf '{"model":{"type":"WordPiece","vocab":{}}}' >"$T/wp.json"
 expect_fail "a WordPiece tokenizer.json names the model" "WordPiece" bash -c "echo a | '$W' tokenize --tokenizer '$T/wp.json'"
 head -c 5000 "$H/llama2/tokenizer.json" >"$T/cut.json"
 expect_fail "a truncated tokenizer.json" "not valid JSON" bash -c "echo a | '$W' tokenize --tokenizer '$T/cut.json'"
+# read strictly, as every JSON file: a byte order mark, a NUL and junk, a key twice
+{ printf '\xef\xbb\xbf'; cat "$H/llama2/tokenizer.json"; } >"$T/bom.json"
+expect_fail "a tokenizer.json with a byte order mark" "byte order mark" bash -c "echo a | '$W' tokenize --tokenizer '$T/bom.json'"
+{ cat "$H/llama2/tokenizer.json"; printf '\0junk'; } >"$T/nul.json"
+expect_fail "a tokenizer.json with a NUL and junk after it" "after the JSON value" bash -c "echo a | '$W' tokenize --tokenizer '$T/nul.json'"
+{ printf '{"version": "1.0", '; tail -c +2 "$H/llama2/tokenizer.json"; } >"$T/dup.json"
+expect_fail "a tokenizer.json with a key twice" '"version" twice' bash -c "echo a | '$W' tokenize --tokenizer '$T/dup.json'"
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

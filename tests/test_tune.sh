@@ -98,6 +98,30 @@ head -c 2000000 /dev/zero | tr '\0' ' ' >"$T/huge.json"
 out=$($W tune --adapter software --show --cache "$T/huge.json" 2>&1); rc=$?
 holds "a cache over 1 MiB: exit 0 and a note" '[[ $rc -eq 0 && $out == *"ignoring the tuning cache"* ]]'
 
+section "a file that is not a tuning cache is refused, a huge cache is rewritten in linear time"
+echo "precious" >"$T/foreign.txt"
+printf '{"a": 1}' >"$T/foreign.json"
+for f in foreign.txt foreign.json; do
+    cp "$T/$f" "$T/$f.orig"
+    out=$($W tune --adapter software --tiles 64x64x8/8x8 --cache "$T/$f" 2>&1); rc=$?
+    holds "tune --cache $f (not a cache) is refused before tuning" '[[ $rc -ne 0 && $out == *"is not a wgtrain tuning cache"* && $out != *"tune: matmul"* ]]'
+    check "$f is untouched" cmp -s "$T/$f" "$T/$f.orig"
+done
+# about 350 000 entries in 1 MiB: a quadratic rewrite took minutes (25 000 entries: 1.6 s)
+"$PY" - "$T/big.json" <<'EOF'
+import sys
+head = '{"format": "wgtrain-tuning", "version": 1, "devices": ['
+n = (1048000 - len(head)) // 3
+open(sys.argv[1], "w").write(head + ",".join(["{}"] * n) + "]}")
+EOF
+out=$(timeout -k 5 120 $W tune --adapter software --tiles 64x64x8/8x8 --cache "$T/big.json" 2>&1); rc=$?
+holds "tune over a 1 MiB cache of ~350 000 entries finishes" '[[ $rc -eq 0 ]]'
+check "the rewritten cache keeps at most 64 entries, this device's last" "$PY" - "$T/big.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))["devices"]
+assert len(d) == 64 and "key" in d[-1] and all(e == {} for e in d[:-1]), len(d)
+EOF
+
 section "a symlink at the cache path is not written through"
 echo "precious" >"$T/target"
 ln -s "$T/target" "$T/link.json"

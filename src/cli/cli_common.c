@@ -16,8 +16,12 @@ wgt_status cli_parse_double(const char *flag, const char *s, double *out) {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || *end || errno == ERANGE)
-        return wgt_fail(WGT_ERR_ARG, "%s expects a number, got '%s'", flag, s);
+    if (end == s || *end) return wgt_fail(WGT_ERR_ARG, "%s expects a number, got '%s'", flag, s);
+    // a number, but beyond what a double holds: too large, or too close to 0 (below 2.2e-308,
+    // where precision is lost, or rounding to 0)
+    if (errno == ERANGE)
+        return wgt_fail(WGT_ERR_ARG, "%s %s is out of range: its magnitude is %s for a double (use a value between "
+                        "about 2.2e-308 and 1.8e308, or 0)", flag, s, fabs(v) > 1 ? "too large" : "too small");
     if (!isfinite(v)) return wgt_fail(WGT_ERR_ARG, "%s must be finite, got '%s'", flag, s);
     *out = v;
     return WGT_OK;

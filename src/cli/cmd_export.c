@@ -1,8 +1,10 @@
 // cmd_export.c — `wgtrain export`: a run's model as a Hugging Face model directory that
 // transformers' from_pretrained loads (config.json, model.safetensors in the family's Hugging
 // Face names and layout) and, for runs on GPT-2's tokenizer, the tokenizer files AutoTokenizer
-// reads (vocab.json, merges.txt, tokenizer_config.json, special_tokens_map.json). Every file is
-// written atomically; files there that an earlier export did not write are kept unless --force.
+// reads (vocab.json, merges.txt, tokenizer_config.json, special_tokens_map.json). The files are
+// written into a stage directory beside HF_DIR and switched in together (core/dir_switch.h), so
+// HF_DIR always holds one export whole; files there that an export does not write are kept, and
+// those of an export's names that an earlier export did not write are refused unless --force.
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "core/dir_switch.h"
 #include "core/fileutil.h"
+#include "core/json_strict.h"
 #include "data/gpt2_bpe.h"
 #include "data/text_tokenizer.h"
 #include "data/hf_tokenizer.h"
@@ -24,7 +28,6 @@
 static const char *const OUR_FILES[] = {MARKER, "config.json", "model.safetensors", "model.safetensors.index.json",
                                         "vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json",
                                         "special_tokens_map.json", NULL};
-#define TOKENIZER_FIRST 4  // OUR_FILES[4..]: the tokenizer's
 
 static void usage(void) {
     printf("usage: wgtrain export --run RUN_DIR --out HF_DIR [--force] [--max-shard-size SIZE]\n"
@@ -105,7 +108,8 @@ static wgt_status export_hf_tokenizer(const text_tokenizer *t, const char *out, 
     cJSON *map = cJSON_CreateObject();
     wgt_status st = WGT_OK;
     if (config) {
-        cJSON *c = cJSON_ParseWithLength(config, cn);
+        cJSON *c = NULL;
+        st = json_parse_strict(&c, config, cn, 0, "the tokenizer's tokenizer_config.json");
         static const char *const keys[] = {"bos_token", "eos_token", "unk_token", "pad_token"};
         for (size_t i = 0; c && i < sizeof keys / sizeof keys[0]; i++) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, keys[i]);
@@ -138,6 +142,16 @@ static wgt_status export_hf_tokenizer(const text_tokenizer *t, const char *out, 
     if (st == WGT_OK) st = write_text(out, "special_tokens_map.json", text);
     free(text);
     return st;
+}
+
+static int is_shard_name(const char *name, int *of);
+
+// The names an export writes (the new export replaces them; any other entry of HF_DIR is kept).
+static int export_owns(const char *name) {
+    int of;
+    for (int i = 0; OUR_FILES[i]; i++)
+        if (!strcmp(name, OUR_FILES[i])) return 1;
+    return is_shard_name(name, &of) || strstr(name, ".tmp.") != NULL;
 }
 
 static const char *const export_flags[] = {"--run=", "--out=", "--max-shard-size=", "--force", "--help", "-h", NULL};
@@ -223,7 +237,6 @@ static wgt_status export_main(int argc, char **argv) {
     struct stat sb;
     if (stat(out, &sb) == 0 && !S_ISDIR(sb.st_mode))
         st = wgt_fail(WGT_ERR_ARG, "--out %s exists and is not a directory", out);
-    if (st == WGT_OK) st = dir_make(out);
     if (st == WGT_OK) st = join(p, sizeof p, out, MARKER);
     if (st == WGT_OK && !force && !exists(p)) {
         for (int i = 1; OUR_FILES[i] && st == WGT_OK; i++) {
@@ -242,7 +255,14 @@ static wgt_status export_main(int argc, char **argv) {
     if (st == WGT_OK) run_tokenizer_find(&ck, run, &tok, tokdir, sizeof tokdir);
     const char *tok_kind = tok ? text_tokenizer_kind_name(tok) : "";
     int gpt2 = !strcmp(tok_kind, TEXT_TOK_GPT2_NAME), hf = !strcmp(tok_kind, HF_KIND_NAME);
-    // the marker first: an interrupted export is still recognised as ours
+    // every file goes into the stage; HF_DIR changes only when all of them are there
+    dir_switch sw;
+    memset(&sw, 0, sizeof sw);
+    int staged = 0;
+    if (st == WGT_OK) st = dir_switch_begin(&sw, out, export_owns);
+    staged = st == WGT_OK;
+    const char *final_out = out;
+    out = sw.stage;
     if (st == WGT_OK) {
         char real[TRAIN_PATH_MAX];
         char *esc = NULL;
@@ -268,19 +288,9 @@ static wgt_status export_main(int argc, char **argv) {
     if (st == WGT_OK) st = run_model_open(&m, be, &ck, 1, 1, run, MODEL_PREC_F32);
     if (st == WGT_OK) st = model_export_safetensors(m, out, shard_bytes, &n_shards);
     model_free(m);
-    // what an earlier export left that would contradict this one: transformers reads a
-    // model.safetensors before an index, and an index names its own shards
-    if (st == WGT_OK) st = join(p, sizeof p, out, n_shards > 1 ? "model.safetensors" : "model.safetensors.index.json");
-    if (st == WGT_OK && unlink(p) != 0 && errno != ENOENT)
-        st = wgt_fail(WGT_ERR_IO, "cannot remove the old %s: %s", p, strerror(errno));
-    if (st == WGT_OK) st = scan_shards(out, NULL, 0, 1, n_shards > 1 ? n_shards : -1);
     if (be) be->free(be);
-    // tokenizer files of an earlier export would describe another tokenizer: gone first
-    for (int i = TOKENIZER_FIRST; OUR_FILES[i] && st == WGT_OK; i++) {
-        st = join(p, sizeof p, out, OUR_FILES[i]);
-        if (st == WGT_OK && unlink(p) != 0 && errno != ENOENT)
-            st = wgt_fail(WGT_ERR_IO, "cannot remove the old %s: %s", p, strerror(errno));
-    }
+    // (the stage starts empty: nothing of an earlier export, whose weights or tokenizer files
+    // would contradict these, reaches HF_DIR)
     if (st == WGT_OK && hf) st = export_hf_tokenizer(tok, out, ck.cfg.model.max_seq);
     if (st == WGT_OK && gpt2) {
         char src[TRAIN_PATH_MAX + 64];
@@ -299,6 +309,9 @@ static wgt_status export_main(int argc, char **argv) {
             st = write_text(out, "special_tokens_map.json", "{\n  \"bos_token\": \"<|endoftext|>\",\n  \"eos_token\": "
                             "\"<|endoftext|>\",\n  \"unk_token\": \"<|endoftext|>\"\n}\n");
     }
+    if (st == WGT_OK) st = dir_switch_commit(&sw);
+    else if (staged) dir_switch_abort(&sw);
+    out = final_out;
     if (st == WGT_OK) {
         const model_config *c = &ck.cfg.model;
         char wfiles[96];

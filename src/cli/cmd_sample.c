@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "core/token_id.h"
 #include "data/text_tokenizer.h"
+#include "train/run_tokenizer.h"
 #include "train/sampler.h"
 #include "train/trainer.h"
 
@@ -100,9 +101,10 @@ static wgt_status sample_main(int argc, char **argv) {
     const model_config *mc = &ck.cfg.model;
     const int T = mc->max_seq, V = mc->vocab;
     // the run's copy of the tokenizer (its own BPE or GPT-2's); older runs or moved files: the data directory's
+    // (the one whose fingerprint the run recorded: a replaced tokenizer.bin is refused)
     text_tokenizer *tok = NULL;
-    wgt_status st = text_tokenizer_open_dir(&tok, run);
-    if (st == WGT_OK && !tok) st = text_tokenizer_open_dir(&tok, ck.cfg.data_dir);
+    wgt_status st = run_tokenizer_open(&tok, &ck, run);
+    if (st != WGT_OK && as_ids) st = WGT_OK;  // ids need no tokenizer; with none, id 0 starts an empty prompt
     if (st == WGT_OK && !tok && !as_ids)
         st = wgt_fail(WGT_ERR_IO, "no tokenizer: neither %s nor its data directory %s has one (%s, or GPT-2's encoder.json "
                       "+ vocab.bpe; data made by other tools?); sampling text needs the tokenizer the training data was made with "

@@ -77,6 +77,12 @@ static wgt_status tune_main(int argc, char **argv) {
         return wgt_fail(WGT_ERR_ARG, "no tuning cache to write: WGTRAIN_TUNE_CACHE is off (or neither XDG_CACHE_HOME nor "
                         "HOME is set); give --cache PATH");
     }
+    // a file at the path that is not a tuning cache is refused before the run, not replaced after it
+    wgt_status cs = wg_tune_cache_check(p);
+    if (cs != WGT_OK) {
+        be->free(be);
+        return cs;
+    }
     char bad[1100];
     if (tiles && !wg_tune_tiles_valid(ctx, tiles, bad, sizeof bad)) {
         wgt_status e = wgt_fail(WGT_ERR_ARG, "--tiles: '%s' is not a tile BMxBNxBK/TMxTN that this device runs (TM, TN 4 "

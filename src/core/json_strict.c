@@ -147,7 +147,7 @@ static int v_value(vstate *s, int depth) {
     if (s->i >= s->n) return fail(s, "unexpected end");
     unsigned char c = s->p[s->i];
     if (c == '{' || c == '[') {
-        if (depth >= JSON_MAX_DEPTH) return fail(s, "nested too deeply");
+        if (depth >= JSON_MAX_DEPTH) return fail(s, "nested too deep (more than 64 levels of objects and arrays)");
         unsigned char close = c == '{' ? '}' : ']';
         s->i++;
         skip_ws(s);
@@ -215,15 +215,25 @@ static const char *find_duplicate(const cJSON *node) {
 }
 
 wgt_status json_parse_strict(cJSON **out, const char *text, size_t n, unsigned flags, const char *what) {
+    size_t at;
+    return json_parse_strict_at(out, text, n, flags, what, &at);
+}
+
+wgt_status json_parse_strict_at(cJSON **out, const char *text, size_t n, unsigned flags, const char *what, size_t *err_at) {
     *out = NULL;
+    *err_at = 0;
     vstate s = {(const unsigned char *)text, n, 0, flags, NULL};
-    int ok = v_value(&s, 0);
+    int ok;
+    if (n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) ok = fail(&s, "a byte order mark (U+FEFF) before the value; save the file as UTF-8 without one");
+    else ok = v_value(&s, 0);
     if (ok) {
         skip_ws(&s);
         if (s.i != s.n) ok = fail(&s, s.p[s.i] ? "data after the JSON value" : "NUL byte after the JSON value");
     }
-    if (!ok)
+    if (!ok) {
+        *err_at = s.i;
         return wgt_fail(WGT_ERR_FORMAT, "%s is not valid JSON: %s at byte %zu", what, s.err ? s.err : "error", s.i);
+    }
     cJSON *root = cJSON_ParseWithLength(text, n);
     if (!root) return wgt_fail(WGT_ERR_FORMAT, "%s: the JSON parser refused it (out of memory?)", what);
     const char *dup = find_duplicate(root);

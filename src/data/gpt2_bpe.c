@@ -21,6 +21,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include "core/fileutil.h"
+#include "core/json_strict.h"
 #include "data/text_tokenizer.h"
 
 // GPT-2's pre-tokenizer, as tiktoken compiles it:
@@ -238,16 +239,16 @@ static void line_col(const uint8_t *text, size_t upto, size_t *line, size_t *col
 }
 
 static wgt_status load_encoder(gpt2_bpe *g, const char *path, const int byte_of_char[324], const int id_of_byte[256]) {
-    const char *parse_end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts((const char *)g->enc_file, g->enc_len, &parse_end, 0);
-    if (!root) {
-        const char *e = cJSON_GetErrorPtr();
-        size_t at = e && e >= (const char *)g->enc_file && e <= (const char *)g->enc_file + g->enc_len
-                        ? (size_t)(e - (const char *)g->enc_file) : 0;
+    // strict: trailing data, a NUL, a byte order mark or a token given twice is refused
+    cJSON *root = NULL;
+    size_t at = 0;
+    if (json_parse_strict_at(&root, (const char *)g->enc_file, g->enc_len, 0, "it", &at) != WGT_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", wgt_last_error());
         size_t line, col;
         line_col(g->enc_file, at, &line, &col);
-        return wgt_fail(WGT_ERR_FORMAT, "%s:%zu:%zu: not valid JSON; GPT-2's encoder.json is one JSON object "
-                        "mapping each token to its id (re-install it with scripts/setup.sh)", path, line, col);
+        return wgt_fail(WGT_ERR_FORMAT, "%s:%zu:%zu: not valid JSON (%s); GPT-2's encoder.json is one JSON object "
+                        "mapping each token to its id (re-install it with scripts/setup.sh)", path, line, col, why);
     }
     wgt_status st = WGT_OK;
     char sb[96], sb2[96];

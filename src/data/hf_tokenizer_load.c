@@ -837,7 +837,9 @@ wgt_status hf_tokenizer_load_text(hf_tokenizer **out, const char *text, size_t n
     jscan js = {(const uint8_t *)text, n, 0, what};
     cJSON *root = NULL;
     wgt_status st = WGT_OK;
-    if (js_peek(&js) != '{') st = bad(what, "the top level must be a JSON object");
+    if (n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3))  // as json_parse_strict: refused by name
+        st = bad(what, "a byte order mark (U+FEFF) before the JSON value; save the file as UTF-8 without one");
+    else if (js_peek(&js) != '{') st = bad(what, "the top level must be a JSON object");
     if (st == WGT_OK) st = js_object(&js, t, 0, &root);
     if (st == WGT_OK && js_peek(&js) != -1) st = js_err(&js, "data after the JSON value");
     if (st == WGT_OK)

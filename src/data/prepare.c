@@ -12,6 +12,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <glob.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -406,6 +408,52 @@ static void print_skipped(const char *what, const strlist *l) {
     printf("\n");
 }
 
+// ------------------------------------------------------------------ the output directory
+
+// Whether `name` is a file that prepare writes (or a temporary of one, or the lock).
+static int prepare_owns(const char *name) {
+    static const char *const mine[] = {PREPARE_META_FILE, PREPARE_TOKENIZER_FILE, GPT2_ENCODER_FILE, GPT2_MERGES_FILE,
+                                       "tokenizer.json", "tokenizer_config.json", RUN_LOCK_FILE, NULL};
+    for (int i = 0; mine[i]; i++)
+        if (!strcmp(name, mine[i])) return 1;
+    size_t n = strlen(name);
+    int bin = n > 4 && !strcmp(name + n - 4, ".bin");
+    if (bin && (!strncmp(name, "train_", 6) || !strncmp(name, "val_", 4))) return 1;  // shards
+    return strstr(name, ".tmp.") != NULL;  // an atomic write a killed prepare left behind
+}
+
+// --out must be new, empty or an earlier prepare's directory: one that holds anything else (a
+// training run's checkpoint, the texts themselves) is refused, so that prepare never replaces a
+// run's tokenizer.bin or mixes its shards into somebody else's files.
+static wgt_status check_out_dir(const char *out_dir) {
+    DIR *d = opendir(out_dir);
+    if (!d) return WGT_OK;  // missing (made later) or not a directory (dir_make says so)
+    wgt_status st = WGT_OK;
+    for (struct dirent *e; (e = readdir(d)) && st == WGT_OK;) {
+        const char *n = e->d_name;
+        if (!strcmp(n, ".") || !strcmp(n, "..") || prepare_owns(n)) continue;
+        if (!strcmp(n, "ckpt.bin") || !strcmp(n, "metrics.jsonl"))
+            st = wgt_fail(WGT_ERR_ARG, "--out %s holds a training run (%s): prepare would replace the run's tokenizer; "
+                          "choose a new or empty --out directory for the data", out_dir, n);
+        else
+            st = wgt_fail(WGT_ERR_ARG, "--out %s holds %s, which `wgtrain prepare` did not make: prepare writes only into "
+                          "a new or empty directory or one it prepared before; choose another --out", out_dir, n);
+    }
+    closedir(d);
+    return st;
+}
+
+// An input file inside the output directory would be read back as text (or be overwritten).
+static wgt_status check_input_outside(const char *file, const char *out_real) {
+    char real[PATH_MAX];
+    if (!out_real || !realpath(file, real)) return WGT_OK;
+    size_t k = strlen(out_real);
+    if (!strncmp(real, out_real, k) && (real[k] == '/' || (k == 1 && out_real[0] == '/')))
+        return wgt_fail(WGT_ERR_ARG, "the input %s is inside --out %s, where prepare writes its files; put the data "
+                        "directory elsewhere", file, out_real);
+    return WGT_OK;
+}
+
 wgt_status prepare_corpus(const char **inputs, int n_inputs, const char *out_dir, int vocab_size,
                           double val_fraction, int verbose) {
     return prepare_corpus_with(inputs, n_inputs, out_dir, PREPARE_TOKENIZER_TRAIN, vocab_size, val_fraction, verbose);
@@ -459,10 +507,15 @@ static wgt_status prepare_run(const char **inputs, int n_inputs, const char *out
     run_lock lock = {0};
     double t0 = wgt_now_s();
 
+    st = check_out_dir(out_dir);
+    if (st != WGT_OK) goto done;
+    char out_real_buf[PATH_MAX];
+    const char *out_real = st == WGT_OK && realpath(out_dir, out_real_buf) ? out_real_buf : NULL;
     // 1. Gather documents, input by input.
-    for (int ii = 0; ii < n_inputs; ii++) {
+    for (int ii = 0; ii < n_inputs && st == WGT_OK; ii++) {
         strlist files = {0};
         st = expand_input(inputs[ii], &files);
+        for (size_t i = 0; i < files.n && st == WGT_OK; i++) st = check_input_outside(files.v[i], out_real);
         if (st == WGT_OK && files.n == 0)
             st = wgt_fail(WGT_ERR_IO, "input %s contains no files (hidden files are skipped)", inputs[ii]);
         // A directory or pattern with mostly Brown files is the Brown corpus: its other files

@@ -17,6 +17,7 @@
 #include "backend/half.h"
 #include "core/clock.h"
 #include "core/fileutil.h"
+#include "core/json_strict.h"
 #include "model/model_impl.h"
 
 // ------------------------------------------------------------------ families
@@ -198,10 +199,12 @@ wgt_status model_config_from_cjson(model_config *c, const cJSON *obj, const char
 }
 
 wgt_status model_config_from_json(model_config *c, const char *json, const char *what) {
-    cJSON *obj = cJSON_Parse(json);
-    if (!obj) {
+    cJSON *obj;
+    char label[512];
+    snprintf(label, sizeof label, "%s: the model configuration", what);
+    if (json_parse_strict(&obj, json, strlen(json), 0, label) != WGT_OK) {
         memset(c, 0, sizeof *c);
-        return wgt_fail(WGT_ERR_FORMAT, "%s: the model configuration is not valid JSON", what);
+        return WGT_ERR_FORMAT;  // the message names the problem
     }
     wgt_status st = model_config_from_cjson(c, obj, what);
     cJSON_Delete(obj);
@@ -353,9 +356,16 @@ static const model_arch *arch_by_hf_type(const char *t) {
     return NULL;
 }
 
-wgt_status model_config_from_hf_json(model_config *c, const char *json, const char *what) {
+static wgt_status hf_config_parse(model_config *c, const char *json, size_t json_len, const char *what) {
     memset(c, 0, sizeof *c);
-    cJSON *obj = cJSON_Parse(json);
+    // strict: a duplicate key (which Python's json would read as its last value), trailing
+    // data, a NUL or a byte order mark is refused rather than read differently from transformers
+    cJSON *obj;
+    if (json_parse_strict(&obj, json, json_len, 0, what) != WGT_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", wgt_last_error());
+        return wgt_fail(WGT_ERR_CONFIG, "%s (a Hugging Face config.json must be one plain JSON object)", msg);
+    }
     if (!cJSON_IsObject(obj)) {
         cJSON_Delete(obj);
         return wgt_fail(WGT_ERR_CONFIG, "%s is not a JSON object (a Hugging Face config.json)", what);
@@ -387,13 +397,17 @@ wgt_status model_config_from_hf_json(model_config *c, const char *json, const ch
     return st;
 }
 
+wgt_status model_config_from_hf_json(model_config *c, const char *json, const char *what) {
+    return hf_config_parse(c, json, strlen(json), what);
+}
+
 wgt_status model_config_from_hf_file(model_config *c, const char *path) {
     memset(c, 0, sizeof *c);
     enum { MAX_BYTES = 1 << 24 };  // a config.json is a few kilobytes
     char *buf;
     size_t n;
     WGT_TRY(file_read_all(path, "the model config", "pass a Hugging Face config.json", MAX_BYTES, &buf, &n));
-    wgt_status st = model_config_from_hf_json(c, buf, path);
+    wgt_status st = hf_config_parse(c, buf, n, path);  // its length: a NUL inside is refused, not an end
     free(buf);
     return st;
 }
@@ -906,6 +920,10 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
     // in file order, so that each shard is read once, front to back
     int *order = wgt_calloc((size_t)(m->np ? m->np : 1), sizeof *order);
     const st_tensor **src_t = wgt_calloc((size_t)(m->np ? m->np : 1), sizeof *src_t);
+    // non-finite weights (a NaN- or Inf-filled file) are loaded but said: the model computes NaN
+    size_t bad_total = 0, bad_first = 0, bad_first_n = 0;
+    int bad_tensors = 0;
+    char bad_name[128] = "";
     for (int i = 0; i < m->np && st == WGT_OK; i++) {
         order[i] = i;
         src_t[i] = model_st_find(m->arch, f, m->t[i].info.name);
@@ -930,6 +948,13 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
         }
         st = st_tensor_read(f, t, buf);
         if (st != WGT_OK) break;
+        size_t bad = 0;
+        for (size_t i = 0; i < p->n; i++) bad += !isfinite(buf[i]);
+        if (bad && !bad_tensors++) {
+            snprintf(bad_name, sizeof bad_name, "%s", t->name);
+            bad_first = bad, bad_first_n = p->n;
+        }
+        bad_total += bad;
         const float *src = buf;
         if (p->flags & MODEL_T_HF_TRANSPOSED) {
             if (!tmp) tmp = wgt_malloc(cap * 4);
@@ -946,6 +971,14 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
     free(tmp);
     st_close(f);
     m->half_stale = 1;
+    if (st == WGT_OK && bad_tensors) {
+        char more[128] = "";
+        if (bad_tensors > 1)
+            snprintf(more, sizeof more, " (and %d more tensors: %zu non-finite values in all)", bad_tensors - 1, bad_total);
+        fprintf(stderr, "warning: %s: the tensor '%s' has %zu non-finite values (NaN or infinity) of %zu%s; a model with "
+                "them computes NaN (every update is skipped, sampling and evaluation mean nothing): these weights are "
+                "broken, use a good copy of the model\n", path, bad_name, bad_first, bad_first_n, more);
+    }
     if (st == WGT_OK) st = m->be->sync(m->be);
     return st;
 }

@@ -66,7 +66,7 @@ static int put_num(char *p, size_t n, const char *key, double v, const char *fmt
 }
 
 wgt_status metrics_log_write(metrics_log *ml, const metrics_row *r) {
-    char line[512];
+    char line[2048];
     size_t k = (size_t)snprintf(line, sizeof line, "{\"step\": %ld", r->step);
     // %.9g keeps a float-derived loss exact, so runs can be compared bit for bit from the log
     k += (size_t)put_num(line + k, sizeof line - k, "loss", r->loss, "%.9g");
@@ -78,6 +78,8 @@ wgt_status metrics_log_write(metrics_log *ml, const metrics_row *r) {
     if (r->skipped) k += (size_t)snprintf(line + k, sizeof line - k, ", \"skipped\": true");
     if (!isnan(r->loss_scale)) k += (size_t)put_num(line + k, sizeof line - k, "loss_scale", r->loss_scale, "%.9g");
     if (!isnan(r->loss_scale) || r->skips > 0) k += (size_t)snprintf(line + k, sizeof line - k, ", \"skips\": %ld", r->skips);
+    if (r->resumed_with && r->resumed_with[0] && strlen(r->resumed_with) < 1200)
+        k += (size_t)snprintf(line + k, sizeof line - k, ", \"resumed_with\": %s", r->resumed_with);
     snprintf(line + k, sizeof line - k, "}\n");
     if (fputs(line, ml->f) == EOF || fflush(ml->f) != 0)
         return wgt_fail(WGT_ERR_IO, "cannot write %s: %s (disk full?)", ml->path, strerror(errno));
@@ -118,7 +120,7 @@ wgt_status metrics_log_rewind(const char *path, long max_step, metrics_history *
             atomic_file_write(&af, line, (size_t)len);
             const cJSON *sk = cJSON_GetObjectItemCaseSensitive(o, "skipped");
             metrics_row r = {(long)step, num_or_nan(o, "loss"), num_or_nan(o, "val_loss"), num_or_nan(o, "lr"),
-                             num_or_nan(o, "grad_norm"), 0, 0, cJSON_IsTrue(sk), NAN, 0};
+                             num_or_nan(o, "grad_norm"), 0, 0, cJSON_IsTrue(sk), NAN, 0, NULL};
             metrics_history_add(h, &r);
         }
         cJSON_Delete(o);

@@ -1,6 +1,7 @@
 // metrics.h — RUN_DIR/metrics.jsonl: one JSON object per update ("step", "loss", "lr",
 // "grad_norm", "tokens_per_s", "time_s", "val_loss" when it was measured, "loss_scale" with
-// loss scaling, "skips" once an update was skipped or with loss scaling), appended as
+// loss scaling, "skips" once an update was skipped or with loss scaling, "resumed_with" on the
+// first row after a --resume that changed settings: {"lr": 0.001, ...}), appended as
 // training goes so any tool can follow a run; plus the in-memory history the loss plot draws.
 #ifndef WGT_METRICS_H
 #define WGT_METRICS_H
@@ -14,6 +15,7 @@ typedef struct {
     int skipped;            // the update was skipped (non-finite loss or gradient)
     double loss_scale;      // the loss scale the update's gradients carried; NAN: no loss scaling
     long skips;             // updates skipped so far, this one included
+    const char *resumed_with;  // the first row after a --resume that changed settings: them, as a JSON object
 } metrics_row;
 
 // History for the plot: every finite train loss, the validation measurements, the learning

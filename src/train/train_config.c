@@ -57,14 +57,16 @@ static const field fields[] = {
      "micro-batches per update (gradient accumulation)"},
     {"train", "steps", "--steps", FT_LONG, OFF(steps), 0, 0, 1e12, 1, 0, "N",
      "optimizer updates in all (the cosine decay ends there; may be raised on --resume; 0 only with --init)"},
-    {"train", "warmup", "--warmup", FT_LONG, OFF(warmup), 0, 0, 1e12, 0, 0, "N", "updates of linear LR warmup"},
-    {"train", "lr", "--lr", FT_DOUBLE, OFF(lr), 0, 0, 10, 0, 0, "X", "peak learning rate"},
-    {"train", "min_lr", "--min-lr", FT_DOUBLE, OFF(min_lr), 0, 0, 10, 0, 0, "X",
+    {"train", "warmup", "--warmup", FT_LONG, OFF(warmup), 0, 0, 1e12, 1, 0, "N",
+     "updates of linear LR warmup (may change on --resume)"},
+    {"train", "lr", "--lr", FT_DOUBLE, OFF(lr), 0, 0, 10, 1, 0, "X",
+     "peak learning rate (may change on --resume, e.g. lower after a divergence; --min-lr follows it)"},
+    {"train", "min_lr", "--min-lr", FT_DOUBLE, OFF(min_lr), 0, 0, 10, 1, 0, "X",
      "learning rate at the end of the cosine decay (default lr/10)"},
-    {"train", "weight_decay", "--weight-decay", FT_DOUBLE, OFF(weight_decay), 0, 0, 10, 0, 0, "W",
+    {"train", "weight_decay", "--weight-decay", FT_DOUBLE, OFF(weight_decay), 0, 0, 10, 1, 0, "W",
      "AdamW decoupled weight decay of matrices and embeddings (default 0.1)"},
-    {"train", "clip", "--clip", FT_DOUBLE, OFF(clip), 0, 0, 1e30, 0, 0, "C",
-     "clip the global gradient norm to C; 0 turns clipping off (default 1.0)"},
+    {"train", "clip", "--clip", FT_DOUBLE, OFF(clip), 0, 0, 1e30, 1, 0, "C",
+     "clip the global gradient norm to C; 0 turns clipping off (default 1.0; may change on --resume)"},
     {"train", "beta1", "--beta1", FT_DOUBLE, OFF(beta1), 0, 0, 0.999999, 0, 0, "B1", "AdamW beta1 (default 0.9)"},
     {"train", "beta2", "--beta2", FT_DOUBLE, OFF(beta2), 0, 0, 0.999999, 0, 0, "B2", "AdamW beta2 (default 0.95)"},
     {"train", "eps", "--eps", FT_DOUBLE, OFF(eps), 0, 1e-30, 1, 0, 0, "E", "AdamW epsilon (default 1e-8)"},
@@ -74,13 +76,13 @@ static const field fields[] = {
      "z-loss beta: adds B*lse^2 to keep logits from drifting (default 1e-4)"},
     {"train", "dropout", "--dropout", FT_DOUBLE, OFF(dropout), 0, 0, 0.9, 0, 0, "P",
      "dropout probability on attention probabilities and residual branches (default 0; masks from --seed)"},
-    {"train", "loss_scale", "--loss-scale", FT_STR, OFF(loss_scale), sizeof(((train_config *)0)->loss_scale), 0, 0, 0,
+    {"train", "loss_scale", "--loss-scale", FT_STR, OFF(loss_scale), sizeof(((train_config *)0)->loss_scale), 0, 0, 1,
      0, "off|dynamic|auto|N",
      "loss scaling: off, dynamic (starts at --loss-scale-init, halves on an overflow, doubles after "
      "--loss-scale-window clean updates), a fixed scale N, or auto (default: the precision's choice; off in f32)"},
     {"train", "loss_scale_init", "--loss-scale-init", FT_DOUBLE, OFF(loss_scale_init), 0, 1.1754943508222875e-38,
-     3.4028234663852886e38, 0, 0, "S", "the first scale of --loss-scale dynamic (default 65536)"},
-    {"train", "loss_scale_window", "--loss-scale-window", FT_LONG, OFF(loss_scale_window), 0, 1, 4294967295.0, 0, 0,
+     3.4028234663852886e38, 1, 0, "S", "the first scale of --loss-scale dynamic (default 65536)"},
+    {"train", "loss_scale_window", "--loss-scale-window", FT_LONG, OFF(loss_scale_window), 0, 1, 4294967295.0, 1, 0,
      "N", "clean updates in a row after which a dynamic loss scale doubles (default 2000)"},
     {"train", "precision", "--precision", FT_STR, OFF(precision), sizeof(((train_config *)0)->precision), 0, 0, 1, 0,
      "f32|f16", "f32 (default), or f16: mixed precision, f32 master weights, f16 GEMM operands and saved activations "
@@ -205,6 +207,19 @@ static void field_format(const train_config *c, const field *f, char *buf, size_
     else snprintf(buf, n, "%.0f", field_num(c, f));
 }
 
+// As field_format, with a number in its shortest exact form (0.003, not 0.0030000000000000001).
+static void field_format_short(const train_config *c, const field *f, char *buf, size_t n) {
+    if (f->type != FT_DOUBLE) {
+        field_format(c, f, buf, n);
+        return;
+    }
+    double v = field_num(c, f);
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+}
+
 // Parses s as the field's value, checking the range; names the flag when it fails.
 static wgt_status field_parse(train_config *c, const field *f, const char *s) {
     if (f->type == FT_STR) {
@@ -221,6 +236,9 @@ static wgt_status field_parse(train_config *c, const field *f, const char *s) {
         long long k = strtoll(s, &end, 10);
         v = (double)k;
     }
+    if (end != s && !*end && errno == ERANGE)
+        return wgt_fail(WGT_ERR_ARG, "%s %s is out of range (its magnitude is too %s for a %s)", f->flag, s,
+                        fabs(v) > 1 ? "large" : "small", f->type == FT_DOUBLE ? "double" : "64-bit integer");
     if (end == s || *end || errno == ERANGE || !isfinite(v))
         return wgt_fail(WGT_ERR_ARG, "%s expects %s, got '%s'", f->flag, f->type == FT_DOUBLE ? "a number" : "an integer", s);
     if (v < f->lo || v > f->hi) {
@@ -290,6 +308,32 @@ wgt_status train_config_check_resume(const train_config *ck, const train_config 
     return WGT_OK;
 }
 
+int train_config_resume_changes(const train_config *ck, const train_config *now, char *json, size_t json_n, char *said,
+                                size_t said_n) {
+    cJSON *o = cJSON_CreateObject();
+    size_t k = 0;
+    int n = 0;
+    said[0] = 0;
+    for (int i = 0; i < N_FIELDS; i++) {
+        const field *f = &fields[i];
+        // the data directory is compared by the dataset's own checks (a path may be spelled many ways)
+        if (!f->resume_mutable || !f->flag || f->off == OFF(data_dir) || field_equal(ck, now, f)) continue;
+        char a[64], b[64];
+        field_format_short(now, f, a, sizeof a);
+        field_format_short(ck, f, b, sizeof b);
+        if (f->type == FT_STR) cJSON_AddStringToObject(o, f->key, (const char *)fcptr(now, f));
+        else cJSON_AddNumberToObject(o, f->key, field_num(now, f));
+        if (k < said_n) k += (size_t)snprintf(said + k, said_n - k, "%s%s %s (was %s)", n ? ", " : "", f->flag, a, b);
+        n++;
+    }
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    WGT_ASSERT(text, "out of memory");
+    snprintf(json, json_n, "%s", n && strlen(text) < json_n ? text : "");
+    free(text);
+    return n;
+}
+
 wgt_status train_config_check_model(const train_config *want, const train_config *have, const char *what) {
     model_config_delta d;
     if (!model_config_diff(&have->model, &want->model, &d)) return WGT_OK;
@@ -352,9 +396,16 @@ static const field *config_key_field(const char *section, const char *key) {
 }
 
 // Sets one field from a JSON value with the flag's range check, naming the key when it fails.
+// seen[k]: the spelling that set field k already ("" when none), so that a file giving one
+// setting twice ("steps" and "train.steps", or "val_every" and "val-every") is refused by name
+// rather than read as whichever comes last.
 static wgt_status config_set(train_config *c, train_flags *fl, const field *f, const cJSON *it, const char *key,
-                             const char *path) {
+                             const char *path, char (*seen)[160]) {
     int k = (int)(f - fields);
+    if (seen[k][0])
+        return wgt_fail(WGT_ERR_CONFIG, "%s gives %s twice, as \"%s\" and as \"%s\"; keep one of them", path, f->flag,
+                        seen[k], key);
+    snprintf(seen[k], sizeof seen[k], "%s", key);
     if (f->type == FT_STR) {
         if (!cJSON_IsString(it))
             return wgt_fail(WGT_ERR_CONFIG, "%s: \"%s\" must be a string (%s %s)", path, key, f->flag, f->arg);
@@ -391,6 +442,8 @@ wgt_status train_config_read_file(train_config *c, train_flags *fl, const char *
     char unknown[512] = "";
     size_t nu = 0;
     int n_unknown = 0;
+    char seen[N_FIELDS][160];
+    memset(seen, 0, sizeof seen);
     for (const cJSON *it = root->child; it && st == WGT_OK; it = it->next) {
         const char *key = it->string;
         if (!strcmp(key, "format")) {
@@ -414,7 +467,7 @@ wgt_status train_config_read_file(train_config *c, train_flags *fl, const char *
                 const field *f = config_key_field(key, sub->string);
                 char full[160];
                 snprintf(full, sizeof full, "%s.%s", key, sub->string);
-                if (f) st = config_set(c, fl, f, sub, full, path);
+                if (f) st = config_set(c, fl, f, sub, full, path, seen);
                 else if (nu < sizeof unknown - 1) {
                     nu += (size_t)snprintf(unknown + nu, sizeof unknown - nu, "%s\"%s\"", n_unknown ? ", " : "", full);
                     n_unknown++;
@@ -425,7 +478,7 @@ wgt_status train_config_read_file(train_config *c, train_flags *fl, const char *
         {
             const field *f = config_key_field(NULL, key);
             if (f) {
-                st = config_set(c, fl, f, it, key, path);
+                st = config_set(c, fl, f, it, key, path, seen);
                 continue;
             }
         }

@@ -62,8 +62,15 @@ wgt_status train_config_start(train_config *c, const train_config *flags, const 
 int train_config_parse_flag(train_config *c, train_flags *f, int argc, char **argv, int *i, wgt_status *st);
 // Copies into dst the fields given on the command line (src holds their parsed values).
 void train_config_apply_flags(train_config *dst, const train_config *src, const train_flags *f);
+// The settings a --resume changed (resume_mutable fields other than the data directory): how
+// many; *json gets them as a JSON object of the new values (config.json's keys; "" when none or
+// too long) and *said as "--lr 1 (was 10), ..." for people.
+int train_config_resume_changes(const train_config *ck, const train_config *now, char *json, size_t json_n, char *said,
+                                size_t said_n);
 // Fails, naming the flag and both values, if a given flag changes a field a resumed run must
-// keep (the model, the batch, the optimizer...). --steps, the intervals and --data may change.
+// keep (the model, the batch, AdamW's betas and epsilon...). --steps, the intervals, --data,
+// --precision and what recovering from a divergence needs (--lr, --min-lr, --warmup,
+// --weight-decay, --clip and the loss scale settings) may change.
 wgt_status train_config_check_resume(const train_config *ckpt, const train_config *flags, const train_flags *f);
 // Fails, naming the first field that differs (model_config_diff), if two configs describe
 // different models.

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include "core/clock.h"
 #include "core/fileutil.h"
+#include "core/json_strict.h"
 
 // ------------------------------------------------------------------ --resume and the batch
 
@@ -176,8 +177,9 @@ wgt_status train_dist_agree(const train_config *c, const dataset *ds, const ckpt
     if (me == 0) memcpy(ref, json, len);
     WGT_TRY(dist_bcast(ref, len));
     if (strcmp(ref, json)) {
-        cJSON *a = cJSON_Parse(json), *b = cJSON_Parse(ref);
-        if (!a || !b || !json_first_diff(a, b, "", mine.diff, sizeof mine.diff))
+        cJSON *a = NULL, *b = NULL;
+        if (json_parse_strict(&a, json, strlen(json), 0, "this rank's configuration") != WGT_OK ||
+            json_parse_strict(&b, ref, strnlen(ref, len), 0, "rank 0's configuration") != WGT_OK || !json_first_diff(a, b, "", mine.diff, sizeof mine.diff))
             snprintf(mine.diff, sizeof mine.diff, "the configuration JSON differs");
         cJSON_Delete(a);
         cJSON_Delete(b);

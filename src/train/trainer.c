@@ -42,6 +42,8 @@ struct trainer {
     metrics_history hist;
     double entropy;
     long last_ckpt_step;
+    int scale_changed;   // --resume with another loss scale setting: it starts afresh
+    char resume_changes[1024];  // --resume: the settings changed, as a JSON object ("" when none)
     run_lock lock;       // RUN_DIR is ours from trainer_init to trainer_free
     char init_weights[TRAIN_PATH_MAX];  // --init: the safetensors file the new run starts from
 };
@@ -84,6 +86,13 @@ wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck
         model_free(m);
         return st;
     }
+    // a run started from broken weights (--init from a NaN- or Inf-filled file) computes NaN:
+    // sample and eval would print nothing useful with no other sign of why
+    size_t bad = 0, n = model_state_elems(m);
+    for (size_t i = 0; i < n; i++) bad += !isfinite(ck->params[i]);
+    if (bad)
+        fprintf(stderr, "warning: %s: %zu of the model's %zu weights are not finite (NaN or infinity); its outputs mean "
+                "nothing (was the run started with --init from broken weights?)\n", p, bad, n);
     *out = m;
     return WGT_OK;
 }
@@ -215,7 +224,18 @@ static wgt_status init_resume(trainer *t, const train_config *flags, const train
     WGT_TRY(train_config_check_resume(&t->ck.cfg, flags, given));
     t->cfg = t->ck.cfg;
     train_config_apply_flags(&t->cfg, flags, given);  // only fields a resumed run may change
+    // a new --lr without --min-lr keeps the schedule's shape: the floor scales with the peak
+    if (train_config_flag_given(given, "--lr") && !train_config_flag_given(given, "--min-lr") && t->ck.cfg.lr > 0)
+        t->cfg.min_lr = t->ck.cfg.min_lr == t->ck.cfg.lr / 10 ? t->cfg.lr / 10  // the default, lr / 10
+                                                                : t->ck.cfg.min_lr * (t->cfg.lr / t->ck.cfg.lr);
     WGT_TRY(train_config_finish(&t->cfg));
+    // the optimizer settings that recovering from a divergence needs may change; say which did
+    // (they go into config.json, the next checkpoint and the first metrics row of this session)
+    char said[1024];
+    if (train_config_resume_changes(&t->ck.cfg, &t->cfg, t->resume_changes, sizeof t->resume_changes, said,
+                                    sizeof said))
+        printf("train: resuming with changed settings: %s\n", said);
+    t->scale_changed = strcmp(t->ck.cfg.loss_scale, t->cfg.loss_scale) || t->ck.cfg.loss_scale_init != t->cfg.loss_scale_init;
     WGT_TRY(dataset_open(&t->ds, t->cfg.data_dir));
     WGT_TRY(dataset_check_tokenizer(t->ds, t->cfg.tokenizer_hash, t->cfg.data_dir, "the run"));
     int dv = dataset_vocab(t->ds);
@@ -330,9 +350,10 @@ static void on_signal(int sig) {
     g_stop = sig;
     signal(sig, SIG_DFL);  // a second Ctrl-C ends the process at once
     // said at once, even in a long step (write(2) is async-signal-safe; stdio is not)
-    static const char msg_int[] = "\nstopping after this step... (a checkpoint follows; Ctrl-C again quits at once, "
-                                  "keeping the last checkpoint)\n";
-    static const char msg_term[] = "\nstopping after this step... (SIGTERM; a checkpoint follows)\n";
+    static const char msg_int[] = "\nstopping after this step... (at its next micro-batch; a checkpoint of the last "
+                                  "completed update follows; Ctrl-C again quits at once, keeping the last checkpoint)\n";
+    static const char msg_term[] = "\nstopping after this step... (SIGTERM: at its next micro-batch; a checkpoint of "
+                                   "the last completed update follows)\n";
     ssize_t r = sig == SIGINT ? write(STDERR_FILENO, msg_int, sizeof msg_int - 1)
                               : write(STDERR_FILENO, msg_term, sizeof msg_term - 1);
     (void)r;
@@ -368,6 +389,24 @@ static wgt_status save_all(trainer *t, wgt_model *m, state_buf *sb, int tty) {
     printf("%scheckpoint: step %llu written to %s/%s (%.1f s)\n", tty ? "\r\033[K" : "", (unsigned long long)t->pr.step,
            t->o.run_dir, RUN_CKPT_FILE, wgt_now_s() - t0);
     return WGT_OK;
+}
+
+// A checkpoint that is due, unless updates are being skipped: the weights then are those the
+// divergence left (the last update that went through made the gradients overflow), and the
+// checkpoint already written holds the last good state, which the advice at the stop names.
+static wgt_status save_due(trainer *t, wgt_model *m, state_buf *sb, int skipped_in_a_row, int tty) {
+    if (skipped_in_a_row > 0) {
+        if (dist_rank() == 0) {
+            char kept[64];
+            if (t->last_ckpt_step >= 0) snprintf(kept, sizeof kept, "the one of step %ld is kept", t->last_ckpt_step);
+            else snprintf(kept, sizeof kept, "there is none yet");
+            printf("%scheckpoint: step %llu not written: the last %d update%s skipped (non-finite gradients), so the "
+                   "weights may have diverged; %s\n", tty ? "\r\033[K" : "", (unsigned long long)t->pr.step,
+                   skipped_in_a_row, skipped_in_a_row == 1 ? " was" : "s were", kept);
+        }
+        return WGT_OK;
+    }
+    return save_all(t, m, sb, tty);
 }
 
 static wgt_status write_plot(trainer *t) {
@@ -420,9 +459,13 @@ typedef struct {
 } run_state;
 
 // Records update `step`: K micro-batches of forward and backward, the update, the start of its
-// readback. Returns with the update submitted; nothing here waits for the device.
+// readback. Returns with the update submitted; nothing here waits for the device. A stop
+// requested between micro-batches abandons the update (*abandoned = 1): its data draws are
+// undone, so the run stops at the last completed update and a resume repeats this one whole.
+// [dist] with several ranks the stop is agreed once per update (train_dist_step), not here.
 static wgt_status record_step(trainer *t, wgt_model *m, run_state *rs, long step, int32_t *inp, int32_t *tgt,
-                              pending_step *p) {
+                              pending_step *p, int *abandoned) {
+    *abandoned = 0;
     const train_config *c = &t->cfg;
     const int B = c->batch, T = c->seq, K = c->grad_accum;
     // [dist] N ranks of B sequences each: the gradient is normalised by the global token count
@@ -434,7 +477,13 @@ static wgt_status record_step(trainer *t, wgt_model *m, run_state *rs, long step
     p->t_from = rs->t_last_end > 0 ? rs->t_last_end : wgt_now_s();
     p->slot = (int)(step % WGT_READBACK_SLOTS);
     model_zero_grad(m);
+    const uint64_t rng0 = t->pr.data_rng;
     for (int k = 0; k < K; k++) {
+        if (k > 0 && NR == 1 && g_stop) {
+            t->pr.data_rng = rng0;
+            *abandoned = 1;
+            return WGT_OK;
+        }
         // [dist] every rank draws the global batch of NR*B windows and keeps its part
         WGT_TRY(dataset_train_batch_part(t->ds, &t->pr.data_rng, NR * B, rank * B, B, T, inp, tgt));
         // dropout masks from the seed, the update and the micro-batch: a resumed run draws the same
@@ -482,7 +531,7 @@ static wgt_status collect_step(trainer *t, wgt_model *m, run_state *rs, const pe
     if (dist_size() > 1) WGT_TRY(dist_sum_f64(&r.loss_sum, 1));
     double loss = r.loss_sum / (double)rs->tokens_per_update;
     *row = (metrics_row){s1, loss, NAN, p->lr, r.grad_norm, (double)rs->tokens_per_update / dt, t->pr.elapsed_s,
-                         r.skipped, rs->scaled ? (double)r.loss_scale : NAN, (long)r.skips};
+                         r.skipped, rs->scaled ? (double)r.loss_scale : NAN, (long)r.skips, NULL};
     const char *cr = rs->tty ? "\r\033[K" : "";
     if (!r.skipped) {
         rs->skipped_in_a_row = 0;
@@ -493,19 +542,27 @@ static wgt_status collect_step(trainer *t, wgt_model *m, run_state *rs, const pe
     } else {
         int bad_loss = !isfinite(loss);
         // a fixed loss scale that overflows the gradients is the likelier cause than the weights
-        const char *fix = rs->scaled && !rs->dynamic && !bad_loss ? "a lower --loss-scale (or dynamic)" : "a lower --lr or --clip";
+        const int scale_fix = rs->scaled && !rs->dynamic && !bad_loss;
+        const char *fix = scale_fix ? "a lower --loss-scale (or dynamic)" : "a lower --lr or --clip";
         printf("%sstep %ld: the %s is %g, so the update is skipped (the gradients would poison the weights); if this "
                "repeats, use %s\n", cr, s1, bad_loss ? "loss" : "gradient norm", bad_loss ? loss : r.grad_norm, fix);
         // a few bad batches can be skipped; a long run of them means the weights are already broken
         if (++rs->skipped_in_a_row >= MAX_SKIPS_IN_A_ROW) {
-            char where[96];
+            // advice that works: --resume takes these settings (train_config_check_resume)
+            const train_config *c = &t->cfg;
+            char flags[160];
+            if (scale_fix) snprintf(flags, sizeof flags, "--loss-scale dynamic");
+            else snprintf(flags, sizeof flags, "--lr %g%s", c->lr / 10, c->clip > 0 && c->clip <= 1 ? "" : " --clip 1");
+            char where[TRAIN_PATH_MAX + 400];
             if (t->last_ckpt_step >= 0)
-                snprintf(where, sizeof where, "resume from the last checkpoint (step %ld) with", t->last_ckpt_step);
+                snprintf(where, sizeof where, "resume from the last checkpoint (step %ld, kept from before the skipped "
+                         "updates) with %s: wgtrain train --out %s --resume %s", t->last_ckpt_step, fix, t->o.run_dir,
+                         flags);
             else
-                snprintf(where, sizeof where, "there is no checkpoint yet: start again with");
+                snprintf(where, sizeof where, "there is no checkpoint yet: start again with %s (e.g. %s)", fix, flags);
             return wgt_fail(WGT_ERR_CONFIG, "the %s has not been finite for %d updates in a row (up to step %ld): the "
-                            "weights are no longer usable; %s %s", bad_loss ? "loss" : "gradient norm",
-                            rs->skipped_in_a_row, s1, where, fix);
+                            "weights are no longer usable; %s", bad_loss ? "loss" : "gradient norm",
+                            rs->skipped_in_a_row, s1, where);
         }
     }
     return WGT_OK;
@@ -517,7 +574,10 @@ static wgt_status collect_step(trainer *t, wgt_model *m, run_state *rs, const pe
 static wgt_status report_step(trainer *t, run_state *rs, const metrics_row *row, int force) {
     const train_config *c = &t->cfg;
     if (dist_rank() != 0) return WGT_OK;  // [dist] rank 0 writes and prints
-    WGT_TRY(metrics_log_write(&rs->ml, row));
+    metrics_row logged = *row;
+    if (t->resume_changes[0]) logged.resumed_with = t->resume_changes;  // once, on this session's first row
+    WGT_TRY(metrics_log_write(&rs->ml, &logged));
+    t->resume_changes[0] = 0;
     metrics_history_add(&t->hist, row);
     const long s1 = row->step;
     if (!(rs->tty || s1 % c->log_every == 0 || force)) return WGT_OK;
@@ -576,8 +636,9 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     train_loss_scale_resolve(c, &scale0, &dynamic);
     if (st == WGT_OK) st = model_set_loss_scale(m, scale0, dynamic, (uint32_t)c->loss_scale_window);
     if (st == WGT_OK && t->resumed) {
-        model_opt_state os = {t->pr.updates, t->pr.skips, (uint32_t)t->pr.scale_clean,
-                              t->pr.loss_scale > 0 ? (float)t->pr.loss_scale : scale0};
+        // a changed loss scale setting starts from its own first scale
+        model_opt_state os = {t->pr.updates, t->pr.skips, t->scale_changed ? 0u : (uint32_t)t->pr.scale_clean,
+                              t->pr.loss_scale > 0 && !t->scale_changed ? (float)t->pr.loss_scale : scale0};
         st = model_opt_state_set(m, &os);
     }
     // every pipeline of the step compiled now, so that step 1's time is a step's and a kernel
@@ -595,7 +656,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     if (n_pipes > 0) printf("train: %d pipelines compiled in %.2f s\n", n_pipes, t_pipes);
     printf("train: %.2f M parameters, precision %s\n", model_num_params(m) / 1e6, model_precision_name(model_prec(m)));
     if (train_loss_scale_on(c))
-        printf("train: loss scale %s%g%s\n", dynamic ? "dynamic from " : "", t->resumed && t->pr.loss_scale > 0 ?
+        printf("train: loss scale %s%g%s\n", dynamic ? "dynamic from " : "", t->resumed && t->pr.loss_scale > 0 && !t->scale_changed ?
                t->pr.loss_scale : (double)scale0, dynamic ? " (halved on an overflow, doubled after --loss-scale-window "
                "clean updates)" : " (fixed)");
     size_t n = model_state_elems(m);
@@ -627,8 +688,9 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         if (stop_requested()) break;
         long step = (long)t->pr.step;  // 0-based index of this update
         pending_step ps;
-        st = record_step(t, m, &rs, step, inp, tgt, &ps);
-        if (st != WGT_OK) break;
+        int abandoned;
+        st = record_step(t, m, &rs, step, inp, tgt, &ps, &abandoned);
+        if (st != WGT_OK || abandoned) break;
         t->pr.step++;
         t->pr.tokens += rs.tokens_per_update;
         sq.q[sq.n++] = ps;
@@ -653,16 +715,12 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         }
         st = report_step(t, &rs, &row, last || do_val);
         if (st != WGT_OK) break;
-        if (do_val) {
+        if (do_val)
             printf("%sstep %ld: val loss %.4f (perplexity %.4g; unigram entropy %.4f)\n", tty ? "\r\033[K" : "", s1,
                    row.val_loss, exp(row.val_loss), t->entropy);
-            st = write_plot(t);
-            if (st != WGT_OK) break;
-        }
-        if (do_ckpt) {
-            st = save_all(t, m, &sb, tty);
-            if (st == WGT_OK && !do_val) st = write_plot(t);
-        }
+        // the checkpoint first: nothing about the plot may stand between a step and its checkpoint
+        if (do_ckpt) st = save_due(t, m, &sb, rs.skipped_in_a_row, tty);
+        if (st == WGT_OK) st = write_plot(t);
         rs.t_last_end = rs.t_last_done = 0;  // the next update's time starts when it does, not at this one's end
         if (t->o.stop_at > 0 && s1 >= t->o.stop_at) break;
     }
@@ -676,10 +734,13 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     // a signal during the last step changes nothing: the run is complete
     if (st == WGT_OK && stop_requested() && (long)t->pr.step < c->steps && !(t->o.stop_at > 0 && (long)t->pr.step >= t->o.stop_at)) {
         *interrupted = 1;
-        if (t->last_ckpt_step != (long)t->pr.step) st = save_all(t, m, &sb, tty);
-        if (st == WGT_OK)
-            printf("%sinterrupted at step %llu; continue with: wgtrain train --out %s --resume\n", tty ? "\r\033[K" : "",
-                   (unsigned long long)t->pr.step, t->o.run_dir);
+        if (t->last_ckpt_step != (long)t->pr.step) st = save_due(t, m, &sb, rs.skipped_in_a_row, tty);
+        if (st == WGT_OK && t->last_ckpt_step >= 0)
+            printf("%sinterrupted at step %llu (checkpoint at step %ld); continue with: wgtrain train --out %s --resume\n",
+                   tty ? "\r\033[K" : "", (unsigned long long)t->pr.step, t->last_ckpt_step, t->o.run_dir);
+        else if (st == WGT_OK)
+            printf("%sinterrupted at step %llu, with no checkpoint to continue from\n", tty ? "\r\033[K" : "",
+                   (unsigned long long)t->pr.step);
     }
     if (st == WGT_OK) train_dist_report();
     if (st == WGT_OK && !*interrupted && (long)t->pr.step >= c->steps && rs.step0 < c->steps)

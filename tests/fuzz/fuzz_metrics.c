@@ -13,7 +13,7 @@ int main(int argc, char **argv) {
     metrics_log ml = {0};
     if (metrics_log_open(&ml, p) != WGT_OK) return 2;
     for (long s = 1; s <= 12; s++) {
-        metrics_row r = {s, 5.0 / (double)s, s % 4 ? NAN : 4.0 / (double)s, 1e-3, 0.5, 1234.5, 0.1 * (double)s, s == 7, NAN, s >= 7};
+        metrics_row r = {s, 5.0 / (double)s, s % 4 ? NAN : 4.0 / (double)s, 1e-3, 0.5, 1234.5, 0.1 * (double)s, s == 7, NAN, s >= 7, NULL};
         if (metrics_log_write(&ml, &r) != WGT_OK) return 2;
     }
     metrics_log_close(&ml);

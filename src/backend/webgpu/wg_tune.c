@@ -17,12 +17,13 @@
 #include "backend/webgpu/wgsl_sources.h"
 #include "core/clock.h"
 #include "core/fileutil.h"
+#include "core/json_strict.h"
 
 // Bumped whenever the meaning of a tile, the shapes or the choice rule changes on the host side
 // (the kernel's own changes are caught by the hash of its source in the key).
 #define TUNE_VERSION 1
 #define TUNE_FILE_MAX ((size_t)1 << 20)  // a cache larger than this is not ours
-#define TUNE_MAX_DEVICES 64              // entries kept per file (the oldest go first)
+#define TUNE_MAX_DEVICES WG_TUNE_MAX_DEVICES  // entries kept per file (the oldest go first)
 
 
 // ------------------------------------------------------------------ where and under which key
@@ -55,8 +56,8 @@ void wg_tune_key(wg_ctx *ctx, char *buf, size_t cap) {
 
 // ------------------------------------------------------------------ reading
 static cJSON *cache_parse_text(const char *text, size_t n, char *why, size_t cap) {
-    cJSON *root = cJSON_ParseWithLength(text, n);
-    if (!root) { snprintf(why, cap, "it is not valid JSON"); return NULL; }
+    cJSON *root;
+    if (json_parse_strict(&root, text, n, 0, "it") != WGT_OK) { snprintf(why, cap, "%s", wgt_last_error()); return NULL; }
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format"), *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
     const cJSON *devs = cJSON_GetObjectItemCaseSensitive(root, "devices");
     if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "wgtrain-tuning") || !cJSON_IsNumber(ver) ||
@@ -77,15 +78,6 @@ static int cache_read(const char *path, char **text, size_t *n, char *why, size_
         return -1;
     }
     return 1;
-}
-
-static cJSON *cache_parse(const char *path, char *why, size_t cap) {
-    char *text;
-    size_t n;
-    if (cache_read(path, &text, &n, why, cap) <= 0) return NULL;
-    cJSON *root = cache_parse_text(text, n, why, cap);
-    free(text);
-    return root;
 }
 
 // The entry of `key` in a parsed cache, or NULL.
@@ -438,22 +430,81 @@ static cJSON *entry_new(wg_ctx *ctx, const char *key, const wg_tune_result *r) {
     return e;
 }
 
+// Whether the text of an existing file may be replaced by a cache: an empty file, or one that
+// names itself a tuning cache (a malformed or truncated cache of ours is rewritten whole); any
+// other file is somebody else's and is refused.
+static int cache_replaceable(const char *text, size_t n) {
+    size_t i = 0;
+    while (i < n && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) i++;
+    if (i == n) return 1;
+    const char *mark = "\"wgtrain-tuning\"";
+    size_t head = n < 4096 ? n : 4096, k = strlen(mark);
+    for (size_t j = 0; j + k <= head; j++)
+        if (!memcmp(text + j, mark, k)) return 1;
+    return 0;
+}
+
+// The text of the file at path when a cache may replace it (*have: 1 with the text, 0: no file).
+static wgt_status cache_old_text(const char *path, int *have, char **text, size_t *n) {
+    char why[512] = "";
+    *text = NULL;
+    *n = 0;
+    *have = cache_read(path, text, n, why, sizeof why);
+    if (*have < 0)
+        return wgt_fail(WGT_ERR_IO, "%s cannot be replaced by the tuning cache: %s; remove it or give another --cache",
+                        path, why);
+    if (*have > 0 && !cache_replaceable(*text, *n)) {
+        free(*text);
+        *text = NULL;
+        return wgt_fail(WGT_ERR_ARG, "%s is not a wgtrain tuning cache (it does not name its format \"wgtrain-tuning\"), so "
+                        "it is not replaced; remove it or give another --cache", path);
+    }
+    return WGT_OK;
+}
+
+wgt_status wg_tune_cache_check(const char *path) {
+    int have;
+    char *text;
+    size_t n;
+    WGT_TRY(cache_old_text(path, &have, &text, &n));
+    free(text);
+    return WGT_OK;
+}
+
 wgt_status wg_tune_save(wg_ctx *ctx, const char *path, const wg_tune_result *r) {
-    char key[1024], why[512];
+    char key[1024], why[512] = "";
     wg_tune_key(ctx, key, sizeof key);
-    cJSON *root = cache_parse(path, why, sizeof why);
-    if (!root) {  // missing or not ours: start afresh (a malformed cache holds nothing worth keeping)
-        root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "format", "wgtrain-tuning");
-        cJSON_AddNumberToObject(root, "version", 1);
-        cJSON_AddArrayToObject(root, "devices");
+    char *old_text = NULL;
+    size_t old_n = 0;
+    int have;
+    WGT_TRY(cache_old_text(path, &have, &old_text, &old_n));
+    cJSON *old = have > 0 ? cache_parse_text(old_text, old_n, why, sizeof why) : NULL;
+    free(old_text);
+    // a new file of the entries kept: one pass over the old ones (each detached, O(1)), the
+    // newest TUNE_MAX_DEVICES - 1 other devices' and then this device's new entry. A malformed
+    // cache holds nothing worth keeping and starts afresh.
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "wgtrain-tuning");
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON *devs = cJSON_AddArrayToObject(root, "devices");
+    cJSON *old_devs = old ? cJSON_GetObjectItemCaseSensitive(old, "devices") : NULL;
+    size_t others = 0;
+    for (const cJSON *e = old_devs ? old_devs->child : NULL; e; e = e->next) {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "key");
+        others += !(cJSON_IsString(k) && !strcmp(k->valuestring, key));
     }
-    cJSON *devs = cJSON_GetObjectItemCaseSensitive(root, "devices");
-    for (int i = cJSON_GetArraySize(devs) - 1; i >= 0; i--) {  // this device's old entry goes
-        const cJSON *k = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(devs, i), "key");
-        if (cJSON_IsString(k) && !strcmp(k->valuestring, key)) cJSON_DeleteItemFromArray(devs, i);
+    size_t skip = others > TUNE_MAX_DEVICES - 1 ? others - (TUNE_MAX_DEVICES - 1) : 0;
+    for (cJSON *e = old_devs ? old_devs->child : NULL, *next; e; e = next) {
+        next = e->next;
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "key");
+        if (cJSON_IsString(k) && !strcmp(k->valuestring, key)) continue;  // this device's old entry goes
+        if (skip) {  // the oldest go first
+            skip--;
+            continue;
+        }
+        cJSON_AddItemToArray(devs, cJSON_DetachItemViaPointer(old_devs, e));
     }
-    while (cJSON_GetArraySize(devs) >= TUNE_MAX_DEVICES) cJSON_DeleteItemFromArray(devs, 0);
+    cJSON_Delete(old);
     cJSON_AddItemToArray(devs, entry_new(ctx, key, r));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);

@@ -48,6 +48,10 @@ void wg_tune_key(wg_ctx *ctx, char *buf, size_t cap);
 // text is not a tuning cache and -2 when key's entry is malformed (*why says how, for both).
 int wg_tune_parse(const char *text, size_t n, const char *key, wg_mm_tile_spec t[WG_TUNE_OPS][WG_TUNE_CLASSES],
                   char *why, size_t cap);
+// Whether the cache file at path may be written: missing, empty, or a file that names itself a
+// tuning cache (a malformed one of ours is rewritten whole); any other file (not ours, over
+// 1 MiB, not a regular file) is refused, naming it.
+wgt_status wg_tune_cache_check(const char *path);
 // Reads the device's entry from the cache into the context's settings (mm_tuned); called by
 // wg_ctx_init. Never fails: a bad cache is reported on stderr and ignored.
 void wg_tune_load(wg_ctx *ctx);
@@ -58,8 +62,11 @@ wgt_status wg_tune_run(wgt_backend *be, const wg_tune_opts *o, wg_tune_result *r
 // Whether every tile of a comma-separated list is valid and runs on this device (1..64 of them);
 // else 0 and the first one that is not in *bad.
 int wg_tune_tiles_valid(wg_ctx *ctx, const char *list, char *bad, size_t cap);
-// Writes r as the device's entry of the cache at path (other devices' entries are kept; a
-// malformed file is replaced), atomically.
+// Writes r as the device's entry of the cache at path, atomically: the other devices' entries
+// are kept, the newest WG_TUNE_MAX_DEVICES - 1 of them (one pass over the file: linear in its
+// size, which is at most 1 MiB); a malformed cache of ours is replaced; a file that is not a
+// tuning cache is refused (wg_tune_cache_check).
+#define WG_TUNE_MAX_DEVICES 64
 wgt_status wg_tune_save(wg_ctx *ctx, const char *path, const wg_tune_result *r);
 // The automatic run: when the device is a hardware GPU (or WGTRAIN_AUTOTUNE=1), the tile table
 // has no row for it, the cache has no entry and the cache path is known, tunes (quick, with a
