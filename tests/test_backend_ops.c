@@ -154,10 +154,10 @@ static const op_case cases[] = {
     {"cast_f16", "n=4099", 0, 0, NULL},
     {"cast_f16", "n=70000", 0, 0, NULL},
     {"cast_f32", "n=4099", 0, 0, NULL},
-    {"rope_forward", "B=2,T=37,NH=4,NKV=2,HS=16", 1e-6, 1e-5, NULL},
-    {"rope_forward", "B=1,T=5,NH=3,NKV=3,HS=6", 1e-6, 1e-5, NULL},  // HS/2 odd; plain heads
-    {"rope_backward", "B=2,T=37,NH=4,NKV=2,HS=16", 1e-6, 1e-5, NULL},
-    {"rope_backward", "B=1,T=70,NH=2,NKV=1,HS=10", 1e-6, 1e-5, NULL},
+    {"rope_forward", "B=2,T=37,NH=4,NKV=2,HS=16", 1e-6, 1e-5, prep_doc_start},
+    {"rope_forward", "B=1,T=5,NH=3,NKV=3,HS=6", 1e-6, 1e-5, prep_doc_start},  // HS/2 odd; plain heads
+    {"rope_backward", "B=2,T=37,NH=4,NKV=2,HS=16", 1e-6, 1e-5, prep_doc_start},
+    {"rope_backward", "B=1,T=70,NH=2,NKV=1,HS=10", 1e-6, 1e-5, prep_doc_start},
     {"attention_forward", "B=2,T=37,NH=4,NKV=4,HS=16", 1e-5, 1e-4, prep_doc_start},
     {"attention_forward", "B=1,T=70,NH=1,NKV=1,HS=96", 1e-5, 1e-4, prep_doc_start},
     {"attention_forward", "B=2,T=37,NH=8,NKV=2,HS=16", 1e-5, 1e-4, prep_doc_start},  // grouped-query

@@ -170,14 +170,18 @@
 // In place on the q (NH heads) and k (NKV heads) parts of qkv, HF LLaMA's rotate-half convention
 // at positions 0..T-1: x' = x*cos[t] + rotate_half(x)*sin[t], rotate_half(x) = [-x2, x1] (x1, x2
 // the halves of a head). cos, sin [maxT, HS]: cpu_rope_tables fills them. HS must be even.
+// doc_start (optional, the attention mask's): packed examples restart their positions, row
+// (b, t) at position t - doc_start[b,t] (<= t).
 #define WGT_OP_rope_forward(BIND, SCAL)                                                            \
     BIND(qkv, INOUT, F32, "B,T,NH*HS+2*NKV*HS") BIND(cos, IN, F32, ">=T,HS")                        \
-    BIND(sin, IN, F32, ">=T,HS") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                             \
+    BIND(sin, IN, F32, ">=T,HS") BIND(doc_start, IN_OPT, U32, "B,T")                               \
+    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                                                          \
     SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
     SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 2, WGT_U32_MAX)
 #define WGT_OP_rope_backward(BIND, SCAL)                                                           \
     BIND(dqkv, INOUT, F32, "B,T,NH*HS+2*NKV*HS") BIND(cos, IN, F32, ">=T,HS")                       \
-    BIND(sin, IN, F32, ">=T,HS") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                             \
+    BIND(sin, IN, F32, ">=T,HS") BIND(doc_start, IN_OPT, U32, "B,T")                               \
+    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                                                          \
     SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
     SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 2, WGT_U32_MAX)
 
