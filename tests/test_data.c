@@ -662,7 +662,7 @@ static void test_legacy16(void) {
         size_t valid = 0;
         size_t fl = 0;
         uint8_t *raw = test_slurp(LEGACY "/data/val_000.bin", &fl);
-        CHECK(raw && fl > 1024 + 18 && dataset_val_batch(ds, 0, 1, 8, in, tg, &valid) == WGT_OK && valid == 8,
+        CHECK(raw && fl > 1024 + 18 && dataset_val_batch(ds, 0, 1, 8, in, tg, NULL, &valid) == WGT_OK && valid == 8,
               "a validation batch: %s", wgt_last_error());
         int same = raw != NULL;
         for (int t = 0; raw && t < 8; t++) {

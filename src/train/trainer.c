@@ -102,6 +102,8 @@ wgt_status train_evaluate_progress(wgt_model *m, const dataset *ds, int B, int T
     size_t windows = dataset_val_windows(ds, T), all = (windows + (size_t)B - 1) / (size_t)B, batches = all;
     if (max_batches > 0 && (size_t)max_batches < batches) batches = (size_t)max_batches;
     int32_t *inp = wgt_malloc((size_t)B * T * 4), *tgt = wgt_malloc((size_t)B * T * 4);
+    uint32_t *doc = wgt_malloc((size_t)B * T * 4);
+    const int packed = dataset_packed(ds);
     double sum = 0;
     size_t count = 0;
     wgt_status st = WGT_OK;
@@ -110,10 +112,11 @@ wgt_status train_evaluate_progress(wgt_model *m, const dataset *ds, int B, int T
         // a subset is spread evenly over the validation set: the first batches alone would all
         // come from its first documents
         size_t valid;
-        st = dataset_val_batch(ds, b * all / batches, B, T, inp, tgt, &valid);
+        st = dataset_val_batch(ds, b * all / batches, B, T, inp, tgt, doc, &valid);
         if (st != WGT_OK) break;
         if (!valid) continue;
-        st = model_forward(m, inp, tgt, plain, 1.0f);
+        st = model_set_doc_start(m, packed ? doc : NULL);  // packed examples: isolated, positions restart
+        if (st == WGT_OK) st = model_forward(m, inp, tgt, plain, 1.0f);
         double s = 0;
         if (st == WGT_OK) st = model_loss_sum(m, &s);
         sum += s;
@@ -122,6 +125,7 @@ wgt_status train_evaluate_progress(wgt_model *m, const dataset *ds, int B, int T
     }
     free(inp);
     free(tgt);
+    free(doc);
     WGT_TRY(st);
     if (!count) return wgt_fail(WGT_ERR_CONFIG, "the validation data has no target to score; prepare more text");
     *loss = sum / (double)count;
@@ -397,6 +401,7 @@ typedef struct {
     // before) and ended; the step time itself is measured when its results come back
     double t_from, t_end;
     int slot;        // readback slot
+    double trained;  // the targets its loss is the mean of (all ranks)
 } pending_step;
 
 typedef struct {
@@ -427,7 +432,33 @@ static wgt_status record_step(trainer *t, wgt_model *m, run_state *rs, long step
     const int B = c->batch, T = c->seq, K = c->grad_accum;
     // [dist] N ranks of B sequences each: the gradient is normalised by the global token count
     const int NR = dist_size(), rank = dist_rank();
-    const float inv_norm = (float)(1.0 / ((double)B * T * K * NR));  // every target of our windows is valid
+    const size_t BT = (size_t)B * T;
+    // the loss is the mean over the update's trained targets, all micro-batches and ranks together
+    // (not a mean of micro-batch means): every target of plain windows is trained; packed rows are
+    // drawn for the whole update first and their trained targets counted (and summed over ranks)
+    double trained = (double)BT * K * NR;
+    const int packed = dataset_packed(t->ds);
+    int32_t *all_in = NULL, *all_tg = NULL;
+    uint32_t *all_doc = NULL;
+    if (packed) {
+        all_in = wgt_malloc(BT * (size_t)K * 4), all_tg = wgt_malloc(BT * (size_t)K * 4);
+        all_doc = wgt_malloc(BT * (size_t)K * 4);
+        wgt_status st = WGT_OK;
+        double mine = 0;
+        for (int k = 0; k < K && st == WGT_OK; k++)
+            st = dataset_train_batch_part(t->ds, &t->pr.data_rng, NR * B, rank * B, B, T, all_in + k * BT, all_tg + k * BT,
+                                          all_doc + k * BT);
+        for (size_t i = 0; st == WGT_OK && i < BT * (size_t)K; i++) mine += all_tg[i] >= 0;
+        if (st == WGT_OK && NR > 1) st = dist_sum_f64(&mine, 1);
+        if (st != WGT_OK) {
+            free(all_in), free(all_tg), free(all_doc);
+            return st;
+        }
+        trained = mine;
+    }
+    // no trained target at all (rows of prompts cut before their answers): a zero gradient
+    const float inv_norm = trained > 0 ? (float)(1.0 / trained) : 0.0f;
+    p->trained = trained;
     model_loss_opts lo = {(float)c->label_smoothing, (float)c->z_loss, (float)c->dropout, 0, 0};
     p->step = step;
     p->lr = train_lr_at(c, step);
@@ -436,14 +467,30 @@ static wgt_status record_step(trainer *t, wgt_model *m, run_state *rs, long step
     model_zero_grad(m);
     for (int k = 0; k < K; k++) {
         // [dist] every rank draws the global batch of NR*B windows and keeps its part
-        WGT_TRY(dataset_train_batch_part(t->ds, &t->pr.data_rng, NR * B, rank * B, B, T, inp, tgt));
+        wgt_status st = WGT_OK;
+        if (packed) {
+            memcpy(inp, all_in + k * BT, BT * 4);
+            memcpy(tgt, all_tg + k * BT, BT * 4);
+            st = model_set_doc_start(m, all_doc + k * BT);
+        } else {
+            st = dataset_train_batch_part(t->ds, &t->pr.data_rng, NR * B, rank * B, B, T, inp, tgt, NULL);
+        }
+        if (st != WGT_OK) {
+            free(all_in), free(all_tg), free(all_doc);
+            return st;
+        }
         // dropout masks from the seed, the update and the micro-batch: a resumed run draws the same
         lo.dropout_seed = wgt_dropout_key((uint32_t)c->seed ^ (uint32_t)((uint64_t)c->seed >> 32), (uint32_t)step,
                                           (uint32_t)k);
         lo.accumulate_loss = k > 0;  // the micro-batches' losses add up on the device
-        WGT_TRY(model_forward(m, inp, tgt, lo, inv_norm));
+        st = model_forward(m, inp, tgt, lo, inv_norm);
+        if (st != WGT_OK) {
+            free(all_in), free(all_tg), free(all_doc);
+            return st;
+        }
         model_backward(m);
     }
+    free(all_in), free(all_tg), free(all_doc);
     // [dist] gradients summed over the ranks (a blocking round trip through host memory), stop
     // requests agreed; the loss sums are added when the results are collected
     WGT_TRY(train_dist_step(m, rs->host, step, g_stop != 0, &g_stop_all));
@@ -480,7 +527,7 @@ static wgt_status collect_step(trainer *t, wgt_model *m, run_state *rs, const pe
     rs->win_t += dt, rs->win_tokens += rs->tokens_per_update;
     // [dist] the global loss: every rank collects the same updates in the same order
     if (dist_size() > 1) WGT_TRY(dist_sum_f64(&r.loss_sum, 1));
-    double loss = r.loss_sum / (double)rs->tokens_per_update;
+    double loss = p->trained > 0 ? r.loss_sum / p->trained : 0.0;
     *row = (metrics_row){s1, loss, NAN, p->lr, r.grad_norm, (double)rs->tokens_per_update / dt, t->pr.elapsed_s,
                          r.skipped, rs->scaled ? (double)r.loss_scale : NAN, (long)r.skips};
     const char *cr = rs->tty ? "\r\033[K" : "";
