@@ -82,6 +82,12 @@ static wgt_status chat_mask(const text_tokenizer *tok, const hf_tokenizer *hf, c
     for (size_t i = 0; i < n_ids; i++) {
         size_t len = 0;
         const uint8_t *b = text_tokenizer_token_bytes(tok, (int)ids[i], &len);
+        // a SentencePiece-style normaliser (Prepend "▁", Llama-2, TinyLlama, Mistral) puts a space
+        // before each text segment that the rendered text does not have: the token spells the text
+        // after that space
+        if (b && len >= 1 && b[0] == ' ' && len - 1 <= r->n - pos && (pos == r->n || r->text[pos] != ' ') &&
+            !memcmp(b + 1, r->text + pos, len - 1))
+            b++, len--;
         if (!b || len > r->n - pos || memcmp(b, r->text + pos, len)) {
             free(asst_msg);
             return wgt_fail(WGT_ERR_FORMAT, "the loss mask: the bytes of token #%zu (id %u) do not continue the rendered "

@@ -32,7 +32,7 @@ typedef struct {
     size_t n, cap;
     size_t rows, long_truncated, long_dropped, nothing_trained;
     size_t tokens, trained;
-    size_t kinds[3];  // text, prompt/completion, messages
+    size_t kinds[3];  // records of each form: text, prompt/completion, messages
 } example_set;
 
 static void set_add(example_set *s, example e) {
@@ -177,6 +177,7 @@ static wgt_status read_jsonl(const char *path, const hf_tokenizer *hf, chat_enco
         cJSON_Delete(obj);
         if (st != WGT_OK) break;
         s->rows++;
+        s->kinds[kind]++;
         if (ex.n) ex.mask[0] = 0;  // an example's first token has nothing before it to predict it from
         if (o->max_tokens > 0 && ex.n > (size_t)o->max_tokens) {
             if (o->drop_long) {
@@ -194,7 +195,6 @@ static wgt_status read_jsonl(const char *path, const hf_tokenizer *hf, chat_enco
             s->nothing_trained++;
             free(ex.ids), free(ex.mask);
         } else {
-            s->kinds[kind]++;
             s->tokens += ex.n;
             s->trained += trained;
             set_add(s, ex);

@@ -6,6 +6,7 @@
 #include "train/trainer.h"
 #include <errno.h>
 #include <glob.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -155,6 +156,43 @@ static void remove_stale_temps(const char *run_dir) {
     }
 }
 
+// --init from a directory that holds a tokenizer (a Hugging Face model's tokenizer.json): data
+// prepared with another tokenizer is refused, naming both, since its ids would mean other text to
+// the model. A model without tokenizer files, or data without a tokenizer, is left to the
+// vocabulary check.
+static wgt_status init_check_tokenizer(trainer *t, const char *init, const char *data_dir) {
+    const text_tokenizer *dt = dataset_tokenizer(t->ds);
+    if (!dt) return WGT_OK;
+    char dir[TRAIN_PATH_MAX];
+    struct stat sb;
+    snprintf(dir, sizeof dir, "%s", init);
+    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = 0;
+        else snprintf(dir, sizeof dir, ".");
+    }
+    if (!text_tokenizer_dir_has(dir)) return WGT_OK;
+    text_tokenizer *mt;
+    wgt_status st = text_tokenizer_open(&mt, dir);
+    if (st != WGT_OK) {
+        char *why = wgt_strdup(wgt_last_error());
+        st = wgt_fail(st, "the tokenizer beside the model of --init %s cannot be read (%s), so the data in %s cannot be "
+                      "checked against it", init, why, data_dir);
+        free(why);
+        return st;
+    }
+    uint64_t fm = text_tokenizer_fingerprint(mt), fd = text_tokenizer_fingerprint(dt);
+    int vm = text_tokenizer_vocab_size(mt), vd = text_tokenizer_vocab_size(dt);
+    if (fm != fd)
+        st = wgt_fail(WGT_ERR_CONFIG, "the data in %s was prepared with the %s tokenizer %s (%d tokens, fingerprint %016"
+                      PRIx64 ") but the model of --init %s comes with the %s tokenizer %s (%d tokens, fingerprint %016" PRIx64
+                      "): its ids would mean other text to the model; prepare the data with `wgtrain prepare --tokenizer "
+                      "%s`", data_dir, text_tokenizer_kind_name(dt), text_tokenizer_source(dt), vd, fd, init,
+                      text_tokenizer_kind_name(mt), text_tokenizer_source(mt), vm, fm, dir);
+    text_tokenizer_free(mt);
+    return st;
+}
+
 // --init: the model config of the Hugging Face model (flags that contradict it refused), its
 // weights file, and a --seq within its positions.
 static wgt_status init_from_hf(trainer *t, const train_config *flags, const train_flags *given) {
@@ -193,6 +231,7 @@ static wgt_status init_new(trainer *t, const train_config *flags, const train_fl
                         t->o.run_dir, RUN_CKPT_FILE);
     if (c->init[0]) WGT_TRY(init_from_hf(t, flags, given));
     WGT_TRY(dataset_open(&t->ds, c->data_dir));
+    if (c->init[0]) WGT_TRY(init_check_tokenizer(t, c->init, c->data_dir));
     snprintf(c->tokenizer_hash, sizeof c->tokenizer_hash, "%s", dataset_tokenizer_hash(t->ds));
     int dv = dataset_vocab(t->ds);
     if (c->init[0] && dv && dv != c->model.vocab)
