@@ -125,6 +125,9 @@ check "export exits 0 ($out)" test $rc -eq 0
 check "export: tokenizer.json as the data had it" cmp -s "$HF/llama2/tokenizer.json" "$T/export/tokenizer.json"
 check "export: tokenizer_config.json and special_tokens_map.json" test -f "$T/export/tokenizer_config.json" -a -f "$T/export/special_tokens_map.json"
 
+expect_fail "GPT-2 on packed instruction data" "GPT-2's learned position embeddings" \
+    $W train --data "$T/data" --arch gpt2 --layers 1 --heads 2 --d-model 16 --out "$T/run_g" --device cpu --steps 1 --seq 32
+
 section "--init refuses data of another tokenizer"
 printf '{"text": "hello there"}\n{"text": "general kenobi"}\n' >"$T/q.jsonl"
 $W prepare --tokenizer "$HF/qwen3" --input "$T/q.jsonl" --out "$T/qdata" >/dev/null 2>&1

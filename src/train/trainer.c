@@ -242,6 +242,10 @@ static wgt_status init_new(trainer *t, const train_config *flags, const train_fl
         return wgt_fail(WGT_ERR_CONFIG, "--vocab %d differs from the data's tokenizer (%d tokens); drop --vocab, which is only "
                         "for data without a tokenizer", c->model.vocab, dv);
     if (dv) c->model.vocab = dv;
+    if (dataset_packed(t->ds) && !strcmp(c->model.arch, "gpt2"))
+        return wgt_fail(WGT_ERR_CONFIG, "%s holds instruction data, trained as packed examples whose positions restart at "
+                        "each example; GPT-2's learned position embeddings do not restart in this build: train a "
+                        "LLaMA-family model (--arch llama, or --init a LLaMA model) on it", c->data_dir);
     if (!c->model.vocab)
         return wgt_fail(WGT_ERR_CONFIG, "%s has no tokenizer, so the vocabulary size is unknown; pass --vocab N (50257 for "
                         "GPT-2 tokens)", c->data_dir);
@@ -327,6 +331,13 @@ wgt_status trainer_init(trainer **out, const train_config *flags, const train_fl
            "%g), weight decay %g, clip %g, label smoothing %g, z-loss %g, seed %ld\n", c->batch, c->seq, c->grad_accum,
            c->grad_accum > 1 ? "es" : "", c->batch * c->seq * c->grad_accum, c->steps, c->lr, c->warmup, c->min_lr,
            c->weight_decay, c->clip, c->label_smoothing, c->z_loss, c->seed);
+    if (dataset_packed(t->ds)) {
+        size_t n_ex = 0, longer = dataset_examples_longer(t->ds, c->seq, &n_ex);
+        printf("train: instruction data: rows of packed examples (each attends to itself, positions restart), loss on "
+               "the trained tokens only, averaged over each update's; %zu training examples", n_ex);
+        if (longer) printf(", %zu of them longer than --seq + 1 and cut to it", longer);
+        printf("\n");
+    }
     if (c->warmup > c->steps)
         printf("train: warning: --warmup %ld is longer than the run (--steps %ld): the learning rate rises for the whole "
                "run and reaches only %g of --lr %g; lower --warmup\n", c->warmup, c->steps,
