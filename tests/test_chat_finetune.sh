@@ -91,6 +91,22 @@ assert ids == wid, (ids, wid)
 assert fl[0] == 2 and all(f & 2 == 0 for f in fl[1:]), fl
 assert [f & 1 for f in fl[1:]] == wm[1:] and sum(wm) > 0, (fl, wm)
 EOF
+# a prompt/completion record: encode(P + C, add_special_tokens=True) + EOS, the first
+# len(encode(P, add_special_tokens=True)) ids not trained (TRL's rule)
+printf '{"prompt": "Say hi:", "completion": " hi there"}\n{"prompt": "Say hi:", "completion": " hi there"}\n' >"$T/pc.jsonl"
+$W prepare --tokenizer "$T/model" --input "$T/pc.jsonl" --out "$T/pc" >/dev/null 2>&1
+pw=$(printf 'Say hi:' | $W tokenize --tokenizer "$T/model" --add-special)
+jw=$(printf 'Say hi: hi there' | $W tokenize --tokenizer "$T/model" --add-special)
+check "prompt/completion ids and mask as TRL forms them" $PY - "$T/pc/train_000000.bin" "$pw" "$jw" <<'EOF'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<256i", b[:1024])[2]
+ids = list(struct.unpack("<%dH" % n, b[1024:1024 + 2 * n]))
+fl = list(b[1024 + 2 * n:])
+p, j = sys.argv[2].split(), sys.argv[3].split()
+assert ids == [int(x) for x in j] + [2], (ids, j)  # + EOS (</s> = 2)
+assert [f & 1 for f in fl] == [0] * len(p) + [1] * (n - len(p)), (fl, p)
+EOF
 printf '{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}\n{"prompt": "x"}\n' >"$T/bad.jsonl"
 expect_fail "a prompt without completion, named by file and line" "bad.jsonl line 2" \
     $W prepare --tokenizer "$T/model" --chat-template "$T/zephyr.jinja" --input "$T/bad.jsonl" --out "$T/bad"

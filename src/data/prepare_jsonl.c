@@ -96,23 +96,27 @@ static wgt_status record_encode(const cJSON *o, const hf_tokenizer *hf, chat_enc
                             prompt ? "prompt" : "completion", prompt ? "completion" : "prompt");
         if (!*completion) return wgt_fail(WGT_ERR_FORMAT, "%s: \"completion\" is empty", where);
         *kind = 1;
-        uint32_t *p = NULL, *c = NULL;
-        size_t np = 0, nc = 0;
+        // as TRL's SFT preprocessing: the ids of prompt + completion, the first len(ids of the
+        // prompt) of them not trained (so the boundary is tokenized as the joined text is)
+        size_t lp = strlen(prompt), lc = strlen(completion);
+        char *joined = wgt_malloc(lp + lc + 1);
+        memcpy(joined, prompt, lp);
+        memcpy(joined + lp, completion, lc + 1);
+        uint32_t *p = NULL;
+        size_t np = 0;
         wgt_status st = encode_special(hf, prompt, eos, 1, &p, &np);
-        if (st == WGT_OK) st = hf_tokenizer_encode(hf, (const uint8_t *)completion, strlen(completion), 0, &c, &nc);
-        if (st == WGT_OK) {
-            ex->n = np + nc;
-            ex->ids = wgt_malloc((ex->n + 1) * sizeof *ex->ids);
-            ex->mask = wgt_malloc(ex->n + 1);
-            if (np) memcpy(ex->ids, p, np * sizeof *p);
-            if (nc) memcpy(ex->ids + np, c, nc * sizeof *c);
-            memset(ex->mask, 0, np);
-            memset(ex->mask + np, 1, nc);
-            if (!nc || c[nc - 1] != eos) ex->ids[ex->n] = eos, ex->mask[ex->n] = 1, ex->n++;
-        }
+        if (st == WGT_OK) st = encode_special(hf, joined, eos, 1, &ex->ids, &ex->n);
+        free(joined);
         free(p);
-        free(c);
-        return st;
+        if (st != WGT_OK) return st;
+        if (np > ex->n) np = ex->n;
+        ex->ids = realloc(ex->ids, (ex->n + 1) * sizeof *ex->ids);
+        WGT_ASSERT(ex->ids, "out of host memory");
+        ex->mask = wgt_malloc(ex->n + 1);
+        memset(ex->mask, 0, np);
+        memset(ex->mask + np, 1, ex->n - np);
+        if (!ex->n || ex->ids[ex->n - 1] != eos) ex->ids[ex->n] = eos, ex->mask[ex->n] = 1, ex->n++;
+        return WGT_OK;
     }
     if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0)
         return wgt_fail(WGT_ERR_FORMAT, "%s: \"messages\" must be a non-empty array of {\"role\", \"content\"}", where);
