@@ -167,12 +167,13 @@ static double head_err(const float *got, size_t stride, size_t col0, const doubl
 static int run_once(bench *bn, int v) {
     wgt_backend *be = bn->be;
     if (v < 0) {
-        be->attention_forward(be, V0(bn->d_out), V0(bn->d_lse), V0(bn->d_qkv), bn->B, bn->T, bn->NH, bn->NKV, bn->HS,
-                              bn->drop, bn->seed);
+        be->attention_forward(be, V0(bn->d_out), V0(bn->d_lse), V0(bn->d_qkv), wgt_view_none(), bn->B, bn->T, bn->NH,
+                              bn->NKV, bn->HS, bn->drop, bn->seed, 0);
         return v;
     }
     return wg_attention_backward_with(be, v, V0(bn->d_dqkv), V0(bn->d_dout), V0(bn->d_qkv), V0(bn->d_out),
-                                      V0(bn->d_lse), bn->B, bn->T, bn->NH, bn->NKV, bn->HS, bn->drop, bn->seed);
+                                      V0(bn->d_lse), wgt_view_none(), bn->B, bn->T, bn->NH, bn->NKV, bn->HS, bn->drop,
+                                      bn->seed, 0);
 }
 
 // The largest error of the two checked heads relative to their largest value. Only the rows of

@@ -5,7 +5,14 @@
 // Layout: qkv[B,T,W], W = C + 2·NKV·HS with C = NH·HS: q (NH heads, head h in columns h·HS..)
 // | k (NKV heads from column C) | v (NKV heads from column vc = C + NKV·HS); query head h reads
 // kv head h / (NH/NKV) (grouped-query attention; NKV = NH is plain multi-head). out[B,T,C],
-// lse[B,NH,T] (natural log of the sum of exp of the scaled scores q·k/sqrt(HS) over keys s <= t).
+// lse[B,NH,T] (natural log of the sum of exp of the scaled scores q·k/sqrt(HS) over the keys the
+// row attends).
+//
+// Mask (docs/kernels.md#attention-mask): query t of sequence b attends keys [lo(t), t] with
+// lo(t) = max(doc[b,t], t - window + 1): doc (binding 3, u32 [B,T], read only when the uniform's
+// has_doc is 1) is the first position of t's packed example, window (0: none) a sliding window.
+// doc is non-decreasing along t (the host guarantees it), so lo is too: a query block starts at
+// the key tile holding lo of its first row, and the tiles before it (fully masked) are skipped.
 //
 // Host constants (prepended as defines, chosen per device in wg_ops_attention.c):
 //   HS    head size;
@@ -45,8 +52,9 @@
 // reads workgroup memory at about 128 bytes a clock and does 128 FMAs a clock.
 //
 // Numerics: FA_NEG is a finite "minus infinity" (WGSL lets compilers assume finite floats); a
-// query row always has key 0 in its first tile, so its max is finite from then on and masked
-// entries are exactly 0.
+// query row always has key t itself in a tile it visits, so its max is finite from that tile on
+// (before it, m = FA_NEG and alpha = exp2(0) rescale nothing but zeros) and masked entries are
+// exactly 0.
 
 const NG : u32 = 256u / NL;
 const BR : u32 = NG * TR;
@@ -67,12 +75,14 @@ struct AttnParams {
     p0 : u32, p1 : u32, p2 : u32, nkv : u32,
     vc : u32, dseed : u32, dthr : u32, p6 : u32, // vc: qkv's first v column; dropout seed, threshold
     scale_log2 : f32, scale : f32, dscale : f32, f1 : f32,  // dscale: 1/(1 - p)
+    has_doc : u32, window : u32, p7 : u32, p8 : u32,        // the mask: doc bound, window (0 none)
 };
 
 @group(0) @binding(0) var<storage, read_write> fa_out : array<f32>;
 @group(0) @binding(1) var<storage, read_write> fa_lse : array<f32>;
 @group(0) @binding(2) var<storage, read> fa_qkv : array<QT>;
-@group(0) @binding(3) var<uniform> fa_p : AttnParams;
+@group(0) @binding(3) var<storage, read> fa_doc : array<u32>;
+@group(0) @binding(4) var<uniform> fa_p : AttnParams;
 
 var<workgroup> fa_q : array<vec4<f32>, BR * HS4>;   // [row][d4 ^ (row group & SWM)], prescaled
 // K [key][d4 ^ (key & SWM)], then P [row][key4]; without SG, from KP_MAIN on, the lane maxima or
@@ -110,6 +120,14 @@ fn fa_fetch_kv(tid : u32, b : u32, g : u32, k0 : u32, kr : ptr<function, array<v
         (*kr)[n] = kv;
         (*vr)[n] = vv;
     }
+}
+
+// The first key query t (< T) of sequence b attends (see Mask above); never above t.
+fn fa_lo(b : u32, t : u32) -> u32 {
+    var lo = 0u;
+    if (fa_p.has_doc != 0u) { lo = min(fa_doc[b * fa_p.T + t], t); }
+    if (fa_p.window != 0u && t + 1u > fa_p.window) { lo = max(lo, t + 1u - fa_p.window); }
+    return lo;
 }
 
 // s + a·b as one FMA chain (s + dot(a, b) would cost a separate add)
@@ -165,7 +183,10 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
         for (var r = 0u; r < TR; r++) { rkey[r] = dropout_key(fa_p.dseed, bh * T + q0 + row0 + r, DROPOUT_ATTN); }
     }
 
+    var rlo = array<u32, TR>();     // each row's first key (rows past T: none masked below)
+    for (var r = 0u; r < TR; r++) { rlo[r] = fa_lo(b, min(q0 + row0 + r, T - 1u)); }
     let n_tiles = (min(q0 + BR, T) + BC - 1u) / BC;
+    let kt0 = fa_lo(b, q0) / BC;    // tiles before it are masked for every row of the block
     var nd4 = HS4;
     var nk4 = BC4;
     if (!UNROLL) { nd4 = fa_p.hs4; nk4 = fa_p.bc4; }
@@ -173,8 +194,8 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
     // latency is hidden behind a tile of FMAs instead of stalling every tile)
     var kr = array<vec4<f32>, NKV>();
     var vr = array<vec4<f32>, NKV>();
-    fa_fetch_kv(tid, b, g, 0u, &kr, &vr);
-    for (var kt = 0u; kt < n_tiles; kt++) {
+    fa_fetch_kv(tid, b, g, kt0 * BC, &kr, &vr);
+    for (var kt = kt0; kt < n_tiles; kt++) {
         let k0 = kt * BC;
         workgroupBarrier();  // the previous tile's P·V reads are done
         for (var n = 0u; n < NKV; n++) {
@@ -206,7 +227,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
             var lm = FA_NEG;
             for (var j = 0u; j < KPT; j++) {
                 let key = k0 + kl + NL * j;
-                if (key <= t && key < T) { lm = max(lm, s[r][j]); }
+                if (key <= t && key >= rlo[r] && key < T) { lm = max(lm, s[r][j]); }
             }
             if (SG) { mt[r] = fa_sg(lm, true); } else { fa_red_put((row0 + r) * NL + kl, lm); }
         }
@@ -230,7 +251,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
                 let kk = kl + NL * j;
                 let key = k0 + kk;
                 var p = 0.0;
-                if (key <= t && key < T) { p = exp2(s[r][j] - m_new); }
+                if (key <= t && key >= rlo[r] && key < T) { p = exp2(s[r][j] - m_new); }
                 l[r] = l[r] + p;
                 if (DROP) { p = select(0.0, p * fa_p.dscale, dropout_bits(rkey[r], key) >= fa_p.dthr); }
                 fa_kp[fa_pidx(row, kk / 4u)][kk % 4u] = p;

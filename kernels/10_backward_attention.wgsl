@@ -22,6 +22,12 @@
 //   attention_backward_short (split-short, T <= SS): one workgroup per (b, kv head); for each
 //     query head of the group it keeps the whole T×T P and dS in workgroup memory, then forms
 //     dQ and adds dK, dV from them (each element always by the same thread).
+// Mask (05_attention.wgsl, docs/kernels.md#attention-mask): query t of sequence b attends keys
+// [lo(t), t], lo(t) = max(doc[b,t], t - window + 1), doc (u32 [B,T], non-decreasing along t) read
+// only when has_doc is 1. P of a masked pair is 0, so its dS and its share of dQ, dK, dV are too.
+// Fully masked tiles are skipped: the query-block loops of the dK/dV kernels stop at the first
+// block whose first row's lo is past the key block, and the dQ loops start at the key block
+// holding lo of the query block's first row (dq_reduce then adds only the slots fused wrote).
 // Every sum over a group runs in the fixed order of its query heads. With GQ = 1 (NKV = NH, a
 // host constant) the loops over a group have one constant trip and compile away.
 // attention_backward_dsum runs first for every variant: it stores D_t in dqkv at the first dQ
@@ -74,17 +80,19 @@ struct AttnParams {
     ntri : u32, bq : u32, bk4 : u32, nkv : u32,   // ntri: scratch rows per (b, h); bq = BQ, bk4 = BK/4
     vc : u32, dseed : u32, dthr : u32, p6 : u32,  // vc: first dV column; dropout seed, threshold
     scale_log2 : f32, scale : f32, dscale : f32, f1 : f32,  // dscale: 1/(1 - p)
+    has_doc : u32, window : u32, p7 : u32, p8 : u32,        // the mask: doc bound, window (0 none)
 };
 
 @group(0) @binding(0) var<storage, read_write> ab_dqkv : array<f32>;
 @group(0) @binding(1) var<storage, read> ab_dout : array<QT>;
 @group(0) @binding(2) var<storage, read> ab_qkv : array<QT>;
 @group(0) @binding(3) var<storage, read> ab_lse : array<f32>;
-@group(0) @binding(4) var<uniform> ab_p : AttnParams;
+@group(0) @binding(4) var<storage, read> ab_doc : array<u32>;
+@group(0) @binding(5) var<uniform> ab_p : AttnParams;
 
 // attention_backward_fused: the same plus the dQ scratch, params last
-@group(0) @binding(4) var<storage, read_write> ab_scr : array<vec4<f32>>;
-@group(0) @binding(5) var<uniform> ab_pf : AttnParams;
+@group(0) @binding(5) var<storage, read_write> ab_scr : array<vec4<f32>>;
+@group(0) @binding(6) var<uniform> ab_pf : AttnParams;
 
 // attention_backward_dsum's own bindings (dqkv and dout as above)
 @group(0) @binding(2) var<storage, read> ab_out : array<QT>;
@@ -92,7 +100,8 @@ struct AttnParams {
 
 // attention_backward_dq_reduce's own bindings (dqkv as above)
 @group(0) @binding(1) var<storage, read> ab_scr_in : array<vec4<f32>>;
-@group(0) @binding(2) var<uniform> ab_pr : AttnParams;
+@group(0) @binding(2) var<storage, read> ab_doc_r : array<u32>;
+@group(0) @binding(3) var<uniform> ab_pr : AttnParams;
 
 const HS4 : u32 = (HS + 3u) / 4u;
 const SWM : u32 = select(0u, 7u, HS4 % 8u == 0u);
@@ -173,6 +182,7 @@ struct QRegs {
     q : array<vec4<f32>, NQV>,     // Q and dout rows
     g : array<vec4<f32>, NQV>,
     lse2 : array<f32, RQS>,        // lse·log2e of this thread's score rows (used by the S half)
+    lo : array<u32, RQS>,          // their first keys (the mask)
     dd : array<f32, NFX>,          // D of this thread's fix-up elements
     rk : array<u32, NFX>,          // their rows' dropout keys (DROP)
 };
@@ -198,7 +208,10 @@ fn ab_fetch_q(u : AttnParams, tid : u32, b : u32, h : u32, q0 : u32) {
     let qa = ab_map(tid % 128u, NXS).x * RQS;
     for (var r = 0u; r < RQS; r++) {
         let t = q0 + qa + r;
-        if (t < T) { x.lse2[r] = ab_lse[(b * u.NH + h) * T + t] * AB_LOG2E; }
+        if (t < T) {
+            x.lse2[r] = ab_lse[(b * u.NH + h) * T + t] * AB_LOG2E;
+            x.lo[r] = ab_lo(u, b, t);
+        }
     }
     for (var n = 0u; n < NFX; n++) { x.dd[n] = ab_dval(u, b, h, q0 + (tid + 256u * n) / BK4); }
     if (DROP) {
@@ -263,6 +276,23 @@ fn ab_nk4(u : AttnParams) -> u32 {
     return u.bk4;
 }
 
+// The first key query t (< T) of sequence b attends (the mask above); never above t.
+fn ab_lo(u : AttnParams, b : u32, t : u32) -> u32 {
+    var lo = 0u;
+    if (u.has_doc != 0u) { lo = min(ab_doc[b * u.T + t], t); }
+    if (u.window != 0u && t + 1u > u.window) { lo = max(lo, t + 1u - u.window); }
+    return lo;
+}
+
+// The query blocks from qb0 whose rows can see key block k0: they end before the first block whose
+// first row's lo is past the block (lo is non-decreasing). qb0's block holds row k0, so it is one.
+fn ab_q_end(u : AttnParams, b : u32, qb0 : u32, k0 : u32) -> u32 {
+    let nqb = (u.T + BQ - 1u) / BQ;
+    var qb = qb0 + 1u;
+    while (qb < nqb && ab_lo(u, b, qb * BQ) < k0 + BK) { qb++; }
+    return qb;
+}
+
 // D_t of row t (in dqkv's first dQ column of the head until dQ is written)
 fn ab_dval(u : AttnParams, b : u32, h : u32, t : u32) -> f32 {
     if (t >= u.T) { return 0.0; }
@@ -271,7 +301,7 @@ fn ab_dval(u : AttnParams, b : u32, h : u32, t : u32) -> f32 {
 
 // ------------------------------------------------------------------ score and fix-up phases
 // The caller barriers before (tiles staged) and after (before ab_pp / ab_ds are read).
-fn ab_score(u : AttnParams, tid : u32, q0 : u32, k0 : u32, lse2 : array<f32, RQS>) {
+fn ab_score(u : AttnParams, tid : u32, q0 : u32, k0 : u32, lse2 : array<f32, RQS>, rlo : array<u32, RQS>) {
     let half = tid / 128u;
     let yx = ab_map(tid % 128u, NXS);
     let qa = yx.x * RQS;  // first query row (local)
@@ -292,7 +322,8 @@ fn ab_score(u : AttnParams, tid : u32, q0 : u32, k0 : u32, lse2 : array<f32, RQS
         var x = array<f32, RKS>();
         if (half == 0u) {
             for (var j = 0u; j < RKS; j++) {
-                if (k0 + ka + j <= t && t < u.T) { x[j] = exp2(acc[r][j] * u.scale_log2 - lse2[r]); }
+                let key = k0 + ka + j;
+                if (key <= t && key >= rlo[r] && t < u.T) { x[j] = exp2(acc[r][j] * u.scale_log2 - lse2[r]); }
             }
         } else {
             x = acc[r];
@@ -491,8 +522,8 @@ fn attention_backward_dkdv(@builtin(local_invocation_id) lid : vec3<u32>, @built
     ab_fetch_k(u, tid, b, g, k0);
     ab_put_k(tid);
     ab_zero_kv();
-    let nqb = (T + BQ - 1u) / BQ;
     let qb0 = k0 / BQ;
+    let nqb = ab_q_end(u, b, qb0, k0);  // the later blocks are masked off this key block
     ab_fetch_q(u, tid, b, g * GQ, qb0 * BQ);
     for (var j = 0u; j < GQ; j++) {
         let h = g * GQ + j;
@@ -501,12 +532,13 @@ fn attention_backward_dkdv(@builtin(local_invocation_id) lid : vec3<u32>, @built
             workgroupBarrier();  // the previous tile's products are done with ab_qd, ab_pp, ab_ds
             ab_put_q(tid);
             let lse2 = ab_xq.lse2;
+            let rlo = ab_xq.lo;
             let dd = ab_xq.dd;
             let rk = ab_xq.rk;
             workgroupBarrier();
             if (qb + 1u < nqb) { ab_fetch_q(u, tid, b, h, q0 + BQ); }
             else if (j + 1u < GQ) { ab_fetch_q(u, tid, b, h + 1u, qb0 * BQ); }  // the next head's first block
-            ab_score(u, tid, q0, k0, lse2);
+            ab_score(u, tid, q0, k0, lse2, rlo);
             workgroupBarrier();
             ab_fixup(u, tid, k0, dd, rk);
             workgroupBarrier();
@@ -539,8 +571,8 @@ fn attention_backward_fused(@builtin(local_invocation_id) lid : vec3<u32>, @buil
     ab_fetch_k(u, tid, b, g, k0);
     ab_put_k(tid);
     ab_zero_kv();
-    let nqb = (T + BQ - 1u) / BQ;
     let qb0 = k0 / BQ;
+    let nqb = ab_q_end(u, b, qb0, k0);  // the later blocks are masked off this key block
     ab_fetch_q(u, tid, b, g * GQ, qb0 * BQ);
     for (var j = 0u; j < GQ; j++) {
         let h = g * GQ + j;
@@ -550,12 +582,13 @@ fn attention_backward_fused(@builtin(local_invocation_id) lid : vec3<u32>, @buil
             workgroupBarrier();
             ab_put_q(tid);
             let lse2 = ab_xq.lse2;
+            let rlo = ab_xq.lo;
             let dd = ab_xq.dd;
             let rk = ab_xq.rk;
             workgroupBarrier();
             if (qb + 1u < nqb) { ab_fetch_q(u, tid, b, h, q0 + BQ); }
             else if (j + 1u < GQ) { ab_fetch_q(u, tid, b, h + 1u, qb0 * BQ); }
-            ab_score(u, tid, q0, k0, lse2);
+            ab_score(u, tid, q0, k0, lse2, rlo);
             workgroupBarrier();
             ab_fixup(u, tid, k0, dd, rk);
             workgroupBarrier();
@@ -591,8 +624,12 @@ fn attention_backward_dq_reduce(@builtin(global_invocation_id) gid : vec3<u32>,
     let b = bh / ab_pr.NH;
     let h = bh % ab_pr.NH;
     let nk = min(t / BK + 1u, ab_pr.nkb);
+    // the key blocks before lo(t)'s skipped this row (their slots were not written)
+    var lo = 0u;
+    if (ab_pr.has_doc != 0u) { lo = min(ab_doc_r[b * T + t], t); }
+    if (ab_pr.window != 0u && t + 1u > ab_pr.window) { lo = max(lo, t + 1u - ab_pr.window); }
     var acc = vec4<f32>(0.0);
-    for (var kb = 0u; kb < nk; kb++) {
+    for (var kb = lo / BK; kb < nk; kb++) {
         let srow = bh * ab_pr.ntri + kb * T - BK * (kb * (kb - 1u) / 2u) + t - kb * BK;
         acc = acc + ab_scr_in[srow * HS4 + c4];
     }
@@ -618,18 +655,20 @@ fn attention_backward_dq(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
     ab_fetch_q(u, tid, b, h, q0);
     ab_put_q(tid);
     let lse2 = ab_xq.lse2;
+    let rlo = ab_xq.lo;
     let dd = ab_xq.dd;
     let rk = ab_xq.rk;
     ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
     let nkb = (min(q0 + BQ, T) + BK - 1u) / BK;
-    ab_fetch_k(u, tid, b, g, 0u);
-    for (var kb = 0u; kb < nkb; kb++) {
+    let kb0 = ab_lo(u, b, q0) / BK;  // key blocks before it are masked for the whole query block
+    ab_fetch_k(u, tid, b, g, kb0 * BK);
+    for (var kb = kb0; kb < nkb; kb++) {
         let k0 = kb * BK;
         workgroupBarrier();  // the previous tile's products are done with ab_kv, ab_pp, ab_ds
         ab_put_k(tid);
         workgroupBarrier();
         if (kb + 1u < nkb) { ab_fetch_k(u, tid, b, g, k0 + BK); }
-        ab_score(u, tid, q0, k0, lse2);
+        ab_score(u, tid, q0, k0, lse2, rlo);
         workgroupBarrier();
         ab_fixup(u, tid, k0, dd, rk);
         workgroupBarrier();
@@ -661,19 +700,22 @@ fn attention_backward_stream(@builtin(local_invocation_id) lid : vec3<u32>, @bui
             let q0 = qb * BQ;
             ab_fetch_q(u, tid, b, h, q0);
             let lse2 = ab_xq.lse2;
+            let rlo = ab_xq.lo;
             let dd = ab_xq.dd;
             let rk = ab_xq.rk;
             workgroupBarrier();
             ab_put_q(tid);
             ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
             let nkb = (min(q0 + BQ, T) + BK - 1u) / BK;
-            for (var kb = 0u; kb < nkb; kb++) {
+            // key blocks before lo of the first row are masked for the whole query block; a key
+            // block's first visit is still its diagonal query block (kb0 <= k0 / BK there)
+            for (var kb = ab_lo(u, b, q0) / BK; kb < nkb; kb++) {
                 let k0 = kb * BK;
                 ab_fetch_k(u, tid, b, g, k0);
                 workgroupBarrier();
                 ab_put_k(tid);
                 workgroupBarrier();
-                ab_score(u, tid, q0, k0, lse2);
+                ab_score(u, tid, q0, k0, lse2, rlo);
                 workgroupBarrier();
                 ab_fixup(u, tid, k0, dd, rk);
                 workgroupBarrier();
@@ -737,7 +779,7 @@ fn attention_backward_short(@builtin(local_invocation_id) lid : vec3<u32>, @buil
             let j = e % T;  // key
             var p = 0.0;
             var ds = 0.0;
-            if (j <= i) {
+            if (j <= i && j >= ab_lo(ab_p, b, i)) {
                 let qb = (rows + i) * W + h * HS;
                 let kb = (rows + j) * W + kc;
                 let vb = (rows + j) * W + vc;

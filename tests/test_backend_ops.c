@@ -57,13 +57,34 @@ static void prep_rmsnorm_bwd(const wgt_op_desc *d, float **h, const double *s) {
     free(out);
 }
 
-// attention_backward needs the forward's out and lse (with the same dropout)
+// doc_start of packed examples: each sequence cut into examples of random lengths (1 to about
+// T/2, so some span several tiles and some are single tokens); doc_start[b,t] = the first
+// position of t's example (<= t, non-decreasing: the op's contract)
+static void prep_doc_start(const wgt_op_desc *d, float **h, const double *s) {
+    uint32_t B = (uint32_t)s[scalar_of(d, "B")], T = (uint32_t)s[scalar_of(d, "T")];
+    uint32_t *doc = (uint32_t *)h[bind_of(d, "doc_start")];
+    for (uint32_t b = 0; b < B; b++) {
+        uint32_t start = 0, left = 0;
+        for (uint32_t t = 0; t < T; t++) {
+            if (!left) {
+                start = t;
+                left = 1 + trng_u32() % (T / 2 + 1);
+            }
+            doc[(size_t)b * T + t] = start;
+            left--;
+        }
+    }
+}
+
+// attention_backward needs the forward's out and lse (with the same dropout and mask)
 static void prep_attention_bwd(const wgt_op_desc *d, float **h, const double *s) {
+    prep_doc_start(d, h, s);
     uint32_t B = (uint32_t)s[scalar_of(d, "B")], T = (uint32_t)s[scalar_of(d, "T")], NH = (uint32_t)s[scalar_of(d, "NH")],
              NKV = (uint32_t)s[scalar_of(d, "NKV")], HS = (uint32_t)s[scalar_of(d, "HS")];
     float p = (float)s[scalar_of(d, "p")];
-    uint32_t seed = (uint32_t)s[scalar_of(d, "seed")];
-    cpu_attention_forward(h[bind_of(d, "out")], h[bind_of(d, "lse")], h[bind_of(d, "qkv")], B, T, NH, NKV, HS, p, seed);
+    uint32_t seed = (uint32_t)s[scalar_of(d, "seed")], window = (uint32_t)s[scalar_of(d, "window")];
+    cpu_attention_forward(h[bind_of(d, "out")], h[bind_of(d, "lse")], h[bind_of(d, "qkv")],
+                          (const uint32_t *)h[bind_of(d, "doc_start")], B, T, NH, NKV, HS, p, seed, window);
 }
 
 // clip and the optimizer read an optimizer status (backend/opt_status.h) that must be a valid
@@ -133,23 +154,27 @@ static const op_case cases[] = {
     {"cast_f16", "n=4099", 0, 0, NULL},
     {"cast_f16", "n=70000", 0, 0, NULL},
     {"cast_f32", "n=4099", 0, 0, NULL},
-    {"rope_forward", "B=2,T=37,NH=4,NKV=2,HS=16", 1e-6, 1e-5, NULL},
-    {"rope_forward", "B=1,T=5,NH=3,NKV=3,HS=6", 1e-6, 1e-5, NULL},  // HS/2 odd; plain heads
-    {"rope_backward", "B=2,T=37,NH=4,NKV=2,HS=16", 1e-6, 1e-5, NULL},
-    {"rope_backward", "B=1,T=70,NH=2,NKV=1,HS=10", 1e-6, 1e-5, NULL},
-    {"attention_forward", "B=2,T=37,NH=4,NKV=4,HS=16", 1e-5, 1e-4, NULL},
-    {"attention_forward", "B=1,T=70,NH=1,NKV=1,HS=96", 1e-5, 1e-4, NULL},
-    {"attention_forward", "B=2,T=37,NH=8,NKV=2,HS=16", 1e-5, 1e-4, NULL},  // grouped-query
-    {"attention_forward", "B=1,T=45,NH=4,NKV=1,HS=32", 1e-5, 1e-4, NULL},  // one kv head
+    {"rope_forward", "B=2,T=37,NH=4,NKV=2,HS=16", 1e-6, 1e-5, prep_doc_start},
+    {"rope_forward", "B=1,T=5,NH=3,NKV=3,HS=6", 1e-6, 1e-5, prep_doc_start},  // HS/2 odd; plain heads
+    {"rope_backward", "B=2,T=37,NH=4,NKV=2,HS=16", 1e-6, 1e-5, prep_doc_start},
+    {"rope_backward", "B=1,T=70,NH=2,NKV=1,HS=10", 1e-6, 1e-5, prep_doc_start},
+    {"attention_forward", "B=2,T=37,NH=4,NKV=4,HS=16", 1e-5, 1e-4, prep_doc_start},
+    {"attention_forward", "B=1,T=70,NH=1,NKV=1,HS=96", 1e-5, 1e-4, prep_doc_start},
+    {"attention_forward", "B=2,T=37,NH=8,NKV=2,HS=16", 1e-5, 1e-4, prep_doc_start},  // grouped-query
+    {"attention_forward", "B=1,T=45,NH=4,NKV=1,HS=32", 1e-5, 1e-4, prep_doc_start},  // one kv head
     {"attention_backward", "B=2,T=37,NH=4,NKV=4,HS=16", 1e-4, 1e-4, prep_attention_bwd},
     {"attention_backward", "B=1,T=130,NH=2,NKV=2,HS=16", 1e-4, 1e-4, prep_attention_bwd},
     {"attention_backward", "B=2,T=37,NH=8,NKV=2,HS=16", 1e-4, 1e-4, prep_attention_bwd},   // grouped-query
     {"attention_backward", "B=1,T=130,NH=4,NKV=1,HS=16", 1e-4, 1e-4, prep_attention_bwd},  // one kv head, long
     // dropout on the probabilities: the same masks on both sides, so the attention tolerances
-    {"attention_forward", "B=2,T=37,NH=4,NKV=4,HS=16,p=0.1,seed=5", 1e-5, 1e-4, NULL},
-    {"attention_forward", "B=1,T=70,NH=4,NKV=2,HS=32,p=0.5,seed=4000000000", 1e-5, 1e-4, NULL},
+    {"attention_forward", "B=2,T=37,NH=4,NKV=4,HS=16,p=0.1,seed=5", 1e-5, 1e-4, prep_doc_start},
+    {"attention_forward", "B=1,T=70,NH=4,NKV=2,HS=32,p=0.5,seed=4000000000", 1e-5, 1e-4, prep_doc_start},
     {"attention_backward", "B=2,T=37,NH=4,NKV=4,HS=16,p=0.1,seed=5", 1e-4, 1e-4, prep_attention_bwd},
     {"attention_backward", "B=1,T=130,NH=4,NKV=2,HS=16,p=0.3,seed=77", 1e-4, 1e-4, prep_attention_bwd},
+    // the mask's sliding window on top of the packed examples (all cases above have those)
+    {"attention_forward", "B=2,T=70,NH=4,NKV=2,HS=16,window=9", 1e-5, 1e-4, prep_doc_start},
+    {"attention_backward", "B=2,T=70,NH=4,NKV=2,HS=16,window=9", 1e-4, 1e-4, prep_attention_bwd},
+    {"attention_backward", "B=1,T=130,NH=2,NKV=2,HS=16,window=1", 1e-4, 1e-4, prep_attention_bwd},
     {"residual_forward", "n=1001", 0, 0, NULL},
     {"add_inplace", "n=1001", 0, 0, NULL},
     {"dropout_forward", "n=4099,p=0.1,seed=7,stream=3", 0, 0, NULL},  // the same mask and one product

@@ -348,7 +348,7 @@ static void test_dataset(void) {
     int seen[95] = {0}, ok = 1;
     for (size_t b = 0; b < batches; b++) {
         size_t valid = 0;
-        CHECK(dataset_val_batch(ds, b, B, T, in1, tg1, &valid) == WGT_OK, "val batch: %s", wgt_last_error());
+        CHECK(dataset_val_batch(ds, b, B, T, in1, tg1, NULL, &valid) == WGT_OK, "val batch: %s", wgt_last_error());
         total += valid;
         for (int k = 0; k < B * T; k++) {
             if (tg1[k] < 0) continue;

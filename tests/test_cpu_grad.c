@@ -457,6 +457,16 @@ static void test_matmul_big(void) {
 // NH, NKV, NKV heads; query head h reads kv head h / (NH/NKV)), straight from the definition, in double.
 // Dropout p > 0: probability P[b,h,t,j] times m = 1/(1-p) or 0, the mask drawn by the shared hash
 // (backend/dropout.h) of (seed, (b·NH + h)·T + t, j); lse that of the undropped softmax.
+// The mask: query t attends keys j with lo <= j <= t, lo = max(doc[b·T + t], t - window + 1),
+// written here as the definition states it (doc NULL: 0; window 0: none).
+static uint32_t g_att_window = 0;
+static const uint32_t *g_att_doc = NULL;
+static int d_attends(uint32_t b, uint32_t T, uint32_t t, uint32_t j) {
+    if (j > t) return 0;
+    if (g_att_doc && j < g_att_doc[(size_t)b * T + t]) return 0;
+    if (g_att_window && (int64_t)j < (int64_t)t - (int64_t)g_att_window + 1) return 0;
+    return 1;
+}
 static void d_attention(double *out, double *lse, const double *qkv, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
                         uint32_t HS, float p, uint32_t seed) {
     size_t C = (size_t)NH * HS, W = C + 2 * (size_t)NKV * HS;
@@ -472,18 +482,19 @@ static void d_attention(double *out, double *lse, const double *qkv, uint32_t B,
                 for (uint32_t j = 0; j <= t; j++) {
                     const double *k = qkv + ((size_t)b * T + j) * W + kc;
                     s[j] = 0;
+                    if (!d_attends(b, T, t, j)) continue;
                     for (uint32_t d = 0; d < HS; d++) s[j] += q[d] * k[d];
                     s[j] *= scale;
                     mx = fmax(mx, s[j]);
                 }
-                for (uint32_t j = 0; j <= t; j++) sum += exp(s[j] - mx);
+                for (uint32_t j = 0; j <= t; j++) sum += d_attends(b, T, t, j) ? exp(s[j] - mx) : 0;
                 if (lse) lse[((size_t)b * NH + h) * T + t] = mx + log(sum);
                 uint32_t key = wgt_dropout_key(seed, (b * NH + h) * T + t, WGT_DROPOUT_ATTN);
                 for (uint32_t j = 0; j <= t; j++) m[j] = !thr ? 1 : wgt_dropout_bits(key, j) >= thr ? keep_scale : 0;
                 for (uint32_t d = 0; d < HS; d++) {
                     double o = 0;
                     for (uint32_t j = 0; j <= t; j++)
-                        o += exp(s[j] - mx) / sum * m[j] * qkv[((size_t)b * T + j) * W + vc + d];
+                        if (d_attends(b, T, t, j)) o += exp(s[j] - mx) / sum * m[j] * qkv[((size_t)b * T + j) * W + vc + d];
                     out[((size_t)b * T + t) * C + h * HS + d] = o;
                 }
             }
@@ -503,18 +514,19 @@ static void attention_case_p(uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, 
     size_t BT = (size_t)B * T, C = (size_t)NH * HS, nqkv = BT * (C + 2 * (size_t)NKV * HS);
     float *qkv = frandom(nqkv, -spread, spread), *w = frandom(BT * C, -1, 1);
     float *out = falloc(BT * C), *lse = falloc(BT * NH), *dqkv = falloc(nqkv);
-    cpu_attention_forward(out, lse, qkv, B, T, NH, NKV, HS, p, seed);
+    cpu_attention_forward(out, lse, qkv, g_att_doc, B, T, NH, NKV, HS, p, seed, g_att_window);
     att_ctx c = {to_double(qkv, nqkv), dalloc(BT * C), w, B, T, NH, NKV, HS, p, seed};
     double *lsed = dalloc(BT * NH);
     d_attention(c.out, lsed, c.qkv, B, T, NH, NKV, HS, p, seed);
     char what[128], tag[96];
-    snprintf(tag, sizeof tag, "B=%u T=%u NH=%u NKV=%u HS=%u p=%g seed=%u", B, T, NH, NKV, HS, p, seed);
+    snprintf(tag, sizeof tag, "B=%u T=%u NH=%u NKV=%u HS=%u p=%g seed=%u%s window=%u", B, T, NH, NKV, HS, p, seed,
+             g_att_doc ? " packed" : "", g_att_window);
     snprintf(what, sizeof what, "attention_forward out %s", tag);
     check_fwd(what, out, c.out, BT * C);
     snprintf(what, sizeof what, "attention_forward lse %s", tag);
     check_fwd(what, lse, lsed, BT * NH);
     for (size_t i = 0; i < nqkv; i++) dqkv[i] = NAN;  // overwrites every element
-    cpu_attention_backward(dqkv, w, qkv, out, lse, B, T, NH, NKV, HS, p, seed);
+    cpu_attention_backward(dqkv, w, qkv, out, lse, g_att_doc, B, T, NH, NKV, HS, p, seed, g_att_window);
     double *num = fd_grad(c.qkv, nqkv, att_loss, &c);
     snprintf(what, sizeof what, "attention_backward dqkv %s", tag);
     check_grad(what, dqkv, num, nqkv);
@@ -537,6 +549,19 @@ static void test_attention_grad(void) {
     attention_case_p(2, 6, 2, 2, 4, 1.5f, 0.3f, 11);
     attention_case_p(1, 9, 4, 2, 3, 2.0f, 0.5f, 3000000000u);  // grouped, odd head size
     attention_case_p(1, 7, 3, 1, 4, 3.0f, 0.1f, 0);            // one kv head, peaky
+    // the mask: packed examples (doc_start), a sliding window, both; with grouped heads and dropout
+    static const uint32_t doc[2 * 9] = {0, 0, 0, 3, 3, 5, 5, 5, 5,   // examples [0,3) [3,5) [5,9)
+                                        0, 1, 1, 1, 1, 1, 6, 7, 7};  // [0] [1,6) [6] [7,9)
+    g_att_doc = doc;
+    attention_case(2, 9, 2, 2, 4, 1.5f);
+    attention_case_p(2, 9, 4, 2, 3, 2.0f, 0.3f, 5);
+    g_att_window = 3;
+    attention_case(2, 9, 2, 1, 4, 1.5f);
+    g_att_doc = NULL;
+    attention_case(2, 9, 2, 2, 4, 1.5f);
+    g_att_window = 1;  // each token attends itself only: out = v
+    attention_case(1, 5, 2, 2, 4, 1.5f);
+    g_att_window = 0;
     // T = 1 with real widths: out = v, so dq and dk are exactly 0 (dO·v and dO·out are one sum)
     const uint32_t NH = 4, NKV = 2, HS = 37, W = (NH + 2 * NKV) * HS, B = 3;
     float *qkv = malloc(sizeof(float) * B * W), *o = malloc(sizeof(float) * B * NH * HS), *l = malloc(sizeof(float) * B * NH);
@@ -544,8 +569,8 @@ static void test_attention_grad(void) {
     uint64_t r = 99;
     for (uint32_t i = 0; i < B * W; i++) { r = r * 6364136223846793005ull + 1442695040888963407ull; qkv[i] = (float)((r >> 40) % 2001) / 1000.0f - 1.0f; }
     for (uint32_t i = 0; i < B * NH * HS; i++) { r = r * 6364136223846793005ull + 1442695040888963407ull; dout[i] = (float)((r >> 40) % 2001) / 500.0f - 2.0f; }
-    cpu_attention_forward(o, l, qkv, B, 1, NH, NKV, HS, 0.0f, 0);
-    cpu_attention_backward(dqkv, dout, qkv, o, l, B, 1, NH, NKV, HS, 0.0f, 0);
+    cpu_attention_forward(o, l, qkv, NULL, B, 1, NH, NKV, HS, 0.0f, 0, 0);
+    cpu_attention_backward(dqkv, dout, qkv, o, l, NULL, B, 1, NH, NKV, HS, 0.0f, 0, 0);
     int zero = 1;
     for (uint32_t b = 0; b < B; b++)
         for (uint32_t c = 0; c < (NH + NKV) * HS; c++) zero &= dqkv[b * W + c] == 0.0f;

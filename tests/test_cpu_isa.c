@@ -57,11 +57,17 @@ static void run_elementwise(float *out[6], const float *a, const float *b, const
     cpu_ffn_gelu_backward(out[5], c, b, NE);
 }
 
-// attention forward and backward (GQA, HS = 13, with and without dropout) under the current variant
+// attention forward and backward (GQA, HS = 13, with and without dropout; the second sequence
+// packed with a sliding window) under the current variant
 enum { AB = 2, AT = 19, ANH = 4, ANKV = 2, AHS = 13, AW = (ANH + 2 * ANKV) * AHS };
 static void run_attention(float *out, float *lse, float *dqkv, const float *qkv, const float *dout, float p) {
-    cpu_attention_forward(out, lse, qkv, AB, AT, ANH, ANKV, AHS, p, 77);
-    cpu_attention_backward(dqkv, dout, qkv, out, lse, AB, AT, ANH, ANKV, AHS, p, 77);
+    cpu_attention_forward(out, lse, qkv, NULL, AB, AT, ANH, ANKV, AHS, p, 77, 0);
+    cpu_attention_backward(dqkv, dout, qkv, out, lse, NULL, AB, AT, ANH, ANKV, AHS, p, 77, 0);
+    uint32_t doc[AB * AT];
+    for (uint32_t i = 0; i < AB * AT; i++) doc[i] = i % AT < 7 ? 0 : i % AT < 12 ? 7 : 12;
+    const size_t no = (size_t)AB * AT * ANH * AHS, nl = (size_t)AB * ANH * AT, nd = (size_t)AB * AT * AW;
+    cpu_attention_forward(out + no, lse + nl, qkv, doc, AB, AT, ANH, ANKV, AHS, p, 77, 5);
+    cpu_attention_backward(dqkv + nd, dout, qkv, out + no, lse + nl, doc, AB, AT, ANH, ANKV, AHS, p, 77, 5);
 }
 
 // three AdamW steps of a tiny model; its final parameters and moments into st (3 * n floats)
@@ -124,8 +130,10 @@ int main(void) {
     for (size_t i = 0; i < nq; i++) qkv[i] = 2.0f * urand();
     for (size_t i = 0; i < no; i++) dout[i] = urand();
     float *att_ref[2][3], *att_got[3];
-    for (int d = 0; d < 2; d++) att_ref[d][0] = malloc(no * 4), att_ref[d][1] = malloc(nl * 4), att_ref[d][2] = malloc(nq * 4);
-    att_got[0] = malloc(no * 4), att_got[1] = malloc(nl * 4), att_got[2] = malloc(nq * 4);
+    // each twice: the plain causal run, then the packed one with a window (run_attention)
+    for (int d = 0; d < 2; d++)
+        att_ref[d][0] = malloc(2 * no * 4), att_ref[d][1] = malloc(2 * nl * 4), att_ref[d][2] = malloc(2 * nq * 4);
+    att_got[0] = malloc(2 * no * 4), att_got[1] = malloc(2 * nl * 4), att_got[2] = malloc(2 * nq * 4);
     const model_config cfgs[2] = {
         {.arch = "gpt2", .n_layer = 2, .n_head = 2, .d_model = 16, .d_ff = 40, .vocab = 23, .max_seq = 9},
         {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 24, .d_ff = 36, .vocab = 23, .max_seq = 9,
@@ -150,7 +158,7 @@ int main(void) {
             if (!base) {
                 char what[64];
                 const char *names[3] = {"attention_forward out", "attention_forward lse", "attention_backward dqkv"};
-                const size_t sizes[3] = {no, nl, nq};
+                const size_t sizes[3] = {2 * no, 2 * nl, 2 * nq};
                 for (int k = 0; k < 3; k++) {
                     snprintf(what, sizeof what, "%s%s", names[k], d ? " (dropout)" : "");
                     same_bits(what, isa, att_got[k], att_ref[d][k], sizes[k] * 4);

@@ -387,7 +387,7 @@ static void test_shard_format(int vocab) {
         {"truncated to half", 1024 + n, -1, 0, "truncated"},
         {"shorter than the header", 100, -1, 0, "truncated"},
         {"bad magic", fl, 0, 12345, "magic"},
-        {"version 2", fl, 1, 2, "version 2"},
+        {"version 3", fl, 1, 3, "version 3"},  // 2 and 8 are the flagged versions (test_flagged)
         {"the other format's version", fl, 1, bytes == 2 ? 7 : 1, "version"},
         {"negative count", fl, 2, -5, "negative"},
         // the other format's magic: the size no longer matches the count
@@ -662,7 +662,7 @@ static void test_legacy16(void) {
         size_t valid = 0;
         size_t fl = 0;
         uint8_t *raw = test_slurp(LEGACY "/data/val_000.bin", &fl);
-        CHECK(raw && fl > 1024 + 18 && dataset_val_batch(ds, 0, 1, 8, in, tg, &valid) == WGT_OK && valid == 8,
+        CHECK(raw && fl > 1024 + 18 && dataset_val_batch(ds, 0, 1, 8, in, tg, NULL, &valid) == WGT_OK && valid == 8,
               "a validation batch: %s", wgt_last_error());
         int same = raw != NULL;
         for (int t = 0; raw && t < 8; t++) {
@@ -743,12 +743,125 @@ static void test_hf_kind(void) {
     free(src);
 }
 
+// Shards with loss flags: written and read back (tokens, flags, CRC-32 as computed in memory),
+// a flag byte beyond the defined bits refused, a flagged shard cut short refused; a plain shard's
+// flags read as all trained.
+static void test_flagged(int vocab) {
+    const size_t n = 1000;
+    uint32_t *t = malloc(n * 4);
+    uint8_t *f = malloc(n);
+    for (size_t i = 0; i < n; i++) t[i] = (uint32_t)(i * 7919u % (uint32_t)vocab), f[i] = (uint8_t)(i % 4);
+    f[0] = SHARD_FLAG_START;
+    const char *p = tpath("flagged.bin");
+    CHECK(shard_write_flags(p, t, f, n, vocab) == WGT_OK, "write flagged (vocab %d): %s", vocab, wgt_last_error());
+    shard *s;
+    CHECK(shard_open(&s, p) == WGT_OK && shard_has_flags(s) && shard_count(s) == n, "open flagged: %s", wgt_last_error());
+    uint32_t *rt = malloc(n * 4), crc = 0, mx = 0;
+    uint8_t *rf = malloc(n);
+    CHECK(shard_read(s, 0, n, rt) == WGT_OK && !memcmp(rt, t, n * 4), "flagged tokens read back");
+    CHECK(shard_read_flags(s, 3, n - 3, rf) == WGT_OK && !memcmp(rf, f + 3, n - 3), "flags read back");
+    CHECK(shard_scan(s, &crc, &mx, NULL, NULL) == WGT_OK && crc == shard_file_crc_flags(t, f, n, vocab),
+          "the CRC-32 covers the flags");
+    shard_close(s);
+    size_t fl;
+    uint8_t *file = test_slurp(p, &fl);
+    int32_t h[3];
+    memcpy(h, file, 12);
+    size_t bytes = vocab <= 65536 ? 2 : 4;
+    CHECK(fl == 1024 + n * (bytes + 1) && h[1] == (bytes == 2 ? 2 : 8), "flagged layout: %zu bytes, version %d", fl, h[1]);
+    file[fl - 5] = 0x10;  // an undefined flag bit
+    test_spit(p, file, fl);
+    CHECK(shard_open(&s, p) == WGT_OK, "open");
+    CHECK(shard_scan(s, &crc, &mx, NULL, NULL) != WGT_OK && contains(wgt_last_error(), "flag byte 0x10"),
+          "an undefined flag bit refused: %s", wgt_last_error());
+    shard_close(s);
+    test_spit(p, file, fl - 1);
+    CHECK(shard_open(&s, p) != WGT_OK && contains(wgt_last_error(), "truncated"), "a flagged shard cut short: %s",
+          wgt_last_error());
+    uint8_t bad = 4;
+    CHECK(shard_write_flags(p, t, &bad, 1, vocab) != WGT_OK, "writing an undefined flag refused");
+    // a plain shard: every token trained, no example starts
+    CHECK(shard_write(p, t, n, vocab) == WGT_OK && shard_open(&s, p) == WGT_OK && !shard_has_flags(s), "plain shard");
+    CHECK(shard_read_flags(s, 0, n, rf) == WGT_OK && rf[0] == SHARD_FLAG_TRAIN && rf[n - 1] == SHARD_FLAG_TRAIN,
+          "a plain shard's flags: all trained");
+    shard_close(s);
+    free(file), free(t), free(f), free(rt), free(rf);
+}
+
+// Packed rows (dataset_train_batch_part, dataset_val_batch) on flagged shards of a directory of
+// llm.c-style names: examples A (5 tokens, 2 of prompt), B (3), C (12, longer than T + 1), T = 8.
+static void test_packed_rows(void) {
+    const int T = 8;
+    char *dir = tpath("packed");
+    mkdir(dir, 0777);
+    // ids: A 100.., B 200.., C 300..; flags: start on each first token; trained: A from its third
+    // token, B all but its first, C its odd positions
+    uint32_t t[20];
+    uint8_t f[20];
+    for (int i = 0; i < 5; i++) t[i] = 100 + i, f[i] = (uint8_t)((i == 0 ? 2 : 0) | (i >= 2 ? 1 : 0));
+    for (int i = 0; i < 3; i++) t[5 + i] = 200 + i, f[5 + i] = (uint8_t)(i == 0 ? 2 : 1);
+    for (int i = 0; i < 12; i++) t[8 + i] = 300 + i, f[8 + i] = (uint8_t)((i == 0 ? 2 : 0) | (i % 2));
+    CHECK(shard_write_flags(tpath("packed/x_train_000.bin"), t, f, 20, 1000) == WGT_OK, "train shard");
+    // val: D (4), E (4), F (3): rows [D E] and [F]
+    uint32_t v[11];
+    uint8_t vf[11];
+    for (int i = 0; i < 11; i++) v[i] = 400 + i, vf[i] = (uint8_t)((i == 0 || i == 4 || i == 8 ? 2 : 1));
+    CHECK(shard_write_flags(tpath("packed/x_val_000.bin"), v, vf, 11, 1000) == WGT_OK, "val shard");
+    dataset *ds;
+    CHECK(dataset_open(&ds, dir) == WGT_OK, "open packed: %s", wgt_last_error());
+    if (!ds) return;
+    CHECK(dataset_packed(ds) && dataset_check_seq(ds, T) == WGT_OK, "packed, any seq");
+    size_t nex = 0;
+    CHECK(dataset_examples_longer(ds, T, &nex) == 1 && nex == 3, "one example of 3 longer than T + 1");
+    int32_t in[8 * 16], tg[8 * 16];
+    uint32_t doc[8 * 16];
+    uint64_t rng = 7;
+    CHECK(dataset_train_batch_part(ds, &rng, 16, 0, 16, T, in, tg, doc) == WGT_OK, "packed batch: %s", wgt_last_error());
+    static const int32_t wa_in[8] = {100, 101, 102, 103, 104, 200, 201, 202};
+    static const int32_t wa_tg[8] = {-1, 102, 103, 104, -1, 201, 202, -1};
+    static const uint32_t wa_doc[8] = {0, 0, 0, 0, 0, 5, 5, 5};
+    static const int32_t wb_in[8] = {200, 201, 202, 0, 0, 0, 0, 0};
+    static const int32_t wb_tg[8] = {201, 202, -1, -1, -1, -1, -1, -1};
+    static const uint32_t wb_doc[8] = {0, 0, 0, 3, 3, 3, 3, 3};
+    static const int32_t wc_in[8] = {300, 301, 302, 303, 304, 305, 306, 307};
+    static const int32_t wc_tg[8] = {301, -1, 303, -1, 305, -1, 307, -1};  // C's token 8 is not trained
+    int seen[3] = {0, 0, 0};
+    for (int r = 0; r < 16; r++) {
+        const int32_t *ri = in + r * T, *rt = tg + r * T;
+        const uint32_t *rd = doc + r * T;
+        int k = ri[0] / 100 - 1;
+        CHECK(k >= 0 && k < 3, "row %d starts an example (%d)", r, ri[0]);
+        if (k < 0 || k > 2) continue;
+        seen[k] = 1;
+        const int32_t *wi = k == 0 ? wa_in : k == 1 ? wb_in : wc_in, *wt = k == 0 ? wa_tg : k == 1 ? wb_tg : wc_tg;
+        static const uint32_t zero[8] = {0};
+        const uint32_t *wd = k == 0 ? wa_doc : k == 1 ? wb_doc : zero;
+        CHECK(!memcmp(ri, wi, sizeof wa_in) && !memcmp(rt, wt, sizeof wa_tg) && !memcmp(rd, wd, sizeof wa_doc),
+              "row %d (example %c): inputs, targets (masked, none across examples) and doc_start", r, 'A' + k);
+    }
+    CHECK(seen[0] && seen[1] && seen[2], "16 draws start at each of the 3 examples");
+    CHECK(dataset_val_windows(ds, T) == 2, "val: 2 packed rows");
+    size_t valid = 0;
+    CHECK(dataset_val_batch(ds, 0, 3, T, in, tg, doc, &valid) == WGT_OK && valid == 3 + 3 + 2,
+          "val batch: %zu trained targets", valid);
+    CHECK(in[0] == 400 && in[4] == 404 && doc[4] == 4 && tg[3] == -1 && tg[2] == 403 && in[T] == 408 && doc[T + 3] == 3 &&
+          tg[T + 2] == -1 && tg[2 * T] == -1, "val rows [D E] and [F], the third padding");
+    dataset_free(ds);
+    // a plain shard beside flagged ones: refused
+    CHECK(shard_write(tpath("packed/y_train_001.bin"), t, 20, 1000) == WGT_OK, "plain shard");
+    CHECK(dataset_open(&ds, dir) != WGT_OK && contains(wgt_last_error(), "mixes"), "mixed shards refused: %s",
+          wgt_last_error());
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "%s/wgt_test_data_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
     test_tokenizer();
     test_tokenizer_reference();
     test_shard();
+    test_flagged(4000);
+    test_flagged(70000);
+    test_packed_rows();
     test_prepare();
     test_legacy16();
     test_hf_kind();

@@ -16,6 +16,10 @@
 // Every distinct head size and setting compiles its own pipelines, which costs the software
 // rasterizer about a second each: the cases below are chosen to keep their number near 40.
 //
+// The mask (docs/kernels.md#attention-mask): packed examples (doc_start) of lengths that leave
+// whole tiles masked (so the skipping paths run) and single-token examples, a sliding window
+// alone and with examples, through every variant; g_doc / g_window set the mask of run_case.
+//
 // The backward gets the same inputs on both backends (out and lse of the C forward), so that
 // its comparison measures the backward alone. WGTRAIN_TEST_VERBOSE=1 prints, for every
 // comparison, the worst error as a fraction of its tolerance.
@@ -54,6 +58,29 @@ static int all_finite(const float *x, size_t n) {
 // qkv[B,T,W], W = C + 2·NKV·HS (C = NH·HS): q columns scaled by 0.3, 1 or 3.5 (row t mod 3), k by
 // 2, so that |q·k|/sqrt(HS) spans near-uniform softmax rows and peaky ones (scores up to about
 // ±20); v standard normal.
+// The mask of run_case: g_doc 0 none, else examples of lengths 1 + (hash % g_doc) (g_doc > T:
+// mostly long ones); g_window the sliding window (0: none).
+static uint32_t g_doc = 0, g_window = 0;
+
+// doc_start for B sequences of T (NULL when g_doc is 0): examples of random lengths, one of
+// length 1 at the start of every sequence so that single-token rows occur.
+static uint32_t *make_doc(uint32_t B, uint32_t T) {
+    if (!g_doc) return NULL;
+    uint32_t *d = malloc((size_t)B * T * 4);
+    for (uint32_t b = 0; b < B; b++) {
+        uint32_t start = 0, left = 1;
+        for (uint32_t t = 0; t < T; t++) {
+            if (!left) {
+                start = t;
+                left = 1 + trng_u32() % g_doc;
+            }
+            d[(size_t)b * T + t] = start;
+            left--;
+        }
+    }
+    return d;
+}
+
 static float *make_qkv(uint32_t B, uint32_t T, uint32_t C, uint32_t W, float extreme) {
     size_t n = (size_t)B * T * W;
     float *x = malloc(n * 4);
@@ -76,16 +103,24 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
     double t0 = wgt_now_s();
     char what[224], tag[160];
     uint32_t C = NH * HS, W = (NH + 2 * NKV) * HS;
-    char dtag[48] = "";
+    char dtag[96] = "";
     if (drop > 0) snprintf(dtag, sizeof dtag, " dropout %g seed %u", drop, seed);
+    if (g_doc || g_window) {
+        size_t l = strlen(dtag);
+        snprintf(dtag + l, sizeof dtag - l, " docs<=%u window %u", g_doc, g_window);
+    }
     snprintf(tag, sizeof tag, "B=%u T=%u NH=%u NKV=%u HS=%u%s%s%s%s", B, T, NH, NKV, HS, dtag,
              extreme > 0 ? " (±80)" : "", note ? " " : "", note ? note : "");
     size_t bt = (size_t)B * T, n3 = bt * W, nl = (size_t)B * NH * T;
     float *qkv = make_qkv(B, T, C, W, extreme);
     btensor tq = bt_new(p, n3, qkv), to = bt_new(p, bt * C, NULL), tl = bt_new(p, nl, NULL);
+    uint32_t *doc = make_doc(B, T);
+    btensor tdoc = bt_new(p, doc ? bt : 1, doc);
+    wgt_view dc = doc ? bt_c(tdoc) : wgt_view_none(), dg = doc ? bt_g(tdoc) : wgt_view_none();
+    const uint32_t win = g_window;
 
-    p->cpu->attention_forward(p->cpu, bt_c(to), bt_c(tl), bt_c(tq), B, T, NH, NKV, HS, drop, seed);
-    p->gpu->attention_forward(p->gpu, bt_g(to), bt_g(tl), bt_g(tq), B, T, NH, NKV, HS, drop, seed);
+    p->cpu->attention_forward(p->cpu, bt_c(to), bt_c(tl), bt_c(tq), dc, B, T, NH, NKV, HS, drop, seed, win);
+    p->gpu->attention_forward(p->gpu, bt_g(to), bt_g(tl), bt_g(tq), dg, B, T, NH, NKV, HS, drop, seed, win);
     float *oc, *og, *lc, *lg;
     bt_get(p, to, &oc, &og);
     bt_get(p, tl, &lc, &lg);
@@ -113,7 +148,8 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
     btensor tg = bt_new(p, bt * C, dout), td = bt_new(p, n3, NULL);
     p->gpu->upload(p->gpu, bt_g(to), oc, bt * C);
     p->gpu->upload(p->gpu, bt_g(tl), lc, nl);
-    p->cpu->attention_backward(p->cpu, bt_c(td), bt_c(tg), bt_c(tq), bt_c(to), bt_c(tl), B, T, NH, NKV, HS, drop, seed);
+    p->cpu->attention_backward(p->cpu, bt_c(td), bt_c(tg), bt_c(tq), bt_c(to), bt_c(tl), dc, B, T, NH, NKV, HS, drop, seed,
+                               win);
     float *ref = malloc(n3 * 4), *got = malloc(n3 * 4), *again = malloc(n3 * 4), *poison = malloc(n3 * 4);
     CHECK(p->cpu->sync(p->cpu) == WGT_OK, "cpu sync");
     p->cpu->download(p->cpu, ref, bt_c(td), n3);
@@ -123,16 +159,16 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
     for (int v = 0; v <= 4; v++) {
         if (!(runs & (1 << v))) continue;
         p->gpu->upload(p->gpu, bt_g(td), poison, n3);
-        int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), B, T, NH, NKV,
-                                             HS, drop, seed);
+        int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), dg, B, T, NH,
+                                             NKV, HS, drop, seed, win);
         CHECK(v == 0 ? ran == auto_v : ran == v, "%s: variant %d ran as %d", tag, v, ran);
         CHECK(p->gpu->sync(p->gpu) == WGT_OK, "device error: %s", wgt_last_error());
         p->gpu->download(p->gpu, got, bt_g(td), n3);
         snprintf(what, sizeof what, "backward dqkv %s%s, %s", variant_name[ran], v == 0 ? " (auto)" : "", tag);
         if (NKV < NH) {  // the group sums run in a fixed order: a second run repeats every bit
             p->gpu->upload(p->gpu, bt_g(td), poison, n3);
-            wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), B, T, NH, NKV, HS, drop,
-                                       seed);
+            wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), dg, B, T, NH, NKV, HS,
+                                       drop, seed, win);
             CHECK(p->gpu->sync(p->gpu) == WGT_OK, "device error: %s", wgt_last_error());
             p->gpu->download(p->gpu, again, bt_g(td), n3);
             CHECK(!memcmp(got, again, n3 * 4), "%s: a second run gave other bits", what);
@@ -150,7 +186,8 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
                          wgt_now_s() - t0);
     free(ref); free(got); free(again); free(poison); free(dout); free(qkv);
     free(oc); free(og); free(lc); free(lg);
-    bt_free(p, &tq); bt_free(p, &to); bt_free(p, &tl); bt_free(p, &tg); bt_free(p, &td);
+    bt_free(p, &tq); bt_free(p, &to); bt_free(p, &tl); bt_free(p, &tg); bt_free(p, &td); bt_free(p, &tdoc);
+    free(doc);
 }
 
 // Sets WGTRAIN_ATTN_FWD_CFG / WGTRAIN_ATTN_BWD_CFG of the context's settings (NULL: the default)
@@ -228,8 +265,8 @@ static void check_masks(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t 
     }
     btensor tq = bt_new(p, n3, qkv), to = bt_new(p, bt * C, NULL), tl = bt_new(p, nl, NULL);
     btensor tg = bt_new(p, bt * C, dout), td = bt_new(p, n3, NULL);
-    p->cpu->attention_forward(p->cpu, bt_c(to), bt_c(tl), bt_c(tq), B, T, NH, NH, HS, drop, seed);
-    p->gpu->attention_forward(p->gpu, bt_g(to), bt_g(tl), bt_g(tq), B, T, NH, NH, HS, drop, seed);
+    p->cpu->attention_forward(p->cpu, bt_c(to), bt_c(tl), bt_c(tq), wgt_view_none(), B, T, NH, NH, HS, drop, seed, 0);
+    p->gpu->attention_forward(p->gpu, bt_g(to), bt_g(tl), bt_g(tq), wgt_view_none(), B, T, NH, NH, HS, drop, seed, 0);
     float *oc, *og, *lc, *lg;
     bt_get(p, to, &oc, &og);
     bt_get(p, tl, &lc, &lg);
@@ -270,8 +307,8 @@ static void check_masks(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t 
     float *got = malloc(n3 * 4);
     for (int v = 0; v <= 4; v++) {
         if (!(runs & (1 << v))) continue;
-        int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), B, T, NH, NH,
-                                             HS, drop, seed);
+        int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), wgt_view_none(),
+                                             B, T, NH, NH, HS, drop, seed, 0);
         CHECK(v == 0 || ran == v, "%s: variant %d ran as %d", what, v, ran);
         CHECK(p->gpu->sync(p->gpu) == WGT_OK, "device error: %s", wgt_last_error());
         p->gpu->download(p->gpu, got, bt_g(td), n3);
@@ -339,6 +376,18 @@ int main(void) {
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = WG_AUTO;
     check_masks(&p, 2, 40, 2, 64, 0.5f, 123, RUN_SHORT | RUN_SPLIT | RUN_FUSED | RUN_STREAM);
     check_masks(&p, 1, 61, 2, 64, 0.2f, 0xdeadbeefu, RUN_SPLIT | RUN_FUSED | RUN_STREAM);
+    // the mask: packed examples (long ones leave whole tiles masked; the 8x16 tiles skip several),
+    // a sliding window, both; every variant, grouped heads, dropout on top
+    g_doc = 60;
+    run_case(&p, 2, 130, 2, 2, 16, 0, longv | RUN_STREAM, NULL, 0.0f, 0);
+    run_with(&p, 2, 130, 4, 1, 16, longv | RUN_STREAM, "nl=8,tr=1,bc=16,sg=0", "kv=8x16,q=16x8,st=8x16", 0.0f, 0);
+    g_doc = 9;
+    run_case(&p, 1, 45, 4, 2, 16, 0, RUN_SHORT | RUN_FUSED, NULL, 0.2f, 11);
+    g_doc = 0, g_window = 20;
+    run_case(&p, 1, 50, 2, 2, 16, 0, RUN_SHORT, NULL, 0.0f, 0);
+    g_doc = 40, g_window = 13;
+    run_case(&p, 1, 100, 8, 2, 8, 0, longv | RUN_STREAM, NULL, 0.0f, 0);
+    g_doc = 0, g_window = 0;
     bpair_close(&p);
     fprintf(stderr, "attention tests: %.1f s\n", wgt_now_s() - t0);
     return test_finish();

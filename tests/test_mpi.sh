@@ -93,6 +93,33 @@ out=$($W train "${M[@]}" --out "$T/r21" --resume --batch 8 2>&1); rc=$?
 check "2-rank checkpoint resumed by 1 process x --batch 8 ($out)" test $rc -eq 0
 check "... continues the same run" same_losses "$T/one/metrics.jsonl" "$T/r21/metrics.jsonl" 8
 
+section "instruction data: the loss is the mean over the update's trained tokens of all ranks"
+# prompt/completion records of varied lengths: the ranks' rows hold different numbers of trained
+# targets, so normalising by a rank's own count would change the gradients and the losses
+$PY - "$T/sft.jsonl" <<'EOF'
+import json, random, sys
+r = random.Random(3)
+w = "red green blue cat dog sun moon tree river stone".split()
+with open(sys.argv[1], "w") as f:
+    for i in range(120):
+        f.write(json.dumps({"prompt": " ".join(r.choice(w) for _ in range(r.randint(1, 9))) + " =>",
+                            "completion": " " + " ".join(r.choice(w) for _ in range(r.randint(1, 6)))}) + "\n")
+EOF
+$W prepare --tokenizer third_party/hf-tokenizers/llama2 --input "$T/sft.jsonl" --out "$T/sft" >/dev/null 2>&1 || bad "prepare sft"
+S=(--data "$T/sft" --device cpu --arch llama --layers 1 --heads 2 --d-model 16 --d-ff 32 --seq 24 --lr 3e-3 --warmup 0
+   --steps 3 --val-every 0 --val-batches 1 --log-every 1)
+$W train "${S[@]}" --grad-accum 2 --batch 4 --out "$T/sft1" >/dev/null 2>&1 || bad "1-process run on instruction data"
+"${MPI[@]}" -np 2 $W train "${S[@]}" --grad-accum 2 --batch 2 --out "$T/sft2" >/dev/null 2>&1 || bad "2-rank run on instruction data"
+check "packed rows: losses agree, 2 ranks x 2 x 2 = 1 process x 4 x 2" same_losses "$T/sft1/metrics.jsonl" "$T/sft2/metrics.jsonl" 3
+check "packed rows: the grad norms agree too" $PY - "$T/sft1/metrics.jsonl" "$T/sft2/metrics.jsonl" <<'EOF'
+import json, sys
+a, b = ([json.loads(l)["grad_norm"] for l in open(p)] for p in sys.argv[1:3])
+sys.exit(0 if len(a) == 3 and all(abs(x - y) <= 1e-4 * abs(x) for x, y in zip(a, b)) else 1)
+EOF
+# the same 8 rows as one micro-batch: a mean of micro-batch means would differ from it
+$W train "${S[@]}" --batch 8 --out "$T/sft8" >/dev/null 2>&1 || bad "batch 8 run"
+check "packed rows: 4 x 2 micro-batches = one batch of 8 (losses)" same_losses "$T/sft1/metrics.jsonl" "$T/sft8/metrics.jsonl" 3
+
 section "a killed rank ends the job"
 t0=$SECONDS
 out=$("${MPI[@]}" -np 2 -x WGTRAIN_TEST_KILL=1:6 $W train "${M[@]}" --batch 4 --ckpt-every 2 --out "$T/kill" 2>&1); rc=$?

@@ -131,7 +131,7 @@ static void test_reference(uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, ui
     for (size_t i = 0; random_tables && i < maxT * HS; i++) { ct[i] = trng_normal(); st[i] = trng_normal(); }
     float *x = trand_normal(n, 1.0f), *y = malloc(n * 4);
     memcpy(y, x, n * 4);
-    cpu_rope_forward(y, ct, st, B, T, NH, NKV, HS);
+    cpu_rope_forward(y, ct, st, NULL, B, T, NH, NKV, HS);
     double *xd = to_d(x, n), *ref = malloc(n * sizeof(double));
     hf_forward(ref, xd, ct, st, B, T, NH, NKV, HS);
     // two f32 products and a sum of O(1) values: a few ulps of the larger term
@@ -146,7 +146,7 @@ static void test_reference(uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, ui
     // backward: dL/dx of L = Σ rope(x)·w by central differences of the double forward
     float *w = trand_normal(n, 1.0f), *g = malloc(n * 4);
     memcpy(g, w, n * 4);
-    cpu_rope_backward(g, ct, st, B, T, NH, NKV, HS);
+    cpu_rope_backward(g, ct, st, NULL, B, T, NH, NKV, HS);
     fd_ctx c = {xd, malloc(n * sizeof(double)), w, ct, st, B, T, NH, NKV, HS, n};
     double gw = 0, h = 1e-3;  // L is linear in x: any step is exact up to rounding
     for (size_t i = 0; i < n; i++) {
@@ -222,8 +222,8 @@ static void test_webgpu(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t 
             wgt_view vx = wgt_view_sub(k ? bt_g(tx) : bt_c(tx), off, n);
             wgt_view vc = wgt_view_sub(k ? bt_g(tc) : bt_c(tc), off, nt);
             wgt_view vs = wgt_view_sub(k ? bt_g(ts) : bt_c(ts), off, nt);
-            if (bwd) be[k]->rope_backward(be[k], vx, vc, vs, B, T, NH, NKV, HS);
-            else be[k]->rope_forward(be[k], vx, vc, vs, B, T, NH, NKV, HS);
+            if (bwd) be[k]->rope_backward(be[k], vx, vc, vs, wgt_view_none(), B, T, NH, NKV, HS);
+            else be[k]->rope_forward(be[k], vx, vc, vs, wgt_view_none(), B, T, NH, NKV, HS);
         }
         float *c, *g;
         bt_get(p, tx, &c, &g);
@@ -239,6 +239,36 @@ static void test_webgpu(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t 
     free(ct); free(st); free(x); free(ctab); free(stab);
 }
 
+// Packed examples restart their positions: rope with doc_start on a row of examples [0, a) and
+// [a, T) equals rope without it on each example alone (the second moved to a sequence start),
+// bit for bit, forward and backward.
+static void test_packed(uint32_t T, uint32_t a, uint32_t NH, uint32_t NKV, uint32_t HS) {
+    size_t W = (size_t)(NH + 2 * NKV) * HS, n = (size_t)T * W;
+    float *ct = malloc((size_t)T * HS * 4), *st = malloc((size_t)T * HS * 4);
+    default_tables(ct, st, T, HS);
+    uint32_t *doc = malloc(T * 4);
+    for (uint32_t t = 0; t < T; t++) doc[t] = t < a ? 0 : a;
+    for (int bwd = 0; bwd < 2; bwd++) {
+        float *x = trand_normal(n, 1.0f), *alone = malloc(n * 4);
+        memcpy(alone, x, n * 4);
+        if (bwd) cpu_rope_backward(x, ct, st, doc, 1, T, NH, NKV, HS);
+        else cpu_rope_forward(x, ct, st, doc, 1, T, NH, NKV, HS);
+        float *second = alone + (size_t)a * W;  // the second example as a sequence of its own
+        if (bwd) {
+            cpu_rope_backward(alone, ct, st, NULL, 1, a, NH, NKV, HS);
+            cpu_rope_backward(second, ct, st, NULL, 1, T - a, NH, NKV, HS);
+        } else {
+            cpu_rope_forward(alone, ct, st, NULL, 1, a, NH, NKV, HS);
+            cpu_rope_forward(second, ct, st, NULL, 1, T - a, NH, NKV, HS);
+        }
+        CHECK(!memcmp(x, alone, n * 4), "rope_%s T=%u with examples [0,%u) [%u,%u): not each example alone",
+              bwd ? "backward" : "forward", T, a, a, T);
+        free(x);
+        free(alone);
+    }
+    free(doc); free(ct); free(st);
+}
+
 int main(void) {
     test_inv_freq(128, 500000.0, 8.0, 1.0, 4.0, 8192.0);  // Llama 3.1 / 3.2
     test_inv_freq(64, 500000.0, 32.0, 1.0, 4.0, 8192.0);  // Llama 3.2 1B/3B (head size 64, factor 32)
@@ -250,6 +280,8 @@ int main(void) {
     test_reference(1, 4, 2, 1, 2, 0);   // the smallest head
     test_reference(1, 6, 2, 1, 8, 1);
     test_properties();
+    test_packed(11, 4, 4, 2, 8);
+    test_packed(9, 1, 2, 2, 6);
     bpair p = bpair_open();
     test_webgpu(&p, 2, 40, 8, 2, 16, 64, 5, 0);
     test_webgpu(&p, 1, 2048, 2, 1, 128, 2048, 70, 0);  // long positions (angles to 2047 rad), HS = 128

@@ -240,6 +240,20 @@ static wgt_status op_checks(op_call *c) {
     if ((id == WGT_OP_ID_rope_forward || id == WGT_OP_ID_rope_backward) && fmod(c->s[hs], 2) != 0)
         return wgt_fail(WGT_ERR_ARG, "%s: HS = %.0f is odd; rotary embedding pairs the two halves of a head, so the head "
                         "size must be even", d->name, c->s[hs]);
+    // doc_start (attention's mask, rope's positions): each at most its position and non-decreasing
+    // along its sequence (docs/kernels.md#attention-mask)
+    int db = bind_index(d, "doc_start"), bs = scalar_index(d, "B"), ts = scalar_index(d, "T");
+    if (db >= 0 && c->have[db] && bs >= 0 && ts >= 0) {
+        const uint32_t *doc = c->a[db].data;
+        const size_t B = (size_t)c->s[bs], T = (size_t)c->s[ts];
+        for (size_t i = 0; i < B * T && i < c->a[db].n; i++) {
+            size_t t = i % T;
+            if (doc[i] > t || (t && doc[i] < doc[i - 1]))
+                return wgt_fail(WGT_ERR_FORMAT, "%s: doc_start[%zu][%zu] = %u; each entry is the first position of its "
+                                "example, so it must be at most its position (%zu) and not below the entry before it",
+                                d->name, i / T, t, doc[i], t);
+        }
+    }
     // the optimizer status words the ops rely on (docs/kernels.md#the-optimizer-status); a status
     // that is not given starts at zero
     int sb = bind_index(d, "status");

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include "core/fileutil.h"
 #include "core/json_strict.h"
+#include "data/chat_encode.h"
 #include "data/chat_template.h"
 #include "data/hf_tokenizer.h"
 #include "data/hf_tokenizer_kind.h"
@@ -172,110 +173,27 @@ static wgt_status tokenize_hf_add_special(const char *spec) {
     return st;
 }
 
-// The trained ids of a rendered chat (docs/chat-templates.md): an id is trained when its bytes
-// overlap an assistant message's content, and so are the ids after such a run, up to and
-// including the first special token (the end of the turn), unless one of them overlaps another
-// message's content first. Token offsets come from the tokens' bytes, which must spell the text.
-static wgt_status chat_mask(const text_tokenizer *tok, const hf_tokenizer *hf, const chat_template_output *r,
-                            const cJSON *messages, const uint32_t *ids, size_t n_ids, uint8_t *mask) {
-    int n_msg = cJSON_GetArraySize(messages);
-    uint8_t *asst_msg = wgt_calloc((size_t)n_msg + 1, 1);  // per message: role is "assistant"
-    int k = 0;
-    for (const cJSON *m = messages->child; m && k < n_msg; m = m->next, k++) {
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
-        asst_msg[k] = cJSON_IsString(r) && !strcmp(r->valuestring, "assistant");
-    }
-    wgt_status st = WGT_OK;
-    size_t pos = 0;
-    int in_turn = 0;  // after an assistant's content, before its end of turn
-    for (size_t i = 0; i < n_ids; i++) {
-        size_t len = 0;
-        const uint8_t *b = text_tokenizer_token_bytes(tok, (int)ids[i], &len);
-        if (!b || len > r->n - pos || memcmp(b, r->text + pos, len)) {
-            free(asst_msg);
-            return wgt_fail(WGT_ERR_FORMAT, "--mask: the bytes of token #%zu (id %u) do not continue the rendered text at byte "
-                            "%zu (the tokenizer's normaliser changes the text), so tokens cannot be matched to messages; "
-                            "use the ids without --mask", i + 1, ids[i], pos);
-        }
-        int asst = 0, other = 0;
-        for (size_t j = pos; j < pos + len; j++) {
-            int32_t s = r->source[j];
-            WGT_ASSERT(s < n_msg, "a rendered byte's source is beyond the messages");
-            if (s >= 0 && asst_msg[s]) asst = 1;
-            else if (s >= 0) other = 1;
-        }
-        pos += len;
-        if (asst) {
-            mask[i] = 1;
-            in_turn = 1;
-        } else if (in_turn && !other) {
-            mask[i] = 1;
-            if (hf_tokenizer_is_special(hf, ids[i])) in_turn = 0;
-        } else {
-            mask[i] = 0;
-            in_turn = 0;
-        }
-    }
-    free(asst_msg);
-    if (pos != r->n)
-        st = wgt_fail(WGT_ERR_FORMAT, "--mask: the tokens' bytes end at byte %zu of the %zu rendered; use the ids "
-                      "without --mask", pos, r->n);
-    return st;
-}
-
-// --chat: messages (JSON on stdin) through the chat template, then the tokenizer.
+// --chat: messages (JSON on stdin) through the chat template, then the tokenizer (chat_encode.c,
+// the path `prepare` takes for {"messages"} records too).
 static wgt_status tokenize_chat(const char *spec, const char *template_file, int gen_prompt, int want_mask) {
     text_tokenizer *tok = NULL;
     WGT_TRY(text_tokenizer_open(&tok, spec));
-    cJSON *cfg = NULL, *ctx = NULL, *messages = NULL;
-    char *tfile = NULL;
+    chat_encoder *enc = NULL;
+    cJSON *messages = NULL;
     uint8_t *in = NULL, *mask = NULL;
     uint32_t *ids = NULL;
-    size_t n_in = 0, n_ids = 0, tn = 0, cn = 0;
-    chat_template *tmpl = NULL;
-    chat_template_output r = {0};
-    const char *ttext = NULL;
-    wgt_status st = WGT_OK;
-    if (strcmp(text_tokenizer_kind_name(tok), HF_KIND_NAME))
-        st = wgt_fail(WGT_ERR_ARG, "--chat needs a Hugging Face tokenizer (a tokenizer.json and its tokenizer_config.json); "
-                      "%s is a %s tokenizer", spec, text_tokenizer_kind_name(tok));
-    const hf_tokenizer *hf = st == WGT_OK ? hf_kind_tokenizer(text_tokenizer_impl(tok)) : NULL;
-    const char *config = st == WGT_OK ? hf_kind_config(text_tokenizer_impl(tok), &cn) : NULL;
-    if (st == WGT_OK && config) st = json_parse_strict(&cfg, config, cn, 0, HF_CONFIG_FILE);
-    if (st == WGT_OK && template_file) {
-        st = file_read_all(template_file, "chat template", "pass a Jinja2 template file", CHAT_MAX_TEMPLATE_BYTES, &tfile, &tn);
-        ttext = tfile;
-    } else if (st == WGT_OK && !cfg) {
-        st = wgt_fail(WGT_ERR_CONFIG, "%s has no tokenizer_config.json beside its tokenizer.json, so no chat template; "
-                      "pass --chat-template FILE", spec);
-    } else if (st == WGT_OK) {
-        st = chat_template_from_config(cfg, NULL, &ttext);
-        if (st == WGT_OK) tn = strlen(ttext);
-        else {
-            char *why = wgt_strdup(wgt_last_error());
-            st = wgt_fail(st, "%s; for %s pass --chat-template FILE", why, spec);
-            free(why);
-        }
-    }
-    if (st == WGT_OK) st = chat_template_parse(ttext, tn, &tmpl);
+    size_t n_in = 0, n_ids = 0;
+    wgt_status st = chat_encoder_init(&enc, tok, spec, template_file);
     if (st == WGT_OK) st = read_stdin(&in, &n_in);
     if (st == WGT_OK) st = json_parse_strict(&messages, (const char *)in, n_in, 0, "the messages on stdin");
     if (st == WGT_OK && !cJSON_IsArray(messages))
         st = wgt_fail(WGT_ERR_ARG, "--chat reads a JSON array of messages on stdin, such as "
                       "[{\"role\": \"user\", \"content\": \"Hi\"}]");
-    if (st == WGT_OK) {
-        ctx = cJSON_CreateObject();
-        cJSON_AddItemToObject(ctx, "messages", messages);
-        messages = cJSON_GetObjectItemCaseSensitive(ctx, "messages");  // now owned by ctx
-        cJSON_AddBoolToObject(ctx, "add_generation_prompt", gen_prompt);
-        if (cfg) st = chat_template_add_special_tokens(cfg, ctx);
-    }
-    chat_template_opts opts = {.now = -1, .limits = NULL};
-    if (st == WGT_OK) st = chat_template_render(tmpl, ctx, &opts, &r);
-    if (st == WGT_OK) st = hf_tokenizer_encode(hf, (const uint8_t *)r.text, r.n, 0, &ids, &n_ids);
-    if (st == WGT_OK && want_mask) {
-        mask = wgt_malloc(n_ids + 1);
-        st = chat_mask(tok, hf, &r, messages, ids, n_ids, mask);
+    if (st == WGT_OK) st = chat_encoder_encode(enc, messages, gen_prompt, &ids, &n_ids, want_mask ? &mask : NULL);
+    if (st != WGT_OK && want_mask && strstr(wgt_last_error(), "the loss mask:")) {
+        char *why = wgt_strdup(wgt_last_error());
+        st = wgt_fail(st, "--mask: %s; use the ids without --mask", why);
+        free(why);
     }
     if (st == WGT_OK) st = write_ids(ids, n_ids);
     if (st == WGT_OK && want_mask) {
@@ -289,12 +207,8 @@ static wgt_status tokenize_chat(const char *spec, const char *template_file, int
         st = write_stdout(line, k);
         free(line);
     }
-    if (!ctx) cJSON_Delete(messages);
-    cJSON_Delete(ctx);
-    cJSON_Delete(cfg);
-    chat_template_output_free(&r);
-    chat_template_free(tmpl);
-    free(tfile);
+    cJSON_Delete(messages);
+    chat_encoder_free(enc);
     free(in);
     free(ids);
     free(mask);

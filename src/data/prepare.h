@@ -34,4 +34,19 @@ wgt_status prepare_corpus_with(const char **inputs, int n_inputs, const char *ou
 // eos_token); a tokenizer without one is refused.
 wgt_status prepare_corpus_spec(const char **inputs, int n_inputs, const char *out_dir, const char *spec,
                                double val_fraction, int verbose);
+
+// Instruction and chat data (prepare_jsonl.c, docs/instruction-data.md): JSONL files of
+// {"text"}, {"prompt", "completion"} or {"messages"} records, tokenized with the Hugging Face
+// tokenizer `spec` (its chat template renders messages) into flagged shards (shard.h: the loss
+// mask and the example starts). The last val_fraction of the examples (at least one) are the
+// validation split. A malformed or empty record fails naming its file and line; an example
+// whose mask trains nothing is skipped; one longer than max_tokens (0: no limit) is truncated
+// or (drop_long) dropped; all counted in the summary and meta.json.
+typedef struct {
+    const char *chat_template;  // a Jinja2 file instead of the tokenizer config's (NULL: the config's)
+    int max_tokens;             // 0: no limit
+    int drop_long;              // over-long examples: 1 drop, 0 truncate
+} prepare_jsonl_opts;
+wgt_status prepare_jsonl(const char **inputs, int n_inputs, const char *out_dir, const char *spec,
+                         const prepare_jsonl_opts *o, double val_fraction, int verbose);
 #endif

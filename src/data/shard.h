@@ -4,6 +4,12 @@
 // tokens, written while the vocabulary fits 16 bits (<= 65536 ids), and magic 20240801
 // version 7 with uint32 tokens (llm.c's format for larger vocabularies) beyond it. Readers give
 // uint32 ids either way. Layout: docs/tokenizer-format.md.
+//
+// Instruction and chat data (`prepare` of JSONL) add one byte of flags per token after the
+// tokens, under a version of its own (2 for 16-bit tokens, 8 for 32-bit; the token layout is
+// unchanged, so only the version and the trailing bytes differ): SHARD_FLAG_TRAIN, the token is
+// trained as a target (its prediction counts in the loss); SHARD_FLAG_START, it begins an
+// example. A shard without flags reads as every token trained and no example starts.
 #ifndef WGT_SHARD_H
 #define WGT_SHARD_H
 #include <stddef.h>
@@ -15,6 +21,10 @@
 #define SHARD_VERSION 1
 #define SHARD_MAGIC_U32 20240801   // uint32 tokens
 #define SHARD_VERSION_U32 7
+#define SHARD_VERSION_FLAGS 2      // uint16 tokens, then one flag byte a token
+#define SHARD_VERSION_U32_FLAGS 8  // uint32 tokens, then one flag byte a token
+#define SHARD_FLAG_TRAIN 1u
+#define SHARD_FLAG_START 2u
 #define SHARD_U16_MAX_VOCAB 65536  // the largest vocabulary written in the 16-bit format
 #define SHARD_HEADER_INTS 256
 #define SHARD_MAX_TOKENS 2147483647u  // the header's count is an int32
@@ -29,6 +39,11 @@ int shard_token_bytes(int vocab);
 // (1..TOKEN_MAX_VOCAB) calls for. Every id must be < vocab: one that is not is an error naming
 // it and its position, and nothing is written.
 wgt_status shard_write(const char *path, const uint32_t *toks, size_t n, int vocab);
+// The same with a flag byte per token (flags[i]: SHARD_FLAG_TRAIN | SHARD_FLAG_START; other bits
+// refused), in the flagged versions.
+wgt_status shard_write_flags(const char *path, const uint32_t *toks, const uint8_t *flags, size_t n, int vocab);
+// The CRC-32 of that file, computed in memory.
+uint32_t shard_file_crc_flags(const uint32_t *toks, const uint8_t *flags, size_t n, int vocab);
 
 // Opens a shard of either format after validating magic, version and the file's size against
 // the header. The file is kept open and read on demand (never memory-mapped), so a shard that
@@ -38,6 +53,9 @@ wgt_status shard_open(shard **out, const char *path);
 size_t shard_count(const shard *s);
 const char *shard_path(const shard *s);
 int shard_bytes_per_token(const shard *s);  // 2 or 4
+int shard_has_flags(const shard *s);        // 1 for the flagged versions
+// Copies the flags of tokens [off, off + n) into dst (a shard without flags: SHARD_FLAG_TRAIN each).
+wgt_status shard_read_flags(const shard *s, size_t off, size_t n, uint8_t *dst);
 // Copies tokens [off, off + n) into dst as uint32; fails, naming the shard, if the file no
 // longer holds them.
 wgt_status shard_read(const shard *s, size_t off, size_t n, uint32_t *dst);

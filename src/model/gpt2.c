@@ -155,8 +155,8 @@ static void block_forward(wgt_model *m, int l) {
     model_act_keep(m, h->qkv, qkv, 3 * nc);
     qkv = model_act_f32(m, h->qkv, a->x_q, 3 * nc);  // (f16: attention reads the rounded qkv, as its backward)
     wgt_view atty = model_act_out(m, h->atty, a->x_c);
-    be->attention_forward(be, atty, h->lse, qkv, B, T, NH, NH, C / NH, m->drop_p,
-                          model_dropout_seed(m, l, 0));                                     // atty [B,T,C], lse [B,NH,T]
+    be->attention_forward(be, atty, h->lse, qkv, m->doc_view, B, T, NH, NH, C / NH, m->drop_p,
+                          model_dropout_seed(m, l, 0), 0);                                     // atty [B,T,C], lse [B,NH,T]
     model_act_keep(m, h->atty, atty, nc);
     model_matmul(m, a->scratch_c, h->atty, p->attproj_w, p->attproj_b, BT, C, C);                // attproj [B,T,C]
     model_branch_dropout(m, a->scratch_c, l, 1);
@@ -213,8 +213,8 @@ static void block_backward(wgt_model *m, int l) {
     model_matmul_at(m, g->attproj_w, g->attproj_b, dattn, h->atty, BT, C, C);
     wgt_view atty = model_act_f32(m, h->atty, a->x_c, (size_t)BT * C);  // (f16: the rounded out, widened)
     wgt_view qkv = model_act_f32(m, h->qkv, a->x_q, (size_t)BT * 3 * C);
-    be->attention_backward(be, a->dqkv, a->dtmp, qkv, atty, h->lse, B, T, NH, NH, C / NH, m->drop_p,
-                           model_dropout_seed(m, l, 0));                                             // dqkv [B,T,3C]
+    be->attention_backward(be, a->dqkv, a->dtmp, qkv, atty, h->lse, m->doc_view, B, T, NH, NH, C / NH, m->drop_p,
+                           model_dropout_seed(m, l, 0), 0);                                             // dqkv [B,T,3C]
     model_matmul_t(m, a->dtmp, a->dqkv, p->qkv_w, BT, C, 3 * C);                                    // dln1 [B,T,C]
     model_matmul_at(m, g->qkv_w, g->qkv_b, a->dqkv, h->ln1, BT, C, 3 * C);
     be->layernorm_backward(be, a->dres, g->ln1_w, g->ln1_b, a->dtmp, h->res, p->ln1_w, h->ln1_mean, h->ln1_rstd, BT,

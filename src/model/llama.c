@@ -341,12 +341,12 @@ static void block_forward(wgt_model *m, int l) {
     const size_t nq = (size_t)BT * QKV;
     wgt_view qkv = model_act_out(m, h->qkv, a->x_q);
     model_matmul(m, qkv, h->ln1, qkv_of(p), qkv_bias_of(m, p), BT, C, QKV);                  // qkv [B,T,C+2KV]
-    be->rope_forward(be, qkv, a->cos, a->sin, B, T, NH, NKV, HS);                             // q, k rotated
+    be->rope_forward(be, qkv, a->cos, a->sin, m->doc_view, B, T, NH, NKV, HS);                             // q, k rotated
     model_act_keep(m, h->qkv, qkv, nq);
     qkv = model_act_f32(m, h->qkv, a->x_q, nq);  // (f16: attention reads the rounded qkv, as its backward)
     wgt_view atty = model_act_out(m, h->atty, a->x_c);
-    be->attention_forward(be, atty, h->lse, qkv, B, T, NH, NKV, HS, m->drop_p,
-                          model_dropout_seed(m, l, 0));                                     // atty [B,T,C], lse [B,NH,T]
+    be->attention_forward(be, atty, h->lse, qkv, m->doc_view, B, T, NH, NKV, HS, m->drop_p,
+                          model_dropout_seed(m, l, 0), 0);                                     // atty [B,T,C], lse [B,NH,T]
     model_act_keep(m, h->atty, atty, nc);
     model_matmul(m, a->scratch_c, h->atty, p->o_w, o_bias_of(m, p), BT, C, C);                // o_proj [B,T,C]
     model_branch_dropout(m, a->scratch_c, l, 1);
@@ -405,9 +405,9 @@ static void block_backward(wgt_model *m, int l) {
     model_matmul_at(m, g->o_w, o_bias_of(m, g), dattn, h->atty, BT, C, C);
     wgt_view atty = model_act_f32(m, h->atty, a->x_c, (size_t)BT * C);  // (f16: the rounded out, widened)
     wgt_view qkv = model_act_f32(m, h->qkv, a->x_q, (size_t)BT * QKV);
-    be->attention_backward(be, a->dqkv, a->dtmp, qkv, atty, h->lse, B, T, NH, NKV, HS, m->drop_p,
-                           model_dropout_seed(m, l, 0));                                             // dqkv (rotated)
-    be->rope_backward(be, a->dqkv, a->cos, a->sin, B, T, NH, NKV, HS);                    // dqkv [B,T,C+2KV]
+    be->attention_backward(be, a->dqkv, a->dtmp, qkv, atty, h->lse, m->doc_view, B, T, NH, NKV, HS, m->drop_p,
+                           model_dropout_seed(m, l, 0), 0);                                             // dqkv (rotated)
+    be->rope_backward(be, a->dqkv, a->cos, a->sin, m->doc_view, B, T, NH, NKV, HS);                    // dqkv [B,T,C+2KV]
     model_matmul_t(m, a->dtmp, a->dqkv, qkv_of(p), BT, C, QKV);                                    // dln1 [B,T,C]
     model_matmul_at(m, qkv_of(g), qkv_bias_of(m, g), a->dqkv, h->ln1, BT, C, QKV);
     be->rmsnorm_backward(be, a->dres, g->ln1_w, a->dtmp, h->res, p->ln1_w, h->rstd1, BT, C);         // dx [B,T,C]

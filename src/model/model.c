@@ -656,6 +656,7 @@ wgt_status model_init_prec(wgt_model **out, wgt_backend *be, const model_config 
     if (prec == MODEL_PREC_F16) model_alloc(m, &m->params_h, wgt_f16_words(m->decay_end), "params_f16", 1);
     model_alloc(m, &m->tokens, BT, "tokens", 0);
     model_alloc(m, &m->targets, BT, "targets", 0);
+    model_alloc(m, &m->doc_start, BT, "doc_start", 0);
     model_alloc(m, &m->logits, BT * cfg->vocab, "logits", 1);  // the lm_head matmuls and the loss split it
     model_alloc(m, &m->losses, BT, "losses", 0);
     model_alloc(m, &m->status, WGT_ST_WORDS, "optimizer_status", 0);
@@ -1163,6 +1164,28 @@ static wgt_status upload_batch(wgt_model *m, const int32_t *tokens, const int32_
         free(t);
         WGT_TRY(st);
     }
+    return WGT_OK;
+}
+
+wgt_status model_set_doc_start(wgt_model *m, const uint32_t *doc_start) {
+    if (!doc_start) {
+        m->doc_view = wgt_view_none();
+        return WGT_OK;
+    }
+    if (m->arch == &model_arch_gpt2)
+        return wgt_fail(WGT_ERR_CONFIG, "packed examples (instruction data) need positions that restart at each example; "
+                        "GPT-2's learned position embeddings do not restart in this build: train a LLaMA-family model "
+                        "(--arch llama) on this data");
+    const size_t B = (size_t)m->B, T = (size_t)m->T;
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++) {
+            uint32_t d = doc_start[b * T + t];
+            if (d > t || (t && d < doc_start[b * T + t - 1]))
+                return wgt_fail(WGT_ERR_ARG, "doc_start[%zu][%zu] = %u: each must be <= its position and non-decreasing "
+                                "along the sequence", b, t, d);
+        }
+    WGT_TRY(m->be->upload(m->be, m->doc_start, doc_start, B * T));
+    m->doc_view = m->doc_start;
     return WGT_OK;
 }
 

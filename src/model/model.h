@@ -158,6 +158,11 @@ typedef struct {
 // scales the gradient: 1/(valid targets of the whole accumulated batch).
 wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *targets, model_loss_opts lo,
                          float inv_norm);
+// Packed examples for the forwards that follow: doc_start [B*T], per position the first position
+// of its example (<= t, non-decreasing along each sequence): attention stays inside each example
+// and positions restart at it. NULL: plain causal sequences (the default). Refused for GPT-2,
+// whose learned position embeddings do not restart.
+wgt_status model_set_doc_start(wgt_model *m, const uint32_t *doc_start);
 // Forward pass only (no backward possible afterwards): the B*T*V logits to the host.
 wgt_status model_forward_logits(wgt_model *m, const int32_t *tokens, float *logits);
 // Backward of the last model_forward; gradients accumulate into the gradient buffer.

@@ -125,6 +125,9 @@ struct wgt_model {
     void *acts;        // the family's activations (malloc'd by its init; freed by model_free)
     // shared by every family
     wgt_view tokens, targets;  // [B*T] i32 / u32
+    // packed examples (model_set_doc_start): doc_start [B*T] u32, the first position of each
+    // token's example; doc_view is it while a batch is packed, else no view (plain causal)
+    wgt_view doc_start, doc_view;
     wgt_view logits;           // [B*T, V] (dlogits after the loss)
     wgt_view losses;           // [B*T]
     // the optimizer status (backend/opt_status.h): loss sum, gradient norm, clip multiplier,

@@ -24,6 +24,8 @@ typedef struct {
     shard *s;
     size_t n;
     uint32_t max_id;  // largest token id in the shard
+    size_t *starts;   // flagged shards: the positions where examples begin (starts[0] = 0)
+    size_t n_starts;
 } shard_ref;
 
 typedef struct {
@@ -40,6 +42,7 @@ struct dataset {
     double entropy;
     int have_entropy;
     shard_set train, val;
+    int packed;    // flagged shards: rows are packed examples (dataset_train_batch_part)
 };
 
 static char *path_join(const char *dir, const char *name) {
@@ -53,6 +56,7 @@ static void shard_set_free(shard_set *ss) {
     for (size_t i = 0; i < ss->n; i++) {
         shard_close(ss->v[i].s);
         free(ss->v[i].path);
+        free(ss->v[i].starts);
     }
     free(ss->v);
     memset(ss, 0, sizeof *ss);
@@ -72,7 +76,33 @@ static wgt_status shard_set_add(shard_set *ss, const char *path, uint32_t *crc, 
     shard_ref *nv = realloc(ss->v, (ss->n + 1) * sizeof *ss->v);
     WGT_ASSERT(nv, "out of host memory");
     ss->v = nv;
-    ss->v[ss->n++] = (shard_ref){wgt_strdup(path), s, shard_count(s), mx};
+    ss->v[ss->n++] = (shard_ref){wgt_strdup(path), s, shard_count(s), mx, NULL, 0};
+    if (shard_has_flags(s)) {
+        // the example starts, from the flags; the first token must begin one
+        shard_ref *r = &ss->v[ss->n - 1];
+        enum { CHUNK = 1 << 18 };
+        uint8_t *f = wgt_malloc(CHUNK);
+        size_t cap = 0;
+        wgt_status st = WGT_OK;
+        for (size_t off = 0; off < r->n && st == WGT_OK; off += CHUNK) {
+            size_t k = r->n - off < CHUNK ? r->n - off : CHUNK;
+            st = shard_read_flags(s, off, k, f);
+            for (size_t i = 0; i < k && st == WGT_OK; i++)
+                if (f[i] & SHARD_FLAG_START) {
+                    if (r->n_starts == cap) {
+                        cap = cap ? 2 * cap : 1024;
+                        r->starts = realloc(r->starts, cap * sizeof *r->starts);
+                        WGT_ASSERT(r->starts, "out of host memory");
+                    }
+                    r->starts[r->n_starts++] = off + i;
+                }
+        }
+        free(f);
+        if (st == WGT_OK && r->n && (!r->n_starts || r->starts[0] != 0))
+            st = wgt_fail(WGT_ERR_FORMAT, "%s: its first token does not begin an example (flags without a start): the "
+                          "shard is corrupted; re-run `wgtrain prepare`", path);
+        WGT_TRY(st);
+    }
     ss->total += shard_count(s);
     return WGT_OK;
 }
@@ -186,6 +216,17 @@ wgt_status dataset_open(dataset **out, const char *dir) {
     free(meta);
     if (st == WGT_OK && !ds->train.n)
         st = wgt_fail(WGT_ERR_FORMAT, "%s lists no training shard; re-run `wgtrain prepare`", dir);
+    // flagged shards (instruction data) and plain ones are not mixed: rows are packed examples or
+    // windows of a stream, one or the other
+    if (st == WGT_OK) {
+        size_t flagged = 0, all = ds->train.n + ds->val.n;
+        for (size_t i = 0; i < ds->train.n; i++) flagged += ds->train.v[i].starts != NULL || (shard_has_flags(ds->train.v[i].s));
+        for (size_t i = 0; i < ds->val.n; i++) flagged += shard_has_flags(ds->val.v[i].s) != 0;
+        if (flagged && flagged != all)
+            st = wgt_fail(WGT_ERR_FORMAT, "%s mixes shards with loss flags (instruction data) and plain ones; prepare them "
+                          "into separate directories", dir);
+        ds->packed = flagged != 0;
+    }
     if (st != WGT_OK) {
         dataset_free(ds);
         return st;
@@ -205,13 +246,20 @@ void dataset_free(dataset *ds) {
 wgt_status dataset_use_val_shard(dataset *ds, const char *path) {
     shard_set ss = {0};
     wgt_status st = shard_set_add(&ss, path, NULL, NULL, NULL);
-    if (st != WGT_OK) return st;
+    if (st == WGT_OK && (ss.v[0].starts != NULL || shard_has_flags(ss.v[0].s)) != (ds->packed != 0))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s %s loss flags but the training data %s: score a shard prepared like the "
+                      "training data", path, ds->packed ? "has no" : "has", ds->packed ? "has them" : "has none");
+    if (st != WGT_OK) {
+        shard_set_free(&ss);
+        return st;
+    }
     shard_set_free(&ds->val);
     ds->val = ss;
     return WGT_OK;
 }
 
 int dataset_vocab(const dataset *ds) { return ds->vocab; }
+int dataset_packed(const dataset *ds) { return ds->packed; }
 const text_tokenizer *dataset_tokenizer(const dataset *ds) { return ds->tok; }
 const char *dataset_tokenizer_hash(const dataset *ds) { return ds->tok_hash; }
 size_t dataset_train_tokens(const dataset *ds) { return ds->train.total; }
@@ -267,7 +315,28 @@ wgt_status dataset_check_vocab(dataset *ds, int vocab) {
     return WGT_OK;
 }
 
+size_t dataset_examples_longer(const dataset *ds, int T, size_t *n_examples) {
+    size_t longer = 0, n = 0;
+    for (size_t i = 0; ds->packed && i < ds->train.n; i++) {
+        const shard_ref *r = &ds->train.v[i];
+        for (size_t e = 0; e < r->n_starts; e++) {
+            size_t end = e + 1 < r->n_starts ? r->starts[e + 1] : r->n;
+            longer += end - r->starts[e] > (size_t)T + 1;
+        }
+        n += r->n_starts;
+    }
+    if (n_examples) *n_examples = n;
+    return longer;
+}
+
 wgt_status dataset_check_seq(const dataset *ds, int T) {
+    if (ds->packed) {  // rows are packed examples: any T works once there is an example
+        size_t n = 0;
+        dataset_examples_longer(ds, T, &n);
+        if (T < 1 || !n) return wgt_fail(WGT_ERR_CONFIG, "the training data holds no example; prepare more data");
+        if (!ds->val.total) return wgt_fail(WGT_ERR_CONFIG, "the validation data holds no example; prepare more data");
+        return WGT_OK;
+    }
     size_t longest = 0;
     const char *name = "";
     for (size_t i = 0; i < ds->train.n; i++)
@@ -300,12 +369,70 @@ static wgt_status window_check(const dataset *ds, const shard_ref *r, size_t off
 }
 
 wgt_status dataset_train_batch(const dataset *ds, uint64_t *rng, int B, int T, int32_t *inputs, int32_t *targets) {
-    return dataset_train_batch_part(ds, rng, B, 0, B, T, inputs, targets);
+    return dataset_train_batch_part(ds, rng, B, 0, B, T, inputs, targets, NULL);
+}
+
+// One packed row from example e of shard r: whole examples e, e+1, ... while they fit in T
+// positions (the first one always, cut to T + 1 tokens when longer), then padding. An example at
+// offset o of length n: inputs [o, o+n) its tokens, targets the next token of the same example
+// where that token is trained (SHARD_FLAG_TRAIN), else ignored (-1); doc_start [o, o+n) = o.
+// Padding: token 0, ignored targets, its own example. *next: the first example not packed.
+static wgt_status pack_row(const dataset *ds, const shard_ref *r, size_t e, int T, int32_t *in, int32_t *tg,
+                           uint32_t *doc, size_t *valid, size_t *next) {
+    const size_t s0 = r->starts[e], span = r->n - s0 < (size_t)T + 1 ? r->n - s0 : (size_t)T + 1;
+    uint32_t *w = wgt_malloc(span * sizeof *w);
+    uint8_t *f = wgt_malloc(span);
+    wgt_status st = shard_read(r->s, s0, span, w);
+    if (st == WGT_OK) st = window_check(ds, r, s0, w, span);
+    if (st == WGT_OK) st = shard_read_flags(r->s, s0, span, f);
+    size_t o = 0, k = e, nv = 0;
+    while (st == WGT_OK && k < r->n_starts && o < (size_t)T) {
+        size_t a = r->starts[k] - s0, end = k + 1 < r->n_starts ? r->starts[k + 1] - s0 : r->n - s0, n = end - a;
+        if (o + n > (size_t)T) {
+            if (o) break;   // does not fit: the next row's
+            n = (size_t)T;  // the first one, too long: its first T inputs, targets through token T
+        }
+        for (size_t i = 0; i < n; i++) {
+            in[o + i] = (int32_t)w[a + i];
+            int has_next = a + i + 1 < end && a + i + 1 < span;
+            tg[o + i] = has_next && (f[a + i + 1] & SHARD_FLAG_TRAIN) ? (int32_t)w[a + i + 1] : -1;
+            nv += tg[o + i] >= 0;
+            if (doc) doc[o + i] = (uint32_t)o;
+        }
+        o += n;
+        k++;
+    }
+    for (size_t i = o; st == WGT_OK && i < (size_t)T; i++) {
+        in[i] = 0;
+        tg[i] = -1;
+        if (doc) doc[i] = (uint32_t)o;
+    }
+    free(w);
+    free(f);
+    if (valid) *valid = nv;
+    if (next) *next = k;
+    return st;
 }
 
 wgt_status dataset_train_batch_part(const dataset *ds, uint64_t *rng, int total, int first, int B, int T,
-                                    int32_t *inputs, int32_t *targets) {
+                                    int32_t *inputs, int32_t *targets, uint32_t *doc_start) {
     WGT_ASSERT(first >= 0 && B >= 0 && first <= total && B <= total - first, "batch part outside the batch");
+    if (ds->packed) {  // rows of packed examples, each row starting at a uniformly drawn example
+        uint64_t n_ex = 0;
+        for (size_t i = 0; i < ds->train.n; i++) n_ex += ds->train.v[i].n_starts;
+        WGT_ASSERT(n_ex > 0, "dataset_check_seq must pass before batches are drawn");
+        wgt_status st = WGT_OK;
+        for (int g = 0; g < total && st == WGT_OK; g++) {
+            uint64_t r = rng_next_below(rng, n_ex);
+            if (g < first || g >= first + B) continue;  // another rank's row: the draw only
+            size_t i = 0;
+            while (r >= ds->train.v[i].n_starts) r -= ds->train.v[i].n_starts, i++;
+            size_t b = (size_t)(g - first);
+            st = pack_row(ds, &ds->train.v[i], (size_t)r, T, inputs + b * T, targets + b * T,
+                          doc_start ? doc_start + b * T : NULL, NULL, NULL);
+        }
+        return st;
+    }
     uint64_t starts = 0;  // window starts over all shards: a shard of n tokens has n - T of them
     for (size_t i = 0; i < ds->train.n; i++)
         if (ds->train.v[i].n > (size_t)T) starts += ds->train.v[i].n - (size_t)T;
@@ -335,15 +462,63 @@ wgt_status dataset_train_batch_part(const dataset *ds, uint64_t *rng, int total,
 
 static size_t shard_windows(size_t n, int T) { return n < 2 ? 0 : (n - 1 + (size_t)T - 1) / (size_t)T; }
 
+// Packed validation rows of shard r: the examples in order, each row as pack_row fills it from
+// the first example the previous row left. Returns the number of rows; *first_out (when not
+// NULL) gets the first example of row want_row.
+static size_t val_rows(const shard_ref *r, int T, size_t want_row, size_t *first_out) {
+    size_t rows = 0, e = 0;
+    while (e < r->n_starts) {
+        if (rows == want_row && first_out) *first_out = e;
+        size_t o = 0, k = e;
+        while (k < r->n_starts) {
+            size_t end = k + 1 < r->n_starts ? r->starts[k + 1] : r->n, n = end - r->starts[k];
+            if (o + n > (size_t)T && o) break;
+            o += n;
+            k++;
+            if (o >= (size_t)T) break;
+        }
+        e = k;
+        rows++;
+    }
+    return rows;
+}
+
 size_t dataset_val_windows(const dataset *ds, int T) {
     size_t w = 0;
-    for (size_t i = 0; i < ds->val.n; i++) w += shard_windows(ds->val.v[i].n, T);
+    for (size_t i = 0; i < ds->val.n; i++)
+        w += ds->packed ? val_rows(&ds->val.v[i], T, SIZE_MAX, NULL) : shard_windows(ds->val.v[i].n, T);
     return w;
 }
 
-wgt_status dataset_val_batch(const dataset *ds, size_t b, int B, int T, int32_t *inputs, int32_t *targets, size_t *valid_out) {
+wgt_status dataset_val_batch(const dataset *ds, size_t b, int B, int T, int32_t *inputs, int32_t *targets,
+                             uint32_t *doc_start, size_t *valid_out) {
     size_t valid = 0;
     *valid_out = 0;
+    if (ds->packed) {
+        wgt_status st = WGT_OK;
+        for (int r = 0; r < B && st == WGT_OK; r++) {
+            int32_t *in = inputs + (size_t)r * T, *tg = targets + (size_t)r * T;
+            uint32_t *dc = doc_start ? doc_start + (size_t)r * T : NULL;
+            size_t w = b * (size_t)B + (size_t)r, i = 0, first = 0, k;
+            for (; i < ds->val.n; i++) {
+                k = val_rows(&ds->val.v[i], T, w, &first);
+                if (w < k) break;
+                w -= k;
+            }
+            if (i == ds->val.n) {  // past the last row: padding
+                for (int t = 0; t < T; t++) in[t] = 0, tg[t] = -1;
+                if (dc) memset(dc, 0, (size_t)T * sizeof *dc);
+                continue;
+            }
+            size_t nv = 0;
+            st = pack_row(ds, &ds->val.v[i], first, T, in, tg, dc, &nv, NULL);
+            valid += nv;
+        }
+        if (st == WGT_OK) *valid_out = valid;
+        return st;
+    }
+    if (doc_start)
+        for (size_t i = 0; i < (size_t)B * T; i++) doc_start[i] = 0;
     uint32_t *tok = wgt_malloc(((size_t)T + 1) * sizeof *tok);
     wgt_status st = WGT_OK;
     for (int r = 0; r < B && st == WGT_OK; r++) {

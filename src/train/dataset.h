@@ -52,13 +52,26 @@ wgt_status dataset_train_batch(const dataset *ds, uint64_t *rng, int B, int T, i
 // The part [first, first + B) of a batch of `total` windows: *rng advances over all `total`
 // draws, but only the part is read, so that the ranks of a data-parallel run share one data
 // stream (a 2-rank batch of 4 per rank is the 1-process batch of 8, cut in two).
+//
+// Packed data (dataset_packed: shards with loss flags, `prepare` of JSONL): each window is instead
+// a row of whole examples, drawn as the example it starts with (uniformly over the examples), then
+// the examples after it while they fit, then padding (ignored targets); an example longer than
+// T + 1 tokens fills a row alone, cut. Targets are ignored where the next token is not trained or
+// belongs to the next example. doc_start (may be NULL) receives, per position, the first position
+// of its example: the attention mask and the positions restart there (docs/instruction-data.md).
 wgt_status dataset_train_batch_part(const dataset *ds, uint64_t *rng, int total, int first, int B, int T,
-                                    int32_t *inputs, int32_t *targets);
+                                    int32_t *inputs, int32_t *targets, uint32_t *doc_start);
+int dataset_packed(const dataset *ds);
+// Packed data: the training examples longer than T + 1 tokens (trained on their first T + 1 only);
+// *n_examples (may be NULL) all of them. 0 for plain data.
+size_t dataset_examples_longer(const dataset *ds, int T, size_t *n_examples);
 
 // Validation windows: the val shards cut in order into windows of T+1 tokens overlapping by
 // one; the last window of a shard is padded (ignored targets). Batch b holds windows
 // b*B .. b*B+B-1 (rows past the end are all ignored). *valid receives the number of real
-// targets.
+// targets. Packed data: rows of whole examples in order, packed as the training rows are;
+// doc_start (may be NULL) as there (all 0 for plain data).
 size_t dataset_val_windows(const dataset *ds, int T);
-wgt_status dataset_val_batch(const dataset *ds, size_t b, int B, int T, int32_t *inputs, int32_t *targets, size_t *valid);
+wgt_status dataset_val_batch(const dataset *ds, size_t b, int B, int T, int32_t *inputs, int32_t *targets,
+                             uint32_t *doc_start, size_t *valid);
 #endif

@@ -6,6 +6,7 @@
 #include "train/trainer.h"
 #include <errno.h>
 #include <glob.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -111,6 +112,8 @@ wgt_status train_evaluate_progress(wgt_model *m, const dataset *ds, int B, int T
     size_t windows = dataset_val_windows(ds, T), all = (windows + (size_t)B - 1) / (size_t)B, batches = all;
     if (max_batches > 0 && (size_t)max_batches < batches) batches = (size_t)max_batches;
     int32_t *inp = wgt_malloc((size_t)B * T * 4), *tgt = wgt_malloc((size_t)B * T * 4);
+    uint32_t *doc = wgt_malloc((size_t)B * T * 4);
+    const int packed = dataset_packed(ds);
     double sum = 0;
     size_t count = 0;
     wgt_status st = WGT_OK;
@@ -119,10 +122,11 @@ wgt_status train_evaluate_progress(wgt_model *m, const dataset *ds, int B, int T
         // a subset is spread evenly over the validation set: the first batches alone would all
         // come from its first documents
         size_t valid;
-        st = dataset_val_batch(ds, b * all / batches, B, T, inp, tgt, &valid);
+        st = dataset_val_batch(ds, b * all / batches, B, T, inp, tgt, doc, &valid);
         if (st != WGT_OK) break;
         if (!valid) continue;
-        st = model_forward(m, inp, tgt, plain, 1.0f);
+        st = model_set_doc_start(m, packed ? doc : NULL);  // packed examples: isolated, positions restart
+        if (st == WGT_OK) st = model_forward(m, inp, tgt, plain, 1.0f);
         double s = 0;
         if (st == WGT_OK) st = model_loss_sum(m, &s);
         sum += s;
@@ -131,6 +135,7 @@ wgt_status train_evaluate_progress(wgt_model *m, const dataset *ds, int B, int T
     }
     free(inp);
     free(tgt);
+    free(doc);
     WGT_TRY(st);
     if (!count) return wgt_fail(WGT_ERR_CONFIG, "the validation data has no target to score; prepare more text");
     *loss = sum / (double)count;
@@ -158,6 +163,43 @@ static void remove_stale_temps(const char *run_dir) {
         for (size_t k = 0; k < g.gl_pathc; k++) unlink(g.gl_pathv[k]);
         globfree(&g);
     }
+}
+
+// --init from a directory that holds a tokenizer (a Hugging Face model's tokenizer.json): data
+// prepared with another tokenizer is refused, naming both, since its ids would mean other text to
+// the model. A model without tokenizer files, or data without a tokenizer, is left to the
+// vocabulary check.
+static wgt_status init_check_tokenizer(trainer *t, const char *init, const char *data_dir) {
+    const text_tokenizer *dt = dataset_tokenizer(t->ds);
+    if (!dt) return WGT_OK;
+    char dir[TRAIN_PATH_MAX];
+    struct stat sb;
+    snprintf(dir, sizeof dir, "%s", init);
+    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = 0;
+        else snprintf(dir, sizeof dir, ".");
+    }
+    if (!text_tokenizer_dir_has(dir)) return WGT_OK;
+    text_tokenizer *mt;
+    wgt_status st = text_tokenizer_open(&mt, dir);
+    if (st != WGT_OK) {
+        char *why = wgt_strdup(wgt_last_error());
+        st = wgt_fail(st, "the tokenizer beside the model of --init %s cannot be read (%s), so the data in %s cannot be "
+                      "checked against it", init, why, data_dir);
+        free(why);
+        return st;
+    }
+    uint64_t fm = text_tokenizer_fingerprint(mt), fd = text_tokenizer_fingerprint(dt);
+    int vm = text_tokenizer_vocab_size(mt), vd = text_tokenizer_vocab_size(dt);
+    if (fm != fd)
+        st = wgt_fail(WGT_ERR_CONFIG, "the data in %s was prepared with the %s tokenizer %s (%d tokens, fingerprint %016"
+                      PRIx64 ") but the model of --init %s comes with the %s tokenizer %s (%d tokens, fingerprint %016" PRIx64
+                      "): its ids would mean other text to the model; prepare the data with `wgtrain prepare --tokenizer "
+                      "%s`", data_dir, text_tokenizer_kind_name(dt), text_tokenizer_source(dt), vd, fd, init,
+                      text_tokenizer_kind_name(mt), text_tokenizer_source(mt), vm, fm, dir);
+    text_tokenizer_free(mt);
+    return st;
 }
 
 // --init: the model config of the Hugging Face model (flags that contradict it refused), its
@@ -198,6 +240,7 @@ static wgt_status init_new(trainer *t, const train_config *flags, const train_fl
                         t->o.run_dir, RUN_CKPT_FILE);
     if (c->init[0]) WGT_TRY(init_from_hf(t, flags, given));
     WGT_TRY(dataset_open(&t->ds, c->data_dir));
+    if (c->init[0]) WGT_TRY(init_check_tokenizer(t, c->init, c->data_dir));
     snprintf(c->tokenizer_hash, sizeof c->tokenizer_hash, "%s", dataset_tokenizer_hash(t->ds));
     int dv = dataset_vocab(t->ds);
     if (c->init[0] && dv && dv != c->model.vocab)
@@ -208,6 +251,10 @@ static wgt_status init_new(trainer *t, const train_config *flags, const train_fl
         return wgt_fail(WGT_ERR_CONFIG, "--vocab %d differs from the data's tokenizer (%d tokens); drop --vocab, which is only "
                         "for data without a tokenizer", c->model.vocab, dv);
     if (dv) c->model.vocab = dv;
+    if (dataset_packed(t->ds) && !strcmp(c->model.arch, "gpt2"))
+        return wgt_fail(WGT_ERR_CONFIG, "%s holds instruction data, trained as packed examples whose positions restart at "
+                        "each example; GPT-2's learned position embeddings do not restart in this build: train a "
+                        "LLaMA-family model (--arch llama, or --init a LLaMA model) on it", c->data_dir);
     if (!c->model.vocab)
         return wgt_fail(WGT_ERR_CONFIG, "%s has no tokenizer, so the vocabulary size is unknown; pass --vocab N (50257 for "
                         "GPT-2 tokens)", c->data_dir);
@@ -304,6 +351,13 @@ wgt_status trainer_init(trainer **out, const train_config *flags, const train_fl
            "%g), weight decay %g, clip %g, label smoothing %g, z-loss %g, seed %ld\n", c->batch, c->seq, c->grad_accum,
            c->grad_accum > 1 ? "es" : "", c->batch * c->seq * c->grad_accum, c->steps, c->lr, c->warmup, c->min_lr,
            c->weight_decay, c->clip, c->label_smoothing, c->z_loss, c->seed);
+    if (dataset_packed(t->ds)) {
+        size_t n_ex = 0, longer = dataset_examples_longer(t->ds, c->seq, &n_ex);
+        printf("train: instruction data: rows of packed examples (each attends to itself, positions restart), loss on "
+               "the trained tokens only, averaged over each update's; %zu training examples", n_ex);
+        if (longer) printf(", %zu of them longer than --seq + 1 and cut to it", longer);
+        printf("\n");
+    }
     if (c->warmup > c->steps)
         printf("train: warning: --warmup %ld is longer than the run (--steps %ld): the learning rate rises for the whole "
                "run and reaches only %g of --lr %g; lower --warmup\n", c->warmup, c->steps,
@@ -436,6 +490,7 @@ typedef struct {
     // before) and ended; the step time itself is measured when its results come back
     double t_from, t_end;
     int slot;        // readback slot
+    double trained;  // the targets its loss is the mean of (all ranks)
 } pending_step;
 
 typedef struct {
@@ -470,7 +525,33 @@ static wgt_status record_step(trainer *t, wgt_model *m, run_state *rs, long step
     const int B = c->batch, T = c->seq, K = c->grad_accum;
     // [dist] N ranks of B sequences each: the gradient is normalised by the global token count
     const int NR = dist_size(), rank = dist_rank();
-    const float inv_norm = (float)(1.0 / ((double)B * T * K * NR));  // every target of our windows is valid
+    const size_t BT = (size_t)B * T;
+    // the loss is the mean over the update's trained targets, all micro-batches and ranks together
+    // (not a mean of micro-batch means): every target of plain windows is trained; packed rows are
+    // drawn for the whole update first and their trained targets counted (and summed over ranks)
+    double trained = (double)BT * K * NR;
+    const int packed = dataset_packed(t->ds);
+    int32_t *all_in = NULL, *all_tg = NULL;
+    uint32_t *all_doc = NULL;
+    if (packed) {
+        all_in = wgt_malloc(BT * (size_t)K * 4), all_tg = wgt_malloc(BT * (size_t)K * 4);
+        all_doc = wgt_malloc(BT * (size_t)K * 4);
+        wgt_status st = WGT_OK;
+        double mine = 0;
+        for (int k = 0; k < K && st == WGT_OK; k++)
+            st = dataset_train_batch_part(t->ds, &t->pr.data_rng, NR * B, rank * B, B, T, all_in + k * BT, all_tg + k * BT,
+                                          all_doc + k * BT);
+        for (size_t i = 0; st == WGT_OK && i < BT * (size_t)K; i++) mine += all_tg[i] >= 0;
+        if (st == WGT_OK && NR > 1) st = dist_sum_f64(&mine, 1);
+        if (st != WGT_OK) {
+            free(all_in), free(all_tg), free(all_doc);
+            return st;
+        }
+        trained = mine;
+    }
+    // no trained target at all (rows of prompts cut before their answers): a zero gradient
+    const float inv_norm = trained > 0 ? (float)(1.0 / trained) : 0.0f;
+    p->trained = trained;
     model_loss_opts lo = {(float)c->label_smoothing, (float)c->z_loss, (float)c->dropout, 0, 0};
     p->step = step;
     p->lr = train_lr_at(c, step);
@@ -485,14 +566,30 @@ static wgt_status record_step(trainer *t, wgt_model *m, run_state *rs, long step
             return WGT_OK;
         }
         // [dist] every rank draws the global batch of NR*B windows and keeps its part
-        WGT_TRY(dataset_train_batch_part(t->ds, &t->pr.data_rng, NR * B, rank * B, B, T, inp, tgt));
+        wgt_status st = WGT_OK;
+        if (packed) {
+            memcpy(inp, all_in + k * BT, BT * 4);
+            memcpy(tgt, all_tg + k * BT, BT * 4);
+            st = model_set_doc_start(m, all_doc + k * BT);
+        } else {
+            st = dataset_train_batch_part(t->ds, &t->pr.data_rng, NR * B, rank * B, B, T, inp, tgt, NULL);
+        }
+        if (st != WGT_OK) {
+            free(all_in), free(all_tg), free(all_doc);
+            return st;
+        }
         // dropout masks from the seed, the update and the micro-batch: a resumed run draws the same
         lo.dropout_seed = wgt_dropout_key((uint32_t)c->seed ^ (uint32_t)((uint64_t)c->seed >> 32), (uint32_t)step,
                                           (uint32_t)k);
         lo.accumulate_loss = k > 0;  // the micro-batches' losses add up on the device
-        WGT_TRY(model_forward(m, inp, tgt, lo, inv_norm));
+        st = model_forward(m, inp, tgt, lo, inv_norm);
+        if (st != WGT_OK) {
+            free(all_in), free(all_tg), free(all_doc);
+            return st;
+        }
         model_backward(m);
     }
+    free(all_in), free(all_tg), free(all_doc);
     // [dist] gradients summed over the ranks (a blocking round trip through host memory), stop
     // requests agreed; the loss sums are added when the results are collected
     WGT_TRY(train_dist_step(m, rs->host, step, g_stop != 0, &g_stop_all));
@@ -529,7 +626,7 @@ static wgt_status collect_step(trainer *t, wgt_model *m, run_state *rs, const pe
     rs->win_t += dt, rs->win_tokens += rs->tokens_per_update;
     // [dist] the global loss: every rank collects the same updates in the same order
     if (dist_size() > 1) WGT_TRY(dist_sum_f64(&r.loss_sum, 1));
-    double loss = r.loss_sum / (double)rs->tokens_per_update;
+    double loss = p->trained > 0 ? r.loss_sum / p->trained : 0.0;
     *row = (metrics_row){s1, loss, NAN, p->lr, r.grad_norm, (double)rs->tokens_per_update / dt, t->pr.elapsed_s,
                          r.skipped, rs->scaled ? (double)r.loss_scale : NAN, (long)r.skips, NULL};
     const char *cr = rs->tty ? "\r\033[K" : "";

@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
                 FZ_CHECK(dataset_train_batch(ds, &rng, 2, 8, inp, tgt) == WGT_OK, "batch: %s", wgt_last_error());
                 for (int i = 0; i < 16; i++) FZ_CHECK(inp[i] >= 0 && inp[i] < v && tgt[i] >= 0 && tgt[i] < v, "id %d", inp[i]);
                 size_t valid;
-                FZ_CHECK(dataset_val_batch(ds, 0, 2, 8, inp, tgt, &valid) == WGT_OK, "val batch: %s", wgt_last_error());
+                FZ_CHECK(dataset_val_batch(ds, 0, 2, 8, inp, tgt, NULL, &valid) == WGT_OK, "val batch: %s", wgt_last_error());
             }
             dataset_free(ds);
         } else {

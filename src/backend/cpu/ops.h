@@ -177,6 +177,7 @@ float cpu_bias_correction(float beta, uint32_t t);
 #define CPU_PTR_IN_OPT_F32 const float *
 #define CPU_PTR_IN_I32 const int32_t *
 #define CPU_PTR_IN_U32 const uint32_t *
+#define CPU_PTR_IN_OPT_U32 const uint32_t *
 #define CPU_PTR_OUT_F16 uint16_t *
 #define CPU_PTR_IN_F16 const uint16_t *
 #define CPU_ARG_B(name, role, type, shape) , CPU_PTR_##role##_##type name

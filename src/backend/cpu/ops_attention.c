@@ -8,6 +8,10 @@
 // sums over keys (softmax denominator, outputs, dK, dV, dQ) and over a group's query heads (dK,
 // dV), in double.
 //
+// The mask: query t of sequence b attends keys j in [lo(t), t], lo(t) = max(doc_start[b,t],
+// t - window + 1) (docs/kernels.md#attention-mask); doc_start NULL is 0 everywhere, window 0 no
+// limit. Keys outside get probability 0 and no gradient.
+//
 // Dropout (p > 0, docs/kernels.md#dropout): the probability P[b,h,t,j] is multiplied by
 // m = keep ? 1/(1 - p) : 0, keep = wgt_dropout_bits(wgt_dropout_key(seed, (b·NH + h)·T + t,
 // WGT_DROPOUT_ATTN), j) >= floor(p·2^32), before it weighs v_j; lse stays that of the undropped
@@ -68,24 +72,24 @@ static inline double drop_mult(uint32_t rkey, size_t j, uint32_t thr, float dsca
 
 // One query row t of the forward: s_j = q·k_j·scale into s (f32), the row's lse, then
 // out = Σ_j exp(s_j - lse)·m_j·v_j in double (acc), written as f32. e: T doubles of scratch.
-CPU_ISA_DISPATCH(fwd_row, (float *o, float *lse_out, const float *base, const float *q, size_t t, size_t W,
+CPU_ISA_DISPATCH(fwd_row, (float *o, float *lse_out, const float *base, const float *q, size_t lo, size_t t, size_t W,
                            size_t kc, size_t vc, uint32_t HS, float scale, uint32_t rkey, uint32_t thr,
                            float dscale, float *s, double *e, double *acc),
-                 (o, lse_out, base, q, t, W, kc, vc, HS, scale, rkey, thr, dscale, s, e, acc)) {
+                 (o, lse_out, base, q, lo, t, W, kc, vc, HS, scale, rkey, thr, dscale, s, e, acc)) {
     float mx = -INFINITY;
-    for (size_t j = 0; j <= t; j++) {
+    for (size_t j = lo; j <= t; j++) {
         s[j] = dot(q, base + j * W + kc, HS) * scale;
         mx = s[j] > mx ? s[j] : mx;  // a NaN score is passed over, as fmaxf would
     }
     #pragma omp simd
-    for (size_t j = 0; j <= t; j++) e[j] = cpu_exp_d((double)s[j] - mx);
+    for (size_t j = lo; j <= t; j++) e[j] = cpu_exp_d((double)s[j] - mx);
     double denom = 0.0;
-    for (size_t j = 0; j <= t; j++) denom += e[j];
+    for (size_t j = lo; j <= t; j++) denom += e[j];
     const double l = mx + log(denom);
     #pragma omp simd
-    for (size_t j = 0; j <= t; j++) e[j] = cpu_exp_d((double)s[j] - l);
+    for (size_t j = lo; j <= t; j++) e[j] = cpu_exp_d((double)s[j] - l);
     for (uint32_t d = 0; d < HS; d++) acc[d] = 0.0;
-    for (size_t j = 0; j <= t; j++) {
+    for (size_t j = lo; j <= t; j++) {
         const double p = e[j] * drop_mult(rkey, j, thr, dscale);
         const float *v = base + j * W + vc;
         #pragma omp simd
@@ -95,11 +99,31 @@ CPU_ISA_DISPATCH(fwd_row, (float *o, float *lse_out, const float *base, const fl
     *lse_out = (float)l;
 }
 
-// For query t of head h (kv head g = h / (NH/NKV)): s_j = q_t·k_j / sqrt(HS) for j <= t;
+// The first key query t of sequence b attends: max(doc_start[b,t], t - window + 1), clamped at 0.
+static size_t attn_lo(const uint32_t *doc_start, uint32_t window, size_t b, size_t T, size_t t) {
+    size_t lo = doc_start ? doc_start[b * T + t] : 0;
+    if (window && t + 1 > window && t + 1 - window > lo) lo = t + 1 - window;
+    return lo;
+}
+
+// doc_start must give every row its own example start: <= t and non-decreasing along t (the
+// kernels' block skipping relies on the order).
+static void check_doc_start(const uint32_t *doc_start, uint32_t B, uint32_t T) {
+    if (!doc_start) return;
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++) {
+            uint32_t d = doc_start[b * T + t];
+            WGT_ASSERT(d <= t && (t == 0 || d >= doc_start[b * T + t - 1]),
+                       "attention doc_start must be <= t and non-decreasing along each sequence");
+        }
+}
+
+// For query t of head h (kv head g = h / (NH/NKV)): s_j = q_t·k_j / sqrt(HS) for lo(t) <= j <= t;
 // lse_t = log Σ_j exp(s_j); out_t = Σ_j exp(s_j - lse_t)·m_tj·v_j (m_tj = 1 without dropout).
-void cpu_attention_forward(float *out, float *lse, const float *qkv, uint32_t B, uint32_t T, uint32_t NH,
-                           uint32_t NKV, uint32_t HS, float p, uint32_t seed) {
+void cpu_attention_forward(float *out, float *lse, const float *qkv, const uint32_t *doc_start, uint32_t B, uint32_t T,
+                           uint32_t NH, uint32_t NKV, uint32_t HS, float p, uint32_t seed, uint32_t window) {
     check_heads(NH, NKV, HS);
+    check_doc_start(doc_start, B, T);
     WGT_ASSERT(p >= 0.0f && p < 1.0f, "attention dropout needs p in [0, 1)");
     const uint32_t thr = wgt_dropout_threshold(p);
     const float dscale = wgt_dropout_scale(p);
@@ -121,7 +145,8 @@ void cpu_attention_forward(float *out, float *lse, const float *qkv, uint32_t B,
             const float *base = qkv + b * T * W;
             const uint32_t rkey = thr ? wgt_dropout_key(seed, (uint32_t)r, WGT_DROPOUT_ATTN) : 0;
             // lse[r]: r = (b·NH + h)·T + t, the [B,NH,T] layout
-            fwd_row(out + (b * T + t) * C + h * HS, lse + r, base, base + t * W + h * HS, t, W, C + g * HS,
+            fwd_row(out + (b * T + t) * C + h * HS, lse + r, base, base + t * W + h * HS, attn_lo(doc_start, window, b, T, t),
+                    t, W, C + g * HS,
                     VC + g * HS, HS, scale, rkey, thr, dscale, s, e, acc);
         }
         free(acc);
@@ -133,14 +158,14 @@ void cpu_attention_forward(float *out, float *lse, const float *qkv, uint32_t B,
 // One query row i of one query head in the backward: P_ij = exp(s_ij - l) for j <= i (into pb,
 // T doubles of scratch), then dS_ij, and dq (zeroed here), dk_j, dv_j accumulated in double.
 CPU_ISA_DISPATCH(bwd_row, (double *dq, double *dk, double *dv, const float *base, const float *q,
-                           const float *go, double D, double l, size_t i, size_t W, size_t kc, size_t vc,
+                           const float *go, double D, double l, size_t lo, size_t i, size_t W, size_t kc, size_t vc,
                            uint32_t HS, float scale, uint32_t rkey, uint32_t thr, float dscale, double *pb),
-                 (dq, dk, dv, base, q, go, D, l, i, W, kc, vc, HS, scale, rkey, thr, dscale, pb)) {
-    for (size_t j = 0; j <= i; j++) pb[j] = (double)(dot(q, base + j * W + kc, HS) * scale) - l;
+                 (dq, dk, dv, base, q, go, D, l, lo, i, W, kc, vc, HS, scale, rkey, thr, dscale, pb)) {
+    for (size_t j = lo; j <= i; j++) pb[j] = (double)(dot(q, base + j * W + kc, HS) * scale) - l;
     #pragma omp simd
-    for (size_t j = 0; j <= i; j++) pb[j] = cpu_exp_d(pb[j]);
+    for (size_t j = lo; j <= i; j++) pb[j] = cpu_exp_d(pb[j]);
     for (uint32_t d = 0; d < HS; d++) dq[d] = 0.0;
-    for (size_t j = 0; j <= i; j++) {
+    for (size_t j = lo; j <= i; j++) {
         const float *k = base + j * W + kc;
         const float *v = base + j * W + vc;
         const double p = pb[j];
@@ -157,7 +182,7 @@ CPU_ISA_DISPATCH(bwd_row, (double *dq, double *dk, double *dv, const float *base
     }
 }
 
-// With P_ij = exp(s_ij - lse_i) recomputed, m_ij the dropout multiplier (1 without dropout) and
+// Over the keys lo(i) <= j <= i of each query i, with P_ij = exp(s_ij - lse_i) recomputed, m_ij the dropout multiplier (1 without dropout) and
 // D_i = Σ_d dO_i·O_i (= Σ_j P_ij·dP_ij, O the dropped output):
 //   dP_ij = (dO_i·v_j)·m_ij,  dS_ij = P_ij·(dP_ij - D_i)
 //   dq_i = scale·Σ_j dS_ij·k_j,  dk_j = scale·Σ_h Σ_i dS_ij·q_i,  dv_j = Σ_h Σ_i P_ij·m_ij·dO_i
@@ -166,9 +191,10 @@ CPU_ISA_DISPATCH(bwd_row, (double *dq, double *dk, double *dv, const float *base
 // parallel loop needs no atomics; dk/dv are accumulated over the group in a per-thread double
 // scratch. With NKV = NH every group is one head.
 void cpu_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *out,
-                            const float *lse, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS,
-                            float p, uint32_t seed) {
+                            const float *lse, const uint32_t *doc_start, uint32_t B, uint32_t T, uint32_t NH,
+                            uint32_t NKV, uint32_t HS, float p, uint32_t seed, uint32_t window) {
     check_heads(NH, NKV, HS);
+    check_doc_start(doc_start, B, T);
     WGT_ASSERT(p >= 0.0f && p < 1.0f, "attention dropout needs p in [0, 1)");
     const uint32_t thr = wgt_dropout_threshold(p);
     const float dscale = wgt_dropout_scale(p);
@@ -198,7 +224,7 @@ void cpu_attention_backward(float *dqkv, const float *dout, const float *qkv, co
                     const double D = dot_d(go, o, HS);
                     double l = lse[bh * T + i];
                     const uint32_t rkey = thr ? wgt_dropout_key(seed, (uint32_t)(bh * T + i), WGT_DROPOUT_ATTN) : 0;
-                    bwd_row(dq, dk, dv, base, q, go, D, l, i, W, C + g * HS, VC + g * HS, HS, scale, rkey, thr, dscale, pb);
+                    bwd_row(dq, dk, dv, base, q, go, D, l, attn_lo(doc_start, window, b, T, i), i, W, C + g * HS, VC + g * HS, HS, scale, rkey, thr, dscale, pb);
                     float *dqi = dbase + i * W + h * HS;
                     for (uint32_t d = 0; d < HS; d++) dqi[d] = (float)(dq[d] * scale);
                 }

@@ -47,14 +47,20 @@ void cpu_rope_tables(float *cos_tab, float *sin_tab, uint32_t maxT, uint32_t HS,
 }
 
 // The rotation of every q and k head of rows (b, t), in place; transpose = 1 for the backward.
-static void rope_apply(float *x, const float *ct, const float *st, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
-                       uint32_t HS, int transpose) {
+// doc (may be NULL): row (b, t) is at position t - doc[b·T + t] (packed examples restart).
+static void rope_apply(float *x, const float *ct, const float *st, const uint32_t *doc, uint32_t B, uint32_t T,
+                       uint32_t NH, uint32_t NKV, uint32_t HS, int transpose) {
     WGT_ASSERT(HS >= 2 && HS % 2 == 0, "rope needs an even head size");
     const size_t W = (size_t)(NH + 2 * (size_t)NKV) * HS, heads = (size_t)NH + NKV, rows = (size_t)B * T;
     const uint32_t H2 = HS / 2;
     #pragma omp parallel for schedule(static)
     for (size_t r = 0; r < rows; r++) {
-        const float *c = ct + (r % T) * HS, *s = st + (r % T) * HS;
+        size_t pos = r % T;
+        if (doc) {
+            WGT_ASSERT(doc[r] <= pos, "rope doc_start must be <= the position in the sequence");
+            pos -= doc[r];
+        }
+        const float *c = ct + pos * HS, *s = st + pos * HS;
         for (size_t h = 0; h < heads; h++) {
             float *p = x + r * W + h * HS;
             for (uint32_t d = 0; d < H2; d++) {
@@ -71,12 +77,12 @@ static void rope_apply(float *x, const float *ct, const float *st, uint32_t B, u
     }
 }
 
-void cpu_rope_forward(float *qkv, const float *cos, const float *sin, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
-                      uint32_t HS) {
-    rope_apply(qkv, cos, sin, B, T, NH, NKV, HS, 0);
+void cpu_rope_forward(float *qkv, const float *cos, const float *sin, const uint32_t *doc_start, uint32_t B, uint32_t T,
+                      uint32_t NH, uint32_t NKV, uint32_t HS) {
+    rope_apply(qkv, cos, sin, doc_start, B, T, NH, NKV, HS, 0);
 }
 
-void cpu_rope_backward(float *dqkv, const float *cos, const float *sin, uint32_t B, uint32_t T, uint32_t NH,
-                       uint32_t NKV, uint32_t HS) {
-    rope_apply(dqkv, cos, sin, B, T, NH, NKV, HS, 1);
+void cpu_rope_backward(float *dqkv, const float *cos, const float *sin, const uint32_t *doc_start, uint32_t B,
+                       uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS) {
+    rope_apply(dqkv, cos, sin, doc_start, B, T, NH, NKV, HS, 1);
 }

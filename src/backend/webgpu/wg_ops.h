@@ -29,8 +29,8 @@ WGT_OPS(WG_PROTO_)
 // attention_backward with an explicit variant (0 auto, 1 streaming, 2 split-dKdV, 3 split-short,
 // 4 fused); returns the variant that ran. The auto rule alone is wg_attention_backward_auto_variant.
 int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv, wgt_view out,
-                               wgt_view lse, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float p,
-                               uint32_t seed);
+                               wgt_view lse, wgt_view doc_start, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
+                               uint32_t HS, float p, uint32_t seed, uint32_t window);
 int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
                                        uint32_t HS);
 // For tests and benchmarks (tests/test_kernels_attention.c, bench/bench_attention.c): whether a

@@ -29,6 +29,10 @@
 // with the seed, threshold and scale in the uniform; at p = 0 DROP is false and the kernels are
 // those without dropout (the same code and results, nothing extra computed).
 //
+// The mask (docs/kernels.md#attention-mask): doc_start (u32 [B,T], optional) and window are the
+// uniform's has_doc / window and one more storage binding (a placeholder when doc_start is absent);
+// the kernels skip the tiles the mask empties.
+//
 // Backward variant rule (wg_attention_backward, variant 0 = auto):
 //   1. split-short   when T <= the largest T whose T×T P and dS fit in workgroup memory
 //                    (56 with 32 KiB, 64 with 48 KiB): one workgroup per (b, kv head), nothing
@@ -77,6 +81,7 @@ typedef struct {
     uint32_t ntri, bq, bk4, nkv;
     uint32_t vc, dseed, dthr, p6;  // vc = C + NKV·HS: first v column; dropout seed, threshold
     float scale_log2, scale, dscale, f1;  // dscale: 1/(1 - p)
+    uint32_t has_doc, window, p7, p8;     // the mask: doc_start bound, sliding window (0: none)
 } attn_params;
 
 typedef struct { uint32_t nl, tr, bc, sg; } fwd_cfg;            // sg: as requested
@@ -350,6 +355,17 @@ static void set_dropout(attn_params *p, float drop, uint32_t seed) {
 }
 static const char *drop_def(int drop) { return drop ? "const DROP=true;" : "const DROP=false;"; }
 
+// The mask fields of the uniform and the doc_start binding (a placeholder the kernels do not read
+// when doc_start is absent).
+static wg_bind set_mask(wgt_backend *be, attn_params *p, wgt_view doc_start, size_t bt, uint32_t window) {
+    p->window = window;
+    p->has_doc = doc_start.buf != NULL;
+    if (doc_start.buf) return wg_b(doc_start, bt);
+    wgt_buf *b = wg_scratch(wg_of(be), WG_SCRATCH_PLACEHOLDER, WGT_VIEW_ALIGN, "placeholder");
+    WGT_ASSERT(b != NULL, "could not allocate the 256-byte placeholder buffer");
+    return wg_b(wgt_view_of(b, 0, 1), 1);
+}
+
 static void check_shapes(wgt_backend *be, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float drop) {
     WGT_ASSERT(drop >= 0.0f && drop < 1.0f, "attention dropout needs p in [0, 1)");
     WGT_ASSERT(NH > 0 && NKV > 0 && NH % NKV == 0, "attention needs NKV (kv heads) dividing NH (query heads)");
@@ -379,8 +395,9 @@ static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, uint32_t gq, f
     return wg_pipeline(ctx, "05_attention.wgsl", "attention_forward", defs);
 }
 
-void wg_attention_forward(wgt_backend *be, wgt_view out, wgt_view lse, wgt_view qkv, uint32_t B, uint32_t T,
-                          uint32_t NH, uint32_t NKV, uint32_t HS, float p_drop, uint32_t seed) {
+void wg_attention_forward(wgt_backend *be, wgt_view out, wgt_view lse, wgt_view qkv, wgt_view doc_start, uint32_t B,
+                          uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float p_drop, uint32_t seed,
+                          uint32_t window) {
     if (!B || !T) return;
     check_shapes(be, B, T, NH, NKV, HS, p_drop);
     wg_ctx *ctx = wg_of(be);
@@ -390,8 +407,9 @@ void wg_attention_forward(wgt_backend *be, wgt_view out, wgt_view lse, wgt_view 
     p.nkb = c.bc / 4;  // the forward's params name this slot bc4: keys / 4 per tile
     set_dropout(&p, p_drop, seed);
     size_t bt = (size_t)B * T;
-    wg_bind b[] = {wg_b(out, bt * p.C), wg_b(lse, (size_t)B * NH * T), wg_b(qkv, bt * p.W)};
-    wg_dispatch(ctx, "attention_forward", fwd_pipeline(ctx, HS, NH / NKV, c, p.dthr != 0), b, 3, &p, sizeof p,
+    wg_bind b[] = {wg_b(out, bt * p.C), wg_b(lse, (size_t)B * NH * T), wg_b(qkv, bt * p.W),
+                   set_mask(be, &p, doc_start, bt, window)};
+    wg_dispatch(ctx, "attention_forward", fwd_pipeline(ctx, HS, NH / NKV, c, p.dthr != 0), b, 4, &p, sizeof p,
                 (uint64_t)nblk * B * NH);
 }
 
@@ -440,8 +458,8 @@ int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, 
 // does not fit) falls back to split-dKdV. Returns the variant that ran. Tests and benchmarks use
 // it to run each variant; the model calls wg_attention_backward.
 int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv,
-                               wgt_view out, wgt_view lse, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
-                               uint32_t HS, float p_drop, uint32_t seed) {
+                               wgt_view out, wgt_view lse, wgt_view doc_start, uint32_t B, uint32_t T, uint32_t NH,
+                               uint32_t NKV, uint32_t HS, float p_drop, uint32_t seed, uint32_t window) {
     if (!B || !T) return variant;
     check_shapes(be, B, T, NH, NKV, HS, p_drop);
     const int drop = wgt_dropout_threshold(p_drop) != 0;
@@ -473,19 +491,23 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
                 wg_groups(bt * NH, 256 / npr));
 
     // the kernels that own dK, dV run one workgroup (per key block) per kv head
-    wg_bind b[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T)};
+    attn_params pm = make_params(B, T, NH, NKV, HS, 0);
+    const wg_bind doc = set_mask(be, &pm, doc_start, bt, window);
+    wg_bind b[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T), doc};
     if (variant == V_SHORT) {
         uint32_t ss = (T + 7) / 8 * 8;
         attn_params p = make_params(B, T, NH, NKV, HS, 1);
         set_dropout(&p, p_drop, seed);
-        wg_dispatch(ctx, shrt, bwd_pipeline(ctx, shrt, HS, gq, ncp0, small, ss, drop), b, 4, &p, sizeof p, bnk);
+        p.has_doc = pm.has_doc, p.window = window;
+        wg_dispatch(ctx, shrt, bwd_pipeline(ctx, shrt, HS, gq, ncp0, small, ss, drop), b, 5, &p, sizeof p, bnk);
     } else if (variant == V_STREAM) {
         bwd_tile t = cfg.st;
         attn_params p = make_params(B, T, NH, NKV, HS, 1);
         p.bq = t.bq;
         p.bk4 = t.bk / 4;
         set_dropout(&p, p_drop, seed);
-        wg_dispatch(ctx, strm, bwd_pipeline(ctx, strm, HS, gq, cfg.ncp, t, 8, drop), b, 4, &p, sizeof p, bnk);
+        p.has_doc = pm.has_doc, p.window = window;
+        wg_dispatch(ctx, strm, bwd_pipeline(ctx, strm, HS, gq, cfg.ncp, t, 8, drop), b, 5, &p, sizeof p, bnk);
     } else if (variant == V_FUSED) {
         bwd_tile t = cfg.kv;
         attn_params p = make_params(B, T, NH, NKV, HS, (T + t.bk - 1) / t.bk);
@@ -494,13 +516,15 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         p.bq = t.bq;
         p.bk4 = t.bk / 4;
         set_dropout(&p, p_drop, seed);
+        p.has_doc = pm.has_doc, p.window = window;
         size_t ns = (size_t)fused_elems(B, T, NH, HS, t.bk);
         wgt_view sv = wgt_view_of(scr, 0, ns);
-        wg_bind bf[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T), wg_b(sv, ns)};
-        wg_dispatch(ctx, fusd, bwd_pipeline(ctx, fusd, HS, gq, cfg.ncp, t, 8, drop), bf, 5, &p, sizeof p,
+        wg_bind bf[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T), doc,
+                        wg_b(sv, ns)};
+        wg_dispatch(ctx, fusd, bwd_pipeline(ctx, fusd, HS, gq, cfg.ncp, t, 8, drop), bf, 6, &p, sizeof p,
                     (uint64_t)p.nblk * bnk);
-        wg_bind br[] = {wg_b(dqkv, n3), wg_b(sv, ns)};
-        wg_dispatch(ctx, redu, bwd_pipeline(ctx, redu, HS, 1, cfg.ncp, t, 8, 0), br, 2, &p, sizeof p,
+        wg_bind br[] = {wg_b(dqkv, n3), wg_b(sv, ns), doc};
+        wg_dispatch(ctx, redu, bwd_pipeline(ctx, redu, HS, 1, cfg.ncp, t, 8, 0), br, 3, &p, sizeof p,
                     wg_groups(bnh * T * hs4_of(HS), 256));
     } else {
         bwd_tile tk = cfg.kv;
@@ -508,22 +532,25 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         pk.bq = tk.bq;
         pk.bk4 = tk.bk / 4;
         set_dropout(&pk, p_drop, seed);
-        wg_dispatch(ctx, dkdv, bwd_pipeline(ctx, dkdv, HS, gq, cfg.ncp, tk, 8, drop), b, 4, &pk, sizeof pk,
+        pk.has_doc = pm.has_doc, pk.window = window;
+        wg_dispatch(ctx, dkdv, bwd_pipeline(ctx, dkdv, HS, gq, cfg.ncp, tk, 8, drop), b, 5, &pk, sizeof pk,
                     (uint64_t)pk.nblk * bnk);
         bwd_tile tq = cfg.q;
         attn_params pq = make_params(B, T, NH, NKV, HS, (T + tq.bq - 1) / tq.bq);
         pq.bq = tq.bq;
         pq.bk4 = tq.bk / 4;
         set_dropout(&pq, p_drop, seed);
-        wg_dispatch(ctx, dq, bwd_pipeline(ctx, dq, HS, gq, cfg.ncp, tq, 8, drop), b, 4, &pq, sizeof pq,
+        pq.has_doc = pm.has_doc, pq.window = window;
+        wg_dispatch(ctx, dq, bwd_pipeline(ctx, dq, HS, gq, cfg.ncp, tq, 8, drop), b, 5, &pq, sizeof pq,
                     (uint64_t)pq.nblk * bnh);
     }
     return variant;
 }
 
 void wg_attention_backward(wgt_backend *be, wgt_view dqkv, wgt_view dout, wgt_view qkv, wgt_view out, wgt_view lse,
-                           uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float p, uint32_t seed) {
-    wg_attention_backward_with(be, 0, dqkv, dout, qkv, out, lse, B, T, NH, NKV, HS, p, seed);
+                           wgt_view doc_start, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float p,
+                           uint32_t seed, uint32_t window) {
+    wg_attention_backward_with(be, 0, dqkv, dout, qkv, out, lse, doc_start, B, T, NH, NKV, HS, p, seed, window);
 }
 
 // ------------------------------------------------------------------ test / bench hooks
