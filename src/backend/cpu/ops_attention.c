@@ -145,8 +145,8 @@ void cpu_attention_forward(float *out, float *lse, const float *qkv, const uint3
             const float *base = qkv + b * T * W;
             const uint32_t rkey = thr ? wgt_dropout_key(seed, (uint32_t)r, WGT_DROPOUT_ATTN) : 0;
             // lse[r]: r = (b·NH + h)·T + t, the [B,NH,T] layout
-            fwd_row(out + (b * T + t) * C + h * HS, lse + r, base, base + t * W + h * HS, attn_lo(doc_start, window, b, T, t),
-                    t, W, C + g * HS,
+            fwd_row(out + (b * T + t) * C + h * HS, lse + r, base, base + t * W + h * HS,
+                    attn_lo(doc_start, window, b, T, t), t, W, C + g * HS,
                     VC + g * HS, HS, scale, rkey, thr, dscale, s, e, acc);
         }
         free(acc);
@@ -182,7 +182,8 @@ CPU_ISA_DISPATCH(bwd_row, (double *dq, double *dk, double *dv, const float *base
     }
 }
 
-// Over the keys lo(i) <= j <= i of each query i, with P_ij = exp(s_ij - lse_i) recomputed, m_ij the dropout multiplier (1 without dropout) and
+// Over the keys lo(i) <= j <= i of each query i, with P_ij = exp(s_ij - lse_i) recomputed, m_ij
+// the dropout multiplier (1 without dropout) and
 // D_i = Σ_d dO_i·O_i (= Σ_j P_ij·dP_ij, O the dropped output):
 //   dP_ij = (dO_i·v_j)·m_ij,  dS_ij = P_ij·(dP_ij - D_i)
 //   dq_i = scale·Σ_j dS_ij·k_j,  dk_j = scale·Σ_h Σ_i dS_ij·q_i,  dv_j = Σ_h Σ_i P_ij·m_ij·dO_i
@@ -224,7 +225,8 @@ void cpu_attention_backward(float *dqkv, const float *dout, const float *qkv, co
                     const double D = dot_d(go, o, HS);
                     double l = lse[bh * T + i];
                     const uint32_t rkey = thr ? wgt_dropout_key(seed, (uint32_t)(bh * T + i), WGT_DROPOUT_ATTN) : 0;
-                    bwd_row(dq, dk, dv, base, q, go, D, l, attn_lo(doc_start, window, b, T, i), i, W, C + g * HS, VC + g * HS, HS, scale, rkey, thr, dscale, pb);
+                    bwd_row(dq, dk, dv, base, q, go, D, l, attn_lo(doc_start, window, b, T, i), i, W, C + g * HS,
+                            VC + g * HS, HS, scale, rkey, thr, dscale, pb);
                     float *dqi = dbase + i * W + h * HS;
                     for (uint32_t d = 0; d < HS; d++) dqi[d] = (float)(dq[d] * scale);
                 }

@@ -23,7 +23,8 @@ static void rope_run(wgt_backend *be, const char *entry, wgt_view x, wgt_view co
     p.has_doc = doc.buf != NULL;
     wg_bind b[] = {wg_binding_window(x, 0, nx, &p.x_off), wg_binding_window(cos_t, 0, nt, &p.c_off),
                    wg_binding_window(sin_t, 0, nt, &p.s_off),
-                   doc.buf ? wg_binding_window(doc, 0, (uint64_t)B * T, &p.d_off) : wg_binding_window(cos_t, 0, nt, &p.d_off)};
+                   doc.buf ? wg_binding_window(doc, 0, (uint64_t)B * T, &p.d_off)
+                           : wg_binding_window(cos_t, 0, nt, &p.d_off)};
     // the window qkv is bound through, exactly: the model allocates a qkv up to the device's
     // limit (as attention, which binds it too), and its views start aligned (x_off = 0)
     WGT_ASSERT(p.x_off + nx <= wg_max_binding_elems(ctx) && p.x_off + nx <= UINT32_MAX,
