@@ -3,6 +3,7 @@
 # copied beside the binary so that it is found through rpath $ORIGIN.
 # libpcre2-8 gives GPT-2's pre-tokenizer its Unicode letter/number classes (src/data/gpt2_bpe.c).
 # libutf8proc gives the Hugging Face tokenizers their Unicode normalisation (src/data/hf_tokenizer.c).
+# libedit gives `wgtrain chat` its line editing (src/cli/cmd_chat.c; only the command links it).
 CC      ?= gcc
 DAWN    := third_party/dawn
 BUILD   := build
@@ -64,7 +65,7 @@ $(BUILD)/gen/wgsl_sources.o: $(BUILD)/gen/wgsl_sources.c
 
 $(BUILD)/wgtrain: $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(LDLIBS) -ledit
 
 $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@mkdir -p $(@D)
