@@ -2,12 +2,14 @@
 directory with the real Qwen3 tokenizer (151,669 ids, its ChatML template), against a plain PyTorch greedy
 loop over tests/llama_torch_ref.py's forward (float64, the whole sequence recomputed per token: no cache):
   - sample --ids --temperature 0: the generated ids equal torch's argmax ids, on the C backend and on
-    WebGPU (the software GPU in CI), through the key/value cache;
+    WebGPU (the software GPU in CI), through the key/value cache; and for a batch of prompts of
+    different lengths (--prompts FILE), each row as torch's loop on its prompt alone;
   - chat with a JSON messages array on stdin (a pipe): the reply equals torch's greedy continuation of
     the conversation rendered with add_generation_prompt (ids from `wgtrain tokenize --chat`), decoded,
     for a first turn with --system and for a later turn with history;
-  - chat through a pseudo-terminal: a line typed at the prompt gets the same reply as from the pipe,
-    then Ctrl-D ends the session with exit code 0;
+  - chat through a pseudo-terminal: a line typed at the prompt gets the same reply as from the pipe;
+    Ctrl-C at the prompt gives a new one, Ctrl-C during a reply stops it and the conversation goes on,
+    Ctrl-D ends the session with exit code 0;
   - --stop ends a reply before the stop text; bad input is refused with a message naming it.
 Greedy argmax can flip on a near tie between float32 and float64 logits: the random model's top two
 logits are checked to differ by more than 1e-3 at each step (the float32 error is ~1e-5), so a
@@ -100,6 +102,43 @@ def special_id(d, text):
     return int(ids[0])
 
 
+class Pty:
+    """A command on a pseudo-terminal: what it wrote so far (buf), keys sent to it."""
+
+    def __init__(self, argv):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.execv(argv[0], argv)
+        self.buf = b""
+
+    def read_until(self, token, since=0, limit=120):
+        end = time.time() + limit
+        while token not in self.buf[since:] and time.time() < end:
+            r, _, _ = select.select([self.fd], [], [], 0.1)
+            if r:
+                try:
+                    chunk = os.read(self.fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                self.buf += chunk
+        return token in self.buf[since:]
+
+    def send(self, keys):
+        """Sends keys; returns where the output after them starts."""
+        at = len(self.buf)
+        os.write(self.fd, keys)
+        return at
+
+    def end(self, keys):
+        os.write(self.fd, keys)
+        self.read_until(b"\0", limit=5)  # (drains until the command exits)
+        _, status = os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        return os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+
+
 def main():
     if not os.path.exists(os.path.join(TOK, "tokenizer.json")):
         print("the Qwen3 tokenizer is missing (scripts/setup.sh installs it)")
@@ -118,6 +157,19 @@ def main():
                                 "12", "--temperature", "0", "--ignore-eos", "--device", dev])
             got = [int(x) for x in out.split()][len(prompt):] if rc == 0 else None
             check(f"sample --model greedy ids on {dev} equal torch's", got == want, f"{got} vs {want} {err}")
+        # a batch of prompts (--prompts): each row equals torch's greedy ids for its own prompt
+        prompts = [prompt, [1, 2, 3], [500, 600, 700, 800, 900, 1000, 1100, 1200, 1300, 1400]]
+        pf = os.path.join(tmp, "prompts.txt")
+        with open(pf, "w") as f:
+            f.write("\n".join(" ".join(map(str, p)) for p in prompts) + "\n")
+        rc, out, err = run(["sample", "--model", d, "--ids", "--prompts", pf, "--max-tokens", "8", "--temperature", "0",
+                            "--ignore-eos", "--device", "cpu"])
+        rows = [[int(x) for x in line.split()] for line in out.decode().splitlines()] if rc == 0 else []
+        for i, p in enumerate(prompts):
+            want_b, margin_b = torch_greedy(P, p, 8)
+            got_b = rows[i][len(p):] if i < len(rows) else None
+            check(f"sample --prompts row {i} equals torch's greedy ids (margin {margin_b:.1e})", got_b == want_b,
+                  f"{got_b} vs {want_b} {err}")
         # ---- chat from a pipe: the reply is torch's greedy continuation, decoded
         stop = {special_id(d, "<|im_end|>"), special_id(d, "<|endoftext|>")}
         conv1 = [{"role": "user", "content": "Hello! What is 2+2?"}]
@@ -144,39 +196,33 @@ def main():
             check("chat --stop ends the reply before the stop text", rc == 0 and out == full[:full.find(stop_text.encode())]
                   + b"\n", f"{out!r} {full!r} {stop_text!r} {err}")
         # ---- a terminal: one line typed, the reply, Ctrl-D
-        pid, fd = pty.fork()
-        if pid == 0:
-            os.execv(W, [W, "chat", "--model", d, "--temperature", "0", "--max-tokens", "10", "--device", "cpu"])
-        buf = b""
-
-        def read_until(token, since=0, limit=120):
-            nonlocal buf
-            end = time.time() + limit
-            while token not in buf[since:] and time.time() < end:
-                r, _, _ = select.select([fd], [], [], 0.5)
-                if r:
-                    try:
-                        chunk = os.read(fd, 4096)
-                    except OSError:
-                        break
-                    if not chunk:
-                        break
-                    buf += chunk
-            return token in buf[since:]
-
-        check("chat on a terminal shows a prompt", read_until(b"> "), buf[-300:])
-        os.write(fd, b"Hello! What is 2+2?\r")
-        start = len(buf)
-        ok = read_until(b"\n> ", start)
         want = decode(d, torch_greedy(P, tokenize_chat(d, conv1), 10, stop)[0])
-        shown = buf[start:].replace(b"\r\n", b"\n")
+        t = Pty([W, "chat", "--model", d, "--temperature", "0", "--max-tokens", "10", "--device", "cpu"])
+        check("chat on a terminal shows a prompt", t.read_until(b"> "), t.buf[-300:])
+        start = t.send(b"Hello! What is 2+2?\r")
+        ok = t.read_until(b"\n> ", start)
+        shown = t.buf[start:].replace(b"\r\n", b"\n")
         check("chat on a terminal prints the reply, then a new prompt", ok and want.replace(b"\r\n", b"\n") in shown,
               f"{shown!r} vs {want!r}")
-        os.write(fd, b"\x04")  # Ctrl-D
-        _, status = os.waitpid(pid, 0)
-        check("Ctrl-D ends the session with exit code 0", os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0,
-              str(status))
-        os.close(fd)
+        check("Ctrl-D ends the session with exit code 0", t.end(b"\x04") == 0)
+        # Ctrl-C at the prompt gives a new prompt; during a long reply it stops the reply, and the
+        # conversation goes on
+        t = Pty([W, "chat", "--model", d, "--temperature", "0", "--max-tokens", "3000", "--ignore-eos", "--device", "cpu"])
+        t.read_until(b"> ")
+        start = t.send(b"\x03")
+        check("Ctrl-C at the prompt gives a new prompt", t.read_until(b"> ", start), t.buf[start:])
+        start = t.send(b"Hi\r")
+        t.read_until(b"Hi\r\n", start)
+        t.read_until(b" ", len(t.buf), limit=1.0)  # the reply has begun
+        t.send(b"\x03")
+        check("Ctrl-C stops the reply", t.read_until(b"[stopped]", start, limit=60), t.buf[start:][-300:])
+        start = t.send(b"more\r")
+        t.read_until(b"more\r\n", start)
+        t.read_until(b" ", len(t.buf), limit=1.0)
+        t.send(b"\x03")
+        check("the conversation goes on after a stopped reply", t.read_until(b"[stopped]", start, limit=60),
+              t.buf[start:][-300:])
+        check("Ctrl-D then ends it with exit code 0", t.end(b"\x04") == 0)
         # ---- refusals
         rc, out, err = run(["chat", "--model", d, "--device", "cpu"], b'{"role": "user"}')
         check("chat refuses stdin that is not an array of messages", rc == 1 and "JSON array of messages" in err, err)

@@ -184,6 +184,10 @@ static wgt_status chat_terminal(chat *c, const char *system) {
     for (;;) {
         interrupted = 0;
         char *line = readline("> ");
+        if (!line && interrupted) {  // Ctrl-C at the prompt: a new prompt (libedit returns no line)
+            fputc('\n', stdout);
+            continue;
+        }
         if (!line) break;  // Ctrl-D
         if (interrupted || !line[0]) {
             free(line);

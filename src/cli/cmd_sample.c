@@ -7,6 +7,7 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/cli_generate.h"
+#include "core/fileutil.h"
 #include "core/token_id.h"
 #include "data/text_tokenizer.h"
 #include "train/sampler.h"
@@ -17,6 +18,8 @@ static void usage(void) {
            "  --run RUN_DIR       a run directory (its checkpoint and tokenizer)\n"
            "  --model HF_DIR      a Hugging Face model directory (config.json, model.safetensors, tokenizer.json)\n"
            "  --prompt TEXT       text to continue (default: empty, i.e. the start of a document)\n"
+           "  --prompts FILE      one prompt a line (at most 64), generated together as a batch; each prompt and\n"
+           "                      its continuation are printed when all are done, separated by lines \"---\"\n"
            "  --ids               the prompt and the output are token ids (decimal, separated by whitespace),\n"
            "                      not text: for runs on data without a tokenizer (llm.c's shards)\n"
            "  --tokens N          the same as --max-tokens\n"
@@ -26,7 +29,7 @@ static void usage(void) {
            "(docs/generation.md); past the model's maximum sequence length it continues on the last tokens.\n");
 }
 
-static const char *const sample_flags[] = {"--run=", "--model=", "--prompt=", "--device=", "--adapter=", "--tokens=",
+static const char *const sample_flags[] = {"--run=", "--model=", "--prompt=", "--prompts=", "--device=", "--adapter=", "--tokens=",
                                            GEN_FLAG_LIST, "--ids", "--help", "-h", NULL};
 
 // --ids: the prompt's whitespace-separated decimal ids, each < V.
@@ -60,9 +63,133 @@ static wgt_status parse_prompt_ids(const char *s, int V, uint32_t **ids, size_t 
     return WGT_OK;
 }
 
+#define SAMPLE_MAX_BATCH 64
+
+// --prompts FILE: the prompts of the file's non-empty lines decoded as one batch. A row that
+// ends (a stop, its token budget, a full context) is kept out of the work from then on: its
+// cache is emptied and it is fed a placeholder while rows after it still run.
+static wgt_status sample_batch(gen_model *g, const gen_opts *o, const int32_t *stop_ids, int n_stop, const char *path,
+                               int as_ids) {
+    const int T = model_cfg(g->m)->max_seq, V = model_cfg(g->m)->vocab;
+    char *data = NULL;
+    size_t n = 0;
+    WGT_TRY(file_read_all(path, "prompts file", "give a text file with one prompt a line", 16u << 20, &data, &n));
+    char *lines[SAMPLE_MAX_BATCH];
+    int np = 0;
+    wgt_status st = WGT_OK;
+    for (char *p = data, *e; p < data + n && st == WGT_OK; p = e + 1) {
+        e = memchr(p, '\n', (size_t)(data + n - p));
+        if (!e) e = data + n;
+        *e = 0;
+        if (!*p) continue;
+        if (np == SAMPLE_MAX_BATCH)
+            st = wgt_fail(WGT_ERR_ARG, "--prompts %s: more than %d prompts; split the file", path, SAMPLE_MAX_BATCH);
+        else lines[np++] = p;
+    }
+    if (st == WGT_OK && np == 0) st = wgt_fail(WGT_ERR_ARG, "--prompts %s has no prompt (one a line)", path);
+    gen_seq *seq = wgt_calloc((size_t)(np ? np : 1), sizeof *seq);
+    size_t *first = wgt_calloc((size_t)(np ? np : 1), sizeof *first), *cut = wgt_calloc((size_t)(np ? np : 1), sizeof *cut);
+    int *done = wgt_calloc((size_t)(np ? np : 1), sizeof *done);
+    for (int b = 0; b < np && st == WGT_OK; b++) {
+        uint32_t *ids = NULL;
+        size_t k = 0;
+        st = as_ids ? parse_prompt_ids(lines[b], V, &ids, &k)
+                    : text_tokenizer_encode(g->tok, (const uint8_t *)lines[b], strlen(lines[b]), 0, &ids, &k);
+        for (size_t i = 0; st == WGT_OK && i < k; i++)
+            if (ids[i] >= (uint32_t)V)
+                st = wgt_fail(WGT_ERR_FORMAT, "prompt %d: token #%zu has id %" PRIu32 ", beyond the model's vocabulary of "
+                              "%d", b + 1, i + 1, ids[i], V);
+        for (size_t i = 0; st == WGT_OK && i < k; i++) gen_seq_push(&seq[b], (int32_t)ids[i]);
+        free(ids);
+        first[b] = seq[b].n;
+        if (st == WGT_OK && seq[b].n == 0) st = wgt_fail(WGT_ERR_ARG, "prompt %d has no tokens", b + 1);
+    }
+    model_decoder *d = NULL;
+    float *lg = wgt_malloc((size_t)(np ? np : 1) * V * sizeof *lg);
+    int32_t tok[SAMPLE_MAX_BATCH];
+    if (st == WGT_OK) st = model_decoder_init(&d, g->m, np, T);
+    for (int b = 0; b < np && st == WGT_OK; b++) {
+        const size_t w = seq[b].n < (size_t)T ? seq[b].n : (size_t)T;  // a long prompt: its last T tokens
+        st = model_decoder_prefill(d, b, seq[b].ids + seq[b].n - w, (int)w, lg + (size_t)b * V);
+    }
+    sampler sp;
+    gen_sampler_init(&sp, o, V);
+    uint8_t *text = NULL;
+    size_t nt = 0;
+    for (long k = 0; st == WGT_OK; k++) {
+        int nb = 0;
+        for (int b = 0; b < np && st == WGT_OK; b++) {
+            tok[b] = 0;
+            if (!done[b] && k >= o->max_tokens) done[b] = 1;
+            if (!done[b]) {
+                const int next = sampler_pick_seen(&sp, lg + (size_t)b * V, seq[b].ids, seq[b].n);
+                for (int i = 0; i < n_stop; i++) done[b] |= stop_ids[i] == next;
+                if (!done[b]) {
+                    gen_seq_push(&seq[b], next);
+                    tok[b] = next;
+                    if (o->n_stops && !as_ids) {  // a stop text ends the row before it
+                        free(text);
+                        text = NULL;
+                        st = text_tokenizer_decode(g->tok, (const uint32_t *)seq[b].ids + first[b], seq[b].n - first[b],
+                                                   &text, &nt);
+                        for (int s2 = 0; st == WGT_OK && s2 < o->n_stops; s2++) {
+                            const size_t ls = strlen(o->stops[s2]);
+                            for (size_t i = 0; i + ls <= nt; i++)
+                                if (!memcmp(text + i, o->stops[s2], ls)) {
+                                    cut[b] = done[b] = 1;
+                                    break;
+                                }
+                        }
+                    }
+                    if (!done[b] && (k + 1 >= o->max_tokens || model_decoder_len(d, b) >= T)) done[b] = 1;
+                }
+            }
+            if (done[b]) model_decoder_truncate(d, b, 0), tok[b] = 0;
+            else nb = b + 1;
+        }
+        if (st != WGT_OK || nb == 0) break;
+        st = model_decoder_step(d, nb, tok, lg);
+    }
+    for (int b = 0; b < np && st == WGT_OK; b++) {
+        if (as_ids) {
+            for (size_t i = 0; i < seq[b].n; i++) printf("%s%d", i ? " " : "", seq[b].ids[i]);
+            putchar('\n');
+            continue;
+        }
+        free(text);
+        text = NULL;
+        st = text_tokenizer_decode(g->tok, (const uint32_t *)seq[b].ids + first[b], seq[b].n - first[b], &text, &nt);
+        if (st != WGT_OK) break;
+        size_t upto = nt;
+        for (int s2 = 0; cut[b] && s2 < o->n_stops; s2++) {  // before the first stop text
+            const size_t ls = strlen(o->stops[s2]);
+            for (size_t i = 0; i + ls <= upto; i++)
+                if (!memcmp(text + i, o->stops[s2], ls)) {
+                    upto = i;
+                    break;
+                }
+        }
+        printf("%s%s", b ? "---\n" : "", lines[b]);
+        fwrite(text, 1, upto, stdout);
+        putchar('\n');
+    }
+    fflush(stdout);
+    free(text);
+    sampler_free(&sp);
+    model_decoder_free(d);
+    for (int b = 0; b < np; b++) gen_seq_free(&seq[b]);
+    free(seq);
+    free(first);
+    free(cut);
+    free(done);
+    free(lg);
+    free(data);
+    return st;
+}
+
 static wgt_status sample_main(int argc, char **argv) {
     WGT_TRY(cli_args_split(&argc, &argv, sample_flags));
-    const char *run = NULL, *hf_dir = NULL, *prompt = "", *device = "auto", *adapter = NULL;
+    const char *run = NULL, *hf_dir = NULL, *prompt = "", *prompts_file = NULL, *device = "auto", *adapter = NULL;
     int as_ids = 0;
     gen_opts o;
     gen_opts_default(&o, 0.8, 0.95, 200);
@@ -90,6 +217,7 @@ static wgt_status sample_main(int argc, char **argv) {
         if (!strcmp(a, "--run")) run = v;
         else if (!strcmp(a, "--model")) hf_dir = v;
         else if (!strcmp(a, "--prompt")) prompt = v;
+        else if (!strcmp(a, "--prompts")) prompts_file = v;
         else if (!strcmp(a, "--device")) device = v;
         else if (!strcmp(a, "--adapter")) adapter = v;
         else return cli_unknown_flag("sample", a, sample_flags);
@@ -119,6 +247,12 @@ static wgt_status sample_main(int argc, char **argv) {
     int32_t stop_ids[2 * GEN_MAX_STOPS];
     int n_stop = 0;
     if (st == WGT_OK) st = gen_stop_ids(&o, tok, hf_dir, stop_ids, &n_stop);
+    if (st == WGT_OK && prompts_file) {
+        free(ids);
+        st = sample_batch(&g, &o, stop_ids, n_stop, prompts_file, as_ids);
+        gen_model_close(&g);
+        return st;
+    }
     model_decoder *d = NULL;
     if (st == WGT_OK) st = model_decoder_init(&d, g.m, 1, T);
     // the context: the prompt's tokens exactly (as transformers' generate and PyTorch would be
