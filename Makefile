@@ -108,7 +108,7 @@ install: $(BUILD)/wgtrain
 SAN_BUILD  := build-san
 SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 SAN_TESTS  := $(SAN_BUILD)/wgtrain $(SAN_BUILD)/tests/test_files $(SAN_BUILD)/tests/test_data $(SAN_BUILD)/tests/test_checkpoint $(SAN_BUILD)/tests/test_cpu_isa \
-              $(SAN_BUILD)/tests/test_chat_template $(SAN_BUILD)/tests/test_hf_tokenizer
+              $(SAN_BUILD)/tests/test_chat_template $(SAN_BUILD)/tests/test_hf_tokenizer $(SAN_BUILD)/tests/test_decode
 sanitize-build:
 	$(MAKE) BUILD=$(SAN_BUILD) EXTRA_CFLAGS="-O1 $(SAN_CFLAGS)" $(SAN_TESTS) fuzzers
 sanitize: sanitize-build

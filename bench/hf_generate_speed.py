@@ -41,6 +41,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     model = make(a.shape).to(a.device).float().eval()
+    model.generation_config.eos_token_id = None  # every run the full length
     V = model.config.vocab_size
     print(f"shape {a.shape}, transformers generate on {a.device}, prompt {a.prompt}, new tokens {a.tokens}")
     print(f"{'batch':<6} {'prefill tok/s':>14} {'decode tok/s':>14}")
@@ -49,13 +50,13 @@ def main():
         ids = ids.to(a.device)
         with torch.no_grad():
             for _ in range(2):  # warm-up
-                model.generate(ids, do_sample=False, max_new_tokens=4, min_new_tokens=4, pad_token_id=0)
+                model.generate(ids, do_sample=False, max_new_tokens=4, pad_token_id=0)
             sync(a.device)
             t0 = time.perf_counter()
             model(ids, use_cache=True)
             sync(a.device)
             t1 = time.perf_counter()
-            model.generate(ids, do_sample=False, max_new_tokens=a.tokens, min_new_tokens=a.tokens, pad_token_id=0)
+            model.generate(ids, do_sample=False, max_new_tokens=a.tokens, pad_token_id=0)
             sync(a.device)
             t2 = time.perf_counter()
         pre = t1 - t0

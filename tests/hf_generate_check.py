@@ -7,7 +7,8 @@ Llama 3.2 1B, Qwen2.5 0.5B). Needs transformers and a GPU (or patience): run by 
 
 For each directory and a few prompts (ids from the directory's own tokenizer through `wgtrain
 tokenize`), both sides generate --tokens ids greedily, without stopping at end-of-text
-(--ignore-eos; generate with eos_token_id=None... is given min_new_tokens = max_new_tokens). The ids
+(wgtrain's --ignore-eos; generate with the generation config's eos_token_id cleared, and its
+repetition penalty and n-gram blocking off, as wgtrain's defaults). The ids
 must be equal up to the first position where transformers' top-2 logits are within 1e-4 of each
 other (a near tie that float32 rounding may break either way); that position and the match
 length are printed. Exit code 0 when every case matches."""
@@ -43,6 +44,9 @@ def main():
     bad = 0
     for d in a.dirs:
         model = AutoModelForCausalLM.from_pretrained(d, torch_dtype=torch.float32).to(dev).eval()
+        gc = model.generation_config
+        gc.eos_token_id = None  # both sides run the full length
+        gc.repetition_penalty, gc.no_repeat_ngram_size = 1.0, 0
         for text in PROMPTS:
             ids = [int(x) for x in wgt(["tokenize", "--tokenizer", d], text.encode()).split()]
             out = wgt(["sample", "--model", d, "--ids", "--prompt", " ".join(map(str, ids)), "--max-tokens",
@@ -50,8 +54,8 @@ def main():
             got = [int(x) for x in out.split()][len(ids):]
             with torch.no_grad():
                 g = model.generate(torch.tensor([ids], device=dev), do_sample=False, max_new_tokens=a.tokens,
-                                   min_new_tokens=a.tokens, num_beams=1, output_scores=True,
-                                   return_dict_in_generate=True, pad_token_id=0)
+                                   num_beams=1, output_scores=True, return_dict_in_generate=True, pad_token_id=0,
+                                   generation_config=gc)
             want = g.sequences[0, len(ids):].tolist()
             # the first near tie of transformers' own logits: past it either continuation is right
             tie = len(want)
