@@ -131,12 +131,23 @@ class Pty:
         os.write(self.fd, keys)
         return at
 
-    def end(self, keys):
+    def end(self, keys, limit=60):
+        """Sends keys once the prompt is back and the line editor reads (keys typed while the
+        terminal is between two reads can be lost); the exit code, or -1 (killed after limit s)."""
+        self.read_until(b"> ", max(0, len(self.buf) - 2), limit=limit)
+        time.sleep(0.5)
         os.write(self.fd, keys)
-        self.read_until(b"\0", limit=5)  # (drains until the command exits)
-        _, status = os.waitpid(self.pid, 0)
+        end = time.time() + limit
+        while time.time() < end:
+            self.read_until(b"\0", limit=0.2)  # (drains the output)
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                os.close(self.fd)
+                return os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+        os.kill(self.pid, 9)
+        os.waitpid(self.pid, 0)
         os.close(self.fd)
-        return os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+        return -1
 
 
 def main():
@@ -209,6 +220,7 @@ def main():
         # conversation goes on
         t = Pty([W, "chat", "--model", d, "--temperature", "0", "--max-tokens", "3000", "--ignore-eos", "--device", "cpu"])
         t.read_until(b"> ")
+        time.sleep(0.5)  # the line editor reading (a Ctrl-C before that only sets the flag)
         start = t.send(b"\x03")
         check("Ctrl-C at the prompt gives a new prompt", t.read_until(b"> ", start), t.buf[start:])
         start = t.send(b"Hi\r")

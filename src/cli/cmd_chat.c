@@ -189,7 +189,8 @@ static wgt_status chat_terminal(chat *c, const char *system) {
             continue;
         }
         if (!line) break;  // Ctrl-D
-        if (interrupted || !line[0]) {
+        interrupted = 0;  // (a Ctrl-C before the line editor was reading: the line stands)
+        if (!line[0]) {
             free(line);
             continue;
         }

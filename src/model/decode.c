@@ -281,11 +281,12 @@ static void forward_rows(model_decoder *d, uint32_t nb, uint32_t nt, size_t seq0
     }
 }
 
-// Final norm and lm_head of the n rows in d->last; logits [n, V] to the host.
-static wgt_status head_rows(model_decoder *d, uint32_t n, float *logits) {
+// Final norm and lm_head of the n rows of src (d->last, or the step's rows of d->x); logits
+// [n, V] to the host.
+static wgt_status head_rows(model_decoder *d, wgt_view src, uint32_t n, float *logits) {
     wgt_backend *be = d->be;
     const size_t nc = (size_t)n * d->C;
-    const wgt_view last = model_subview(d->last, 0, nc), lnl = model_subview(d->lnl, 0, nc),
+    const wgt_view last = model_subview(src, 0, nc), lnl = model_subview(d->lnl, 0, nc),
                    mean = model_subview(d->mean, 0, n), rstd = model_subview(d->rstd, 0, n),
                    lg = model_subview(d->logits, 0, (size_t)n * d->V);
     if (d->fam == DEC_GPT2) be->layernorm_forward(be, lnl, mean, rstd, last, d->lnf_w, d->lnf_b, n, d->C);
@@ -320,7 +321,7 @@ wgt_status model_decoder_prefill(model_decoder *d, int b, const int32_t *tokens,
         done += nt;
         if (done == n) be->copy(be, model_subview(d->last, 0, d->C), model_subview(d->x, (size_t)(nt - 1) * d->C, d->C), d->C);
     }
-    return head_rows(d, 1, logits);
+    return head_rows(d, d->last, 1, logits);
 }
 
 wgt_status model_decoder_step(model_decoder *d, int nb, const int32_t *tokens, float *logits) {
@@ -337,6 +338,5 @@ wgt_status model_decoder_step(model_decoder *d, int nb, const int32_t *tokens, f
     WGT_TRY(be->upload(be, model_subview(d->pos, 0, (size_t)nb), d->hpos, (size_t)nb));
     forward_rows(d, (uint32_t)nb, 1, 0);
     for (int b = 0; b < nb; b++) d->len[b]++;
-    be->copy(be, model_subview(d->last, 0, (size_t)nb * d->C), model_subview(d->x, 0, (size_t)nb * d->C), (size_t)nb * d->C);
-    return head_rows(d, (uint32_t)nb, logits);
+    return head_rows(d, d->x, (uint32_t)nb, logits);  // (the rows are x's first nb)
 }
