@@ -3,6 +3,7 @@
 # copied beside the binary so that it is found through rpath $ORIGIN.
 # libpcre2-8 gives GPT-2's pre-tokenizer its Unicode letter/number classes (src/data/gpt2_bpe.c).
 # libutf8proc gives the Hugging Face tokenizers their Unicode normalisation (src/data/hf_tokenizer.c).
+# libedit gives `wgtrain chat` its line editing (src/cli/cmd_chat.c; only the command links it).
 CC      ?= gcc
 DAWN    := third_party/dawn
 BUILD   := build
@@ -64,7 +65,7 @@ $(BUILD)/gen/wgsl_sources.o: $(BUILD)/gen/wgsl_sources.c
 
 $(BUILD)/wgtrain: $(CLI_OBJ) $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LIB_OBJ) $(LDLIBS) -ledit
 
 $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
 	@mkdir -p $(@D)
@@ -107,7 +108,7 @@ install: $(BUILD)/wgtrain
 SAN_BUILD  := build-san
 SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 SAN_TESTS  := $(SAN_BUILD)/wgtrain $(SAN_BUILD)/tests/test_files $(SAN_BUILD)/tests/test_data $(SAN_BUILD)/tests/test_checkpoint $(SAN_BUILD)/tests/test_cpu_isa \
-              $(SAN_BUILD)/tests/test_chat_template $(SAN_BUILD)/tests/test_hf_tokenizer
+              $(SAN_BUILD)/tests/test_chat_template $(SAN_BUILD)/tests/test_hf_tokenizer $(SAN_BUILD)/tests/test_decode
 sanitize-build:
 	$(MAKE) BUILD=$(SAN_BUILD) EXTRA_CFLAGS="-O1 $(SAN_CFLAGS)" $(SAN_TESTS) fuzzers
 sanitize: sanitize-build

@@ -19,8 +19,9 @@ log() { printf '[setup] %s\n' "$*"; }
 # libutf8proc-dev: NFC and the other Unicode normalisations of Hugging Face tokenizers (a kept
 # library with current Unicode data rather than decomposition tables written by hand).
 # python3-jinja2: the reference the chat-template renderer is checked against in the tests.
+# libedit-dev: line editing and history at `wgtrain chat`'s prompt (BSD-licensed, readline's API).
 APT_PKGS=(build-essential libopenblas-dev zlib1g-dev libvulkan1 python3-torch python3-numpy ca-certificates openssl libcjson-dev libpcre2-dev
-          openmpi-bin libopenmpi-dev libutf8proc-dev python3-jinja2)
+          openmpi-bin libopenmpi-dev libutf8proc-dev python3-jinja2 libedit-dev)
 # Node.js/npm only fetch the npm packages; an existing install (any source) is kept.
 command -v npm >/dev/null || APT_PKGS+=(nodejs npm)
 BACKPORTS_PKGS=(mesa-vulkan-drivers libdrm2)

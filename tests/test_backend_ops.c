@@ -87,6 +87,14 @@ static void prep_attention_bwd(const wgt_op_desc *d, float **h, const double *s)
                           (const uint32_t *)h[bind_of(d, "doc_start")], B, T, NH, NKV, HS, p, seed, window);
 }
 
+// the decode ops' positions: row b has pos[b] tokens cached and T new ones, pos[b] + T <= maxT
+// (the largest row reaches maxT exactly, one row starts at 0)
+static void prep_decode(const wgt_op_desc *d, float **h, const double *s) {
+    uint32_t B = (uint32_t)s[scalar_of(d, "B")], T = (uint32_t)s[scalar_of(d, "T")], maxT = (uint32_t)s[scalar_of(d, "maxT")];
+    uint32_t *pos = (uint32_t *)h[bind_of(d, "pos")];
+    for (uint32_t b = 0; b < B; b++) pos[b] = b == 0 ? maxT - T : b == 1 ? 0 : (b * 37u) % (maxT - T + 1);
+}
+
 // clip and the optimizer read an optimizer status (backend/opt_status.h) that must be a valid
 // one: a positive squared norm, a finite loss sum, a loss scale, counters, bias corrections.
 // The counters' words hold integers' bits (tiny floats to the comparison: test_kernels_gpt
@@ -166,6 +174,17 @@ static const op_case cases[] = {
     {"attention_backward", "B=1,T=130,NH=2,NKV=2,HS=16", 1e-4, 1e-4, prep_attention_bwd},
     {"attention_backward", "B=2,T=37,NH=8,NKV=2,HS=16", 1e-4, 1e-4, prep_attention_bwd},   // grouped-query
     {"attention_backward", "B=1,T=130,NH=4,NKV=1,HS=16", 1e-4, 1e-4, prep_attention_bwd},  // one kv head, long
+    // decoding with a cache: tokens at each row's own positions (prep_decode); the appended keys
+    // are rope_forward's products (1e-6 as rope); decode_attention as attention (online softmax,
+    // f32 sums in another order than the reference's double ones), also with a window, heads of
+    // 256 and more than one 256-key chunk
+    {"decode_embedding", "B=3,T=5,C=40,V=50,maxT=20", 0, 0, prep_decode},
+    {"kv_cache_append", "B=3,T=4,NH=4,NKV=2,HS=16,maxT=30", 1e-6, 1e-5, prep_decode},
+    {"kv_cache_append", "B=2,T=1,NH=3,NKV=3,HS=6,maxT=9", 1e-6, 1e-5, prep_decode},
+    {"decode_attention", "B=3,T=1,NH=4,NKV=2,HS=16,maxT=300", 1e-5, 1e-4, prep_decode},
+    {"decode_attention", "B=2,T=7,NH=8,NKV=1,HS=32,maxT=40", 1e-5, 1e-4, prep_decode},
+    {"decode_attention", "B=2,T=3,NH=2,NKV=2,HS=256,maxT=600,window=100", 1e-5, 1e-4, prep_decode},
+    {"decode_attention", "B=1,T=5,NH=3,NKV=1,HS=10,maxT=16,window=3", 1e-5, 1e-4, prep_decode},
     // dropout on the probabilities: the same masks on both sides, so the attention tolerances
     {"attention_forward", "B=2,T=37,NH=4,NKV=4,HS=16,p=0.1,seed=5", 1e-5, 1e-4, prep_doc_start},
     {"attention_forward", "B=1,T=70,NH=4,NKV=2,HS=32,p=0.5,seed=4000000000", 1e-5, 1e-4, prep_doc_start},

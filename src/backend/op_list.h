@@ -65,6 +65,9 @@
     X(rope_backward, "dq, dk through rope_forward (the transposed rotation), in place; dv untouched") \
     X(attention_forward, "causal attention out = dropout(softmax(q k^T / sqrt(HS))) v, grouped kv heads; row lse") \
     X(attention_backward, "dqkv from dout, qkv, out, lse (the forward's dropout mask regenerated)") \
+    X(decode_embedding, "out[b,t,:] = wte[tokens[b,t],:] + wpe[pos[b]+t,:] (wpe optional): tokens after a cache") \
+    X(kv_cache_append, "k (rotated when cos is given) and v of qkv into the caches at rows pos[b]+t") \
+    X(decode_attention, "queries at positions pos[b]+t against the cached keys/values 0..pos[b]+t (window)") \
     X(residual_forward, "out = a + b (out may be a)")                                          \
     X(add_inplace, "out += a")                                                                 \
     X(dropout_forward, "out = inp * keep / (1 - p), keep hashed from (seed, stream, index); p = 0 copies") \
@@ -208,6 +211,34 @@
     SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
     SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 128)                         \
     SCAL(p, F32, 0.0, 0, 0.999) SCAL(seed, U32, 0, 0, WGT_U32_MAX) SCAL(window, U32, 0, 0, WGT_U32_MAX)
+
+// ---- decoding with a key/value cache (docs/kernels.md#decode_attention, 16_decode_attention.wgsl).
+// Row b of a batch has pos[b] tokens cached already; its T new tokens sit at positions
+// pos[b] .. pos[b]+T-1, which the caller keeps below maxT (the C reference aborts on a position
+// past it; the kernels skip it, leaving its outputs as they were). The caches are
+// [B, maxT, NKV*HS] per layer. cos / sin: the RoPE tables [maxT, HS] of rope_forward (absent: no
+// rotation, GPT-2); kv_cache_append rotates k as it stores it and decode_attention rotates q as it
+// reads it, so qkv is never modified. window > 0: query position p sees keys [p-window+1, p]. ----
+#define WGT_OP_decode_embedding(BIND, SCAL)                                                        \
+    BIND(out, OUT, F32, "B,T,C") BIND(tokens, IN, I32, "B,T") BIND(wte, IN, F32, "V,C")            \
+    BIND(wpe, IN_OPT, F32, "maxT,C") BIND(pos, IN, U32, "B") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) \
+    SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
+    SCAL(V, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(maxT, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_kv_cache_append(BIND, SCAL)                                                         \
+    BIND(kcache, INOUT, F32, "B,maxT,NKV*HS") BIND(vcache, INOUT, F32, "B,maxT,NKV*HS")             \
+    BIND(qkv, IN, F32, "B,T,NH*HS+2*NKV*HS") BIND(cos, IN_OPT, F32, "maxT,HS")                      \
+    BIND(sin, IN_OPT, F32, "maxT,HS") BIND(pos, IN, U32, "B") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) \
+    SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
+    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 256)                         \
+    SCAL(maxT, U32, WGT_REQ, 1, WGT_U32_MAX)
+#define WGT_OP_decode_attention(BIND, SCAL)                                                        \
+    BIND(out, OUT, F32, "B,T,NH*HS") BIND(qkv, IN, F32, "B,T,NH*HS+2*NKV*HS")                      \
+    BIND(kcache, IN, F32, "B,maxT,NKV*HS") BIND(vcache, IN, F32, "B,maxT,NKV*HS")                  \
+    BIND(cos, IN_OPT, F32, "maxT,HS") BIND(sin, IN_OPT, F32, "maxT,HS") BIND(pos, IN, U32, "B")     \
+    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
+    SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX)                 \
+    SCAL(HS, U32, WGT_REQ, 1, 256) SCAL(maxT, U32, WGT_REQ, 1, WGT_U32_MAX)                        \
+    SCAL(window, U32, 0, 0, WGT_U32_MAX)
 
 // ---- residual, gradient norm, optimizer (docs/kernels.md#residual, #optimizer) ----
 #define WGT_OP_residual_forward(BIND, SCAL)                                                        \

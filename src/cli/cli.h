@@ -14,6 +14,7 @@ int cmd_grad(int argc, char **argv);
 int cmd_prepare(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);

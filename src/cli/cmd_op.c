@@ -254,6 +254,25 @@ static wgt_status op_checks(op_call *c) {
                                 d->name, i / T, t, doc[i], t);
         }
     }
+    // decoding with a cache: every row's new positions inside the cache, tokens inside the
+    // vocabulary, an even head size for the rotation
+    if (id == WGT_OP_ID_decode_embedding || id == WGT_OP_ID_kv_cache_append || id == WGT_OP_ID_decode_attention) {
+        int pb = bind_index(d, "pos"), cb = bind_index(d, "cos"), tb = bind_index(d, "tokens");
+        const double T = c->s[scalar_index(d, "T")], maxT = c->s[scalar_index(d, "maxT")];
+        const uint32_t *pos = c->have[pb] ? c->a[pb].data : NULL;
+        for (size_t i = 0; pos && i < c->a[pb].n; i++)
+            if ((double)pos[i] + T > maxT)
+                return wgt_fail(WGT_ERR_ARG, "%s: pos[%zu] = %u and T = %.0f new tokens run past the cache of maxT = %.0f "
+                                "positions", d->name, i, pos[i], T, maxT);
+        if (cb >= 0 && c->have[cb] && fmod(c->s[hs], 2) != 0)
+            return wgt_fail(WGT_ERR_ARG, "%s: HS = %.0f is odd; the rotation needs an even head size (or no cos/sin)",
+                            d->name, c->s[hs]);
+        const int32_t *tk = tb >= 0 && c->have[tb] ? c->a[tb].data : NULL;
+        for (size_t i = 0; tk && i < c->a[tb].n; i++)
+            if (tk[i] < 0 || (double)tk[i] >= c->s[scalar_index(d, "V")])
+                return wgt_fail(WGT_ERR_FORMAT, "%s: tokens[%zu] = %d is outside the vocabulary [0, %.0f)", d->name, i,
+                                tk[i], c->s[scalar_index(d, "V")]);
+    }
     // the optimizer status words the ops rely on (docs/kernels.md#the-optimizer-status); a status
     // that is not given starts at zero
     int sb = bind_index(d, "status");

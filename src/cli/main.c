@@ -13,6 +13,7 @@ static const command commands[] = {
     {"prepare", cmd_prepare, "text files -> tokenizer + train/val token shards (a data directory)"},
     {"train", cmd_train, "train a GPT-2 model on a data directory (checkpoints, metrics, loss plot)"},
     {"sample", cmd_sample, "generate text from a trained run"},
+    {"chat", cmd_chat, "talk to a chat model (a run or a Hugging Face directory)"},
     {"eval", cmd_eval, "validation loss and perplexity of a trained run"},
     {"bench", cmd_bench, "training throughput (tokens/s) and a per-kernel GPU time table"},
     {"export", cmd_export, "a run's model as a Hugging Face model directory (config.json, model.safetensors, tokenizer)"},

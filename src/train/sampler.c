@@ -1,9 +1,10 @@
-// sampler.c — temperature / top-k / top-p sampling (see sampler.h). Candidates are sorted by
+// sampler.c — repetition penalty, temperature, top-k / top-p / min-p sampling (see sampler.h). Candidates are sorted by
 // logit only when a filter needs the order, with ties broken by id so a seed gives the same
 // text on every machine.
 #include "train/sampler.h"
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "core/error.h"
 #include "train/rng.h"
 
@@ -26,11 +27,48 @@ void sampler_init(sampler *s, int vocab, double temperature, int top_k, double t
     s->rng = rng_seed_stream(seed, 3);
     s->vocab = vocab;
     s->scratch = wgt_malloc((size_t)vocab * sizeof(cand));
+    s->min_p = 0;
+    s->rep_penalty = 1;
+    s->pen = NULL;
+    s->seen = NULL;
+}
+
+void sampler_set_min_p(sampler *s, double min_p) {
+    WGT_ASSERT(min_p >= 0 && min_p <= 1, "min-p outside [0, 1]");
+    s->min_p = min_p;
+}
+
+void sampler_set_repetition_penalty(sampler *s, double penalty) {
+    WGT_ASSERT(penalty > 0, "a repetition penalty must be above 0");
+    s->rep_penalty = penalty;
 }
 
 void sampler_free(sampler *s) {
     free(s->scratch);
+    free(s->pen);
+    free(s->seen);
     s->scratch = NULL;
+    s->pen = NULL;
+    s->seen = NULL;
+}
+
+int sampler_pick_seen(sampler *s, const float *logits, const int32_t *seen, size_t n) {
+    if (s->rep_penalty == 1 || n == 0) return sampler_pick(s, logits);
+    const int V = s->vocab;
+    if (!s->pen) {
+        s->pen = wgt_malloc((size_t)V * sizeof *s->pen);
+        s->seen = wgt_malloc((size_t)V);
+    }
+    memcpy(s->pen, logits, (size_t)V * sizeof *s->pen);
+    memset(s->seen, 0, (size_t)V);
+    for (size_t i = 0; i < n; i++) {
+        WGT_ASSERT(seen[i] >= 0 && seen[i] < V, "a seen token outside the vocabulary");
+        if (s->seen[seen[i]]) continue;  // once per token, as the processor's gather / scatter
+        s->seen[seen[i]] = 1;
+        float l = s->pen[seen[i]];
+        s->pen[seen[i]] = l > 0 ? (float)(l / s->rep_penalty) : (float)(l * s->rep_penalty);
+    }
+    return sampler_pick(s, s->pen);
 }
 
 int sampler_pick(sampler *s, const float *logits) {
@@ -56,6 +94,20 @@ int sampler_pick(sampler *s, const float *logits) {
         while (keep < n && cum < s->top_p * total) cum += w[keep++];
         n = keep > 0 ? keep : 1;
         total = cum > 0 ? cum : w[0];
+    }
+    if (s->min_p > 0) {  // w is relative to the largest (w = 1 for it): keep w >= min_p
+        if (!(s->top_k || s->top_p < 1)) {  // not sorted yet: keep the candidates in id order
+            int k = 0;
+            double t = 0;
+            for (int i = 0; i < n; i++)
+                if (w[i] >= s->min_p) c[k] = c[i], t += w[k] = w[i], k++;
+            n = k, total = t;
+        } else {
+            int keep = 1;
+            double t = w[0];
+            while (keep < n && w[keep] >= s->min_p) t += w[keep++];
+            n = keep, total = t;
+        }
     }
     double r = rng_next_double(&s->rng) * total;
     int pick = c[n - 1].id;

@@ -1,0 +1,159 @@
+// 16_decode_attention.wgsl — decoding with a key/value cache (docs/kernels.md#decode_attention):
+// the token embedding at each row's own positions, the append of new keys and values to the
+// per-layer caches, and the attention of new queries against everything cached. Row b of a batch
+// has pos[b] tokens cached; its T new tokens are at positions p = pos[b] + t (T = 1 while
+// generating, the prompt's length in a prefill). C reference: src/backend/cpu/ops_decode_attention.c.
+// RoPE (when the tables are bound, opt = 1) is rope_forward's rotation at row p of the
+// [maxT, HS] tables: kv_cache_append rotates k as it stores it, decode_attention rotates q as it
+// loads it, so qkv is only read. Every tensor is bound as a window from an aligned start; the
+// element offsets (*_off) come in the params. A position at or past maxT is skipped (the host
+// never asks for one; the C reference aborts).
+
+struct DecParams {
+    B : u32, T : u32, NH : u32, NKV : u32,
+    HS : u32, maxT : u32, window : u32, opt : u32,       // opt = 1: the optional tables (cos, sin; wpe) are bound
+    C : u32, V : u32, W : u32, KV : u32,       // C, V: decode_embedding; W = NH·HS + 2·KV, KV = NKV·HS
+    n : u32, group : u32, scale : f32, p0 : u32,
+    o0 : u32, o1 : u32, o2 : u32, o3 : u32,     // element offsets of bindings 0..6
+    o4 : u32, o5 : u32, o6 : u32, p1 : u32,
+};
+
+// ---- decode_embedding: out[b,t,c] = wte[tokens[b,t], c] + wpe[p, c]; one thread per element
+@group(0) @binding(0) var<storage, read_write> de_out : array<f32>;
+@group(0) @binding(1) var<storage, read> de_tokens : array<i32>;
+@group(0) @binding(2) var<storage, read> de_wte : array<f32>;
+@group(0) @binding(3) var<storage, read> de_wpe : array<f32>;
+@group(0) @binding(4) var<storage, read> de_pos : array<u32>;
+@group(0) @binding(5) var<uniform> de_p : DecParams;
+
+@compute @workgroup_size(256)
+fn decode_embedding(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let i = flat_id(gid, nwg);
+    if (i >= de_p.n) { return; }
+    let c = i % de_p.C;
+    let bt = i / de_p.C;
+    let p = de_pos[de_p.o4 + bt / de_p.T] + bt % de_p.T;
+    let tok = de_tokens[de_p.o1 + bt];
+    if (p >= de_p.maxT || tok < 0 || u32(tok) >= de_p.V) { return; }
+    var w = 0.0;
+    if (de_p.opt == 1u) { w = de_wpe[de_p.o3 + p * de_p.C + c]; }
+    de_out[de_p.o0 + i] = de_wte[de_p.o2 + u32(tok) * de_p.C + c] + w;
+}
+
+// ---- kv_cache_append: one thread per (b, t, kv head g, d < HS) writes kcache[b, p, g, d]
+// (rotated) and vcache[b, p, g, d]
+@group(0) @binding(0) var<storage, read_write> ka_k : array<f32>;
+@group(0) @binding(1) var<storage, read_write> ka_v : array<f32>;
+@group(0) @binding(2) var<storage, read> ka_qkv : array<f32>;
+@group(0) @binding(3) var<storage, read> ka_cos : array<f32>;
+@group(0) @binding(4) var<storage, read> ka_sin : array<f32>;
+@group(0) @binding(5) var<storage, read> ka_pos : array<u32>;
+@group(0) @binding(6) var<uniform> ka_p : DecParams;
+
+@compute @workgroup_size(256)
+fn kv_cache_append(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let i = flat_id(gid, nwg);
+    if (i >= ka_p.n) { return; }
+    let HS = ka_p.HS;
+    let d = i % HS;
+    let rest = i / HS;
+    let g = rest % ka_p.NKV;
+    let bt = rest / ka_p.NKV;
+    let b = bt / ka_p.T;
+    let p = ka_pos[ka_p.o5 + b] + bt % ka_p.T;
+    if (p >= ka_p.maxT) { return; }
+    let kr = ka_p.o2 + bt * ka_p.W + ka_p.NH * HS + g * HS;  // this head's k in qkv
+    var x = ka_qkv[kr + d];
+    if (ka_p.opt == 1u) {
+        let H2 = HS / 2u;
+        let cb = p * HS + d;
+        if (d < H2) {
+            x = x * ka_cos[ka_p.o3 + cb] - ka_qkv[kr + d + H2] * ka_sin[ka_p.o4 + cb];
+        } else {
+            x = x * ka_cos[ka_p.o3 + cb] + ka_qkv[kr + d - H2] * ka_sin[ka_p.o4 + cb];
+        }
+    }
+    let dst = (b * ka_p.maxT + p) * ka_p.KV + g * HS + d;
+    ka_k[ka_p.o0 + dst] = x;
+    ka_v[ka_p.o1 + dst] = ka_qkv[kr + ka_p.KV + d];
+}
+
+// ---- decode_attention: one workgroup per (b, t, query head h). The 256 threads score 256 cached
+// keys at a time (thread j: the f32 dot product of q with key lo + chunk + j), the chunk's
+// maximum and sum of exponentials come from workgroup reductions (an online softmax across
+// chunks, as flash attention), and thread d < HS accumulates dimension d of the weighted values
+// of the chunk in key order.
+@group(0) @binding(0) var<storage, read_write> da_out : array<f32>;
+@group(0) @binding(1) var<storage, read> da_qkv : array<f32>;
+@group(0) @binding(2) var<storage, read> da_k : array<f32>;
+@group(0) @binding(3) var<storage, read> da_v : array<f32>;
+@group(0) @binding(4) var<storage, read> da_cos : array<f32>;
+@group(0) @binding(5) var<storage, read> da_sin : array<f32>;
+@group(0) @binding(6) var<storage, read> da_pos : array<u32>;
+@group(0) @binding(7) var<uniform> da_p : DecParams;
+
+var<workgroup> da_q : array<f32, 256>;   // the rotated query
+var<workgroup> da_e : array<f32, 256>;   // a chunk's exp(s_j - m)
+
+@compute @workgroup_size(256)
+fn decode_attention(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>,
+                    @builtin(num_workgroups) nwg : vec3<u32>) {
+    let r = flat_wg(wid, nwg);  // (b·T + t)·NH + h
+    if (r >= da_p.n) { return; }
+    let i = lid.x;
+    let HS = da_p.HS;
+    let h = r % da_p.NH;
+    let bt = r / da_p.NH;
+    let b = bt / da_p.T;
+    let p = da_pos[da_p.o6 + b] + bt % da_p.T;
+    if (p >= da_p.maxT) { return; }
+    let qb = da_p.o1 + bt * da_p.W + h * HS;
+    if (i < HS) {
+        var x = da_qkv[qb + i];
+        if (da_p.opt == 1u) {
+            let H2 = HS / 2u;
+            let cb = p * HS + i;
+            if (i < H2) {
+                x = x * da_cos[da_p.o4 + cb] - da_qkv[qb + i + H2] * da_sin[da_p.o5 + cb];
+            } else {
+                x = x * da_cos[da_p.o4 + cb] + da_qkv[qb + i - H2] * da_sin[da_p.o5 + cb];
+            }
+        }
+        da_q[i] = x;
+    }
+    workgroupBarrier();
+    let kvh = h / da_p.group;
+    let base = b * da_p.maxT * da_p.KV + kvh * HS;  // key 0 of this kv head in the caches
+    var lo = 0u;
+    if (da_p.window > 0u && p + 1u > da_p.window) { lo = p + 1u - da_p.window; }
+    let NEG = -3.0e38;
+    var m = NEG;    // running maximum of the scores
+    var l = 0.0;    // running sum of exp(s - m)
+    var acc = 0.0;  // thread i < HS: running sum of exp(s - m)·v[i]
+    for (var j0 = lo; j0 <= p; j0 = j0 + 256u) {
+        let j = j0 + i;
+        var s = NEG;
+        if (j <= p) {
+            let kr = da_p.o2 + base + j * da_p.KV;
+            var dot = 0.0;
+            for (var d = 0u; d < HS; d = d + 1u) { dot = dot + da_q[d] * da_k[kr + d]; }
+            s = dot * da_p.scale;
+        }
+        let m_new = max(m, wg_reduce_max(s, i));
+        var e = 0.0;
+        if (j <= p) { e = exp(s - m_new); }
+        da_e[i] = e;
+        let corr = exp(m - m_new);  // 0 on the first chunk (m = NEG)
+        l = l * corr + wg_reduce_sum(e, i);  // (its barriers also publish da_e)
+        if (i < HS) {
+            let cnt = min(256u, p + 1u - j0);
+            let vb = da_p.o3 + base + j0 * da_p.KV + i;
+            var a = acc * corr;
+            for (var jj = 0u; jj < cnt; jj = jj + 1u) { a = a + da_e[jj] * da_v[vb + jj * da_p.KV]; }
+            acc = a;
+        }
+        m = m_new;
+        workgroupBarrier();  // da_e is rewritten by the next chunk
+    }
+    if (i < HS) { da_out[da_p.o0 + bt * da_p.NH * HS + h * HS + i] = acc / l; }
+}

@@ -1,0 +1,92 @@
+// wg_ops_decode.c — dispatch wrappers for kernels/16_decode_attention.wgsl (decode_embedding,
+// kv_cache_append, decode_attention): decoding with a key/value cache. Every tensor is bound as a
+// window from its view's aligned start (the row of one sequence in a batch's cache or positions
+// need not be aligned); absent optional tables bind a placeholder the kernel does not read. The
+// tensors must fit one storage binding each and u32 indexing (a cache is one layer's).
+#include <math.h>
+#include "backend/webgpu/wg_ops.h"
+
+typedef struct {
+    uint32_t B, T, NH, NKV;
+    uint32_t HS, maxT, window, opt;
+    uint32_t C, V, W, KV;
+    uint32_t n, group;
+    float scale;
+    uint32_t p0;
+    uint32_t o[7], p1;
+} dec_params;  // DecParams of the WGSL, field for field
+
+static wg_bind placeholder(wgt_backend *be) {
+    wgt_buf *b = wg_scratch(wg_of(be), WG_SCRATCH_PLACEHOLDER, WGT_VIEW_ALIGN, "placeholder");
+    WGT_ASSERT(b != NULL, "could not allocate the 256-byte placeholder buffer");
+    return wg_b(wgt_view_of(b, 0, 1), 1);
+}
+
+// Binding i: a window of n elements of v (its offset into p->o[i]), or the placeholder when v is
+// absent.
+static wg_bind win(wgt_backend *be, dec_params *p, int i, wgt_view v, uint64_t n, const char *op) {
+    if (!v.buf) {
+        p->o[i] = 0;
+        return placeholder(be);
+    }
+    wg_bind b = wg_binding_window(v, 0, n, &p->o[i]);
+    WGT_ASSERT(p->o[i] + n <= wg_max_binding_elems(wg_of(be)) && p->o[i] + n <= UINT32_MAX,
+               "decoding: a tensor exceeds one storage binding (or u32 indexing); use a shorter cache or fewer sequences");
+    return b;
+}
+
+void wg_decode_embedding(wgt_backend *be, wgt_view out, wgt_view tokens, wgt_view wte, wgt_view wpe, wgt_view pos,
+                         uint32_t B, uint32_t T, uint32_t C, uint32_t V, uint32_t maxT) {
+    const uint64_t n = (uint64_t)B * T * C;
+    if (!n) return;
+    WGT_ASSERT(n <= UINT32_MAX, "decode_embedding: B·T·C exceeds u32 indexing");
+    wg_ctx *ctx = wg_of(be);
+    dec_params p = {0};
+    p.B = B, p.T = T, p.C = C, p.V = V, p.maxT = maxT, p.n = (uint32_t)n, p.opt = wpe.buf != NULL;
+    wg_bind b[] = {win(be, &p, 0, out, n, "decode_embedding"), win(be, &p, 1, tokens, (uint64_t)B * T, "decode_embedding"),
+                   win(be, &p, 2, wte, (uint64_t)V * C, "decode_embedding"),
+                   win(be, &p, 3, wpe, (uint64_t)maxT * C, "decode_embedding"), win(be, &p, 4, pos, B, "decode_embedding")};
+    wg_dispatch(ctx, "decode_embedding", wg_pipeline(ctx, "16_decode_attention.wgsl", "decode_embedding", NULL), b, 5, &p,
+                sizeof p, wg_groups(n, 256));
+}
+
+void wg_kv_cache_append(wgt_backend *be, wgt_view kcache, wgt_view vcache, wgt_view qkv, wgt_view cos, wgt_view sin,
+                        wgt_view pos, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, uint32_t maxT) {
+    const uint64_t KV = (uint64_t)NKV * HS, W = (uint64_t)NH * HS + 2 * KV, n = (uint64_t)B * T * KV;
+    if (!n) return;
+    WGT_ASSERT(!cos.buf || HS % 2 == 0, "rope needs an even head size");
+    wg_ctx *ctx = wg_of(be);
+    dec_params p = {0};
+    p.B = B, p.T = T, p.NH = NH, p.NKV = NKV, p.HS = HS, p.maxT = maxT, p.W = (uint32_t)W, p.KV = (uint32_t)KV;
+    p.n = (uint32_t)n, p.opt = cos.buf != NULL;
+    const uint64_t nc = (uint64_t)B * maxT * KV;
+    wg_bind b[] = {win(be, &p, 0, kcache, nc, "kv_cache_append"), win(be, &p, 1, vcache, nc, "kv_cache_append"),
+                   win(be, &p, 2, qkv, (uint64_t)B * T * W, "kv_cache_append"),
+                   win(be, &p, 3, cos, (uint64_t)maxT * HS, "kv_cache_append"),
+                   win(be, &p, 4, sin, (uint64_t)maxT * HS, "kv_cache_append"), win(be, &p, 5, pos, B, "kv_cache_append")};
+    wg_dispatch(ctx, "kv_cache_append", wg_pipeline(ctx, "16_decode_attention.wgsl", "kv_cache_append", NULL), b, 6, &p,
+                sizeof p, wg_groups(n, 256));
+}
+
+void wg_decode_attention(wgt_backend *be, wgt_view out, wgt_view qkv, wgt_view kcache, wgt_view vcache, wgt_view cos,
+                         wgt_view sin, wgt_view pos, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS,
+                         uint32_t maxT, uint32_t window) {
+    const uint64_t KV = (uint64_t)NKV * HS, W = (uint64_t)NH * HS + 2 * KV, rows = (uint64_t)B * T * NH;
+    if (!rows) return;
+    WGT_ASSERT(NH % NKV == 0, "attention needs NKV (kv heads) dividing NH (query heads)");
+    WGT_ASSERT(HS <= 256, "decode_attention: head size above 256");
+    WGT_ASSERT(!cos.buf || HS % 2 == 0, "rope needs an even head size");
+    wg_ctx *ctx = wg_of(be);
+    dec_params p = {0};
+    p.B = B, p.T = T, p.NH = NH, p.NKV = NKV, p.HS = HS, p.maxT = maxT, p.window = window, p.W = (uint32_t)W;
+    p.KV = (uint32_t)KV, p.n = (uint32_t)rows, p.group = NH / NKV, p.opt = cos.buf != NULL;
+    p.scale = 1.0f / sqrtf((float)HS);  // as the C reference
+    const uint64_t nc = (uint64_t)B * maxT * KV;
+    wg_bind b[] = {win(be, &p, 0, out, rows * HS, "decode_attention"),
+                   win(be, &p, 1, qkv, (uint64_t)B * T * W, "decode_attention"),
+                   win(be, &p, 2, kcache, nc, "decode_attention"), win(be, &p, 3, vcache, nc, "decode_attention"),
+                   win(be, &p, 4, cos, (uint64_t)maxT * HS, "decode_attention"),
+                   win(be, &p, 5, sin, (uint64_t)maxT * HS, "decode_attention"), win(be, &p, 6, pos, B, "decode_attention")};
+    wg_dispatch(ctx, "decode_attention", wg_pipeline(ctx, "16_decode_attention.wgsl", "decode_attention", NULL), b, 7,
+                &p, sizeof p, rows);
+}

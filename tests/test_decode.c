@@ -1,0 +1,155 @@
+// test_decode.c — generation with a key/value cache (src/model/decode.c) against the full forward
+// (model_forward_logits), for every family the decoder covers, on the C backend and on WebGPU
+// (lavapipe in CI). For each config, three sequences of different lengths are decoded at once:
+// each is prefilled with a few tokens, then all are stepped together (the batch shrinking as the
+// shorter ones end), and the logits after every token must equal the full forward's row at that
+// position. Then one sequence is prefilled in chunks of 4 tokens (WGTRAIN_TEST_DECODE_CHUNK),
+// truncated and prefilled again (what a chat does when a turn is re-rendered).
+//
+// Configs: gpt2 at odd sizes (head size 12, nothing a multiple of 64); llama with grouped-query
+// attention (NKV = 2 of NH = 4), llama3 RoPE scaling and an untied lm_head; qwen2 with q/k/v
+// biases, one kv head (MQA), a tied embedding; mistral with linear RoPE scaling and a sliding
+// window longer than the sequences (the full forward refuses longer ones); llama with attention
+// biases (q, k, v and o).
+//
+// Tolerance: both paths compute the same float32 formulas in other orders (a GEMM of 1 row vs
+// T rows may split its sums differently; the decode attention is an online softmax over chunks,
+// the full one another; the C decode reference sums in double). The measured differences are
+// ~1e-6 of the largest logit; the bound, rel 1e-4 of the row's largest |logit| plus 1e-4 of
+// each, leaves a wide margin for other GPUs, while a wrong position, rotation, cache row or head
+// changes logits by O(1) of that scale.
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model/decode.h"
+#include "backend_pair.h"
+
+#define NSEQ 3
+#define TMAX 13
+
+static void die(const char *what) {
+    fprintf(stderr, "%s: %s\n", what, wgt_last_error());
+    exit(1);
+}
+
+// O(1)-scale parameters (as test_model_webgpu.c): the attention far from uniform
+static void set_params(wgt_model *m, uint64_t seed) {
+    trng_state = seed;
+    for (int i = 0; i < model_param_count(m); i++) {
+        const model_param_info *p = model_param(m, i);
+        float *x = malloc(p->n * 4);
+        for (size_t k = 0; k < p->n; k++) {
+            double r = trng_normal();
+            if (p->init == MODEL_INIT_ONES) x[k] = (float)(1.0 + 0.1 * r);
+            else if (p->flags & MODEL_T_EMBEDDING) x[k] = (float)(0.5 * r);
+            else if (p->ndim == 2) x[k] = (float)(r / sqrt((double)p->shape[1]));
+            else x[k] = (float)(0.1 * r);
+        }
+        if (model_param_set(m, i, x) != WGT_OK) die("param_set");
+        free(x);
+    }
+}
+
+static void compare(const char *what, const float *got, const float *ref, int V) {
+    double mx = 0;
+    for (int i = 0; i < V; i++) mx = fmax(mx, fabs(ref[i]));
+    CHECK(mx > 0.1, "%s: the reference logits are all near 0 (max %g): the test would not see an error", what, mx);
+    CHECK_CLOSE(what, got, ref, (size_t)V, 1e-4 * mx, 1e-4);
+}
+
+static void run(wgt_backend *be, const char *bname, const char *name, model_config c) {
+    model_config_defaults(&c);
+    const int V = c.vocab;
+    const int len[NSEQ] = {13, 11, 9}, pre[NSEQ] = {2, 4, 5};  // remaining 11, 7, 4: a shrinking batch
+    int32_t seq[NSEQ][TMAX];
+    trng_state = 1234;
+    for (int s = 0; s < NSEQ; s++)
+        for (int t = 0; t < TMAX; t++) seq[s][t] = (int32_t)(trng_u32() % (uint32_t)V);
+    wgt_model *m = NULL;
+    if (model_init(&m, be, &c, 1, TMAX) != WGT_OK) die("model_init");
+    set_params(m, 99);
+    // the full forward of each sequence (padded to TMAX with its own tokens: causal attention
+    // keeps rows < len independent of what follows)
+    float *full = malloc((size_t)NSEQ * TMAX * V * 4);
+    for (int s = 0; s < NSEQ; s++)
+        if (model_forward_logits(m, seq[s], full + (size_t)s * TMAX * V) != WGT_OK) die("forward");
+    model_decoder *d = NULL;
+    if (model_decoder_init(&d, m, NSEQ, TMAX + 3) != WGT_OK) die("decoder_init");
+    float *lg = malloc((size_t)NSEQ * V * 4);
+    char what[160];
+    int pos[NSEQ];
+    for (int s = 0; s < NSEQ; s++) {
+        if (model_decoder_prefill(d, s, seq[s], pre[s], lg) != WGT_OK) die("prefill");
+        snprintf(what, sizeof what, "%s %s: prefill of sequence %d (%d tokens)", bname, name, s, pre[s]);
+        compare(what, lg, full + ((size_t)s * TMAX + pre[s] - 1) * V, V);
+        pos[s] = pre[s];
+        CHECK(model_decoder_len(d, s) == pre[s], "%s: the decoder holds %d tokens, not %d", what, model_decoder_len(d, s),
+              pre[s]);
+    }
+    for (;;) {
+        int nb = 0;
+        while (nb < NSEQ && pos[nb] < len[nb]) nb++;
+        if (!nb) break;
+        int32_t tk[NSEQ];
+        for (int s = 0; s < nb; s++) tk[s] = seq[s][pos[s]];
+        if (model_decoder_step(d, nb, tk, lg) != WGT_OK) die("step");
+        for (int s = 0; s < nb; s++) {
+            snprintf(what, sizeof what, "%s %s: sequence %d position %d (batch of %d)", bname, name, s, pos[s], nb);
+            compare(what, lg + (size_t)s * V, full + ((size_t)s * TMAX + pos[s]) * V, V);
+            pos[s]++;
+        }
+    }
+    model_decoder_free(d);
+    // chunked prefill, then a truncation and a new prefill from the middle
+    setenv("WGTRAIN_TEST_DECODE_CHUNK", "4", 1);
+    if (model_decoder_init(&d, m, 1, TMAX) != WGT_OK) die("decoder_init (chunks)");
+    unsetenv("WGTRAIN_TEST_DECODE_CHUNK");
+    if (model_decoder_prefill(d, 0, seq[0], TMAX, lg) != WGT_OK) die("prefill (chunks)");
+    snprintf(what, sizeof what, "%s %s: prefill of %d tokens in chunks of 4", bname, name, TMAX);
+    compare(what, lg, full + (size_t)(TMAX - 1) * V, V);
+    model_decoder_truncate(d, 0, 6);
+    if (model_decoder_prefill(d, 0, seq[0] + 6, 5, lg) != WGT_OK) die("prefill (after truncation)");
+    snprintf(what, sizeof what, "%s %s: truncated to 6, 5 tokens prefilled again", bname, name);
+    compare(what, lg, full + (size_t)10 * V, V);
+    // the refusals: past the context, a token outside the vocabulary
+    CHECK(model_decoder_prefill(d, 0, seq[0], TMAX, lg) == WGT_ERR_ARG, "%s %s: a prefill past the context is refused",
+          bname, name);
+    int32_t bad = V;
+    CHECK(model_decoder_step(d, 1, &bad, lg) == WGT_ERR_ARG, "%s %s: a token id of V is refused", bname, name);
+    CHECK(model_decoder_len(d, 0) == 11, "%s %s: refusals leave the cache as it was", bname, name);
+    model_decoder_free(d);
+    free(lg);
+    free(full);
+    model_free(m);
+}
+
+int main(void) {
+    bpair bp = bpair_open();
+    const struct {
+        const char *name;
+        model_config c;
+    } cases[] = {
+        {"gpt2", {.arch = "gpt2", .n_layer = 2, .n_head = 3, .d_model = 36, .d_ff = 100, .vocab = 77, .max_seq = 20}},
+        {"llama-gqa-llama3rope",
+         {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 40, .d_ff = 72, .vocab = 77, .max_seq = 20,
+          .n_kv_heads = 2, .rope_theta = 500000, .rms_eps = 1e-5, .rope_scaling = 2, .rope_factor = 8,
+          .rope_low_freq = 1, .rope_high_freq = 4, .rope_orig_max_pos = 8}},
+        {"qwen2-mqa-bias-tied",
+         {.arch = "qwen2", .n_layer = 2, .n_head = 4, .d_model = 32, .d_ff = 48, .vocab = 61, .max_seq = 20,
+          .n_kv_heads = 1, .rope_theta = 1000000, .rms_eps = 1e-6, .tie_embeddings = 1}},
+        {"mistral-window-linear",
+         {.arch = "mistral", .n_layer = 2, .n_head = 4, .d_model = 32, .d_ff = 40, .vocab = 50, .max_seq = 20,
+          .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5, .rope_scaling = 1, .rope_factor = 2,
+          .sliding_window = 16}},
+        {"llama-attention-bias",
+         {.arch = "llama", .n_layer = 1, .n_head = 2, .d_model = 24, .d_ff = 40, .vocab = 40, .max_seq = 20,
+          .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5, .qkv_bias = 1, .o_bias = 1}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run(bp.cpu, "cpu", cases[i].name, cases[i].c);
+        run(bp.gpu, "webgpu", cases[i].name, cases[i].c);
+    }
+    bpair_close(&bp);
+    return test_finish();
+}
