@@ -198,10 +198,16 @@ static void test_config_json_and_resume(void) {
     // resume checks: a flag equal to the checkpoint's or a mutable one passes; others are refused
     const char *argv_ok[] = {"x", "--steps", "5000", "--layers", "4", "--val-every", "7", "--data", "/elsewhere"};
     const char *argv_bad[] = {"x", "--layers", "6"};
-    const char *argv_lr[] = {"x", "--lr", "0.1"};
+    // what recovering from a divergence needs may change: the learning rate and its schedule, weight
+    // decay, clipping, the loss scale; AdamW's betas may not
+    const char *argv_recover[] = {"x", "--lr", "0.1", "--min-lr", "0.01", "--warmup", "3", "--weight-decay", "0.2",
+                                  "--clip", "0.5", "--loss-scale", "dynamic", "--loss-scale-init", "1024",
+                                  "--loss-scale-window", "10"};
+    const char *argv_beta[] = {"x", "--beta1", "0.5"};
     const char *argv_seq[] = {"x", "--seq", "4096"};
     struct { const char **argv; int argc; const char *want; } cases[] = {
-        {argv_ok, 9, NULL}, {argv_bad, 3, "--layers 6 differs"}, {argv_lr, 3, "--lr"}, {argv_seq, 3, "maximum sequence length"}};
+        {argv_ok, 9, NULL}, {argv_bad, 3, "--layers 6 differs"}, {argv_recover, 17, NULL}, {argv_beta, 3, "--beta1"},
+        {argv_seq, 3, "maximum sequence length"}};
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         train_config f;
         memset(&f, 0, sizeof f);
