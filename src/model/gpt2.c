@@ -233,7 +233,8 @@ static void backward(wgt_model *m) {
     be->layernorm_backward(be, a->dres, g->lnf_w, g->lnf_b, a->dtmp, a->res_final, p->lnf_w, a->lnf_mean, a->lnf_rstd,
                            BT, C);                                                                  // dres [B,T,C]
     for (int l = m->c.n_layer - 1; l >= 0; l--) block_backward(m, l);
-    be->embedding_backward(be, g->wte, g->wpe, a->dres, m->tokens, B, T, C, V);                     // dwte, dwpe
+    if (!model_base_frozen(m))  // (LoRA: the embeddings are frozen)
+        be->embedding_backward(be, g->wte, g->wpe, a->dres, m->tokens, B, T, C, V);                 // dwte, dwpe
 }
 
 // ------------------------------------------------------------------ config from a file
