@@ -134,6 +134,7 @@ static ctx ctx_new(wgt_backend *be, const model_config *cfg, double drop, const 
     }
     c.inv_norm = 1.0f / (B_ * T_);
     c.lo = (model_loss_opts){0.0f, 0.0f, 0.0f, 4242u, 0};
+    model_lora_set_training(c.m, 1);  // training forwards: the adapter dropout applies
     return c;
 }
 static void ctx_free(ctx *c) {

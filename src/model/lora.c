@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include "backend/dropout.h"
 #include "core/fileutil.h"
+#include "core/json_strict.h"
 #include "model/lora.h"
 #include "model/model_impl.h"
 
@@ -195,9 +196,10 @@ const model_lora_adapter *model_lora_at(const wgt_model *m, int i) {
     WGT_ASSERT(m->lora && i >= 0 && i < m->lora->n, "model_lora_at: index out of range");
     return &m->lora->ad[i];
 }
-void lora_set_training(wgt_model *m, int on) {
-    if (m->lora) m->lora->train = on;
+void model_lora_set_training(wgt_model *m, int on) {
+    if (m->lora) m->lora->train = on != 0;
 }
+int lora_training(const wgt_model *m) { return m->lora ? m->lora->train : 0; }
 void lora_zero_sink(wgt_model *m) {
     if (m->lora) m->be->fill_zero(m->be, m->lora->sink, m->lora->sink.n);
 }
@@ -382,13 +384,12 @@ wgt_status model_lora_merge(wgt_model *m) {
     return st;
 }
 
-wgt_status model_lora_save_peft(wgt_model *m, const char *dir, const char *base) {
+// The adapters (or their gradients) under PEFT's names into the safetensors file `path`.
+static wgt_status save_adapters(wgt_model *m, const char *path, int grads) {
     model_lora *l = m->lora;
-    if (!l) return wgt_fail(WGT_ERR_ARG, "the model has no LoRA adapters to save");
     float *h = wgt_malloc(m->n_elems * sizeof *h);
-    wgt_status st = m->be->download(m->be, h, m->params, m->n_elems);
+    wgt_status st = m->be->download(m->be, h, grads ? m->grads : m->params, m->n_elems);
     const char *prefix = m->arch->hf_prefix ? m->arch->hf_prefix : "";
-    char path[4200];
     if (st == WGT_OK) {
         st_writer *w = st_writer_new();
         char (*names)[224] = wgt_calloc((size_t)l->n * 2, sizeof *names);
@@ -401,16 +402,26 @@ wgt_status model_lora_save_peft(wgt_model *m, const char *dir, const char *base)
             st_writer_add(w, names[2 * i + 1], 2, sb, h + a->b_off);
         }
         st_writer_set_metadata(w, "format", "pt");
-        if ((size_t)snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir) >= sizeof path) {
-            st_writer_discard(w);
-            st = wgt_fail(WGT_ERR_ARG, "export path too long: %s", dir);
-        } else {
-            st = st_writer_finish(w, path);
-        }
+        st = st_writer_finish(w, path);
         free(names);
     }
     free(h);
-    if (st != WGT_OK) return st;
+    return st;
+}
+
+wgt_status model_lora_save_grads(wgt_model *m, const char *path) {
+    if (!m->lora) return wgt_fail(WGT_ERR_ARG, "the model has no LoRA adapters");
+    return save_adapters(m, path, 1);
+}
+
+wgt_status model_lora_save_peft(wgt_model *m, const char *dir, const char *base) {
+    model_lora *l = m->lora;
+    if (!l) return wgt_fail(WGT_ERR_ARG, "the model has no LoRA adapters to save");
+    char path[4200];
+    if ((size_t)snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir) >= sizeof path)
+        return wgt_fail(WGT_ERR_ARG, "export path too long: %s", dir);
+    WGT_TRY(save_adapters(m, path, 0));
+    wgt_status st;
     // adapter_config.json: target_modules as the modules' last two name parts, which PEFT matches
     // as suffixes ("self_attn.q_proj", "attn.c_proj" but not "mlp.c_proj")
     cJSON *o = cJSON_CreateObject(), *tm = cJSON_CreateArray();
@@ -445,5 +456,139 @@ wgt_status model_lora_save_peft(wgt_model *m, const char *dir, const char *base)
     snprintf(path, sizeof path, "%s/adapter_config.json", dir);
     st = atomic_write_file(path, text, strlen(text));
     free(text);
+    return st;
+}
+
+// ---- reading PEFT's format
+
+// Whether PEFT target `t` names module kind k (PEFT matches a target as the module's whole name
+// or a suffix after a '.').
+static int target_names(const char *t, const char *suffix) {
+    char mod[64];
+    snprintf(mod, sizeof mod, "%.*s", (int)(strlen(suffix) - strlen(".weight")), suffix);
+    size_t n = strlen(mod), k = strlen(t);
+    return !strcmp(mod, t) || (n > k && !strcmp(mod + n - k, t) && mod[n - k - 1] == '.');
+}
+
+wgt_status model_lora_peft_config(const char *dir, const char *arch, model_lora_opts *o) {
+    memset(o, 0, sizeof *o);
+    const model_arch *a = model_arch_find(arch);
+    if (!a) return wgt_fail(WGT_ERR_CONFIG, "unknown model family '%s'", arch);
+    char path[4200];
+    if ((size_t)snprintf(path, sizeof path, "%s/adapter_config.json", dir) >= sizeof path)
+        return wgt_fail(WGT_ERR_ARG, "path too long: %s", dir);
+    char *text;
+    size_t n;
+    WGT_TRY(file_read_all(path, "a PEFT adapter config", "a PEFT adapter directory holds adapter_config.json and "
+                          "adapter_model.safetensors", 1 << 20, &text, &n));
+    cJSON *root;
+    wgt_status st = json_parse_strict(&root, text, n, 0, path);
+    free(text);
+    WGT_TRY(st);
+    const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "peft_type"),
+                *r = cJSON_GetObjectItemCaseSensitive(root, "r"),
+                *al = cJSON_GetObjectItemCaseSensitive(root, "lora_alpha"),
+                *dr = cJSON_GetObjectItemCaseSensitive(root, "lora_dropout"),
+                *rs = cJSON_GetObjectItemCaseSensitive(root, "use_rslora"),
+                *tm = cJSON_GetObjectItemCaseSensitive(root, "target_modules"),
+                *bias = cJSON_GetObjectItemCaseSensitive(root, "bias");
+    int64_t rv;
+    if (!cJSON_IsString(pt) || strcmp(pt->valuestring, "LORA"))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: peft_type is not \"LORA\"", path);
+    else if (!json_int_in(r, 1, LORA_R_MAX, &rv))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: r must be an integer in 1..%d", path, LORA_R_MAX);
+    else if (!cJSON_IsNumber(al) || !(al->valuedouble > 0 && al->valuedouble <= 1e6))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: lora_alpha must be a number in (0, 1e6]", path);
+    else if (dr && !cJSON_IsNull(dr) && !(cJSON_IsNumber(dr) && dr->valuedouble >= 0 && dr->valuedouble <= 0.9))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: lora_dropout must be a number in [0, 0.9]", path);
+    else if (rs && !cJSON_IsBool(rs) && !cJSON_IsNull(rs))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: use_rslora must be true or false", path);
+    else if (bias && !(cJSON_IsString(bias) && !strcmp(bias->valuestring, "none")))
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: bias must be \"none\" (this build trains no biases beside the adapters)", path);
+    // settings that change which modules or how: refused rather than read wrongly
+    const char *unsupported[] = {"modules_to_save", "layers_to_transform", "rank_pattern", "alpha_pattern", "use_dora",
+                                 "layer_replication", NULL};
+    for (int i = 0; unsupported[i] && st == WGT_OK; i++) {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, unsupported[i]);
+        int empty = !it || cJSON_IsNull(it) || cJSON_IsFalse(it) || ((cJSON_IsObject(it) || cJSON_IsArray(it)) &&
+                                                                     !cJSON_GetArraySize(it));
+        if (!empty) st = wgt_fail(WGT_ERR_FORMAT, "%s: %s is set; this build reads plain LoRA adapters only", path,
+                                  unsupported[i]);
+    }
+    unsigned mask = 0;
+    if (st == WGT_OK && cJSON_IsString(tm) && !strcmp(tm->valuestring, "all-linear")) {
+        mask = family_kinds(a);
+    } else if (st == WGT_OK && cJSON_IsArray(tm) && cJSON_GetArraySize(tm) > 0) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, tm) {
+            unsigned k = 0;
+            for (int i = 0; cJSON_IsString(it) && i < N_KINDS; i++)
+                if (target_names(it->valuestring, kinds[i].suffix)) k |= kinds[i].kind;
+            k &= family_kinds(a);
+            if (!k) {
+                st = wgt_fail(WGT_ERR_FORMAT, "%s: target_modules names %s, which is no projection of a %s model", path,
+                              cJSON_IsString(it) ? it->valuestring : "a non-string", arch);
+                break;
+            }
+            mask |= k;
+        }
+    } else if (st == WGT_OK) {
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: target_modules must be a non-empty list of module names or \"all-linear\"",
+                      path);
+    }
+    if (st == WGT_OK) {
+        o->r = (int)rv;
+        o->alpha = al->valuedouble;
+        o->dropout = cJSON_IsNumber(dr) ? dr->valuedouble : 0;
+        o->rslora = cJSON_IsTrue(rs);
+        kinds_list(mask, o->targets, sizeof o->targets);
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
+wgt_status model_lora_load_peft(wgt_model *m, const char *dir) {
+    model_lora *l = m->lora;
+    if (!l) return wgt_fail(WGT_ERR_ARG, "the model has no LoRA adapters to load %s into", dir);
+    char path[4200];
+    if ((size_t)snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir) >= sizeof path)
+        return wgt_fail(WGT_ERR_ARG, "path too long: %s", dir);
+    st_file *f;
+    WGT_TRY(st_open_header(&f, path));
+    unsigned char *used = wgt_calloc((size_t)st_count(f) + 1, 1);
+    float *h = wgt_calloc(m->n_elems, sizeof *h);
+    const char *prefix = m->arch->hf_prefix ? m->arch->hf_prefix : "";
+    wgt_status st = WGT_OK;
+    for (int i = 0; i < l->n && st == WGT_OK; i++) {
+        const model_lora_adapter *a = &l->ad[i];
+        for (int part = 0; part < 2 && st == WGT_OK; part++) {
+            char name[224];
+            snprintf(name, sizeof name, "base_model.model.%s%s.lora_%c.weight", prefix, a->module, part ? 'B' : 'A');
+            const st_tensor *t = st_find(f, name);
+            size_t r0 = part ? a->out : (size_t)l->o.r, r1 = part ? (size_t)l->o.r : a->in;
+            if (!t) {
+                st = wgt_fail(WGT_ERR_FORMAT, "%s lacks %s (the adapter config targets that module)", path, name);
+                break;
+            }
+            if (t->ndim != 2 || t->shape[0] != r0 || t->shape[1] != r1) {
+                st = wgt_fail(WGT_ERR_FORMAT, "%s: %s must be [%zu, %zu] (r = %d), got %s%zu%s%zu]", path, name, r0, r1,
+                              l->o.r, "[", t->shape[0], t->ndim == 2 ? ", " : " ...", t->ndim >= 2 ? t->shape[1] : 0);
+                break;
+            }
+            st = st_tensor_read(f, t, h + (part ? a->b_off : a->a_off));
+            for (int k = 0; k < st_count(f); k++) if (st_at(f, k) == t) used[k] = 1;
+            for (size_t k = 0; st == WGT_OK && k < t->n; k++)
+                if (!isfinite(h[(part ? a->b_off : a->a_off) + k]))
+                    st = wgt_fail(WGT_ERR_FORMAT, "%s: %s holds a non-finite value at element %zu", path, name, k);
+        }
+    }
+    for (int k = 0; k < st_count(f) && st == WGT_OK; k++)
+        if (!used[k])
+            st = wgt_fail(WGT_ERR_FORMAT, "%s holds %s, which no adapter of the config (r, target_modules) uses", path,
+                          st_at(f, k)->name);
+    if (st == WGT_OK) st = m->be->upload(m->be, m->params, h, m->n_elems);
+    free(h);
+    free(used);
+    st_close(f);
     return st;
 }

@@ -27,6 +27,10 @@ wgt_status model_lora_targets_check(const char *targets, const char *arch, const
 wgt_status model_init_lora(wgt_model **out, wgt_backend *be, const model_config *c, int B, int T,
                            model_precision prec, const model_lora_opts *lo);
 int model_lora_on(const wgt_model *m);
+// Whether the adapter dropout applies to the next forwards (model_forward): on for the training
+// step's micro-batches, off for everything else (validation, evaluation, sampling: the default).
+// model_forward_logits turns it off. Nothing without LoRA.
+void model_lora_set_training(wgt_model *m, int on);
 float model_lora_scale(const wgt_model *m);
 const model_lora_opts *model_lora_options(const wgt_model *m);  // NULL without LoRA
 
@@ -50,6 +54,16 @@ wgt_status model_lora_merge(wgt_model *m);
 // lora_dropout, target_modules, use_rslora, base_model_name_or_path = base) and
 // adapter_model.safetensors (base_model.model.<module>.lora_A.weight [r, in], lora_B [out, r]).
 wgt_status model_lora_save_peft(wgt_model *m, const char *dir, const char *base);
+// The adapters' gradients, under the names adapter_model.safetensors gives the adapters.
+wgt_status model_lora_save_grads(wgt_model *m, const char *path);
+
+// PEFT's adapter_config.json of directory dir as options for family arch (its target_modules as
+// the family's projections); settings this build does not compute (bias, modules_to_save, DoRA,
+// per-layer ranks...) are refused by name.
+wgt_status model_lora_peft_config(const char *dir, const char *arch, model_lora_opts *o);
+// The adapters of dir/adapter_model.safetensors into m (made with the options of its config):
+// every adapter present with its shape, finite, and nothing else in the file.
+wgt_status model_lora_load_peft(wgt_model *m, const char *dir);
 
 // ---- for model.c: the hooks of the GEMM helpers and the frozen base's views
 typedef struct model_lora model_lora;
@@ -65,7 +79,7 @@ void lora_free(model_lora *l);
 wgt_view lora_grad_view(const wgt_model *m, const model_param_info *p);
 // Initial adapters: A Kaiming-uniform from seed, B 0 (uploads into m->params).
 wgt_status lora_init_adapters(wgt_model *m, uint64_t seed);
-void lora_set_training(wgt_model *m, int on);  // the adapter dropout applies only in training
+int lora_training(const wgt_model *m);
 void lora_zero_sink(wgt_model *m);
 // After the base GEMM out = inp W^T: out += s B A drop(inp) for each adapter inside w.
 void lora_matmul(wgt_model *m, wgt_view out, wgt_view inp, wgt_view w, uint32_t N, uint32_t C, uint32_t OC);

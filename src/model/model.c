@@ -1187,7 +1187,6 @@ wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *tar
     WGT_TRY(upload_batch(m, tokens, targets));
     m->drop_p = lo.dropout;
     m->drop_seed = lo.dropout_seed;
-    lora_set_training(m, 1);
     refresh_half(m);
     m->arch->forward(m);
     wgt_backend *be = m->be;
@@ -1203,7 +1202,7 @@ wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *tar
 wgt_status model_forward_logits(wgt_model *m, const int32_t *tokens, float *logits) {
     WGT_TRY(upload_batch(m, tokens, NULL));
     m->drop_p = 0.0f;  // inference: no dropout
-    lora_set_training(m, 0);
+    model_lora_set_training(m, 0);
     refresh_half(m);
     m->arch->forward(m);
     m->have_forward = 0;  // logits are not dlogits: no backward from here
@@ -1229,6 +1228,8 @@ wgt_status model_prepare_step(wgt_model *m, model_loss_opts lo, int *pipelines, 
     const uint32_t drop_seed = m->drop_seed;
     int32_t *tok = wgt_calloc((size_t)m->B * m->T, sizeof *tok);  // token 0: inside every vocabulary
     be->dry_run(be, 1);
+    const int lora_train = lora_training(m);
+    model_lora_set_training(m, 1);  // (LoRA: the adapter dropout's pipelines too)
     model_zero_grad(m);
     wgt_status st = model_forward(m, tok, tok, lo, 1.0f);
     if (st == WGT_OK) {
@@ -1239,6 +1240,7 @@ wgt_status model_prepare_step(wgt_model *m, model_loss_opts lo, int *pipelines, 
     if (st == WGT_OK && lo.dropout > 0.0f) {  // validation: the forward without dropout
         model_loss_opts v = lo;
         v.dropout = 0.0f;
+        model_lora_set_training(m, 0);
         st = model_forward(m, tok, tok, v, 1.0f);
     }
     int n = be->dry_run(be, 0);
@@ -1247,6 +1249,7 @@ wgt_status model_prepare_step(wgt_model *m, model_loss_opts lo, int *pipelines, 
     m->have_forward = have_forward;
     m->drop_p = drop_p;
     m->drop_seed = drop_seed;
+    model_lora_set_training(m, lora_train);
     if (pipelines) *pipelines = n;
     if (seconds) *seconds = wgt_now_s() - t0;
     return st;

@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include "core/fileutil.h"
 #include "core/json_strict.h"
+#include "model/lora.h"
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -100,6 +101,20 @@ static const field fields[] = {
     {NULL, "init", "--init", FT_STR, OFF(init), TRAIN_PATH_MAX, 0, 0, 0, 0, "PATH",
      "start from a Hugging Face model: a directory with config.json and model.safetensors, or the .safetensors "
      "file (GPT-2, with --heads); its config sets the model, the optimizer starts fresh at step 0"},
+    {"lora", "r", "--lora", FT_INT, OFF(lora_r), 0, 0, 4096, 0, 0, "R",
+     "LoRA: freeze the model (of --init) and train rank-R adapters on its projections (default 0: train every "
+     "weight; docs/lora.md)"},
+    {"lora", "alpha", "--lora-alpha", FT_DOUBLE, OFF(lora_alpha), 0, 1e-6, 1e6, 0, 0, "A",
+     "LoRA: the adapters add (A/R) B A x (default 8, as PEFT)"},
+    {"lora", "dropout", "--lora-dropout", FT_DOUBLE, OFF(lora_dropout), 0, 0, 0.9, 0, 0, "P",
+     "LoRA: dropout on the adapters' input (default 0)"},
+    {"lora", "targets", "--lora-targets", FT_STR, OFF(lora_targets), sizeof(((train_config *)0)->lora_targets), 0, 0,
+     0, 0, "LIST", "LoRA: the projections with adapters, some of q,k,v,o,gate,up,down (GPT-2: qkv,o,up,down) or "
+     "all-linear (default)"},
+    {"lora", "rslora", "--lora-rslora", FT_INT, OFF(lora_rslora), 0, 0, 1, 0, 0, "",
+     "LoRA: scale by A/sqrt(R) (rank-stabilised LoRA; a switch, no value)"},
+    {"lora", "base_fnv1a64", NULL, FT_STR, OFF(lora_base_hash), sizeof(((train_config *)0)->lora_base_hash), 0, 0, 0,
+     0, "", ""},
     // no flag: taken from the data's tokenizer when the run starts
     {NULL, "tokenizer_fnv1a64", NULL, FT_STR, OFF(tokenizer_hash), sizeof(((train_config *)0)->tokenizer_hash), 0, 0, 0, 0,
      "", ""},
@@ -127,6 +142,8 @@ wgt_status train_config_preset(train_config *c, const char *name) {
     c->loss_scale_window = 2000;
     snprintf(c->precision, sizeof c->precision, "f32");
     c->seed = 1;
+    c->lora_alpha = 8;  // PEFT's LoraConfig default
+    snprintf(c->lora_targets, sizeof c->lora_targets, "all-linear");
     c->val_batches = 8;
     c->log_every = 10;
     model_config *m = &c->model;
@@ -253,6 +270,12 @@ int train_config_parse_flag(train_config *c, train_flags *fl, int argc, char **a
     for (int k = 0; k < N_FIELDS; k++) {
         const field *f = &fields[k];
         if (!f->flag || strcmp(argv[*i], f->flag)) continue;
+        if (!f->arg[0]) {  // a switch: present means 1
+            field_set_num(c, f, 1);
+            fl->given[k] = 1;
+            *st = WGT_OK;
+            return 1;
+        }
         if (*i + 1 >= argc) {
             *st = wgt_fail(WGT_ERR_ARG, "%s needs a value (%s); see --help", f->flag, f->arg);
             return 1;
@@ -485,6 +508,12 @@ wgt_status train_config_finish(train_config *c) {
             return wgt_fail(WGT_ERR_CONFIG, "--loss-scale '%s': use off, dynamic, auto or a fixed scale between 2^-126 and "
                             "2^128 (a power of two, e.g. 1024, keeps f32 results exact)", ls);
     }
+    if (c->lora_r > 0) {
+        WGT_TRY(model_lora_targets_check(c->lora_targets, c->model.arch, "--lora-targets"));
+        if (prec != MODEL_PREC_F32)
+            return wgt_fail(WGT_ERR_CONFIG, "--lora with --precision %s: LoRA runs in f32 in this build; use --precision "
+                            "f32", c->precision);
+    }
     if (c->steps < 1 && !c->init[0])
         return wgt_fail(WGT_ERR_CONFIG, "--steps must be at least 1 (0 only with --init: the model becomes a run "
                         "without training)");
@@ -562,6 +591,15 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
             if (!ok)
                 st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration's %s is not 16 hex digits", what, f->key);
             else if (it) snprintf(fptr(c, f), f->size, "%s", it->valuestring);
+        } else if (!it && f->section && !strcmp(f->section, "lora")) {
+            // runs from before LoRA had none (the defaults of train_config_preset)
+            if (f->off == OFF(lora_alpha)) c->lora_alpha = 8;
+            if (f->off == OFF(lora_targets)) snprintf(c->lora_targets, sizeof c->lora_targets, "all-linear");
+        } else if (f->off == OFF(lora_base_hash)) {
+            int ok = cJSON_IsString(it) && (!it->valuestring[0] || (strlen(it->valuestring) == 16 &&
+                                                                   strspn(it->valuestring, "0123456789abcdef") == 16));
+            if (!ok) st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration's lora.%s is not 16 hex digits", what, f->key);
+            else snprintf(fptr(c, f), f->size, "%s", it->valuestring);
         } else if (f->off == OFF(dropout) && !it) {
             c->dropout = 0;  // runs from before dropout existed had none
         } else if (f->off == OFF(loss_scale) && !it) {

@@ -37,6 +37,15 @@ typedef struct {
     // --init: the Hugging Face model the run started from (absolute path; "" for a random
     // initialisation); recorded for information
     char init[TRAIN_PATH_MAX];
+    // LoRA (model/lora.h, docs/lora.md): rank (0: every weight trains), scale numerator, dropout
+    // on the adapter input, targets, rsLoRA; and the fingerprint of the frozen base the adapters
+    // were trained on (model_lora_base_fingerprint, 16 hex digits; recorded when the run starts,
+    // so that a resumed run refuses another base)
+    int lora_r;
+    double lora_alpha, lora_dropout;
+    char lora_targets[64];
+    int lora_rslora;
+    char lora_base_hash[17];
 } train_config;
 
 // Names of the presets, NULL-terminated, for --help and error messages.

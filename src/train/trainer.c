@@ -20,6 +20,7 @@
 #include "core/runlock.h"
 #include "data/text_tokenizer.h"
 #include "train/hf_init.h"
+#include "train/lora_run.h"
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/rng.h"
@@ -30,7 +31,7 @@
 #define MAX_SKIPS_IN_A_ROW 20
 
 // Independent random streams drawn from the one --seed.
-enum { STREAM_INIT = 1, STREAM_DATA = 2 };
+enum { STREAM_INIT = 1, STREAM_DATA = 2 };  // (lora_run.c repeats STREAM_INIT)
 
 struct trainer {
     train_config cfg;
@@ -75,9 +76,12 @@ wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck
                           model_precision prec) {
     *out = NULL;
     wgt_model *m;
-    WGT_TRY(model_init_prec(&m, be, &ck->cfg.model, B, T, prec));
+    model_lora_opts lora;
+    lora_run_opts(&ck->cfg, &lora);
+    WGT_TRY(model_init_lora(&m, be, &ck->cfg.model, B, T, prec, &lora));
     char p[TRAIN_PATH_MAX];
     wgt_status st = run_path(p, sizeof p, run_dir, RUN_CKPT_FILE);
+    if (st == WGT_OK && model_lora_on(m)) st = lora_run_base(m, &ck->cfg);  // the frozen base, checked
     if (st == WGT_OK) st = checkpoint_check_model(ck, &ck->cfg, model_state_elems(m), p);
     if (st == WGT_OK) st = model_state_upload(m, ck->params, ck->m, ck->v);
     if (st != WGT_OK) {
@@ -362,8 +366,12 @@ static wgt_status save_all(trainer *t, wgt_model *m, state_buf *sb, int tty) {
     WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_CKPT_FILE));
     WGT_TRY(checkpoint_write(p, &t->cfg, &t->pr, sb->params, sb->m, sb->v, model_state_elems(m)));
     // model.safetensors is a by-product for other tools; ckpt.bin (written first) is the truth
-    WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_MODEL_FILE));
-    WGT_TRY(model_save_safetensors(m, p, 0));
+    if (model_lora_on(m)) {  // LoRA: the adapters in PEFT's format (the base is --init's)
+        WGT_TRY(model_lora_save_peft(m, t->o.run_dir, t->cfg.init));
+    } else {
+        WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_MODEL_FILE));
+        WGT_TRY(model_save_safetensors(m, p, 0));
+    }
     t->last_ckpt_step = (long)t->pr.step;
     printf("%scheckpoint: step %llu written to %s/%s (%.1f s)\n", tty ? "\r\033[K" : "", (unsigned long long)t->pr.step,
            t->o.run_dir, RUN_CKPT_FILE, wgt_now_s() - t0);
@@ -434,6 +442,7 @@ static wgt_status record_step(trainer *t, wgt_model *m, run_state *rs, long step
     p->t_from = rs->t_last_end > 0 ? rs->t_last_end : wgt_now_s();
     p->slot = (int)(step % WGT_READBACK_SLOTS);
     model_zero_grad(m);
+    model_lora_set_training(m, 1);  // (LoRA: its adapter dropout applies to these forwards alone)
     for (int k = 0; k < K; k++) {
         // [dist] every rank draws the global batch of NR*B windows and keeps its part
         WGT_TRY(dataset_train_batch_part(t->ds, &t->pr.data_rng, NR * B, rank * B, B, T, inp, tgt));
@@ -446,6 +455,7 @@ static wgt_status record_step(trainer *t, wgt_model *m, run_state *rs, long step
     }
     // [dist] gradients summed over the ranks (a blocking round trip through host memory), stop
     // requests agreed; the loss sums are added when the results are collected
+    model_lora_set_training(m, 0);
     WGT_TRY(train_dist_step(m, rs->host, step, g_stop != 0, &g_stop_all));
     // the device decides: a non-finite norm or loss skips the update, and the loss scale adapts
     model_update(m, (float)p->lr, (float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
@@ -562,13 +572,16 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         st = run_model_open(&m, be, &t->ck, B, T, t->o.run_dir, train_config_precision(c));
         checkpoint_free(&t->ck);  // uploaded: the host copy is no longer needed
     } else {
-        st = model_init_prec(&m, be, &c->model, B, T, train_config_precision(c));
+        model_lora_opts lora;
+        lora_run_opts(c, &lora);
+        st = model_init_lora(&m, be, &c->model, B, T, train_config_precision(c), &lora);
         if (st == WGT_OK) st = model_init_random(m, rng_seed_stream((uint64_t)c->seed, STREAM_INIT));
         // --init: its weights replace the random ones; the gradients and AdamW moments stay zero
         if (st == WGT_OK && c->init[0]) {
             st = model_load_safetensors(m, t->init_weights);
             if (st == WGT_OK) printf("train: weights from %s (optimizer state fresh, step 0)\n", t->init_weights);
         }
+        if (st == WGT_OK && model_lora_on(m)) st = lora_run_start(m, &t->cfg, t->o.run_dir);
     }
     // the loss scale and the optimizer's counters live on the device (the optimizer status)
     float scale0;
