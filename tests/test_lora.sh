@@ -45,6 +45,14 @@ section "resume"
 out=$($W train --resume --out "$T/run" --device cpu --steps 6 2>&1); rc=$?
 check "resume exits 0 ($out)" test $rc -eq 0
 check "resume reached step 6" grep -q "\"step\": *6" <(tail -2 "$T/run/metrics.jsonl")
+# stopped at step 3 and resumed to 6 (with adapter dropout): the adapters of an uninterrupted run, bit for bit
+D=(--init "$T/base" --data "$T/data" "${R[@]}" --steps 6 --lora 4 --lora-dropout 0.2)
+$W train "${D[@]}" --out "$T/straight" >/dev/null 2>&1
+$W train "${D[@]}" --out "$T/stopped" --stop-at 3 >/dev/null 2>&1
+out=$($W train --resume --out "$T/stopped" --device cpu 2>&1); rc=$?
+check "resume after --stop-at exits 0 ($out)" test $rc -eq 0
+check "stopped and resumed gives the uninterrupted run's adapters bit for bit" \
+    cmp "$T/straight/adapter_model.safetensors" "$T/stopped/adapter_model.safetensors"
 expect_fail "resume with another rank" "--lora" $W train --resume --out "$T/run" --device cpu --steps 8 --lora 8
 cp -r "$T/run" "$T/run_b"
 $H llama "$T/base_other" --tie 0 --seed 8
