@@ -53,6 +53,11 @@ out=$($W train --resume --out "$T/stopped" --device cpu 2>&1); rc=$?
 check "resume after --stop-at exits 0 ($out)" test $rc -eq 0
 check "stopped and resumed gives the uninterrupted run's adapters bit for bit" \
     cmp "$T/straight/adapter_model.safetensors" "$T/stopped/adapter_model.safetensors"
+# --recompute block: the same gradients on the C backend, so the same adapters bit for bit
+$W train "${D[@]}" --out "$T/recomp" --recompute block >/dev/null 2>&1
+check "--recompute block trains the adapters of --recompute none bit for bit" \
+    cmp "$T/straight/adapter_model.safetensors" "$T/recomp/adapter_model.safetensors"
+expect_fail "--recompute with a typo" "--recompute" $W train "${D[@]}" --out "$T/recomp2" --recompute blocks
 expect_fail "resume with another rank" "--lora" $W train --resume --out "$T/run" --device cpu --steps 8 --lora 8
 cp -r "$T/run" "$T/run_b"
 $H llama "$T/base_other" --tie 0 --seed 8

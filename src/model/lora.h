@@ -26,6 +26,13 @@ wgt_status model_lora_targets_check(const char *targets, const char *arch, const
 // The model of model_init_prec with adapters on the targets of *lo (lo NULL or lo->r 0: none).
 wgt_status model_init_lora(wgt_model **out, wgt_backend *be, const model_config *c, int B, int T,
                            model_precision prec, const model_lora_opts *lo);
+// Everything a model can be made with.
+typedef struct {
+    model_precision prec;
+    const model_lora_opts *lora;  // NULL: no adapters
+    model_recompute recompute;
+} model_opts;
+wgt_status model_init_opts(wgt_model **out, wgt_backend *be, const model_config *c, int B, int T, const model_opts *o);
 int model_lora_on(const wgt_model *m);
 // Whether the adapter dropout applies to the next forwards (model_forward): on for the training
 // step's micro-batches, off for everything else (validation, evaluation, sampling: the default).

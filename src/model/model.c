@@ -629,6 +629,27 @@ wgt_status model_init_prec(wgt_model **out, wgt_backend *be, const model_config 
 
 wgt_status model_init_lora(wgt_model **out, wgt_backend *be, const model_config *cfg, int B, int T,
                            model_precision prec, const model_lora_opts *lo) {
+    model_opts o = {prec, lo, MODEL_RECOMPUTE_NONE};
+    return model_init_opts(out, be, cfg, B, T, &o);
+}
+
+static const char *const recompute_names[] = {"none", "attention", "block"};
+const char *model_recompute_name(model_recompute r) {
+    return r >= MODEL_RECOMPUTE_NONE && r <= MODEL_RECOMPUTE_BLOCK ? recompute_names[r] : "?";
+}
+wgt_status model_recompute_parse(const char *s, const char *flag, model_recompute *out) {
+    for (int i = 0; i < 3; i++)
+        if (s && !strcmp(s, recompute_names[i])) {
+            *out = (model_recompute)i;
+            return WGT_OK;
+        }
+    return wgt_fail(WGT_ERR_ARG, "%s must be none, attention or block, got '%s'", flag, s ? s : "");
+}
+
+wgt_status model_init_opts(wgt_model **out, wgt_backend *be, const model_config *cfg, int B, int T,
+                           const model_opts *o) {
+    const model_precision prec = o->prec;
+    const model_lora_opts *lo = o->lora;
     *out = NULL;
     WGT_TRY(model_config_check(cfg));
     if (B < 1) return wgt_fail(WGT_ERR_CONFIG, "batch size must be at least 1, got %d", B);
@@ -642,6 +663,7 @@ wgt_status model_init_lora(wgt_model **out, wgt_backend *be, const model_config 
     m->B = B;
     m->T = T;
     m->prec = prec;
+    m->recompute = o->recompute;
     m->half_stale = 1;
     layout(m);
     for (int i = 0; i < m->np; i++) {

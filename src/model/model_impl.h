@@ -125,6 +125,7 @@ struct wgt_model {
     wgt_view base;
     size_t n_base, base_decay_end;
     struct model_lora *lora;   // NULL: every parameter trains
+    model_recompute recompute; // what the family's init shares between blocks and its backward recomputes
     // the family's view structs over the parameters and over the gradients: globals, then
     // an array of n_layer per-layer structs
     void *pg, *pl, *gg, *gl;

@@ -27,6 +27,9 @@ typedef struct {
     // "f32" or "f16" (mixed precision, docs/numerics.md#mixed-precision); the checkpoint keeps f32
     // master weights either way, so a resumed run may change it
     char precision[8];
+    // --recompute none|attention|block (model_recompute; docs/memory.md): what the backward
+    // recomputes instead of keeping; the gradients do not change, so a resumed run may change it
+    char recompute[12];
     long seed;                 // < 2^53 so that JSON numbers hold it exactly
     long val_every, val_batches, ckpt_every, log_every;
     char data_dir[TRAIN_PATH_MAX];
@@ -100,6 +103,8 @@ wgt_status train_config_read_file(train_config *c, train_flags *f, const char *p
 wgt_status train_config_finish(train_config *c);
 // The run's precision (c->precision, "f32" when empty).
 model_precision train_config_precision(const train_config *c);
+// The run's recomputation (c->recompute; none when empty).
+model_recompute train_config_recompute(const train_config *c);
 
 // JSON (config.json and the checkpoint's copy). to_json returns a malloc'd string. from_json
 // is strict: the text must be exactly one JSON object (nothing after it, no duplicate key).

@@ -78,7 +78,8 @@ wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck
     wgt_model *m;
     model_lora_opts lora;
     lora_run_opts(&ck->cfg, &lora);
-    WGT_TRY(model_init_lora(&m, be, &ck->cfg.model, B, T, prec, &lora));
+    model_opts mo = {prec, &lora, train_config_recompute(&ck->cfg)};
+    WGT_TRY(model_init_opts(&m, be, &ck->cfg.model, B, T, &mo));
     char p[TRAIN_PATH_MAX];
     wgt_status st = run_path(p, sizeof p, run_dir, RUN_CKPT_FILE);
     if (st == WGT_OK && model_lora_on(m)) st = lora_run_base(m, &ck->cfg);  // the frozen base, checked
@@ -569,12 +570,14 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         printf("train: warning: this WebGPU adapter is a software GPU; it trains about 10x slower than --device cpu "
                "(it is there to check the WGSL kernels)\n");
     if (t->resumed) {
+        snprintf(t->ck.cfg.recompute, sizeof t->ck.cfg.recompute, "%s", c->recompute);  // (may change on resume)
         st = run_model_open(&m, be, &t->ck, B, T, t->o.run_dir, train_config_precision(c));
         checkpoint_free(&t->ck);  // uploaded: the host copy is no longer needed
     } else {
         model_lora_opts lora;
         lora_run_opts(c, &lora);
-        st = model_init_lora(&m, be, &c->model, B, T, train_config_precision(c), &lora);
+        model_opts mo = {train_config_precision(c), &lora, train_config_recompute(c)};
+        st = model_init_opts(&m, be, &c->model, B, T, &mo);
         if (st == WGT_OK) st = model_init_random(m, rng_seed_stream((uint64_t)c->seed, STREAM_INIT));
         // --init: its weights replace the random ones; the gradients and AdamW moments stay zero
         if (st == WGT_OK && c->init[0]) {
