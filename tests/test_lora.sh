@@ -119,5 +119,14 @@ expect_fail "rank above the limit" "--lora" $W train --init "$T/base" --data "$T
 expect_fail "export --merge of a full run" "LoRA run" bash -c "'$W' train --init '$T/base' --data '$T/data' --out '$T/full' \
     ${R[*]} --steps 1 >/dev/null 2>&1; '$W' export --run '$T/full' --out '$T/fm' --merge"
 
+section "the memory plan before step 1"
+out=$($W train --init "$T/base" --data "$T/data" --out "$T/p1" "${R[@]}" --steps 1 --lora 4 2>&1)
+check "train prints the plan by kind" grep -q "activations kept" <<<"$out"
+expect_fail "a run above --memory-limit is refused up front" "it was not started" $W train --init "$T/base" \
+    --data "$T/data" --out "$T/p2" "${R[@]}" --steps 1 --memory-limit 0.0001
+check "the refused run wrote no checkpoint" test ! -e "$T/p2/ckpt.bin"
+# a limit between the plans of block and no recomputation: auto picks recomputation, and says so
+out=$($W train --init "$T/base" --data "$T/data" --out "$T/p3" "${R[@]}" --steps 1 --batch 8 --memory-limit 0.00085 2>&1)
+check "--recompute auto picks recomputation under a tight limit ($out)" grep -Eq "recompute (attention|block), chosen by auto" <<<"$out"
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

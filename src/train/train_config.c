@@ -87,9 +87,13 @@ static const field fields[] = {
      "f32|f16", "f32 (default), or f16: mixed precision, f32 master weights, f16 GEMM operands and saved activations "
      "(may change on --resume)"},
     {"train", "recompute", "--recompute", FT_STR, OFF(recompute), sizeof(((train_config *)0)->recompute), 0, 0, 1, 0,
-     "none|attention|block", "activation recomputation: keep every activation (none, default), recompute each "
+     "none|attention|block|auto", "activation recomputation: keep every activation (none), recompute each "
      "block's attention (attention) or the whole block from its input (block) in the backward; the same "
-     "gradients, less memory, more compute (may change on --resume)"},
+     "gradients, less memory, more compute; auto (default): none, or with --memory-limit the least recomputation "
+     "whose plan fits (may change on --resume)"},
+    {"train", "memory_limit", "--memory-limit", FT_DOUBLE, OFF(memory_limit), 0, 0, 1e6, 1, 0, "GIB",
+     "refuse before allocating anything a run whose device buffers (the plan printed before step 1) exceed GIB "
+     "GiB, naming what to change (default 0: no limit)"},
     {"train", "seed", "--seed", FT_LONG, OFF(seed), 0, 0, JSON_SAFE_INT, 0, 0, "S",
      "seed of the initialisation and of the data order (default 1)"},
     {"log", "val_every", "--val-every", FT_LONG, OFF(val_every), 0, 0, 1e12, 1, 0, "N",
@@ -145,7 +149,7 @@ wgt_status train_config_preset(train_config *c, const char *name) {
     c->loss_scale_init = 65536;   // PyTorch GradScaler's defaults: 2^16, x2 every 2000 clean steps, x0.5
     c->loss_scale_window = 2000;
     snprintf(c->precision, sizeof c->precision, "f32");
-    snprintf(c->recompute, sizeof c->recompute, "none");
+    snprintf(c->recompute, sizeof c->recompute, "auto");
     c->seed = 1;
     c->lora_alpha = 8;  // PEFT's LoraConfig default
     snprintf(c->lora_targets, sizeof c->lora_targets, "all-linear");
@@ -476,7 +480,8 @@ wgt_status train_config_read_file(train_config *c, train_flags *fl, const char *
 
 model_recompute train_config_recompute(const train_config *c) {
     model_recompute r = MODEL_RECOMPUTE_NONE;
-    if (c->recompute[0]) model_recompute_parse(c->recompute, "--recompute", &r);  // checked by train_config_finish
+    if (c->recompute[0] && strcmp(c->recompute, "auto"))  // (checked by train_config_finish; auto: resolved by the plan)
+        model_recompute_parse(c->recompute, "--recompute", &r);
     return r;
 }
 
@@ -489,7 +494,7 @@ wgt_status train_config_finish(train_config *c) {
     model_precision prec;
     WGT_TRY(model_precision_parse(c->precision, "--precision", &prec));
     model_recompute rc;
-    WGT_TRY(model_recompute_parse(c->recompute, "--recompute", &rc));
+    if (strcmp(c->recompute, "auto")) WGT_TRY(model_recompute_parse(c->recompute, "--recompute", &rc));
     if (c->model.vocab < 1)
         return wgt_fail(WGT_ERR_CONFIG, "the vocabulary size is unknown: the data directory has no tokenizer; pass --vocab");
     if (c->model.max_seq < 1) c->model.max_seq = c->seq;
@@ -621,6 +626,8 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
             c->loss_scale_init = 65536;
         } else if (f->off == OFF(loss_scale_window) && !it) {
             c->loss_scale_window = 2000;
+        } else if (f->off == OFF(memory_limit) && !it) {
+            c->memory_limit = 0;
         } else if (f->off == OFF(recompute) && !it) {
             snprintf(c->recompute, sizeof c->recompute, "none");  // runs from before recomputation
         } else if (f->off == OFF(precision) && !it) {

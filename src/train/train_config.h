@@ -30,6 +30,9 @@ typedef struct {
     // --recompute none|attention|block (model_recompute; docs/memory.md): what the backward
     // recomputes instead of keeping; the gradients do not change, so a resumed run may change it
     char recompute[12];
+    // --memory-limit GIB: the device buffers a run may plan (model/plan.h); a run whose plan is larger
+    // is refused before anything is allocated (0: no limit; WebGPU does not report a device's memory)
+    double memory_limit;
     long seed;                 // < 2^53 so that JSON numbers hold it exactly
     long val_every, val_batches, ckpt_every, log_every;
     char data_dir[TRAIN_PATH_MAX];

@@ -21,6 +21,7 @@
 #include "data/text_tokenizer.h"
 #include "train/hf_init.h"
 #include "train/lora_run.h"
+#include "train/mem_plan.h"
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/rng.h"
@@ -569,14 +570,17 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     if (be->device_is_software && be->device_is_software(be))
         printf("train: warning: this WebGPU adapter is a software GPU; it trains about 10x slower than --device cpu "
                "(it is there to check the WGSL kernels)\n");
+    // the plan first: a run that cannot fit stops here, before anything is allocated
+    model_opts mo;
+    model_lora_opts lora;
+    st = train_plan_check(c, be, &mo, &lora);
+    if (st != WGT_OK) return st;
     if (t->resumed) {
-        snprintf(t->ck.cfg.recompute, sizeof t->ck.cfg.recompute, "%s", c->recompute);  // (may change on resume)
+        // (the recomputation may change on resume: the plan's choice)
+        snprintf(t->ck.cfg.recompute, sizeof t->ck.cfg.recompute, "%s", model_recompute_name(mo.recompute));
         st = run_model_open(&m, be, &t->ck, B, T, t->o.run_dir, train_config_precision(c));
         checkpoint_free(&t->ck);  // uploaded: the host copy is no longer needed
     } else {
-        model_lora_opts lora;
-        lora_run_opts(c, &lora);
-        model_opts mo = {train_config_precision(c), &lora, train_config_recompute(c)};
         st = model_init_opts(&m, be, &c->model, B, T, &mo);
         if (st == WGT_OK) st = model_init_random(m, rng_seed_stream((uint64_t)c->seed, STREAM_INIT));
         // --init: its weights replace the random ones; the gradients and AdamW moments stay zero
