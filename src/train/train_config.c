@@ -443,6 +443,7 @@ wgt_status train_config_read_file(train_config *c, train_flags *fl, const char *
             for (int k = 0; k < N_FIELDS; k++) known_section |= fields[k].section && !strcmp(fields[k].section, key);
             if (!known_section) goto unknown_key;
             for (const cJSON *sub = it->child; sub && st == WGT_OK; sub = sub->next) {
+                if (!strcmp(key, "lora") && !strcmp(sub->string, "base_fnv1a64")) continue;  // recorded at the start
                 const field *f = config_key_field(key, sub->string);
                 char full[160];
                 snprintf(full, sizeof full, "%s.%s", key, sub->string);
