@@ -104,6 +104,19 @@ import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(a -
 out=$($W sample --run "$T/run" --device cpu --ids --prompt "1 2" --tokens 5 2>&1); rc=$?
 check "sample runs on a LoRA run ($out)" test $rc -eq 0
 
+# --init on a PEFT adapter directory: its base, and the adapters continue from it (--steps 0: as they were)
+out=$($W train --init "$T/adapter" --data "$T/data" --out "$T/cont" "${R[@]}" --steps 0 2>&1); rc=$?
+check "train --init ADAPTER_DIR exits 0 ($out)" test $rc -eq 0
+check "train --init ADAPTER_DIR names the adapter's base" grep -q "is a LoRA adapter: its base" <<<"$out"
+check "the run starts from the adapter's values" $PY -c "
+import sys; sys.path.insert(0, 'tests')
+import numpy as np, gpt2_torch_ref as g
+a, b = g.load_safetensors(sys.argv[1]), g.load_safetensors(sys.argv[2])
+sys.exit(0 if sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a) else 1)" \
+    "$T/adapter/adapter_model.safetensors" "$T/cont/adapter_model.safetensors"
+expect_fail "--lora contradicting the adapter of --init" "contradicts" $W train --init "$T/adapter" --data "$T/data" \
+    --out "$T/cont2" "${R[@]}" --steps 1 --lora 8
+
 section "GPT-2, and refusals"
 $H gpt2 "$T/g" --layout hub --seed 2
 out=$($W train --init "$T/g" --data "$T/data" --out "$T/run_g" "${R[@]}" --steps 2 --lora 2 --lora-targets qkv,down \

@@ -592,3 +592,22 @@ wgt_status model_lora_load_peft(wgt_model *m, const char *dir) {
     st_close(f);
     return st;
 }
+
+wgt_status model_lora_peft_base(const char *dir, char *base, size_t n) {
+    char path[4200];
+    if ((size_t)snprintf(path, sizeof path, "%s/adapter_config.json", dir) >= sizeof path)
+        return wgt_fail(WGT_ERR_ARG, "path too long: %s", dir);
+    char *text;
+    size_t len;
+    WGT_TRY(file_read_all(path, "a PEFT adapter config", NULL, 1 << 20, &text, &len));
+    cJSON *root;
+    wgt_status st = json_parse_strict(&root, text, len, 0, path);
+    free(text);
+    WGT_TRY(st);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "base_model_name_or_path");
+    if (!cJSON_IsString(b) || !b->valuestring[0] || strlen(b->valuestring) >= n)
+        st = wgt_fail(WGT_ERR_FORMAT, "%s: base_model_name_or_path is not a path to the base model", path);
+    else snprintf(base, n, "%s", b->valuestring);
+    cJSON_Delete(root);
+    return st;
+}

@@ -72,6 +72,9 @@ wgt_status model_lora_peft_config(const char *dir, const char *arch, model_lora_
 // every adapter present with its shape, finite, and nothing else in the file.
 wgt_status model_lora_load_peft(wgt_model *m, const char *dir);
 
+// The base_model_name_or_path of dir/adapter_config.json into base[n].
+wgt_status model_lora_peft_base(const char *dir, char *base, size_t n);
+
 // ---- for model.c: the hooks of the GEMM helpers and the frozen base's views
 typedef struct model_lora model_lora;
 // Plans the adapters of the laid-out model m (m->t, m->n_elems of the base): *out NULL when

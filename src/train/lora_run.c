@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "core/fileutil.h"
 #include "train/dist.h"
 #include "train/hf_init.h"
@@ -56,5 +57,45 @@ wgt_status lora_run_base(wgt_model *m, const train_config *c) {
         return wgt_fail(WGT_ERR_CONFIG, "the base model %s is not the one this run's adapters were trained on "
                         "(fingerprint %s, the run recorded %s): restore that base, or start a new run from this one",
                         c->init[0] ? c->init : "(the seed's random initialisation)", fp, c->lora_base_hash);
+    return WGT_OK;
+}
+
+wgt_status lora_run_init_adapter(train_config *c, char *adapter, size_t n) {
+    adapter[0] = 0;
+    char p[TRAIN_PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/adapter_config.json", c->init);
+    struct stat sb;
+    if (stat(p, &sb) != 0) return WGT_OK;  // a model, not an adapter
+    if (strlen(c->init) >= n) return wgt_fail(WGT_ERR_ARG, "--init %s: path too long", c->init);
+    snprintf(adapter, n, "%s", c->init);
+    char base[TRAIN_PATH_MAX];
+    WGT_TRY(model_lora_peft_base(adapter, base, sizeof base));
+    if (stat(base, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return wgt_fail(WGT_ERR_ARG, "--init %s is a PEFT adapter whose base_model_name_or_path '%s' is not a local "
+                        "directory; download the base model and set base_model_name_or_path to its directory", adapter,
+                        base);
+    snprintf(c->init, sizeof c->init, "%s", base);
+    printf("train: --init %s is a LoRA adapter: its base %s, the adapters continue from it\n", adapter, base);
+    return WGT_OK;
+}
+
+wgt_status lora_run_adapter_settings(train_config *c, const train_flags *given, const char *adapter) {
+    model_lora_opts o;
+    WGT_TRY(model_lora_peft_config(adapter, c->model.arch, &o));
+    if (train_config_flag_given(given, "--lora") && c->lora_r != o.r)
+        return wgt_fail(WGT_ERR_ARG, "--lora %d contradicts the adapter of --init (r %d); drop --lora", c->lora_r, o.r);
+    if (train_config_flag_given(given, "--lora-alpha") && c->lora_alpha != o.alpha)
+        return wgt_fail(WGT_ERR_ARG, "--lora-alpha %g contradicts the adapter of --init (lora_alpha %g); drop it",
+                        c->lora_alpha, o.alpha);
+    if (train_config_flag_given(given, "--lora-rslora") && c->lora_rslora != o.rslora)
+        return wgt_fail(WGT_ERR_ARG, "--lora-rslora contradicts the adapter of --init (use_rslora false); drop it");
+    if (train_config_flag_given(given, "--lora-targets") && strcmp(c->lora_targets, o.targets))
+        return wgt_fail(WGT_ERR_ARG, "--lora-targets %s: the adapter of --init targets %s; drop --lora-targets",
+                        c->lora_targets, o.targets);
+    c->lora_r = o.r;
+    c->lora_alpha = o.alpha;
+    c->lora_rslora = o.rslora;
+    snprintf(c->lora_targets, sizeof c->lora_targets, "%s", o.targets);
+    if (!train_config_flag_given(given, "--lora-dropout")) c->lora_dropout = o.dropout;
     return WGT_OK;
 }

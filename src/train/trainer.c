@@ -46,6 +46,7 @@ struct trainer {
     long last_ckpt_step;
     run_lock lock;       // RUN_DIR is ours from trainer_init to trainer_free
     char init_weights[TRAIN_PATH_MAX];  // --init: the safetensors file the new run starts from
+    char init_adapter[TRAIN_PATH_MAX];  // --init naming a PEFT adapter: its directory ("" otherwise)
 };
 
 
@@ -162,6 +163,7 @@ static void remove_stale_temps(const char *run_dir) {
 static wgt_status init_from_hf(trainer *t, const train_config *flags, const train_flags *given) {
     train_config *c = &t->cfg;
     model_config mc;
+    WGT_TRY(lora_run_init_adapter(c, t->init_adapter, sizeof t->init_adapter));  // (c->init: its base)
     WGT_TRY(hf_init_resolve(c->init, train_config_flag_given(given, "--arch") ? flags->model.arch : NULL,
                             train_config_flag_given(given, "--heads") ? flags->model.n_head : 0, &mc, t->init_weights,
                             sizeof t->init_weights));
@@ -169,6 +171,7 @@ static wgt_status init_from_hf(trainer *t, const train_config *flags, const trai
     // the tensors against the config from the file's header, before the model's buffers exist
     WGT_TRY(model_check_safetensors(&mc, t->init_weights));
     c->model = mc;
+    if (t->init_adapter[0]) WGT_TRY(lora_run_adapter_settings(c, given, t->init_adapter));
     if (c->seq > mc.max_seq) {
         if (train_config_flag_given(given, "--seq"))
             return wgt_fail(WGT_ERR_CONFIG, "--seq %d is above the %d positions of the model of --init %s; use --seq %d "
@@ -588,6 +591,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
             st = model_load_safetensors(m, t->init_weights);
             if (st == WGT_OK) printf("train: weights from %s (optimizer state fresh, step 0)\n", t->init_weights);
         }
+        if (st == WGT_OK && t->init_adapter[0]) st = model_lora_load_peft(m, t->init_adapter);
         if (st == WGT_OK && model_lora_on(m)) st = lora_run_start(m, &t->cfg, t->o.run_dir);
     }
     // the loss scale and the optimizer's counters live on the device (the optimizer status)
