@@ -91,6 +91,9 @@ static const field fields[] = {
      "block's attention (attention) or the whole block from its input (block) in the backward; the same "
      "gradients, less memory, more compute; auto (default): none, or with --memory-limit the least recomputation "
      "whose plan fits (may change on --resume)"},
+    {"lora", "base_precision", "--base-precision", FT_STR, OFF(base_precision),
+     sizeof(((train_config *)0)->base_precision), 0, 0, 0, 0, "f32",
+     "LoRA: the frozen base's storage; f32 (default; f16, bf16 and nf4 are not in this build yet)"},
     {"train", "memory_limit", "--memory-limit", FT_DOUBLE, OFF(memory_limit), 0, 0, 1e6, 1, 0, "GIB",
      "refuse before allocating anything a run whose device buffers (the plan printed before step 1) exceed GIB "
      "GiB, naming what to change (default 0: no limit)"},
@@ -152,6 +155,7 @@ wgt_status train_config_preset(train_config *c, const char *name) {
     snprintf(c->recompute, sizeof c->recompute, "auto");
     c->seed = 1;
     c->lora_alpha = 8;  // PEFT's LoraConfig default
+    snprintf(c->base_precision, sizeof c->base_precision, "f32");
     snprintf(c->lora_targets, sizeof c->lora_targets, "all-linear");
     c->val_batches = 8;
     c->log_every = 10;
@@ -527,6 +531,14 @@ wgt_status train_config_finish(train_config *c) {
             return wgt_fail(WGT_ERR_CONFIG, "--loss-scale '%s': use off, dynamic, auto or a fixed scale between 2^-126 and "
                             "2^128 (a power of two, e.g. 1024, keeps f32 results exact)", ls);
     }
+    if (strcmp(c->base_precision, "f32") && c->base_precision[0]) {
+        int known = !strcmp(c->base_precision, "f16") || !strcmp(c->base_precision, "bf16") ||
+                    !strcmp(c->base_precision, "nf4");
+        return wgt_fail(WGT_ERR_CONFIG, "--base-precision %s: %s; use --base-precision f32 (with --lora and "
+                        "--recompute block to save memory)", c->base_precision,
+                        known ? "frozen bases in f16, bf16 and nf4 are not in this build yet (docs/memory.md)"
+                              : "the choices are f32, f16, bf16 and nf4");
+    }
     if (c->lora_r > 0) {
         WGT_TRY(model_lora_targets_check(c->lora_targets, c->model.arch, "--lora-targets"));
         if (prec != MODEL_PREC_F32)
@@ -614,6 +626,7 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
             // runs from before LoRA had none (the defaults of train_config_preset)
             if (f->off == OFF(lora_alpha)) c->lora_alpha = 8;
             if (f->off == OFF(lora_targets)) snprintf(c->lora_targets, sizeof c->lora_targets, "all-linear");
+            if (f->off == OFF(base_precision)) snprintf(c->base_precision, sizeof c->base_precision, "f32");
         } else if (f->off == OFF(lora_base_hash)) {
             int ok = cJSON_IsString(it) && (!it->valuestring[0] || (strlen(it->valuestring) == 16 &&
                                                                    strspn(it->valuestring, "0123456789abcdef") == 16));
