@@ -196,6 +196,9 @@ static const op_case cases[] = {
     {"attention_backward", "B=1,T=130,NH=2,NKV=2,HS=16,window=1", 1e-4, 1e-4, prep_attention_bwd},
     {"residual_forward", "n=1001", 0, 0, NULL},
     {"add_inplace", "n=1001", 0, 0, NULL},
+    // one f32 product and at most one sum an element, the same on both sides: bitwise
+    {"add_cols", "N=37,OS=50,IS=20,W=12,oo=30,io=5,scale=0.25,accumulate=1", 0, 0, NULL},
+    {"add_cols", "N=300,OS=16,IS=70,W=16,oo=0,io=54,scale=-3,accumulate=0", 0, 0, NULL},
     {"dropout_forward", "n=4099,p=0.1,seed=7,stream=3", 0, 0, NULL},  // the same mask and one product
     {"dropout_forward", "n=70001,p=0.5,seed=4294967295", 0, 0, NULL},
     {"dropout_forward", "n=1001", 0, 0, NULL},                        // p = 0: a copy

@@ -70,6 +70,7 @@
     X(decode_attention, "queries at positions pos[b]+t against the cached keys/values 0..pos[b]+t (window)") \
     X(residual_forward, "out = a + b (out may be a)")                                          \
     X(add_inplace, "out += a")                                                                 \
+    X(add_cols, "out[n, oo+j] = (accumulate ? out[n, oo+j] : 0) + scale * inp[n, io+j], j < W (row strides OS, IS)") \
     X(dropout_forward, "out = inp * keep / (1 - p), keep hashed from (seed, stream, index); p = 0 copies") \
     X(dropout_backward, "dinp = dout * keep / (1 - p), the forward's mask regenerated")          \
     X(grad_norm_sq, "norm_sq[0] = (accumulate ? norm_sq[0] : 0) + sum of g^2")                 \
@@ -246,6 +247,13 @@
     SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 #define WGT_OP_add_inplace(BIND, SCAL)                                                             \
     BIND(out, INOUT, F32, "n") BIND(a, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+// A scaled copy or sum between column windows of two row-major matrices (LoRA: an adapter's output
+// into its rows of a packed projection, and back; docs/lora.md). oo + W <= OS and io + W <= IS.
+#define WGT_OP_add_cols(BIND, SCAL)                                                                \
+    BIND(out, INOUT, F32, "N,OS") BIND(inp, IN, F32, "N,IS") SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX)  \
+    SCAL(OS, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(IS, U32, WGT_REQ, 1, WGT_U32_MAX)                  \
+    SCAL(W, U32, 1, 1, WGT_U32_MAX) SCAL(oo, U32, 0, 0, WGT_U32_MAX) SCAL(io, U32, 0, 0, WGT_U32_MAX) \
+    SCAL(scale, F32, 1.0, -1e30, 1e30) SCAL(accumulate, U32, 1, 0, 1)
 // Dropout of a residual branch (docs/kernels.md#dropout): element i is kept when the hash of
 // (seed, stream, i) is at least p·2^32; no mask is stored, the backward draws the same one from the
 // same (seed, stream). p in [0, 1); p = 0 is an exact copy. out (dinp) may be the same view as

@@ -17,6 +17,7 @@ int cmd_sample(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_presets(int argc, char **argv);

@@ -15,13 +15,14 @@
 #include <unistd.h>
 #include "cli/cli.h"
 #include "core/dir_switch.h"
+#include "cli/cmd_export_lora.h"
 #include "core/fileutil.h"
 #include "core/json_strict.h"
 #include "data/gpt2_bpe.h"
 #include "data/text_tokenizer.h"
 #include "data/hf_tokenizer.h"
 #include "data/hf_tokenizer_kind.h"
-#include "model/model.h"
+#include "model/lora.h"
 #include "train/trainer.h"
 
 #define MARKER "wgtrain-export.json"  // says that the directory's files are an export's
@@ -41,7 +42,10 @@ static void usage(void) {
            "`wgtrain train --init HF_DIR` starts a run from it again.\n"
            "--max-shard-size SIZE: weights above SIZE bytes (a number, or with KB, MB, GB = 10^3.., KiB, MiB, GiB =\n"
            "2^10..; default 5GB, as save_pretrained) are written as shards model-00001-of-0000N.safetensors ... with\n"
-           "model.safetensors.index.json.\n");
+           "model.safetensors.index.json.\n"
+           "A LoRA run (train --lora) exports its adapters as a PEFT adapter directory (adapter_config.json,\n"
+           "adapter_model.safetensors) that PeftModel.from_pretrained(base, HF_DIR) loads on the run's --init model;\n"
+           "--merge writes the merged model (base + scale B A) as above instead.\n");
 }
 
 static int exists(const char *p) {
@@ -154,7 +158,8 @@ static int export_owns(const char *name) {
     return is_shard_name(name, &of) || strstr(name, ".tmp.") != NULL;
 }
 
-static const char *const export_flags[] = {"--run=", "--out=", "--max-shard-size=", "--force", "--help", "-h", NULL};
+static const char *const export_flags[] = {"--run=", "--out=", "--max-shard-size=", "--force", "--merge", "--help", "-h",
+                                           NULL};
 
 // save_pretrained's max_shard_size: an integer with an optional unit (KB, MB, GB decimal; KiB,
 // MiB, GiB binary; B), 1 byte to 1 PB.
@@ -206,7 +211,7 @@ static wgt_status scan_shards(const char *dir, char *first, size_t n, int remove
 
 static wgt_status export_main(int argc, char **argv) {
     const char *run = NULL, *out = NULL;
-    int force = 0, n_shards = 0;
+    int force = 0, merge = 0, n_shards = 0;
     text_tokenizer *tok = NULL;
     uint64_t shard_bytes = MODEL_SHARD_BYTES_DEFAULT;
     WGT_TRY(cli_args_split(&argc, &argv, export_flags));
@@ -216,8 +221,8 @@ static wgt_status export_main(int argc, char **argv) {
             usage();
             exit(0);
         }
-        if (!strcmp(a, "--force")) {
-            force = 1;
+        if (!strcmp(a, "--force") || !strcmp(a, "--merge")) {
+            *(a[2] == 'f' ? &force : &merge) = 1;
             continue;
         }
         if (!cli_flag_known(a, export_flags)) return cli_unknown_flag("export", a, export_flags);
@@ -232,6 +237,12 @@ static wgt_status export_main(int argc, char **argv) {
     memset(&ck, 0, sizeof ck);
     WGT_TRY(run_checkpoint_read(&ck, run));
     wgt_status st = WGT_OK;
+    if (merge && !ck.cfg.lora_r) st = wgt_fail(WGT_ERR_ARG, "--merge is for a LoRA run; %s trained every weight", run);
+    if (st == WGT_OK && ck.cfg.lora_r && !merge) {  // a LoRA run without --merge: its adapters, as PEFT writes them
+        st = export_lora_adapter(&ck, run, out, force);
+        checkpoint_free(&ck);
+        return st;
+    }
     char p[TRAIN_PATH_MAX + 64], tokdir[TRAIN_PATH_MAX];
     // HF_DIR: a directory (made if missing) whose files we may replace
     struct stat sb;
@@ -286,6 +297,7 @@ static wgt_status export_main(int argc, char **argv) {
     wgt_model *m = NULL;
     if (st == WGT_OK) st = cli_backend_open(&be, "cpu", NULL, 0);
     if (st == WGT_OK) st = run_model_open(&m, be, &ck, 1, 1, run, MODEL_PREC_F32);
+    if (st == WGT_OK && merge) st = model_lora_merge(m);  // base + s B A
     if (st == WGT_OK) st = model_export_safetensors(m, out, shard_bytes, &n_shards);
     model_free(m);
     if (be) be->free(be);

@@ -8,13 +8,13 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "core/npy.h"
-#include "model/model.h"
+#include "model/lora.h"
 
 static void usage(void) {
     printf("usage: wgtrain grad --model M.safetensors (--config config.json | --heads NH [--arch NAME]) --tokens T.npy\n"
            "                    [--backend cpu|webgpu] [--adapter A] [--out G.safetensors] [--alpha A] [--beta B]\n"
            "                    [--steps N --lr X --weight-decay W --beta1 B1 --beta2 B2 --eps E --clip C] [--logits L.npy]\n"
-           "                    [--precision f32|f16]\n"
+           "                    [--precision f32|f16] [--lora-adapter DIR]\n"
            "  M: a .safetensors file, or a sharded checkpoint's model.safetensors.index.json (its shards beside it).\n"
            "  --config: M's Hugging Face config.json (model_type \"gpt2\" or \"llama\"): the family and every size; the\n"
            "  tensors must match it (names, shapes, none missing or extra).\n"
@@ -26,18 +26,21 @@ static void usage(void) {
            "  terms when --alpha / --beta are given; both default to 0 here). --out writes each parameter's\n"
            "  gradient under its Hugging Face name and shape. --steps N then runs N AdamW steps on the batch\n"
            "  and prints `step i loss <value>` before each update. --precision f16 computes in mixed precision\n"
-           "  (f16 GEMM operands and saved activations; the gradients and the weights stay f32).\n");
+           "  (f16 GEMM operands and saved activations; the gradients and the weights stay f32).\n"
+           "  --lora-adapter DIR: a PEFT LoRA adapter (adapter_config.json, adapter_model.safetensors) on the frozen\n"
+           "  model: --out then holds the adapters' gradients under the adapter file's names, and --steps trains\n"
+           "  the adapters alone.\n");
 }
 
 static const char *const grad_flags[] = {"--model=", "--tokens=", "--out=", "--logits=", "--backend=", "--device=",
                                          "--adapter=", "--arch=", "--config=", "--heads=", "--steps=", "--alpha=",
                                          "--beta=", "--lr=", "--weight-decay=", "--beta1=", "--beta2=", "--eps=",
-                                         "--clip=", "--precision=", "--help", NULL};
+                                         "--clip=", "--precision=", "--lora-adapter=", "--help", NULL};
 
 static wgt_status grad_main(int argc, char **argv) {
     WGT_TRY(cli_args_split(&argc, &argv, grad_flags));
     const char *model = NULL, *tokens_path = NULL, *out = NULL, *backend = "cpu", *adapter = NULL, *logits_path = NULL,
-               *arch = NULL, *config = NULL;
+               *arch = NULL, *config = NULL, *lora_dir = NULL;
     long heads = 0, steps = 0;
     double alpha = 0, beta = 0, lr = 1e-4, wd = 0.0, b1 = 0.9, b2 = 0.999, eps = 1e-8, clip = 0;
     model_precision prec = MODEL_PREC_F32;
@@ -55,6 +58,7 @@ static wgt_status grad_main(int argc, char **argv) {
         else if (!strcmp(a, "--adapter")) adapter = v;
         else if (!strcmp(a, "--arch")) arch = v;
         else if (!strcmp(a, "--config")) config = v;
+        else if (!strcmp(a, "--lora-adapter")) lora_dir = v;
         else if (!strcmp(a, "--heads")) WGT_TRY(cli_parse_long(a, v, 1, 4096, &heads));
         else if (!strcmp(a, "--precision")) WGT_TRY(model_precision_parse(v, "--precision", &prec));
         else if (!strcmp(a, "--steps")) WGT_TRY(cli_parse_long(a, v, 0, 1000000, &steps));
@@ -137,8 +141,11 @@ static wgt_status grad_main(int argc, char **argv) {
     wgt_backend *be = NULL;
     wgt_model *m = NULL;
     if (st == WGT_OK) st = cli_backend_open(&be, backend, adapter, 0);
-    if (st == WGT_OK) st = model_init_prec(&m, be, &cfg, (int)B, (int)T, prec);
+    model_lora_opts lora = {0};
+    if (st == WGT_OK && lora_dir) st = model_lora_peft_config(lora_dir, cfg.arch, &lora);
+    if (st == WGT_OK) st = model_init_lora(&m, be, &cfg, (int)B, (int)T, prec, &lora);
     if (st == WGT_OK) st = model_load_safetensors(m, model);
+    if (st == WGT_OK && lora_dir) st = model_lora_load_peft(m, lora_dir);
     model_loss_opts lo = {(float)alpha, (float)beta, 0.0f, 0, 0};
     if (st == WGT_OK && logits_path) {
         npy_array la = {NPY_F32, 3, {B, T, (size_t)cfg.vocab}, B * T * (size_t)cfg.vocab, NULL};
@@ -157,7 +164,7 @@ static wgt_status grad_main(int argc, char **argv) {
         if (st != WGT_OK) break;
         if (s == 0) {
             printf("loss %.9g\n", sum / valid);
-            if (out) st = model_save_safetensors(m, out, 1);
+            if (out) st = lora_dir ? model_lora_save_grads(m, out) : model_save_safetensors(m, out, 1);
         }
         if (steps) {
             printf("step %ld loss %.9g\n", s, sum / valid);

@@ -15,6 +15,7 @@ static const command commands[] = {
     {"sample", cmd_sample, "generate text from a trained run"},
     {"chat", cmd_chat, "talk to a chat model (a run or a Hugging Face directory)"},
     {"eval", cmd_eval, "validation loss and perplexity of a trained run"},
+    {"plan", cmd_plan, "the device memory a `train` with the same flags would allocate, by kind, before allocating any"},
     {"bench", cmd_bench, "training throughput (tokens/s) and a per-kernel GPU time table"},
     {"export", cmd_export, "a run's model as a Hugging Face model directory (config.json, model.safetensors, tokenizer)"},
     {"presets", cmd_presets, "every preset of `train` with its sizes, steps, lr, warmup, batch and seq"},

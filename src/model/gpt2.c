@@ -103,13 +103,24 @@ static wgt_status init(wgt_model *m) {
     for (int l = 0; l < c->n_layer; l++) {
         block_acts *h = &a->h[l];
         model_alloc(m, &h->res, BT * C, "res", 0);
+        if (l > 0 && m->recompute == MODEL_RECOMPUTE_BLOCK) {  // one set for all blocks but the inputs
+            wgt_view res = h->res;
+            *h = a->h[0];
+            h->res = res;
+            continue;
+        }
         model_alloc(m, &h->res2, BT * C, "res2", 0);
-        model_alloc_act(m, &h->ln1, BT * C, "ln1");
-        model_alloc(m, &h->ln1_mean, BT, "ln1_mean", 0);
-        model_alloc(m, &h->ln1_rstd, BT, "ln1_rstd", 0);
-        model_alloc_act(m, &h->qkv, BT * 3 * C, "qkv");
-        model_alloc_act(m, &h->atty, BT * C, "atty");
-        model_alloc(m, &h->lse, (size_t)m->B * NH * m->T, "lse", 0);
+        if (l > 0 && m->recompute == MODEL_RECOMPUTE_ATTENTION) {  // the attention's: one set
+            h->ln1 = a->h[0].ln1, h->ln1_mean = a->h[0].ln1_mean, h->ln1_rstd = a->h[0].ln1_rstd;
+            h->qkv = a->h[0].qkv, h->atty = a->h[0].atty, h->lse = a->h[0].lse;
+        } else {
+            model_alloc_act(m, &h->ln1, BT * C, "ln1");
+            model_alloc(m, &h->ln1_mean, BT, "ln1_mean", 0);
+            model_alloc(m, &h->ln1_rstd, BT, "ln1_rstd", 0);
+            model_alloc_act(m, &h->qkv, BT * 3 * C, "qkv");
+            model_alloc_act(m, &h->atty, BT * C, "atty");
+            model_alloc(m, &h->lse, (size_t)m->B * NH * m->T, "lse", 0);
+        }
         model_alloc_act(m, &h->ln2, BT * C, "ln2");
         model_alloc(m, &h->ln2_mean, BT, "ln2_mean", 0);
         model_alloc(m, &h->ln2_rstd, BT, "ln2_rstd", 0);
@@ -136,16 +147,15 @@ static wgt_status init(wgt_model *m) {
 
 // ------------------------------------------------------------------ forward
 
-// x = block input h[l].res; out = next block's input (or res_final):
-//   res2 = x + attproj(attention(qkv(ln1(x))));  out = res2 + fcproj(gelu(fc(ln2(res2))))
-static void block_forward(wgt_model *m, int l) {
+// The attention of block l up to its output: ln1, qkv, atty, lse (what --recompute attention
+// recomputes in the backward).
+static void attn_forward(wgt_model *m, int l) {
     wgt_backend *be = m->be;
-    const uint32_t B = m->B, T = m->T, C = m->c.d_model, F = m->c.d_ff, NH = m->c.n_head, BT = B * T;
+    const uint32_t B = m->B, T = m->T, C = m->c.d_model, NH = m->c.n_head, BT = B * T;
     const block_params *p = PL(m, l);
     acts *a = A(m);
     const block_acts *h = &a->h[l];
-    wgt_view out = l + 1 < m->c.n_layer ? a->h[l + 1].res : a->res_final;
-    const size_t nc = (size_t)BT * C, nf = (size_t)BT * F;
+    const size_t nc = (size_t)BT * C;
     // (f16: each saved GEMM input is written into x_c / x_f, then rounded into its f16 tensor)
     wgt_view ln1 = model_act_out(m, h->ln1, a->x_c);
     be->layernorm_forward(be, ln1, h->ln1_mean, h->ln1_rstd, h->res, p->ln1_w, p->ln1_b, BT, C);     // ln1 [B,T,C]
@@ -158,6 +168,19 @@ static void block_forward(wgt_model *m, int l) {
     be->attention_forward(be, atty, h->lse, qkv, m->doc_view, B, T, NH, NH, C / NH, m->drop_p,
                           model_dropout_seed(m, l, 0), 0);                                     // atty [B,T,C], lse [B,NH,T]
     model_act_keep(m, h->atty, atty, nc);
+}
+
+// x = block input h[l].res; out = next block's input (or res_final):
+//   res2 = x + attproj(attention(qkv(ln1(x))));  out = res2 + fcproj(gelu(fc(ln2(res2))))
+static void block_forward(wgt_model *m, int l) {
+    wgt_backend *be = m->be;
+    const uint32_t B = m->B, T = m->T, C = m->c.d_model, F = m->c.d_ff, BT = B * T;
+    const block_params *p = PL(m, l);
+    acts *a = A(m);
+    const block_acts *h = &a->h[l];
+    wgt_view out = l + 1 < m->c.n_layer ? a->h[l + 1].res : a->res_final;
+    const size_t nc = (size_t)BT * C, nf = (size_t)BT * F;
+    attn_forward(m, l);
     model_matmul(m, a->scratch_c, h->atty, p->attproj_w, p->attproj_b, BT, C, C);                // attproj [B,T,C]
     model_branch_dropout(m, a->scratch_c, l, 1);
     be->residual_forward(be, h->res2, h->res, a->scratch_c, nc);                                    // res2 [B,T,C]
@@ -232,8 +255,14 @@ static void backward(wgt_model *m) {
     be->fill_zero(be, a->dres, (size_t)BT * C);
     be->layernorm_backward(be, a->dres, g->lnf_w, g->lnf_b, a->dtmp, a->res_final, p->lnf_w, a->lnf_mean, a->lnf_rstd,
                            BT, C);                                                                  // dres [B,T,C]
-    for (int l = m->c.n_layer - 1; l >= 0; l--) block_backward(m, l);
-    be->embedding_backward(be, g->wte, g->wpe, a->dres, m->tokens, B, T, C, V);                     // dwte, dwpe
+    for (int l = m->c.n_layer - 1; l >= 0; l--) {
+        // --recompute: the shared activations hold the last block's; the others are recomputed
+        if (l + 1 < m->c.n_layer && m->recompute == MODEL_RECOMPUTE_BLOCK) block_forward(m, l);
+        if (l + 1 < m->c.n_layer && m->recompute == MODEL_RECOMPUTE_ATTENTION) attn_forward(m, l);
+        block_backward(m, l);
+    }
+    if (!model_base_frozen(m))  // (LoRA: the embeddings are frozen)
+        be->embedding_backward(be, g->wte, g->wpe, a->dres, m->tokens, B, T, C, V);                 // dwte, dwpe
 }
 
 // ------------------------------------------------------------------ config from a file

@@ -273,11 +273,22 @@ static wgt_status init(wgt_model *m) {
     for (int l = 0; l < c->n_layer; l++) {
         block_acts *h = &a->h[l];
         model_alloc(m, &h->res, BT * C, "res", 0);
-        model_alloc_act(m, &h->ln1, BT * C, "ln1");
-        model_alloc(m, &h->rstd1, BT, "rstd1", 0);
-        model_alloc_act(m, &h->qkv, BT * QKV, "qkv");
-        model_alloc_act(m, &h->atty, BT * C, "atty");
-        model_alloc(m, &h->lse, (size_t)m->B * NH * T, "lse", 0);
+        if (l > 0 && m->recompute == MODEL_RECOMPUTE_BLOCK) {  // one set for all blocks but the inputs
+            wgt_view res = h->res;
+            *h = a->h[0];
+            h->res = res;
+            continue;
+        }
+        if (l > 0 && m->recompute == MODEL_RECOMPUTE_ATTENTION) {  // the attention's: one set
+            h->ln1 = a->h[0].ln1, h->rstd1 = a->h[0].rstd1, h->qkv = a->h[0].qkv;
+            h->atty = a->h[0].atty, h->lse = a->h[0].lse;
+        } else {
+            model_alloc_act(m, &h->ln1, BT * C, "ln1");
+            model_alloc(m, &h->rstd1, BT, "rstd1", 0);
+            model_alloc_act(m, &h->qkv, BT * QKV, "qkv");
+            model_alloc_act(m, &h->atty, BT * C, "atty");
+            model_alloc(m, &h->lse, (size_t)m->B * NH * T, "lse", 0);
+        }
         model_alloc(m, &h->res2, BT * C, "res2", 0);
         model_alloc_act(m, &h->ln2, BT * C, "ln2");
         model_alloc(m, &h->rstd2, BT, "rstd2", 0);
@@ -323,17 +334,17 @@ static wgt_status init(wgt_model *m) {
 // x = block input h[l].res; out = next block's input (or res_final):
 //   res2 = x + o_proj(attention(rope(qkv(rmsnorm(x)))))
 //   out = res2 + down_proj(silu(gate_proj(rmsnorm(res2))) * up_proj(rmsnorm(res2)))
-static void block_forward(wgt_model *m, int l) {
+// The attention of block l up to its output: ln1, qkv (rotated), atty, lse (what --recompute
+// attention recomputes in the backward).
+static void attn_forward(wgt_model *m, int l) {
     wgt_backend *be = m->be;
-    const uint32_t B = m->B, T = m->T, C = m->c.d_model, F = m->c.d_ff, NH = m->c.n_head, NKV = m->c.n_kv_heads,
-                   HS = C / NH, QKV = C + 2 * NKV * HS, BT = B * T;
+    const uint32_t B = m->B, T = m->T, C = m->c.d_model, NH = m->c.n_head, NKV = m->c.n_kv_heads, HS = C / NH,
+                   QKV = C + 2 * NKV * HS, BT = B * T;
     const float eps = (float)m->c.rms_eps;
     const block_params *p = PL(m, l);
     acts *a = A(m);
     const block_acts *h = &a->h[l];
-    const wgt_view none = model_no_view();
-    wgt_view out = l + 1 < m->c.n_layer ? a->h[l + 1].res : a->res_final;
-    const size_t nc = (size_t)BT * C, nf = (size_t)BT * F;
+    const size_t nc = (size_t)BT * C;
     // (f16: each saved GEMM input is written into x_c / x_f, then rounded into its f16 tensor)
     wgt_view ln1 = model_act_out(m, h->ln1, a->x_c);
     be->rmsnorm_forward(be, ln1, h->rstd1, h->res, p->ln1_w, BT, C, eps);                     // ln1 [B,T,C]
@@ -348,6 +359,19 @@ static void block_forward(wgt_model *m, int l) {
     be->attention_forward(be, atty, h->lse, qkv, m->doc_view, B, T, NH, NKV, HS, m->drop_p,
                           model_dropout_seed(m, l, 0), 0);                                     // atty [B,T,C], lse [B,NH,T]
     model_act_keep(m, h->atty, atty, nc);
+}
+
+static void block_forward(wgt_model *m, int l) {
+    wgt_backend *be = m->be;
+    const uint32_t B = m->B, T = m->T, C = m->c.d_model, F = m->c.d_ff, BT = B * T;
+    const float eps = (float)m->c.rms_eps;
+    const block_params *p = PL(m, l);
+    acts *a = A(m);
+    const block_acts *h = &a->h[l];
+    const wgt_view none = model_no_view();
+    wgt_view out = l + 1 < m->c.n_layer ? a->h[l + 1].res : a->res_final;
+    const size_t nc = (size_t)BT * C, nf = (size_t)BT * F;
+    attn_forward(m, l);
     model_matmul(m, a->scratch_c, h->atty, p->o_w, o_bias_of(m, p), BT, C, C);                // o_proj [B,T,C]
     model_branch_dropout(m, a->scratch_c, l, 1);
     be->residual_forward(be, h->res2, h->res, a->scratch_c, nc);                                // res2 [B,T,C]
@@ -423,7 +447,13 @@ static void backward(wgt_model *m) {
     model_matmul_at(m, lm_head_of(m, g), model_no_view(), m->logits, a->lnf, BT, C, V);         // dlm_head [V,C]
     be->fill_zero(be, a->dres, (size_t)BT * C);
     be->rmsnorm_backward(be, a->dres, g->norm_w, a->dtmp, a->res_final, p->norm_w, a->rstdf, BT, C);  // [B,T,C]
-    for (int l = m->c.n_layer - 1; l >= 0; l--) block_backward(m, l);
+    for (int l = m->c.n_layer - 1; l >= 0; l--) {
+        // --recompute: the shared activations hold the last block's; the others are recomputed
+        if (l + 1 < m->c.n_layer && m->recompute == MODEL_RECOMPUTE_BLOCK) block_forward(m, l);
+        if (l + 1 < m->c.n_layer && m->recompute == MODEL_RECOMPUTE_ATTENTION) attn_forward(m, l);
+        block_backward(m, l);
+    }
+    if (model_base_frozen(m)) return;  // (LoRA: the embedding is frozen)
     be->fill_zero(be, a->dpos, (size_t)T * C);  // keeps the ignored sum bounded
     be->embedding_backward(be, g->embed, a->dpos, a->dres, m->tokens, B, T, C, V);                    // dembed
 }

@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/fileutil.h"
 #include "core/json_strict.h"
+#include "model/lora.h"
 #include "model/model_impl.h"
 
 // ------------------------------------------------------------------ families
@@ -536,6 +537,16 @@ static void bind_views(wgt_model *m, wgt_view state, void *globals, void *layers
     free(absent_l);
 }
 
+// LoRA: the gradient views of the frozen tensors (lora_grad_view), in the family's structs.
+static void bind_frozen_grads(wgt_model *m) {
+    const model_arch *a = m->arch;
+    for (int i = 0; i < m->np; i++) {
+        const model_tensor *t = &m->t[i];
+        char *base = t->layer < 0 ? m->gg : (char *)m->gl + (size_t)t->layer * a->layer_size;
+        *(wgt_view *)(base + t->desc->field) = lora_grad_view(m, &t->info);
+    }
+}
+
 static void track(wgt_model *m, wgt_buf *b) {
     if (m->nbufs == m->cap_bufs) {
         int cap = m->cap_bufs ? 2 * m->cap_bufs : 64;
@@ -600,13 +611,16 @@ void model_matmul(wgt_model *m, wgt_view out, wgt_view inp, wgt_view w, wgt_view
                   uint32_t OC) {
     if (model_f16(m)) m->be->matmul_f16(m->be, out, inp, model_half_weight(m, w), bias, N, C, OC);
     else m->be->matmul(m->be, out, inp, w, bias, N, C, OC);
+    lora_matmul(m, out, inp, w, N, C, OC);
 }
 void model_matmul_t(wgt_model *m, wgt_view dinp, wgt_view dout, wgt_view w, uint32_t N, uint32_t C, uint32_t OC) {
     if (model_f16(m)) m->be->matmul_t_f16(m->be, dinp, dout, model_half_weight(m, w), N, C, OC);
     else m->be->matmul_t(m->be, dinp, dout, w, N, C, OC);
+    lora_matmul_t(m, dinp, dout, w, N, C, OC);
 }
 void model_matmul_at(wgt_model *m, wgt_view dw, wgt_view db, wgt_view dout, wgt_view inp, uint32_t N, uint32_t C,
                      uint32_t OC) {
+    if (lora_matmul_at(m, dw, dout, inp, N, C, OC)) return;  // a frozen weight: its adapters' gradients alone
     if (model_f16(m)) m->be->matmul_at_f16(m->be, dw, db, dout, inp, N, C, OC);
     else m->be->matmul_at(m->be, dw, db, dout, inp, N, C, OC);
 }
@@ -624,6 +638,32 @@ wgt_status model_init(wgt_model **out, wgt_backend *be, const model_config *cfg,
 
 wgt_status model_init_prec(wgt_model **out, wgt_backend *be, const model_config *cfg, int B, int T,
                            model_precision prec) {
+    return model_init_lora(out, be, cfg, B, T, prec, NULL);
+}
+
+wgt_status model_init_lora(wgt_model **out, wgt_backend *be, const model_config *cfg, int B, int T,
+                           model_precision prec, const model_lora_opts *lo) {
+    model_opts o = {prec, lo, MODEL_RECOMPUTE_NONE};
+    return model_init_opts(out, be, cfg, B, T, &o);
+}
+
+static const char *const recompute_names[] = {"none", "attention", "block"};
+const char *model_recompute_name(model_recompute r) {
+    return r >= MODEL_RECOMPUTE_NONE && r <= MODEL_RECOMPUTE_BLOCK ? recompute_names[r] : "?";
+}
+wgt_status model_recompute_parse(const char *s, const char *flag, model_recompute *out) {
+    for (int i = 0; i < 3; i++)
+        if (s && !strcmp(s, recompute_names[i])) {
+            *out = (model_recompute)i;
+            return WGT_OK;
+        }
+    return wgt_fail(WGT_ERR_ARG, "%s must be none, attention or block, got '%s'", flag, s ? s : "");
+}
+
+wgt_status model_init_opts(wgt_model **out, wgt_backend *be, const model_config *cfg, int B, int T,
+                           const model_opts *o) {
+    const model_precision prec = o->prec;
+    const model_lora_opts *lo = o->lora;
     *out = NULL;
     WGT_TRY(model_config_check(cfg));
     if (B < 1) return wgt_fail(WGT_ERR_CONFIG, "batch size must be at least 1, got %d", B);
@@ -637,6 +677,7 @@ wgt_status model_init_prec(wgt_model **out, wgt_backend *be, const model_config 
     m->B = B;
     m->T = T;
     m->prec = prec;
+    m->recompute = o->recompute;
     m->half_stale = 1;
     layout(m);
     for (int i = 0; i < m->np; i++) {
@@ -647,6 +688,13 @@ wgt_status model_init_prec(wgt_model **out, wgt_backend *be, const model_config 
                                  "this device", p->name, p->shape[0], p->shape[1], be->max_binding_elems * 4 / 1048576.0);
         model_free(m);
         return st;
+    }
+    m->n_base = m->n_elems;
+    m->base_decay_end = m->decay_end;
+    wgt_status lst = lora_plan(m, lo, &m->lora);  // under LoRA n_elems becomes the adapters'
+    if (lst != WGT_OK) {
+        model_free(m);
+        return lst;
     }
     const size_t BT = (size_t)B * T;
     model_alloc(m, &m->params, m->n_elems, "params", 1);
@@ -660,6 +708,8 @@ wgt_status model_init_prec(wgt_model **out, wgt_backend *be, const model_config 
     model_alloc(m, &m->logits, BT * cfg->vocab, "logits", 1);  // the lm_head matmuls and the loss split it
     model_alloc(m, &m->losses, BT, "losses", 0);
     model_alloc(m, &m->status, WGT_ST_WORDS, "optimizer_status", 0);
+    if (m->lora) lora_alloc(m);
+    else m->base = m->params;
     m->ls_window = 2000;
     wgt_status st = m->alloc_st;
     if (st == WGT_OK) {
@@ -676,8 +726,9 @@ wgt_status model_init_prec(wgt_model **out, wgt_backend *be, const model_config 
         m->gg = wgt_calloc(1, a->globals_size ? a->globals_size : 1);
         m->pl = wgt_calloc(1, lsize ? lsize : 1);
         m->gl = wgt_calloc(1, lsize ? lsize : 1);
-        bind_views(m, m->params, m->pg, m->pl);
-        bind_views(m, m->grads, m->gg, m->gl);
+        bind_views(m, m->base, m->pg, m->pl);
+        if (!m->lora) bind_views(m, m->grads, m->gg, m->gl);
+        else bind_frozen_grads(m);
         st = a->init(m);
         if (st == WGT_OK) st = m->alloc_st;
     }
@@ -700,6 +751,7 @@ void model_free(wgt_model *m) {
     free(m->gg);
     free(m->gl);
     free(m->acts);
+    lora_free(m->lora);
     free(m);
 }
 
@@ -719,11 +771,12 @@ const model_param_info *model_param(const wgt_model *m, int i) {
 static wgt_view tensor_view(wgt_view state, const model_param_info *p) { return model_subview(state, p->off, p->n); }
 wgt_status model_param_get(wgt_model *m, int i, float *dst, int grad) {
     const model_param_info *p = model_param(m, i);
-    return m->be->download(m->be, dst, tensor_view(grad ? m->grads : m->params, p), p->n);
+    WGT_ASSERT(!grad || !m->lora, "model_param_get: the frozen base of a LoRA model has no gradients");
+    return m->be->download(m->be, dst, tensor_view(grad ? m->grads : m->base, p), p->n);
 }
 wgt_status model_param_set(wgt_model *m, int i, const float *src) {
     const model_param_info *p = model_param(m, i);
-    WGT_TRY(m->be->upload(m->be, tensor_view(m->params, p), src, p->n));
+    WGT_TRY(m->be->upload(m->be, tensor_view(m->base, p), src, p->n));
     m->half_stale = 1;
     return m->be->sync(m->be);
 }
@@ -742,7 +795,7 @@ static float rng_normal(uint64_t *s) {
 }
 
 wgt_status model_init_random(wgt_model *m, uint64_t seed) {
-    float *h = wgt_calloc(m->n_elems, sizeof(float));
+    float *h = wgt_calloc(m->n_base, sizeof(float));
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
     const float resid_std = 0.02f / sqrtf(2.0f * m->c.n_layer);
     // one random stream through the tensors in table order
@@ -756,8 +809,9 @@ wgt_status model_init_random(wgt_model *m, uint64_t seed) {
         case MODEL_INIT_RESIDUAL: for (size_t k = 0; k < p->n; k++) d[k] = resid_std * rng_normal(&s); break;
         }
     }
-    wgt_status st = m->be->upload(m->be, m->params, h, m->n_elems);
+    wgt_status st = m->be->upload(m->be, m->base, h, m->n_base);
     free(h);
+    if (st == WGT_OK && m->lora) st = lora_init_adapters(m, seed);
     m->half_stale = 1;
     if (st == WGT_OK) {
         m->be->fill_zero(m->be, m->m1, m->n_elems);
@@ -964,7 +1018,7 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
                 for (size_t c = 0; c < Cc; c++) tmp[r * Cc + c] = buf[c * R + r];
             src = tmp;
         }
-        st = m->be->upload(m->be, tensor_view(m->params, p), src, p->n);
+        st = m->be->upload(m->be, tensor_view(m->base, p), src, p->n);
     }
     free(order);
     free(src_t);
@@ -985,9 +1039,10 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
 }
 
 static wgt_status save_st(wgt_model *m, const char *path, int grads, int hf_export) {
-    float *h = wgt_malloc(m->n_elems * 4);
-    float *hf = wgt_malloc(m->n_elems * 4);
-    wgt_status st = m->be->download(m->be, h, grads ? m->grads : m->params, m->n_elems);
+    WGT_ASSERT(!grads || !m->lora, "model_save_safetensors: the frozen base of a LoRA model has no gradients");
+    float *h = wgt_malloc(m->n_base * 4);
+    float *hf = wgt_malloc(m->n_base * 4);
+    wgt_status st = m->be->download(m->be, h, grads ? m->grads : m->base, m->n_base);
     if (st != WGT_OK) {
         free(h);
         free(hf);
@@ -1225,6 +1280,7 @@ wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *tar
 wgt_status model_forward_logits(wgt_model *m, const int32_t *tokens, float *logits) {
     WGT_TRY(upload_batch(m, tokens, NULL));
     m->drop_p = 0.0f;  // inference: no dropout
+    model_lora_set_training(m, 0);
     refresh_half(m);
     m->arch->forward(m);
     m->have_forward = 0;  // logits are not dlogits: no backward from here
@@ -1250,6 +1306,8 @@ wgt_status model_prepare_step(wgt_model *m, model_loss_opts lo, int *pipelines, 
     const uint32_t drop_seed = m->drop_seed;
     int32_t *tok = wgt_calloc((size_t)m->B * m->T, sizeof *tok);  // token 0: inside every vocabulary
     be->dry_run(be, 1);
+    const int lora_train = lora_training(m);
+    model_lora_set_training(m, 1);  // (LoRA: the adapter dropout's pipelines too)
     model_zero_grad(m);
     wgt_status st = model_forward(m, tok, tok, lo, 1.0f);
     if (st == WGT_OK) {
@@ -1260,6 +1318,7 @@ wgt_status model_prepare_step(wgt_model *m, model_loss_opts lo, int *pipelines, 
     if (st == WGT_OK && lo.dropout > 0.0f) {  // validation: the forward without dropout
         model_loss_opts v = lo;
         v.dropout = 0.0f;
+        model_lora_set_training(m, 0);
         st = model_forward(m, tok, tok, v, 1.0f);
     }
     int n = be->dry_run(be, 0);
@@ -1268,12 +1327,16 @@ wgt_status model_prepare_step(wgt_model *m, model_loss_opts lo, int *pipelines, 
     m->have_forward = have_forward;
     m->drop_p = drop_p;
     m->drop_seed = drop_seed;
+    model_lora_set_training(m, lora_train);
     if (pipelines) *pipelines = n;
     if (seconds) *seconds = wgt_now_s() - t0;
     return st;
 }
 
-void model_zero_grad(wgt_model *m) { m->be->fill_zero(m->be, m->grads, m->n_elems); }
+void model_zero_grad(wgt_model *m) {
+    m->be->fill_zero(m->be, m->grads, m->n_elems);
+    lora_zero_sink(m);
+}
 
 void model_backward(wgt_model *m) {
     WGT_ASSERT(m->have_forward, "model_backward needs a model_forward with targets first");

@@ -93,6 +93,15 @@ const char *model_precision_name(model_precision p);  // "f32", "f16"
 // "f32" or "f16"; anything else is WGT_ERR_ARG with a message naming `flag` and the choices.
 wgt_status model_precision_parse(const char *s, const char *flag, model_precision *out);
 
+// ---- activation recomputation (docs/memory.md): none keeps every block's activations for the
+// backward; attention keeps one set of the attention's (ln1, qkv, atty, lse) for all blocks and
+// recomputes a block's from its kept input in the backward; block keeps only each block's input and
+// recomputes the whole block. The gradients are bit-identical on the C backend.
+typedef enum { MODEL_RECOMPUTE_NONE, MODEL_RECOMPUTE_ATTENTION, MODEL_RECOMPUTE_BLOCK } model_recompute;
+const char *model_recompute_name(model_recompute r);  // "none", "attention", "block"
+// "none", "attention" or "block"; anything else is WGT_ERR_ARG naming `flag` and the choices.
+wgt_status model_recompute_parse(const char *s, const char *flag, model_recompute *out);
+
 // ---- a model on a backend, for batches of B x T tokens
 typedef struct wgt_model wgt_model;
 // Validates the config and that the device can hold it; allocates everything once (f32).

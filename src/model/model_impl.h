@@ -119,6 +119,13 @@ struct wgt_model {
     size_t n_elems;    // state elements, with the alignment padding
     size_t decay_end;  // state [0, decay_end) is weight-decayed
     wgt_view params, grads, m1, v1;  // the whole state arrays
+    // The parameter table's tensors: params itself, or under LoRA (lora.h) the frozen base, n_base
+    // elements laid out as the table says (its decayed range [0, base_decay_end)); params, grads,
+    // m1 and v1 then hold the adapters.
+    wgt_view base;
+    size_t n_base, base_decay_end;
+    struct model_lora *lora;   // NULL: every parameter trains
+    model_recompute recompute; // what the family's init shares between blocks and its backward recomputes
     // the family's view structs over the parameters and over the gradients: globals, then
     // an array of n_layer per-layer structs
     void *pg, *pl, *gg, *gl;
@@ -153,6 +160,10 @@ void model_branch_dropout(wgt_model *m, wgt_view x, int l, int site);
 // The gradient of that branch before its dropout: dropout_backward(tmp <- dres) and tmp, or dres
 // itself when p = 0.
 wgt_view model_branch_dropout_grad(wgt_model *m, wgt_view tmp, wgt_view dres, int l, int site);
+
+// Whether the parameter table is frozen (LoRA): a family then skips the gradients that are no
+// GEMM's (the embedding's), which have nowhere to go; the GEMM helpers skip the frozen weights'.
+static inline int model_base_frozen(const wgt_model *m) { return m->lora != NULL; }
 
 // Allocates a zeroed device buffer of n elements as *v, named `label` in messages. It must fit
 // one storage binding unless may_exceed. After a failure it does nothing more; the first

@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include "core/fileutil.h"
 #include "core/json_strict.h"
+#include "model/lora.h"
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -87,6 +88,17 @@ static const field fields[] = {
     {"train", "precision", "--precision", FT_STR, OFF(precision), sizeof(((train_config *)0)->precision), 0, 0, 1, 0,
      "f32|f16", "f32 (default), or f16: mixed precision, f32 master weights, f16 GEMM operands and saved activations "
      "(may change on --resume)"},
+    {"train", "recompute", "--recompute", FT_STR, OFF(recompute), sizeof(((train_config *)0)->recompute), 0, 0, 1, 0,
+     "none|attention|block|auto", "activation recomputation: keep every activation (none), recompute each "
+     "block's attention (attention) or the whole block from its input (block) in the backward; the same "
+     "gradients, less memory, more compute; auto (default): none, or with --memory-limit the least recomputation "
+     "whose plan fits (may change on --resume)"},
+    {"lora", "base_precision", "--base-precision", FT_STR, OFF(base_precision),
+     sizeof(((train_config *)0)->base_precision), 0, 0, 0, 0, "f32",
+     "LoRA: the frozen base's storage; f32 (default; f16, bf16 and nf4 are not in this build yet)"},
+    {"train", "memory_limit", "--memory-limit", FT_DOUBLE, OFF(memory_limit), 0, 0, 1e6, 1, 0, "GIB",
+     "refuse before allocating anything a run whose device buffers (the plan printed before step 1) exceed GIB "
+     "GiB, naming what to change (default 0: no limit)"},
     {"train", "seed", "--seed", FT_LONG, OFF(seed), 0, 0, JSON_SAFE_INT, 0, 0, "S",
      "seed of the initialisation and of the data order (default 1)"},
     {"log", "val_every", "--val-every", FT_LONG, OFF(val_every), 0, 0, 1e12, 1, 0, "N",
@@ -102,6 +114,20 @@ static const field fields[] = {
     {NULL, "init", "--init", FT_STR, OFF(init), TRAIN_PATH_MAX, 0, 0, 0, 0, "PATH",
      "start from a Hugging Face model: a directory with config.json and model.safetensors, or the .safetensors "
      "file (GPT-2, with --heads); its config sets the model, the optimizer starts fresh at step 0"},
+    {"lora", "r", "--lora", FT_INT, OFF(lora_r), 0, 0, 4096, 0, 0, "R",
+     "LoRA: freeze the model (of --init) and train rank-R adapters on its projections (default 0: train every "
+     "weight; docs/lora.md)"},
+    {"lora", "alpha", "--lora-alpha", FT_DOUBLE, OFF(lora_alpha), 0, 1e-6, 1e6, 0, 0, "A",
+     "LoRA: the adapters add (A/R) B A x (default 8, as PEFT)"},
+    {"lora", "dropout", "--lora-dropout", FT_DOUBLE, OFF(lora_dropout), 0, 0, 0.9, 0, 0, "P",
+     "LoRA: dropout on the adapters' input (default 0)"},
+    {"lora", "targets", "--lora-targets", FT_STR, OFF(lora_targets), sizeof(((train_config *)0)->lora_targets), 0, 0,
+     0, 0, "LIST", "LoRA: the projections with adapters, some of q,k,v,o,gate,up,down (GPT-2: qkv,o,up,down) or "
+     "all-linear (default)"},
+    {"lora", "rslora", "--lora-rslora", FT_INT, OFF(lora_rslora), 0, 0, 1, 0, 0, "",
+     "LoRA: scale by A/sqrt(R) (rank-stabilised LoRA; a switch, no value)"},
+    {"lora", "base_fnv1a64", NULL, FT_STR, OFF(lora_base_hash), sizeof(((train_config *)0)->lora_base_hash), 0, 0, 0,
+     0, "", ""},
     // no flag: taken from the data's tokenizer when the run starts
     {NULL, "tokenizer_fnv1a64", NULL, FT_STR, OFF(tokenizer_hash), sizeof(((train_config *)0)->tokenizer_hash), 0, 0, 0, 0,
      "", ""},
@@ -128,7 +154,11 @@ wgt_status train_config_preset(train_config *c, const char *name) {
     c->loss_scale_init = 65536;   // PyTorch GradScaler's defaults: 2^16, x2 every 2000 clean steps, x0.5
     c->loss_scale_window = 2000;
     snprintf(c->precision, sizeof c->precision, "f32");
+    snprintf(c->recompute, sizeof c->recompute, "auto");
     c->seed = 1;
+    c->lora_alpha = 8;  // PEFT's LoraConfig default
+    snprintf(c->base_precision, sizeof c->base_precision, "f32");
+    snprintf(c->lora_targets, sizeof c->lora_targets, "all-linear");
     c->val_batches = 8;
     c->log_every = 10;
     model_config *m = &c->model;
@@ -271,6 +301,12 @@ int train_config_parse_flag(train_config *c, train_flags *fl, int argc, char **a
     for (int k = 0; k < N_FIELDS; k++) {
         const field *f = &fields[k];
         if (!f->flag || strcmp(argv[*i], f->flag)) continue;
+        if (!f->arg[0]) {  // a switch: present means 1
+            field_set_num(c, f, 1);
+            fl->given[k] = 1;
+            *st = WGT_OK;
+            return 1;
+        }
         if (*i + 1 >= argc) {
             *st = wgt_fail(WGT_ERR_ARG, "%s needs a value (%s); see --help", f->flag, f->arg);
             return 1;
@@ -464,6 +500,7 @@ wgt_status train_config_read_file(train_config *c, train_flags *fl, const char *
             for (int k = 0; k < N_FIELDS; k++) known_section |= fields[k].section && !strcmp(fields[k].section, key);
             if (!known_section) goto unknown_key;
             for (const cJSON *sub = it->child; sub && st == WGT_OK; sub = sub->next) {
+                if (!strcmp(key, "lora") && !strcmp(sub->string, "base_fnv1a64")) continue;  // recorded at the start
                 const field *f = config_key_field(key, sub->string);
                 char full[160];
                 snprintf(full, sizeof full, "%s.%s", key, sub->string);
@@ -499,6 +536,13 @@ wgt_status train_config_read_file(train_config *c, train_flags *fl, const char *
 
 // ------------------------------------------------------------------ validation
 
+model_recompute train_config_recompute(const train_config *c) {
+    model_recompute r = MODEL_RECOMPUTE_NONE;
+    if (c->recompute[0] && strcmp(c->recompute, "auto"))  // (checked by train_config_finish; auto: resolved by the plan)
+        model_recompute_parse(c->recompute, "--recompute", &r);
+    return r;
+}
+
 model_precision train_config_precision(const train_config *c) {
     return !strcmp(c->precision, "f16") ? MODEL_PREC_F16 : MODEL_PREC_F32;
 }
@@ -507,6 +551,8 @@ wgt_status train_config_finish(train_config *c) {
     if (c->min_lr < 0) c->min_lr = c->lr / 10;
     model_precision prec;
     WGT_TRY(model_precision_parse(c->precision, "--precision", &prec));
+    model_recompute rc;
+    if (strcmp(c->recompute, "auto")) WGT_TRY(model_recompute_parse(c->recompute, "--recompute", &rc));
     if (c->model.vocab < 1)
         return wgt_fail(WGT_ERR_CONFIG, "the vocabulary size is unknown: the data directory has no tokenizer; pass --vocab");
     if (c->model.max_seq < 1) c->model.max_seq = c->seq;
@@ -537,6 +583,20 @@ wgt_status train_config_finish(train_config *c) {
         if (!named && (end == ls || *end || errno == ERANGE || !(v >= 1.1754943508222875e-38 && v <= 3.4028234663852886e38)))
             return wgt_fail(WGT_ERR_CONFIG, "--loss-scale '%s': use off, dynamic, auto or a fixed scale between 2^-126 and "
                             "2^128 (a power of two, e.g. 1024, keeps f32 results exact)", ls);
+    }
+    if (strcmp(c->base_precision, "f32") && c->base_precision[0]) {
+        int known = !strcmp(c->base_precision, "f16") || !strcmp(c->base_precision, "bf16") ||
+                    !strcmp(c->base_precision, "nf4");
+        return wgt_fail(WGT_ERR_CONFIG, "--base-precision %s: %s; use --base-precision f32 (with --lora and "
+                        "--recompute block to save memory)", c->base_precision,
+                        known ? "frozen bases in f16, bf16 and nf4 are not in this build yet (docs/memory.md)"
+                              : "the choices are f32, f16, bf16 and nf4");
+    }
+    if (c->lora_r > 0) {
+        WGT_TRY(model_lora_targets_check(c->lora_targets, c->model.arch, "--lora-targets"));
+        if (prec != MODEL_PREC_F32)
+            return wgt_fail(WGT_ERR_CONFIG, "--lora with --precision %s: LoRA runs in f32 in this build; use --precision "
+                            "f32", c->precision);
     }
     if (c->steps < 1 && !c->init[0])
         return wgt_fail(WGT_ERR_CONFIG, "--steps must be at least 1 (0 only with --init: the model becomes a run "
@@ -615,6 +675,16 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
             if (!ok)
                 st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration's %s is not 16 hex digits", what, f->key);
             else if (it) snprintf(fptr(c, f), f->size, "%s", it->valuestring);
+        } else if (!it && f->section && !strcmp(f->section, "lora")) {
+            // runs from before LoRA had none (the defaults of train_config_preset)
+            if (f->off == OFF(lora_alpha)) c->lora_alpha = 8;
+            if (f->off == OFF(lora_targets)) snprintf(c->lora_targets, sizeof c->lora_targets, "all-linear");
+            if (f->off == OFF(base_precision)) snprintf(c->base_precision, sizeof c->base_precision, "f32");
+        } else if (f->off == OFF(lora_base_hash)) {
+            int ok = cJSON_IsString(it) && (!it->valuestring[0] || (strlen(it->valuestring) == 16 &&
+                                                                   strspn(it->valuestring, "0123456789abcdef") == 16));
+            if (!ok) st = wgt_fail(WGT_ERR_FORMAT, "%s: the run configuration's lora.%s is not 16 hex digits", what, f->key);
+            else snprintf(fptr(c, f), f->size, "%s", it->valuestring);
         } else if (f->off == OFF(dropout) && !it) {
             c->dropout = 0;  // runs from before dropout existed had none
         } else if (f->off == OFF(loss_scale) && !it) {
@@ -623,6 +693,10 @@ wgt_status train_config_from_json(train_config *c, const char *json, const char 
             c->loss_scale_init = 65536;
         } else if (f->off == OFF(loss_scale_window) && !it) {
             c->loss_scale_window = 2000;
+        } else if (f->off == OFF(memory_limit) && !it) {
+            c->memory_limit = 0;
+        } else if (f->off == OFF(recompute) && !it) {
+            snprintf(c->recompute, sizeof c->recompute, "none");  // runs from before recomputation
         } else if (f->off == OFF(precision) && !it) {
             snprintf(c->precision, sizeof c->precision, "f32");  // runs from before mixed precision
         } else if (f->off == OFF(precision) && !(cJSON_IsString(it) && (!strcmp(it->valuestring, "f32") ||

@@ -27,6 +27,15 @@ typedef struct {
     // "f32" or "f16" (mixed precision, docs/numerics.md#mixed-precision); the checkpoint keeps f32
     // master weights either way, so a resumed run may change it
     char precision[8];
+    // --recompute none|attention|block (model_recompute; docs/memory.md): what the backward
+    // recomputes instead of keeping; the gradients do not change, so a resumed run may change it
+    char recompute[12];
+    // --memory-limit GIB: the device buffers a run may plan (model/plan.h); a run whose plan is larger
+    // is refused before anything is allocated (0: no limit; WebGPU does not report a device's memory)
+    double memory_limit;
+    // --base-precision: the storage of a LoRA run's frozen base; f32 only in this build (f16, bf16 and
+    // nf4 are refused by name: docs/memory.md#low-precision-bases)
+    char base_precision[8];
     long seed;                 // < 2^53 so that JSON numbers hold it exactly
     long val_every, val_batches, ckpt_every, log_every;
     char data_dir[TRAIN_PATH_MAX];
@@ -37,6 +46,15 @@ typedef struct {
     // --init: the Hugging Face model the run started from (absolute path; "" for a random
     // initialisation); recorded for information
     char init[TRAIN_PATH_MAX];
+    // LoRA (model/lora.h, docs/lora.md): rank (0: every weight trains), scale numerator, dropout
+    // on the adapter input, targets, rsLoRA; and the fingerprint of the frozen base the adapters
+    // were trained on (model_lora_base_fingerprint, 16 hex digits; recorded when the run starts,
+    // so that a resumed run refuses another base)
+    int lora_r;
+    double lora_alpha, lora_dropout;
+    char lora_targets[64];
+    int lora_rslora;
+    char lora_base_hash[17];
 } train_config;
 
 // Names of the presets, NULL-terminated, for --help and error messages.
@@ -98,6 +116,8 @@ wgt_status train_config_read_file(train_config *c, train_flags *f, const char *p
 wgt_status train_config_finish(train_config *c);
 // The run's precision (c->precision, "f32" when empty).
 model_precision train_config_precision(const train_config *c);
+// The run's recomputation (c->recompute; none when empty).
+model_recompute train_config_recompute(const train_config *c);
 
 // JSON (config.json and the checkpoint's copy). to_json returns a malloc'd string. from_json
 // is strict: the text must be exactly one JSON object (nothing after it, no duplicate key).

@@ -21,6 +21,8 @@
 #include "core/runlock.h"
 #include "data/text_tokenizer.h"
 #include "train/hf_init.h"
+#include "train/lora_run.h"
+#include "train/mem_plan.h"
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/rng.h"
@@ -31,7 +33,7 @@
 #define MAX_SKIPS_IN_A_ROW 20
 
 // Independent random streams drawn from the one --seed.
-enum { STREAM_INIT = 1, STREAM_DATA = 2 };
+enum { STREAM_INIT = 1, STREAM_DATA = 2 };  // (lora_run.c repeats STREAM_INIT)
 
 struct trainer {
     train_config cfg;
@@ -47,6 +49,7 @@ struct trainer {
     char resume_changes[1024];  // --resume: the settings changed, as a JSON object ("" when none)
     run_lock lock;       // RUN_DIR is ours from trainer_init to trainer_free
     char init_weights[TRAIN_PATH_MAX];  // --init: the safetensors file the new run starts from
+    char init_adapter[TRAIN_PATH_MAX];  // --init naming a PEFT adapter: its directory ("" otherwise)
 };
 
 
@@ -78,9 +81,13 @@ wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck
                           model_precision prec) {
     *out = NULL;
     wgt_model *m;
-    WGT_TRY(model_init_prec(&m, be, &ck->cfg.model, B, T, prec));
+    model_lora_opts lora;
+    lora_run_opts(&ck->cfg, &lora);
+    model_opts mo = {prec, &lora, train_config_recompute(&ck->cfg)};
+    WGT_TRY(model_init_opts(&m, be, &ck->cfg.model, B, T, &mo));
     char p[TRAIN_PATH_MAX];
     wgt_status st = run_path(p, sizeof p, run_dir, RUN_CKPT_FILE);
+    if (st == WGT_OK && model_lora_on(m)) st = lora_run_base(m, &ck->cfg);  // the frozen base, checked
     if (st == WGT_OK) st = checkpoint_check_model(ck, &ck->cfg, model_state_elems(m), p);
     if (st == WGT_OK) st = model_state_upload(m, ck->params, ck->m, ck->v);
     if (st != WGT_OK) {
@@ -207,6 +214,7 @@ static wgt_status init_check_tokenizer(trainer *t, const char *init, const char 
 static wgt_status init_from_hf(trainer *t, const train_config *flags, const train_flags *given) {
     train_config *c = &t->cfg;
     model_config mc;
+    WGT_TRY(lora_run_init_adapter(c, t->init_adapter, sizeof t->init_adapter));  // (c->init: its base)
     WGT_TRY(hf_init_resolve(c->init, train_config_flag_given(given, "--arch") ? flags->model.arch : NULL,
                             train_config_flag_given(given, "--heads") ? flags->model.n_head : 0, &mc, t->init_weights,
                             sizeof t->init_weights));
@@ -214,6 +222,7 @@ static wgt_status init_from_hf(trainer *t, const train_config *flags, const trai
     // the tensors against the config from the file's header, before the model's buffers exist
     WGT_TRY(model_check_safetensors(&mc, t->init_weights));
     c->model = mc;
+    if (t->init_adapter[0]) WGT_TRY(lora_run_adapter_settings(c, given, t->init_adapter));
     if (c->seq > mc.max_seq) {
         if (train_config_flag_given(given, "--seq"))
             return wgt_fail(WGT_ERR_CONFIG, "--seq %d is above the %d positions of the model of --init %s; use --seq %d "
@@ -437,8 +446,12 @@ static wgt_status save_all(trainer *t, wgt_model *m, state_buf *sb, int tty) {
     WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_CKPT_FILE));
     WGT_TRY(checkpoint_write(p, &t->cfg, &t->pr, sb->params, sb->m, sb->v, model_state_elems(m)));
     // model.safetensors is a by-product for other tools; ckpt.bin (written first) is the truth
-    WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_MODEL_FILE));
-    WGT_TRY(model_save_safetensors(m, p, 0));
+    if (model_lora_on(m)) {  // LoRA: the adapters in PEFT's format (the base is --init's)
+        WGT_TRY(model_lora_save_peft(m, t->o.run_dir, t->cfg.init));
+    } else {
+        WGT_TRY(run_path(p, sizeof p, t->o.run_dir, RUN_MODEL_FILE));
+        WGT_TRY(model_save_safetensors(m, p, 0));
+    }
     t->last_ckpt_step = (long)t->pr.step;
     printf("%scheckpoint: step %llu written to %s/%s (%.1f s)\n", tty ? "\r\033[K" : "", (unsigned long long)t->pr.step,
            t->o.run_dir, RUN_CKPT_FILE, wgt_now_s() - t0);
@@ -559,8 +572,10 @@ static wgt_status record_step(trainer *t, wgt_model *m, run_state *rs, long step
     p->slot = (int)(step % WGT_READBACK_SLOTS);
     model_zero_grad(m);
     const uint64_t rng0 = t->pr.data_rng;
+    model_lora_set_training(m, 1);  // (LoRA: its adapter dropout applies to these forwards alone)
     for (int k = 0; k < K; k++) {
         if (k > 0 && NR == 1 && g_stop) {
+            model_lora_set_training(m, 0);
             t->pr.data_rng = rng0;
             *abandoned = 1;
             return WGT_OK;
@@ -592,6 +607,7 @@ static wgt_status record_step(trainer *t, wgt_model *m, run_state *rs, long step
     free(all_in), free(all_tg), free(all_doc);
     // [dist] gradients summed over the ranks (a blocking round trip through host memory), stop
     // requests agreed; the loss sums are added when the results are collected
+    model_lora_set_training(m, 0);
     WGT_TRY(train_dist_step(m, rs->host, step, g_stop != 0, &g_stop_all));
     // the device decides: a non-finite norm or loss skips the update, and the loss scale adapts
     model_update(m, (float)p->lr, (float)c->beta1, (float)c->beta2, (float)c->eps, (float)c->weight_decay,
@@ -715,17 +731,26 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     if (be->device_is_software && be->device_is_software(be))
         printf("train: warning: this WebGPU adapter is a software GPU; it trains about 10x slower than --device cpu "
                "(it is there to check the WGSL kernels)\n");
+    // the plan first: a run that cannot fit stops here, before anything is allocated
+    model_opts mo;
+    model_lora_opts lora;
+    st = train_plan_check(c, be, &mo, &lora);
+    if (st != WGT_OK) return st;
     if (t->resumed) {
+        // (the recomputation may change on resume: the plan's choice)
+        snprintf(t->ck.cfg.recompute, sizeof t->ck.cfg.recompute, "%s", model_recompute_name(mo.recompute));
         st = run_model_open(&m, be, &t->ck, B, T, t->o.run_dir, train_config_precision(c));
         checkpoint_free(&t->ck);  // uploaded: the host copy is no longer needed
     } else {
-        st = model_init_prec(&m, be, &c->model, B, T, train_config_precision(c));
+        st = model_init_opts(&m, be, &c->model, B, T, &mo);
         if (st == WGT_OK) st = model_init_random(m, rng_seed_stream((uint64_t)c->seed, STREAM_INIT));
         // --init: its weights replace the random ones; the gradients and AdamW moments stay zero
         if (st == WGT_OK && c->init[0]) {
             st = model_load_safetensors(m, t->init_weights);
             if (st == WGT_OK) printf("train: weights from %s (optimizer state fresh, step 0)\n", t->init_weights);
         }
+        if (st == WGT_OK && t->init_adapter[0]) st = model_lora_load_peft(m, t->init_adapter);
+        if (st == WGT_OK && model_lora_on(m)) st = lora_run_start(m, &t->cfg, t->o.run_dir);
     }
     // the loss scale and the optimizer's counters live on the device (the optimizer status)
     float scale0;
