@@ -103,6 +103,12 @@ check "loss with the adapter ($la) equals the merged model's ($lm)" $PY -c "
 import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(a - b) <= 1e-5 * abs(b) else 1)" "$la" "$lm"
 out=$($W sample --run "$T/run" --device cpu --ids --prompt "1 2" --tokens 5 2>&1); rc=$?
 check "sample runs on a LoRA run ($out)" test $rc -eq 0
+# greedy ids of the LoRA run (its adapters merged for decoding) equal those of the merged export,
+# and differ from the base's unless the adapters changed nothing the argmax sees
+lora_ids=$($W sample --run "$T/run" --device cpu --ids --prompt "1 2" --tokens 8 --temperature 0 --ignore-eos 2>/dev/null)
+merged_ids=$($W sample --model "$T/merged" --device cpu --ids --prompt "1 2" --tokens 8 --temperature 0 --ignore-eos 2>/dev/null)
+check "sample of a LoRA run decodes with its adapters: the merged model's greedy ids ($lora_ids | $merged_ids)" \
+    test -n "$lora_ids" -a "$lora_ids" = "$merged_ids"
 
 # --init on a PEFT adapter directory: its base, and the adapters continue from it (--steps 0: as they were)
 out=$($W train --init "$T/adapter" --data "$T/data" --out "$T/cont" "${R[@]}" --steps 0 2>&1); rc=$?

@@ -2,6 +2,7 @@
 // the flags, the stop ids, opening a model for decoding, and the pick / stream / stop loop over a
 // model_decoder.
 #include "cli/cli_generate.h"
+#include "model/lora.h"
 #include "train/run_tokenizer.h"
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,11 @@ wgt_status gen_model_open(gen_model *g, const char *run, const char *hf_dir, con
         // the run's copy of the tokenizer, else the data directory's: the one whose fingerprint the
         // run recorded (a replaced tokenizer.bin is refused)
         st = run_tokenizer_open(&g->tok, &ck, run);
+        if (st != WGT_OK && !need_tokenizer) {  // (token ids need none: the caller decides, with the reason)
+            snprintf(g->tok_error, sizeof g->tok_error, "%s", wgt_last_error());
+            g->tok = NULL;
+            st = WGT_OK;
+        }
         if (st == WGT_OK && !g->tok && need_tokenizer)
             st = wgt_fail(WGT_ERR_IO, "no tokenizer: neither %s nor its data directory %s has one; generating text needs "
                           "the tokenizer the training data was made with", run, ck.cfg.data_dir);
@@ -146,6 +152,8 @@ wgt_status gen_model_open(gen_model *g, const char *run, const char *hf_dir, con
         if (st == WGT_OK) st = cli_backend_open(&g->be, device, adapter, 0);
         // one token of activations: the decoder has its own, for the cache's length
         if (st == WGT_OK) st = run_model_open(&g->m, g->be, &ck, 1, 1, run, MODEL_PREC_F32);
+        // a LoRA run: the adapters merged into the base (base + s B A), which the decoder reads
+        if (st == WGT_OK && model_lora_on(g->m)) st = model_lora_merge(g->m);
         checkpoint_free(&ck);
     } else {
         model_config c;

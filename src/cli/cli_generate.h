@@ -54,6 +54,7 @@ typedef struct {
     wgt_model *m;
     text_tokenizer *tok;
     char model_dir[4096];
+    char tok_error[1024];  // why tok is NULL when a tokenizer was found but refused ("" otherwise)
 } gen_model;
 wgt_status gen_model_open(gen_model *g, const char *run, const char *hf_dir, const char *device, const char *adapter,
                           int need_tokenizer);

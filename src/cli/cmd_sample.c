@@ -232,7 +232,8 @@ static wgt_status sample_main(int argc, char **argv) {
     const int T = mc->max_seq, V = mc->vocab;
     text_tokenizer *tok = g.tok;
     wgt_status st = WGT_OK;
-    if (!tok && !as_ids)
+    if (!tok && !as_ids && g.tok_error[0]) st = wgt_fail(WGT_ERR_FORMAT, "%s", g.tok_error);
+    else if (!tok && !as_ids)
         st = wgt_fail(WGT_ERR_IO, "no tokenizer: neither %s nor its data directory has one (%s, or GPT-2's encoder.json "
                       "+ vocab.bpe; data made by other tools?); sampling text needs the tokenizer the training data was "
                       "made with (or pass --ids to give and get token ids)", g.model_dir, RUN_TOKENIZER_FILE);

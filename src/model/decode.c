@@ -59,7 +59,8 @@ static wgt_view pview(const wgt_model *m, const char *fmt, int layer) {
     char name[64];
     snprintf(name, sizeof name, fmt, layer);
     for (int i = 0; i < m->np; i++)
-        if (!strcmp(m->t[i].info.name, name)) return model_subview(m->params, m->t[i].info.off, m->t[i].info.n);
+        if (!strcmp(m->t[i].info.name, name))  // (under LoRA the table addresses the frozen base)
+            return model_subview(model_base_frozen(m) ? m->base : m->params, m->t[i].info.off, m->t[i].info.n);
     return model_no_view();
 }
 static wgt_status need(wgt_view v, const char *fmt, int layer) {
