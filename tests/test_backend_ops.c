@@ -57,6 +57,16 @@ static void prep_rmsnorm_bwd(const wgt_op_desc *d, float **h, const double *s) {
     free(out);
 }
 
+// qk_norm_backward needs the rstd of its qkv (forward at its eps default, 1e-6)
+static void prep_qk_norm_bwd(const wgt_op_desc *d, float **h, const double *s) {
+    uint32_t B = (uint32_t)s[scalar_of(d, "B")], T = (uint32_t)s[scalar_of(d, "T")], NH = (uint32_t)s[scalar_of(d, "NH")],
+             NKV = (uint32_t)s[scalar_of(d, "NKV")], HS = (uint32_t)s[scalar_of(d, "HS")];
+    float *out = malloc((size_t)B * T * (NH + 2 * NKV) * HS * 4);
+    cpu_qk_norm_forward(out, h[bind_of(d, "rstd")], h[bind_of(d, "qkv")], h[bind_of(d, "q_weight")],
+                        h[bind_of(d, "k_weight")], B, T, NH, NKV, HS, 1e-6f, (float)s[scalar_of(d, "w_offset")]);
+    free(out);
+}
+
 // attention_backward needs the forward's out and lse (with the same dropout)
 static void prep_attention_bwd(const wgt_op_desc *d, float **h, const double *s) {
     uint32_t B = (uint32_t)s[scalar_of(d, "B")], T = (uint32_t)s[scalar_of(d, "T")], NH = (uint32_t)s[scalar_of(d, "NH")],
@@ -118,6 +128,13 @@ static const op_case cases[] = {
     {"rmsnorm_forward", "N=3,C=1000,eps=1e-6", 1e-5, 1e-5, NULL},
     {"rmsnorm_backward", "N=37,C=200", 1e-5, 1e-5, prep_rmsnorm_bwd},
     {"rmsnorm_backward", "N=300,C=24", 1e-5, 1e-5, prep_rmsnorm_bwd},
+    // per-head q/k RMSNorm: grouped (3 q heads a kv head), odd head sizes, HS 256 (Gemma-3), 1 + w
+    {"qk_norm_forward", "B=2,T=7,NH=6,NKV=2,HS=20", 1e-5, 1e-5, NULL},
+    {"qk_norm_forward", "B=1,T=5,NH=2,NKV=1,HS=256,eps=1e-5,w_offset=1", 1e-5, 1e-5, NULL},
+    {"qk_norm_forward", "B=3,T=3,NH=1,NKV=1,HS=300", 1e-5, 1e-5, NULL},
+    {"qk_norm_backward", "B=2,T=7,NH=6,NKV=2,HS=20", 1e-5, 1e-5, prep_qk_norm_bwd},
+    {"qk_norm_backward", "B=1,T=9,NH=4,NKV=4,HS=256,w_offset=1", 1e-5, 1e-5, prep_qk_norm_bwd},
+    {"qk_norm_backward", "B=3,T=3,NH=1,NKV=1,HS=300", 1e-5, 1e-5, prep_qk_norm_bwd},
     {"matmul", "N=37,C=68,OC=50", 1e-5, 1e-5, NULL},
     {"matmul", "N=130,C=256,OC=129", 1e-5, 1e-5, NULL},
     {"matmul_t", "N=37,C=68,OC=50", 1e-5, 1e-5, NULL},

@@ -61,6 +61,8 @@
     X(matmul_at_f16, "matmul_at with inp in f16, f32 accumulation")                            \
     X(cast_f16, "out (f16) = inp rounded to nearest even; +-Inf past 65504, NaN stays NaN")    \
     X(cast_f32, "out = inp (f16) widened to f32, exact")                                       \
+    X(qk_norm_forward, "RMSNorm over each q head (q_weight) and k head (k_weight) of qkv, times (w_offset + w); v copied; saves rstd") \
+    X(qk_norm_backward, "dqkv from dout through qk_norm_forward (v copied), dq_weight += ..., dk_weight += ...") \
     X(rope_forward, "rotary position embedding (rotate-half) of the q and k heads of qkv, in place") \
     X(rope_backward, "dq, dk through rope_forward (the transposed rotation), in place; dv untouched") \
     X(attention_forward, "causal attention out = dropout(softmax(q k^T / sqrt(HS))) v, grouped kv heads; row lse") \
@@ -165,6 +167,24 @@
     BIND(out, OUT, F16, "n") BIND(inp, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 #define WGT_OP_cast_f32(BIND, SCAL)                                                                \
     BIND(out, OUT, F32, "n") BIND(inp, IN, F16, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+
+// ---- per-head q/k RMSNorm (docs/kernels.md#qk_norm_forward): Qwen3's q_norm / k_norm, Gemma-3's
+// with (1 + w) (w_offset 1). qkv is B·T rows of NH + 2·NKV heads of HS: each q head is normalised
+// over its HS values with q_weight [HS], each k head with k_weight [HS], v is copied; rstd holds
+// the NH + NKV heads' 1/sqrt(mean(x^2) + eps) per token ----
+#define WGT_OP_qk_norm_forward(BIND, SCAL)                                                         \
+    BIND(out, OUT, F32, "B,T,NH*HS+2*NKV*HS") BIND(rstd, OUT, F32, "B,T,NH+NKV")                   \
+    BIND(qkv, IN, F32, "B,T,NH*HS+2*NKV*HS") BIND(q_weight, IN, F32, "HS") BIND(k_weight, IN, F32, "HS") \
+    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
+    SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX)                 \
+    SCAL(HS, U32, WGT_REQ, 1, 4096) SCAL(eps, F32, 1e-6, 0, 1) SCAL(w_offset, F32, 0.0, 0, 1)
+#define WGT_OP_qk_norm_backward(BIND, SCAL)                                                        \
+    BIND(dqkv, OUT, F32, "B,T,NH*HS+2*NKV*HS") BIND(dq_weight, INOUT, F32, "HS")                   \
+    BIND(dk_weight, INOUT, F32, "HS") BIND(dout, IN, F32, "B,T,NH*HS+2*NKV*HS")                    \
+    BIND(qkv, IN, F32, "B,T,NH*HS+2*NKV*HS") BIND(q_weight, IN, F32, "HS") BIND(k_weight, IN, F32, "HS") \
+    BIND(rstd, IN, F32, "B,T,NH+NKV") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                        \
+    SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
+    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 4096) SCAL(w_offset, F32, 0.0, 0, 1)
 
 // ---- rotary position embedding (docs/kernels.md#rope) ----
 // In place on the q (NH heads) and k (NKV heads) parts of qkv, HF LLaMA's rotate-half convention
