@@ -9,7 +9,8 @@
 # With --families WORK_DIR (instead of HF_DIR) it checks every family of the LLaMA computation
 # against transformers itself: for each of llama (plain, llama3 and linear RoPE scaling,
 # attention_bias; tied and untied), mistral (with a sliding window the sequence fits in, and
-# none), qwen2 (tied and untied), it builds a random small model with transformers' own class,
+# none), qwen2 (tied and untied), qwen3 (q/k norms; head_dim other than hidden / heads, and equal
+# to it with attention_bias), it builds a random small model with transformers' own class,
 # saves it with save_pretrained in BF16 with a small max_shard_size (a sharded checkpoint with its
 # index), and requires: `wgtrain grad --logits` on the shards equals transformers' logits of the
 # same BF16 weights in float32; `train --init` + `export` gives a directory that from_pretrained
@@ -77,6 +78,8 @@ FAMILY_CASES = [
     ("mistral", "no window, tied", {"tie_word_embeddings": True, "sliding_window": None}),
     ("qwen2", "untied", {"tie_word_embeddings": False}),
     ("qwen2", "tied", {"tie_word_embeddings": True}),
+    ("qwen3", "head_dim 16 (hidden / heads 8), untied", {"tie_word_embeddings": False, "head_dim": 16}),
+    ("qwen3", "head_dim 8, attention_bias, tied", {"tie_word_embeddings": True, "head_dim": 8, "attention_bias": True}),
 ]
 
 

@@ -5,7 +5,9 @@
 # (computed in float32, as HF does), causal
 # attention with repeat_kv for grouped-query heads, the SwiGLU MLP, no biases, the lm_head tied
 # to the token embedding or not; optional biases on q, k, v (Qwen2) and o (LLaMA's
-# attention_bias). Mistral and Qwen2 are this computation under other config.json fields.
+# attention_bias). Mistral and Qwen2 are this computation under other config.json fields; Qwen3
+# (Qwen3ForCausalLM) adds an RMSNorm over each q and k head (q_norm, k_norm) between the
+# projection and RoPE, and a head size (head_dim) that need not be hidden / heads.
 # Parameters use HF's names and [out, in] layout; a config.json in HF's format is written beside them.
 import json
 import math
@@ -15,8 +17,8 @@ import torch
 from gpt2_torch_ref import load_safetensors, save_safetensors  # noqa: F401  (re-exported)
 
 
-def param_shapes(L, C, F, V, NH, NKV, tie, qkv_bias=False, o_bias=False):
-    hs = C // NH
+def param_shapes(L, C, F, V, NH, NKV, tie, qkv_bias=False, o_bias=False, head_dim=None, qk_norm=False):
+    hs = head_dim or C // NH
     s = {"model.embed_tokens.weight": (V, C)}
     for l in range(L):
         p = f"model.layers.{l}."
@@ -30,19 +32,22 @@ def param_shapes(L, C, F, V, NH, NKV, tie, qkv_bias=False, o_bias=False):
                       p + "self_attn.v_proj.bias": (NKV * hs,)})
         if o_bias:  # LLaMA's attention_bias
             s[p + "self_attn.o_proj.bias"] = (C,)
+        if qk_norm:  # Qwen3
+            s.update({p + "self_attn.q_norm.weight": (hs,), p + "self_attn.k_norm.weight": (hs,)})
     s["model.norm.weight"] = (C,)
     if not tie:
         s["lm_head.weight"] = (V, C)
     return s
 
 
-def random_params(L, C, F, V, NH, NKV, tie, seed, dtype=torch.float64, qkv_bias=False, o_bias=False):
+def random_params(L, C, F, V, NH, NKV, tie, seed, dtype=torch.float64, qkv_bias=False, o_bias=False, head_dim=None,
+                  qk_norm=False):
     """O(1)-scale parameters (so that attention is far from uniform and every gradient is well
     above float32 rounding): embeddings N(0, 0.3^2), matrices N(0, 1/fan_in), norm weights 1 + N(0, 0.1^2),
     biases N(0, 0.3^2); values exactly representable in float32."""
     g = torch.Generator().manual_seed(seed)
     out = {}
-    for name, shape in param_shapes(L, C, F, V, NH, NKV, tie, qkv_bias, o_bias).items():
+    for name, shape in param_shapes(L, C, F, V, NH, NKV, tie, qkv_bias, o_bias, head_dim, qk_norm).items():
         if name.endswith(".bias"):
             t = 0.3 * torch.randn(shape, generator=g, dtype=torch.float64)
         elif len(shape) == 1:
@@ -55,7 +60,8 @@ def random_params(L, C, F, V, NH, NKV, tie, seed, dtype=torch.float64, qkv_bias=
     return out
 
 
-HF_CLASS = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM"}
+HF_CLASS = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
+            "qwen3": "Qwen3ForCausalLM"}
 
 
 def hf_config(L, C, F, V, NH, NKV, tie, max_pos, theta=10000.0, eps=1e-5, family="llama", **extra):
@@ -71,6 +77,9 @@ def hf_config(L, C, F, V, NH, NKV, tie, max_pos, theta=10000.0, eps=1e-5, family
         c.update({"sliding_window": None})
     if family == "qwen2":
         c.update({"use_sliding_window": False, "sliding_window": 4096, "max_window_layers": L})
+    if family == "qwen3":  # head_dim: given by the caller (extra) or hidden / heads
+        c.update({"use_sliding_window": False, "sliding_window": None, "max_window_layers": L, "attention_bias": False,
+                  "head_dim": C // NH})
     c.update(extra)
     return c
 
@@ -152,8 +161,7 @@ def linear(x, P, name):
 
 def forward(P, idx, L, NH, NKV, theta, eps, rope_scaling=None):
     B, T = idx.shape
-    C = P["model.embed_tokens.weight"].shape[1]
-    hs = C // NH
+    hs = P["model.layers.0.self_attn.q_proj.weight"].shape[0] // NH
     cos, sin = rope_tables(T, hs, theta, P["model.embed_tokens.weight"].dtype, rope_scaling)
     x = P["model.embed_tokens.weight"][idx]
     for l in range(L):
@@ -162,6 +170,9 @@ def forward(P, idx, L, NH, NKV, theta, eps, rope_scaling=None):
         q = linear(h, P, p + "self_attn.q_proj").view(B, T, NH, hs).transpose(1, 2)
         k = linear(h, P, p + "self_attn.k_proj").view(B, T, NKV, hs).transpose(1, 2)
         v = linear(h, P, p + "self_attn.v_proj").view(B, T, NKV, hs).transpose(1, 2)
+        if p + "self_attn.q_norm.weight" in P:  # Qwen3: RMSNorm over each head's hs values, before RoPE
+            q = rmsnorm(q, P[p + "self_attn.q_norm.weight"], eps)
+            k = rmsnorm(k, P[p + "self_attn.k_norm.weight"], eps)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         y = attention(q, repeat_kv(k, NH // NKV), repeat_kv(v, NH // NKV))

@@ -38,10 +38,12 @@ def run(args):
 
 
 def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, eps=1e-5, steps=10, ignore=False,
-         rope_scaling=None, family="llama", bias="", extra=None):
-    """bias: "" none, "qkv" (Qwen2), "qkvo" (LLaMA's attention_bias)."""
+         rope_scaling=None, family="llama", bias="", extra=None, head_dim=None):
+    """bias: "" none, "qkv" (Qwen2), "qkvo" (LLaMA's and Qwen3's attention_bias). head_dim: a head
+    size other than C / NH (written as the config's head_dim)."""
     qb, ob = "qkv" in bias, "o" in bias.replace("qkv", "")
-    P = ref.random_params(L, C, F, V, NH, NKV, tie, seed, qkv_bias=qb, o_bias=ob)
+    P = ref.random_params(L, C, F, V, NH, NKV, tie, seed, qkv_bias=qb, o_bias=ob, head_dim=head_dim,
+                          qk_norm=family == "qwen3")
     tokens = torch.randint(0, V, (B, T + 1), generator=torch.Generator().manual_seed(seed + 1))
     tok = tokens.numpy().astype(np.int32)
     if ignore:
@@ -51,10 +53,12 @@ def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, ep
     tag0 = f"L={L} NH={NH} NKV={NKV} C={C} F={F} V={V} B={B} T={T} tie={int(tie)}"
     if rope_scaling:
         tag0 += f" rope={rope_scaling['rope_type']}"
-    tag0 = f"{family} {tag0}" + (f" bias={bias}" if bias else "")
+    tag0 = f"{family} {tag0}" + (f" bias={bias}" if bias else "") + (f" head_dim={head_dim}" if head_dim else "")
     cfg_extra = dict(extra or {})
-    if family == "llama" and bias:
+    if family in ("llama", "qwen3") and bias:
         cfg_extra["attention_bias"] = True
+    if head_dim:
+        cfg_extra["head_dim"] = head_dim
     with tempfile.TemporaryDirectory() as d:
         mpath, tpath, cpath = (os.path.join(d, n) for n in ("m.safetensors", "t.npy", "config.json"))
         ref.save_safetensors(mpath, P)
@@ -152,7 +156,12 @@ def refusals():
         expect("kv heads not dividing heads", {**good, "num_key_value_heads": 3}, "num_key_value_heads (3) does not divide")
         expect("an odd head size", {**good, "hidden_size": 12, "num_attention_heads": 4}, "odd")
         expect("head size above 128", {**good, "hidden_size": 512, "num_attention_heads": 2}, "above the supported 128")
-        expect("head_dim other than hidden/heads", {**good, "head_dim": 8}, "head_dim")
+        expect("head_dim other than the file's", {**good, "head_dim": 8}, "model.layers.0.self_attn.q_proj.weight")
+        expect("an odd head_dim", {**good, "head_dim": 5}, "head size head_dim = 5 is odd")
+        expect("a Qwen3 config for a file without q_norm / k_norm", ref.hf_config(L, C, F, V, NH, NKV, False, 8,
+               family="qwen3"), "lacks tensor 'model.layers.0.self_attn.q_norm.weight'")
+        expect("Qwen3 with sliding-window layers", ref.hf_config(L, C, F, V, NH, NKV, False, 8, family="qwen3",
+               layer_types=["sliding_attention"]), '"layer_types" has an entry other than "full_attention"')
         expect("rope_scaling yarn", {**good, "rope_scaling": {"rope_type": "yarn", "factor": 8.0}},
                '"rope_scaling" has rope_type "yarn"; this build computes "default", "linear" and "llama3" RoPE')
         expect("rope_scaling dynamic (old spelling)", {**good, "rope_scaling": {"type": "dynamic", "factor": 2.0}},
@@ -283,6 +292,15 @@ case(L=2, NH=4, NKV=1, C=32, F=40, V=41, maxT=32, B=2, T=16, tie=False, seed=11,
 # Mistral without a window (v0.2 and later: sliding_window null)
 case(L=1, NH=2, NKV=1, C=16, F=12, V=17, maxT=8, B=1, T=8, tie=True, seed=12, backends=backends, steps=0,
      family="mistral")
+# Qwen3: per-head q/k norms, head_dim (12) other than C / NH (8), grouped-query, untied, T = 13
+case(L=2, NH=4, NKV=2, C=32, F=40, V=37, maxT=16, B=2, T=13, tie=False, seed=13, backends=backends, steps=3,
+     family="qwen3", head_dim=12, theta=1000000.0, eps=1e-6)
+# Qwen3 multi-query, tied, head_dim = C / NH, attention_bias (q, k, v and o), T = 7
+case(L=1, NH=3, NKV=1, C=24, F=20, V=29, maxT=8, B=2, T=7, tie=True, seed=14, backends=backends, steps=0,
+     family="qwen3", bias="qkvo")
+# Qwen3-0.6B's proportions (head_dim twice C / NH: the q projection wider than the model), T = 9
+case(L=1, NH=4, NKV=2, C=32, F=24, V=41, maxT=12, B=1, T=9, tie=True, seed=15, backends=backends, steps=0,
+     family="qwen3", head_dim=16)
 # one token
 case(L=1, NH=2, NKV=1, C=8, F=12, V=5, maxT=4, B=2, T=1, tie=False, seed=5, backends=backends, steps=3)
 refusals()

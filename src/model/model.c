@@ -119,11 +119,12 @@ wgt_status model_config_check(const model_config *c) {
     WGT_TRY(check_foreign_fields(c, a));
     if (c->n_layer < 1 || c->n_layer > 256) return wgt_fail(WGT_ERR_CONFIG, "n_layer must be 1..256, got %d", c->n_layer);
     if (c->n_head < 1) return wgt_fail(WGT_ERR_CONFIG, "n_head must be at least 1, got %d", c->n_head);
-    if (c->d_model < 1 || c->d_model % c->n_head)
+    if (c->d_model < 1 || (!c->head_dim && c->d_model % c->n_head))
         return wgt_fail(WGT_ERR_CONFIG, "d_model (%d) must be a positive multiple of n_head (%d)", c->d_model, c->n_head);
-    if (c->d_model / c->n_head > 128)
-        return wgt_fail(WGT_ERR_CONFIG, "head size d_model/n_head = %d is above the supported 128; use more heads",
-                        c->d_model / c->n_head);
+    if (c->head_dim < 0) return wgt_fail(WGT_ERR_CONFIG, "head_dim must be at least 0 (0: d_model/n_head), got %d", c->head_dim);
+    if (model_head_size(c) > MODEL_HEAD_SIZE_MAX)
+        return wgt_fail(WGT_ERR_CONFIG, "head size %s = %d is above the supported %d; use more heads",
+                        c->head_dim ? "head_dim" : "d_model/n_head", model_head_size(c), MODEL_HEAD_SIZE_MAX);
     if (c->d_ff < 1) return wgt_fail(WGT_ERR_CONFIG, "d_ff must be at least 1, got %d", c->d_ff);
     if (c->vocab < 1 || c->vocab > TOKEN_MAX_VOCAB)
         return wgt_fail(WGT_ERR_CONFIG, "vocab must be 1..%d, got %d", TOKEN_MAX_VOCAB, c->vocab);
@@ -416,7 +417,9 @@ size_t model_dim_size(const model_config *c, model_dim d) {
     case DIM_F: return (size_t)c->d_ff;
     case DIM_V: return (size_t)c->vocab;
     case DIM_MAXT: return (size_t)c->max_seq;
-    case DIM_KV: return (size_t)c->n_kv_heads * (size_t)(c->d_model / c->n_head);
+    case DIM_KV: return (size_t)c->n_kv_heads * (size_t)model_head_size(c);
+    case DIM_Q: return (size_t)c->n_head * (size_t)model_head_size(c);
+    case DIM_HS: return (size_t)model_head_size(c);
     }
     WGT_ASSERT(0, "unknown model_dim");
     return 0;

@@ -42,7 +42,16 @@ typedef struct {
     int o_bias;               // 1: the o projection has a bias (LLaMA's attention_bias)
     int sliding_window;       // Mistral, Qwen2: the attention window (0: none); sequences longer
                               // than it are refused (the attention is full causal)
+    int head_dim;             // HS when it is not d_model / n_head (Qwen3, Hugging Face's head_dim); 0: it is
+    int qk_norm;              // 1: RMSNorm over each q and k head before RoPE (Qwen3's q_norm / k_norm)
 } model_config;
+
+// The attention head size: head_dim, or d_model / n_head when that is 0.
+static inline int model_head_size(const model_config *c) {
+    return c->head_dim ? c->head_dim : (c->n_head > 0 ? c->d_model / c->n_head : 0);
+}
+// The largest head size of the attention kernels (their tile sizes follow the device's workgroup memory).
+#define MODEL_HEAD_SIZE_MAX 128
 
 // ---- families
 typedef struct model_arch model_arch;  // defined in model_impl.h, for the families themselves
