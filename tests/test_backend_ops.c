@@ -167,6 +167,13 @@ static const op_case cases[] = {
     {"attention_forward", "B=1,T=70,NH=4,NKV=2,HS=32,p=0.5,seed=4000000000", 1e-5, 1e-4, NULL},
     {"attention_backward", "B=2,T=37,NH=4,NKV=4,HS=16,p=0.1,seed=5", 1e-4, 1e-4, prep_attention_bwd},
     {"attention_backward", "B=1,T=130,NH=4,NKV=2,HS=16,p=0.3,seed=77", 1e-4, 1e-4, prep_attention_bwd},
+    // head size 256 (Gemma-3): no tile fits 32 KiB of workgroup memory, so the row kernels run
+    // (16_attention_rows.wgsl); T past one 256-key chunk, grouped heads, dropout
+    {"attention_forward", "B=1,T=300,NH=2,NKV=1,HS=256", 1e-5, 1e-4, NULL},
+    {"attention_forward", "B=2,T=19,NH=4,NKV=2,HS=256,p=0.2,seed=9", 1e-5, 1e-4, NULL},
+    {"attention_backward", "B=1,T=300,NH=2,NKV=1,HS=256", 1e-4, 1e-4, prep_attention_bwd},
+    {"attention_backward", "B=2,T=19,NH=4,NKV=2,HS=256,p=0.2,seed=9", 1e-4, 1e-4, prep_attention_bwd},
+    {"attention_backward", "B=1,T=11,NH=3,NKV=3,HS=200", 1e-4, 1e-4, prep_attention_bwd},
     {"residual_forward", "n=1001", 0, 0, NULL},
     {"add_inplace", "n=1001", 0, 0, NULL},
     {"dropout_forward", "n=4099,p=0.1,seed=7,stream=3", 0, 0, NULL},  // the same mask and one product

@@ -155,7 +155,7 @@ def refusals():
         expect("heads not dividing hidden_size", {**good, "num_attention_heads": 3}, "num_attention_heads (3) does not divide")
         expect("kv heads not dividing heads", {**good, "num_key_value_heads": 3}, "num_key_value_heads (3) does not divide")
         expect("an odd head size", {**good, "hidden_size": 12, "num_attention_heads": 4}, "odd")
-        expect("head size above 128", {**good, "hidden_size": 512, "num_attention_heads": 2}, "above the supported 128")
+        expect("head size above 256", {**good, "hidden_size": 1024, "num_attention_heads": 2}, "above the supported 256")
         expect("head_dim other than the file's", {**good, "head_dim": 8}, "model.layers.0.self_attn.q_proj.weight")
         expect("an odd head_dim", {**good, "head_dim": 5}, "head size head_dim = 5 is odd")
         expect("a Qwen3 config for a file without q_norm / k_norm", ref.hf_config(L, C, F, V, NH, NKV, False, 8,
@@ -301,6 +301,10 @@ case(L=1, NH=3, NKV=1, C=24, F=20, V=29, maxT=8, B=2, T=7, tie=True, seed=14, ba
 # Qwen3-0.6B's proportions (head_dim twice C / NH: the q projection wider than the model), T = 9
 case(L=1, NH=4, NKV=2, C=32, F=24, V=41, maxT=12, B=1, T=9, tie=True, seed=15, backends=backends, steps=0,
      family="qwen3", head_dim=16)
+# head size 256 (Gemma-3's; qwen3 head_dim 256 on a 32-wide model): the attention's row kernels on
+# WebGPU, where no tile fits the software GPU's 32 KiB of workgroup memory
+case(L=1, NH=2, NKV=1, C=32, F=24, V=23, maxT=12, B=2, T=11, tie=False, seed=16, backends=backends, steps=2,
+     family="qwen3", head_dim=256)
 # one token
 case(L=1, NH=2, NKV=1, C=8, F=12, V=5, maxT=4, B=2, T=1, tie=False, seed=5, backends=backends, steps=3)
 refusals()

@@ -209,14 +209,14 @@
     BIND(out, OUT, F32, "B,T,NH*HS") BIND(lse, OUT, F32, "B,NH,T")                                 \
     BIND(qkv, IN, F32, "B,T,NH*HS+2*NKV*HS") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                 \
     SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
-    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 128)                         \
+    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 256)                         \
     SCAL(p, F32, 0.0, 0, 0.999) SCAL(seed, U32, 0, 0, WGT_U32_MAX)
 #define WGT_OP_attention_backward(BIND, SCAL)                                                      \
     BIND(dqkv, OUT, F32, "B,T,NH*HS+2*NKV*HS") BIND(dout, IN, F32, "B,T,NH*HS")                    \
     BIND(qkv, IN, F32, "B,T,NH*HS+2*NKV*HS") BIND(out, IN, F32, "B,T,NH*HS")                       \
     BIND(lse, IN, F32, "B,NH,T") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                             \
     SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
-    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 128)                         \
+    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 256)                         \
     SCAL(p, F32, 0.0, 0, 0.999) SCAL(seed, U32, 0, 0, WGT_U32_MAX)
 
 // ---- residual, gradient norm, optimizer (docs/kernels.md#residual, #optimizer) ----

@@ -51,7 +51,7 @@ static inline int model_head_size(const model_config *c) {
     return c->head_dim ? c->head_dim : (c->n_head > 0 ? c->d_model / c->n_head : 0);
 }
 // The largest head size of the attention kernels (their tile sizes follow the device's workgroup memory).
-#define MODEL_HEAD_SIZE_MAX 128
+#define MODEL_HEAD_SIZE_MAX 256
 
 // ---- families
 typedef struct model_arch model_arch;  // defined in model_impl.h, for the families themselves
