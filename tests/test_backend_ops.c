@@ -114,6 +114,11 @@ static const op_case cases[] = {
     {"gelu_inplace", "n=4096", 1e-6, 1e-5, NULL},  // the vec4 path
     {"swiglu_combine", "n=1027", 1e-6, 1e-5, NULL},
     {"swiglu_combine", "n=2048", 1e-6, 1e-5, NULL},
+    {"geglu_combine", "n=1027", 1e-6, 1e-5, NULL},
+    {"geglu_combine", "n=2048", 1e-6, 1e-5, NULL},  // the vec4 path
+    {"ffn_geglu_backward", "n=4099", 1e-6, 1e-5, NULL},
+    {"ffn_geglu_backward", "n=4100", 1e-6, 1e-5, NULL},
+    {"scale_inplace", "n=1001,s=33.941125", 0, 0, NULL},  // one product each side: bitwise
     {"cross_entropy", "R=37,V=1000,inv_norm=0.03,alpha=0.1", 1e-5, 1e-4, NULL},
     {"cross_entropy", "R=5,V=50257,inv_norm=0.2", 1e-5, 1e-4, NULL},
     {"cross_entropy", "R=9,V=7,inv_norm=0.5,beta=0", 1e-5, 1e-4, NULL},

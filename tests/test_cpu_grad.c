@@ -162,6 +162,46 @@ static void test_swiglu_grad(void) {
     free(c.gate); free(c.up); free(ng); free(nu);
 }
 
+// GeGLU: hidden = gelu(gate)·up with the tanh GeLU of d_gelu; gates past the clamp and near 0
+static double geglu_loss(void *p) {
+    swi_ctx *c = p;
+    double s = 0;
+    for (size_t i = 0; i < c->n; i++) s += d_gelu(c->gate[i]) * c->up[i] * c->w[i];
+    return s;
+}
+
+static void test_geglu_grad(void) {
+    const size_t n = 64;
+    float *gate = frandom(n, -6, 6), *up = frandom(n, -3, 3), *w = frandom(n, -1, 1);
+    gate[0] = 0; gate[1] = 150; gate[2] = -150; gate[3] = -20;
+    float *h = falloc(n), *dg = falloc(n), *du = falloc(n);
+    cpu_geglu_combine(h, gate, up, n);
+    double *hd = dalloc(n);
+    for (size_t i = 0; i < n; i++) hd[i] = d_gelu(gate[i]) * up[i];
+    check_fwd("geglu_combine vs double", h, hd, n);
+
+    cpu_ffn_geglu_backward(dg, du, w, gate, up, n);
+    swi_ctx c = {to_double(gate, n), to_double(up, n), w, n};
+    double *ng = fd_grad(c.gate, n, geglu_loss, &c);
+    double *nu = fd_grad(c.up, n, geglu_loss, &c);
+    check_grad("ffn_geglu_backward grad_gate", dg, ng, n);
+    check_grad("ffn_geglu_backward grad_up", du, nu, n);
+    free(gate); free(up); free(w); free(h); free(dg); free(du); free(hd);
+    free(c.gate); free(c.up); free(ng); free(nu);
+}
+
+// scale_inplace: one f32 product per element, exactly as x * s in C
+static void test_scale_inplace(void) {
+    const size_t n = 37;
+    float *x = frandom(n, -5, 5), *y = falloc(n);
+    memcpy(y, x, n * 4);
+    cpu_scale_inplace(y, n, 33.941125f);
+    int same = 1;
+    for (size_t i = 0; i < n; i++) same &= y[i] == x[i] * 33.941125f;
+    CHECK(same, "scale_inplace is not x * s");
+    free(x); free(y);
+}
+
 // ---------------------------------------------------------------- cross entropy
 
 // Per-row loss of docs/kernels.md#cross_entropy in double; 0 for an ignored row.
@@ -1007,6 +1047,8 @@ static void test_backend(void) {
 int main(void) {
     test_gelu_grad();
     test_swiglu_grad();
+    test_geglu_grad();
+    test_scale_inplace();
     test_cross_entropy_grad();
     test_embedding_grad();
     test_layernorm_grad();

@@ -43,10 +43,12 @@
 #define WGT_OPS(X)                                                                               \
     X(gelu_inplace, "x = gelu(x), tanh approximation")                                         \
     X(swiglu_combine, "hidden = silu(gate) * up")                                              \
+    X(geglu_combine, "hidden = gelu(gate) * up, tanh approximation (GeGLU)")                   \
     X(cross_entropy, "row softmax cross-entropy, label smoothing alpha, z-loss beta; dlogits in place") \
     X(sum_losses, "out[0] = (accumulate ? out[0] : 0) + sum of losses")                        \
     X(ffn_gelu_backward, "grad_pre = grad_hidden * gelu'(pre_gelu)")                           \
     X(ffn_swiglu_backward, "grad_gate = g*up*silu'(gate), grad_up = g*silu(gate)")             \
+    X(ffn_geglu_backward, "grad_gate = g*up*gelu'(gate), grad_up = g*gelu(gate)")              \
     X(embedding_forward, "out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]")                         \
     X(embedding_backward, "dwte[tokens[p],:] += dout[p,:]; dwpe[t,:] += sum over b of dout[b,t,:]") \
     X(layernorm_forward, "out = (inp - mean) * rstd * weight + bias per row (eps 1e-5); saves mean, rstd") \
@@ -69,6 +71,7 @@
     X(attention_backward, "dqkv from dout, qkv, out, lse (the forward's dropout mask regenerated)") \
     X(residual_forward, "out = a + b (out may be a)")                                          \
     X(add_inplace, "out += a")                                                                 \
+    X(scale_inplace, "x *= s (f32)")                                                            \
     X(dropout_forward, "out = inp * keep / (1 - p), keep hashed from (seed, stream, index); p = 0 copies") \
     X(dropout_backward, "dinp = dout * keep / (1 - p), the forward's mask regenerated")          \
     X(grad_norm_sq, "norm_sq[0] = (accumulate ? norm_sq[0] : 0) + sum of g^2")                 \
@@ -79,6 +82,10 @@
 #define WGT_OP_gelu_inplace(BIND, SCAL)                                                            \
     BIND(x, INOUT, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 #define WGT_OP_swiglu_combine(BIND, SCAL)                                                          \
+    BIND(hidden, OUT, F32, "n") BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n")                    \
+    SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+// GeGLU (Gemma-3's MLP): gelu of gelu_inplace (PyTorch's approximate="tanh") times up
+#define WGT_OP_geglu_combine(BIND, SCAL)                                                           \
     BIND(hidden, OUT, F32, "n") BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n")                    \
     SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 // logits are replaced by dlogits; a target >= V marks an ignored row (loss 0, zero dlogits).
@@ -96,6 +103,9 @@
     BIND(grad_pre, OUT, F32, "n") BIND(grad_hidden, IN, F32, "n") BIND(pre_gelu, IN, F32, "n")     \
     SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 #define WGT_OP_ffn_swiglu_backward(BIND, SCAL)                                                     \
+    BIND(grad_gate, OUT, F32, "n") BIND(grad_up, OUT, F32, "n") BIND(grad_hidden, IN, F32, "n")    \
+    BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+#define WGT_OP_ffn_geglu_backward(BIND, SCAL)                                                      \
     BIND(grad_gate, OUT, F32, "n") BIND(grad_up, OUT, F32, "n") BIND(grad_hidden, IN, F32, "n")    \
     BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 
@@ -225,6 +235,9 @@
     SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 #define WGT_OP_add_inplace(BIND, SCAL)                                                             \
     BIND(out, INOUT, F32, "n") BIND(a, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+// x *= s, one f32 product per element (Gemma-3's embedding times sqrt(hidden), and its gradient)
+#define WGT_OP_scale_inplace(BIND, SCAL)                                                           \
+    BIND(x, INOUT, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX) SCAL(s, F32, 1.0, -1e30, 1e30)
 // Dropout of a residual branch (docs/kernels.md#dropout): element i is kept when the hash of
 // (seed, stream, i) is at least p·2^32; no mask is stored, the backward draws the same one from the
 // same (seed, stream). p in [0, 1); p = 0 is an exact copy. out (dinp) may be the same view as
