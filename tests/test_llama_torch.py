@@ -42,8 +42,13 @@ def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, ep
     """bias: "" none, "qkv" (Qwen2), "qkvo" (LLaMA's and Qwen3's attention_bias). head_dim: a head
     size other than C / NH (written as the config's head_dim)."""
     qb, ob = "qkv" in bias, "o" in bias.replace("qkv", "")
-    P = ref.random_params(L, C, F, V, NH, NKV, tie, seed, qkv_bias=qb, o_bias=ob, head_dim=head_dim,
-                          qk_norm=family == "qwen3")
+    if family == "gemma3_text":  # extra: gemma3_hf_config's keywords (local_theta, window, pattern)
+        hd = head_dim or C // NH
+        P = ref.gemma3_random_params(L, C, F, V, NH, NKV, hd, tie, seed)
+        gcfg = ref.gemma3_hf_config(L, C, F, V, NH, NKV, hd, tie, maxT, theta, eps, **(extra or {}))
+    else:
+        P = ref.random_params(L, C, F, V, NH, NKV, tie, seed, qkv_bias=qb, o_bias=ob, head_dim=head_dim,
+                              qk_norm=family == "qwen3")
     tokens = torch.randint(0, V, (B, T + 1), generator=torch.Generator().manual_seed(seed + 1))
     tok = tokens.numpy().astype(np.int32)
     if ignore:
@@ -54,6 +59,11 @@ def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, ep
     if rope_scaling:
         tag0 += f" rope={rope_scaling['rope_type']}"
     tag0 = f"{family} {tag0}" + (f" bias={bias}" if bias else "") + (f" head_dim={head_dim}" if head_dim else "")
+
+    def fwd(Pp):
+        if family == "gemma3_text":
+            return ref.gemma3_forward(Pp, tok_in, gcfg)
+        return ref.forward(Pp, tok_in, L, NH, NKV, theta, eps, rope_scaling)
     cfg_extra = dict(extra or {})
     if family in ("llama", "qwen3") and bias:
         cfg_extra["attention_bias"] = True
@@ -62,11 +72,14 @@ def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, ep
     with tempfile.TemporaryDirectory() as d:
         mpath, tpath, cpath = (os.path.join(d, n) for n in ("m.safetensors", "t.npy", "config.json"))
         ref.save_safetensors(mpath, P)
-        ref.write_config(cpath, ref.hf_config(L, C, F, V, NH, NKV, tie, maxT, theta, eps, family=family,
-                                              rope_scaling=rope_scaling, **cfg_extra))
+        if family == "gemma3_text":
+            ref.write_config(cpath, gcfg)
+        else:
+            ref.write_config(cpath, ref.hf_config(L, C, F, V, NH, NKV, tie, maxT, theta, eps, family=family,
+                                                  rope_scaling=rope_scaling, **cfg_extra))
         np.save(tpath, tok)
         Pg = {k: v.clone().requires_grad_(True) for k, v in P.items()}
-        loss = ref.loss_fn(ref.forward(Pg, tok_in, L, NH, NKV, theta, eps, rope_scaling), targets)
+        loss = ref.loss_fn(fwd(Pg), targets)
         loss.backward()
         for be in backends:
             gpath = os.path.join(d, f"g_{be}.safetensors")
@@ -106,7 +119,7 @@ def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, ep
             ref_losses = []
             for s in range(steps + 1):
                 opt.zero_grad()
-                lo = ref.loss_fn(ref.forward(Pt, tok_in, L, NH, NKV, theta, eps, rope_scaling), targets)
+                lo = ref.loss_fn(fwd(Pt), targets)
                 ref_losses.append(lo.item())
                 if s < steps:
                     lo.backward()
@@ -305,6 +318,13 @@ case(L=1, NH=4, NKV=2, C=32, F=24, V=41, maxT=12, B=1, T=9, tie=True, seed=15, b
 # WebGPU, where no tile fits the software GPU's 32 KiB of workgroup memory
 case(L=1, NH=2, NKV=1, C=32, F=24, V=23, maxT=12, B=2, T=11, tie=False, seed=16, backends=backends, steps=2,
      family="qwen3", head_dim=256)
+# Gemma-3: sliding and full layers (pattern 2: layer 1 full) with their RoPE bases, head_dim 16
+# (C / NH is 8), grouped heads, tied (as released); T = 13 within the window
+case(L=2, NH=4, NKV=2, C=32, F=40, V=37, maxT=16, B=2, T=13, tie=True, seed=17, backends=backends, steps=3,
+     family="gemma3_text", head_dim=16, theta=1e6, eps=1e-6, extra={"local_theta": 1e4, "window": 16, "pattern": 2})
+# Gemma-3 at its head size, 256 (the attention's row kernels on WebGPU), multi-query, untied
+case(L=1, NH=2, NKV=1, C=24, F=20, V=29, maxT=12, B=1, T=9, tie=False, seed=18, backends=backends, steps=0,
+     family="gemma3_text", head_dim=256, theta=1e6, eps=1e-6, extra={"window": 512, "pattern": 6})
 # one token
 case(L=1, NH=2, NKV=1, C=8, F=12, V=5, maxT=4, B=2, T=1, tie=False, seed=5, backends=backends, steps=3)
 refusals()

@@ -933,6 +933,8 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
         }
         st = st_tensor_read(f, t, buf);
         if (st != WGT_OK) break;
+        if (p->flags & MODEL_T_HF_PLUS_ONE)
+            for (size_t e = 0; e < p->n; e++) buf[e] = 1.0f + buf[e];
         const float *src = buf;
         if (p->flags & MODEL_T_HF_TRANSPOSED) {
             if (!tmp) tmp = wgt_malloc(cap * 4);
@@ -978,6 +980,8 @@ static wgt_status save_st(wgt_model *m, const char *path, int grads, int hf_expo
             shape[0] = p->shape[0];
             shape[1] = p->shape[1];
         }
+        if (!grads && (p->flags & MODEL_T_HF_PLUS_ONE))
+            for (size_t e = 0; e < p->n; e++) d[e] -= 1.0f;
         char name[192];
         snprintf(name, sizeof name, "%s%s", hf_export && m->arch->hf_prefix ? m->arch->hf_prefix : "", p->name);
         st_writer_add(w, name, p->ndim, shape, d);
@@ -997,6 +1001,11 @@ static wgt_status hf_tensor_get(wgt_model *m, int i, float *dst, float *tmp, siz
     const model_param_info *p = &m->t[i].info;
     shape[0] = p->shape[0];
     shape[1] = p->shape[1];
+    if (p->flags & MODEL_T_HF_PLUS_ONE) {
+        WGT_TRY(model_param_get(m, i, dst, 0));
+        for (size_t e = 0; e < p->n; e++) dst[e] -= 1.0f;
+        return WGT_OK;
+    }
     if (!(p->flags & MODEL_T_HF_TRANSPOSED)) return model_param_get(m, i, dst, 0);
     WGT_TRY(model_param_get(m, i, tmp, 0));
     size_t R = p->shape[0], Cc = p->shape[1];

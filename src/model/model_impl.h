@@ -98,6 +98,7 @@ struct model_arch {
 // them (the only edit outside the family's file that a new family needs).
 extern const model_arch model_arch_gpt2;
 extern const model_arch model_arch_llama, model_arch_mistral, model_arch_qwen2, model_arch_qwen3;
+extern const model_arch model_arch_gemma3_text;
 extern const model_arch *const model_archs[];
 extern const int model_n_archs;
 
