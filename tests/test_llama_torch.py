@@ -244,6 +244,42 @@ def refusals():
         check(r.returncode != 0 and "--heads 2" in r.stderr, f"refusal: --heads contradicting the config: {r.stderr}")
 
 
+def gemma3_refusals():
+    """What gemma3_text configs this build does not compute are refused naming the field."""
+    L, NH, NKV, C, F, V, T, hd = 2, 2, 1, 16, 24, 11, 4, 8
+    P = ref.gemma3_random_params(L, C, F, V, NH, NKV, hd, True, 5)
+    with tempfile.TemporaryDirectory() as d:
+        mpath, tpath, cpath = (os.path.join(d, n) for n in ("m.safetensors", "t.npy", "config.json"))
+        ref.save_safetensors(mpath, P)
+        np.save(tpath, np.arange(2 * (T + 1), dtype=np.int32).reshape(2, T + 1) % V)
+        good = ref.gemma3_hf_config(L, C, F, V, NH, NKV, hd, True, 8, window=4, pattern=2)
+
+        def expect(what, cfg, want):
+            ref.write_config(cpath, cfg)
+            r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+            check(r.returncode != 0 and want in r.stderr,
+                  f"gemma3 refusal: {what}: exit {r.returncode}, expected {want!r}, got {r.stderr.strip()}")
+
+        ref.write_config(cpath, good)
+        r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        check(r.returncode == 0, f"gemma3: the good config runs: {r.stderr}")
+        expect("a sequence longer than the window", {**good, "sliding_window": 3},
+               "sequence length 4 is above the model's sliding_window 3")
+        expect("logit soft-capping", {**good, "final_logit_softcapping": 30.0}, '"final_logit_softcapping" must be null')
+        expect("score soft-capping", {**good, "attn_logit_softcapping": 50.0}, '"attn_logit_softcapping" must be null')
+        expect("query_pre_attn_scalar other than head_dim", {**good, "query_pre_attn_scalar": 16},
+               "query_pre_attn_scalar is 16 but head_dim is 8")
+        expect("rope_scaling", {**good, "rope_scaling": {"rope_type": "linear", "factor": 8.0}}, '"rope_scaling" must be null')
+        expect("layer_types that are not periodic", {**good, "layer_types": ["full_attention", "sliding_attention"]},
+               "layer_types is not periodic")
+        expect("another activation", {**good, "hidden_activation": "gelu"}, "hidden_activation")
+        expect("untied config, tied file", {**good, "tie_word_embeddings": False}, "lm_head.weight")
+        # without a window the sequence is not limited: every layer full attention
+        ref.write_config(cpath, {**good, "sliding_window": 3, "layer_types": ["full_attention"] * L})
+        r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        check(r.returncode == 0, f"gemma3: all full-attention layers ignore the window: {r.stderr}")
+
+
 def gpt2_config():
     """grad --config also reads GPT-2 configs (n_inner null: 4 n_embd), matching --heads."""
     import gpt2_torch_ref as g2
@@ -328,6 +364,7 @@ case(L=1, NH=2, NKV=1, C=24, F=20, V=29, maxT=12, B=1, T=9, tie=False, seed=18, 
 # one token
 case(L=1, NH=2, NKV=1, C=8, F=12, V=5, maxT=4, B=2, T=1, tie=False, seed=5, backends=backends, steps=3)
 refusals()
+gemma3_refusals()
 gpt2_config()
 for be, w in worst.items():
     print(f"{be}: largest gradient error {w:.2e} of its tensor's largest entry (bound 2e-4)")
