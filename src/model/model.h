@@ -135,7 +135,9 @@ enum {
                                            // one op reads whole (LLaMA's q | k | v projections)
     MODEL_T_HF_PLUS_ONE = 1 << 5,          // held as 1 + w where Hugging Face files hold w (Gemma's
                                            // norm weights, used as 1 + w): loading adds 1 in f32, as
-                                           // transformers' forward does, saving subtracts it (exact)
+                                           // transformers' forward does (bits of w below 2^-24 of 1 are
+                                           // dropped there too), saving subtracts it (exact for
+                                           // 1 + w >= 0.5)
 };
 typedef enum {
     MODEL_INIT_ZEROS,     // biases
