@@ -111,7 +111,7 @@ enum {
 // Gemma3ForCausalLM's state dict. Matrices and the embedding N(0, 0.02), decayed; norm weights
 // w = 0 at init (held as 1 + w = 1), not decayed.
 static const model_tensor_desc tensors[] = {
-    {"model.embed_tokens.weight", 0, {DIM_V, DIM_C}, D | E, MODEL_INIT_NORMAL, TOP(embed)},
+    {"model.embed_tokens.weight", 0, {DIM_V, DIM_C}, D | E | X, MODEL_INIT_NORMAL, TOP(embed)},
     {"model.layers.%d.self_attn.q_proj.weight", 1, {DIM_Q, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(q_w)},
     {"model.layers.%d.self_attn.k_proj.weight", 1, {DIM_KV, DIM_C}, D | X | PK, MODEL_INIT_NORMAL, BLK(k_w)},
     {"model.layers.%d.self_attn.v_proj.weight", 1, {DIM_KV, DIM_C}, D | X | PK, MODEL_INIT_NORMAL, BLK(v_w)},

@@ -176,10 +176,11 @@ enum {
 #define BLK(f) offsetof(block_params, f)
 // In the order of LlamaForCausalLM's state dict. Matrices and the embedding are decayed, norm
 // weights not; everything is N(0, 0.02) (initializer_range) but the norm weights, which are 1.
-// The embedding is bound whole by the embedding kernels, so it must fit one storage binding; the
-// ops split everything else.
+// Every op that touches a tensor here splits it where it exceeds one storage binding (the
+// embedding kernels into windows of vocabulary rows, the lm_head GEMMs into chunks) but the
+// per-head norm weights, which are HS long.
 static const model_tensor_desc tensors[] = {
-    {"model.embed_tokens.weight", 0, {DIM_V, DIM_C}, D | E, MODEL_INIT_NORMAL, TOP(embed)},
+    {"model.embed_tokens.weight", 0, {DIM_V, DIM_C}, D | E | X, MODEL_INIT_NORMAL, TOP(embed)},
     {"model.layers.%d.self_attn.q_proj.weight", 1, {DIM_Q, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(q_w)},
     {"model.layers.%d.self_attn.k_proj.weight", 1, {DIM_KV, DIM_C}, D | X | PK, MODEL_INIT_NORMAL, BLK(k_w)},
     {"model.layers.%d.self_attn.v_proj.weight", 1, {DIM_KV, DIM_C}, D | X | PK, MODEL_INIT_NORMAL, BLK(v_w)},
