@@ -271,9 +271,18 @@ def gemma3_refusals():
                "query_pre_attn_scalar is 16 but head_dim is 8")
         expect("rope_scaling", {**good, "rope_scaling": {"rope_type": "linear", "factor": 8.0}}, '"rope_scaling" must be null')
         expect("layer_types that are not periodic", {**good, "layer_types": ["full_attention", "sliding_attention"]},
-               "layer_types is not periodic")
+               "layer_types does not follow one period")
+        rp = {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+              "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
+        expect("rope_parameters of another type", {**good, "rope_parameters": {**rp, "sliding_attention": {
+               "rope_type": "linear", "rope_theta": 1e4, "factor": 2.0}}}, "has rope_type linear")
+        expect("rope_parameters disagreeing with rope_theta", {**good, "rope_parameters": rp, "rope_theta": 5e5},
+               "give one RoPE base of each kind")
         expect("another activation", {**good, "hidden_activation": "gelu"}, "hidden_activation")
         expect("untied config, tied file", {**good, "tie_word_embeddings": False}, "lm_head.weight")
+        ref.write_config(cpath, {**good, "rope_parameters": rp})
+        r2 = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        check(r2.returncode == 0 and r2.stdout == r.stdout, f"gemma3: rope_parameters as transformers 5 writes them: {r2.stderr}")
         # without a window the sequence is not limited: every layer full attention
         ref.write_config(cpath, {**good, "sliding_window": 3, "layer_types": ["full_attention"] * L})
         r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])

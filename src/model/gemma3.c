@@ -418,8 +418,9 @@ static wgt_status layers_from_hf(model_config *c, const cJSON *o, const char *wh
         const cJSON *e = cJSON_GetArrayItem(lt, l);
         int full = !strcmp(e->valuestring, "full_attention");
         if (full == is_sliding(c, l))
-            return wgt_fail(WGT_ERR_CONFIG, "%s: layer_types is not periodic (every %d-th layer full attention, the rest "
-                            "sliding); this build represents only that arrangement", what, c->sliding_pattern);
+            return wgt_fail(WGT_ERR_CONFIG, "%s: layer_types does not follow one period (full attention at layers P, 2P, "
+                            "... counting from 1, sliding elsewhere; here P would be %d): this build represents only "
+                            "that arrangement", what, c->sliding_pattern);
     }
     return WGT_OK;
 }
@@ -462,6 +463,13 @@ static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *wh
                             "\"sliding_attention\"", what);
         WGT_TRY(rope_kind_from_hf(full, what, "full_attention", &c->rope_theta));
         WGT_TRY(rope_kind_from_hf(loc, what, "sliding_attention", &c->rope_local_theta));
+        // the older keys beside them must agree (which one transformers reads depends on its version)
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "rope_theta");
+        const cJSON *lt = cJSON_GetObjectItemCaseSensitive(o, "rope_local_base_freq");
+        if ((cJSON_IsNumber(t) && t->valuedouble != c->rope_theta) ||
+            (cJSON_IsNumber(lt) && lt->valuedouble != c->rope_local_theta))
+            return wgt_fail(WGT_ERR_CONFIG, "%s: rope_theta / rope_local_base_freq differ from rope_parameters' "
+                            "full_attention / sliding_attention rope_theta; give one RoPE base of each kind", what);
     } else {
         WGT_TRY(model_hf_double(o, what, "rope_theta", 0, 1e6, 1e-30, 1e12, &c->rope_theta));
         WGT_TRY(model_hf_double(o, what, "rope_local_base_freq", 0, 1e4, 1e-30, 1e12, &c->rope_local_theta));
