@@ -142,13 +142,23 @@ def repeat_kv(x, n_rep):
     return x[:, :, None, :, :].expand(B, nkv, n_rep, T, hs).reshape(B, nkv * n_rep, T, hs)
 
 
-def attention(q, k, v):
+def causal_mask(T, window=0):
+    """[T, T] True where query i sees key j: j <= i, and i - j < window when window > 0 (HF's
+    sliding window: key j is kept while j > i - window)."""
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    mask = j <= i
+    return mask & (i - j < window) if window else mask
+
+
+def attention(q, k, v, window=0):
     T, hs = q.shape[-2], q.shape[-1]
     if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        if window:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(T, window))
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
     att = (q @ k.transpose(-2, -1)) * hs ** -0.5
-    mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
-    att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+    att = att.masked_fill(~causal_mask(T, window), float("-inf")).softmax(-1)
     return att @ v
 
 
@@ -159,7 +169,7 @@ def linear(x, P, name):
     return y if b is None else y + b
 
 
-def forward(P, idx, L, NH, NKV, theta, eps, rope_scaling=None):
+def forward(P, idx, L, NH, NKV, theta, eps, rope_scaling=None, window=0):
     B, T = idx.shape
     hs = P["model.layers.0.self_attn.q_proj.weight"].shape[0] // NH
     cos, sin = rope_tables(T, hs, theta, P["model.embed_tokens.weight"].dtype, rope_scaling)
@@ -175,7 +185,7 @@ def forward(P, idx, L, NH, NKV, theta, eps, rope_scaling=None):
             k = rmsnorm(k, P[p + "self_attn.k_norm.weight"], eps)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        y = attention(q, repeat_kv(k, NH // NKV), repeat_kv(v, NH // NKV))
+        y = attention(q, repeat_kv(k, NH // NKV), repeat_kv(v, NH // NKV), window)
         x = x + linear(y.transpose(1, 2).reshape(B, T, NH * hs), P, p + "self_attn.o_proj")
         h = rmsnorm(x, P[p + "post_attention_layernorm.weight"], eps)
         g = torch.nn.functional.silu(h @ P[p + "mlp.gate_proj.weight"].T)
@@ -272,7 +282,8 @@ def gemma3_forward(P, idx, cfg):
         k = k * cos + rotate_half(k) * sin
         k, v = repeat_kv(k, NH // NKV), repeat_kv(v, NH // NKV)
         att = (q @ k.transpose(-2, -1)) * scale
-        att = att.masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf")).softmax(-1)
+        win = cfg["sliding_window"] if cfg["layer_types"][l] == "sliding_attention" else 0
+        att = att.masked_fill(~causal_mask(T, win), float("-inf")).softmax(-1)
         y = (att @ v).transpose(1, 2).reshape(B, T, NH * hd)
         x = x + gemma_rmsnorm(y @ P[p + "self_attn.o_proj.weight"].T, P[p + "post_attention_layernorm.weight"], eps)
         h = gemma_rmsnorm(x, P[p + "pre_feedforward_layernorm.weight"], eps)

@@ -63,7 +63,7 @@ def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, ep
     def fwd(Pp):
         if family == "gemma3_text":
             return ref.gemma3_forward(Pp, tok_in, gcfg)
-        return ref.forward(Pp, tok_in, L, NH, NKV, theta, eps, rope_scaling)
+        return ref.forward(Pp, tok_in, L, NH, NKV, theta, eps, rope_scaling, (extra or {}).get("sliding_window") or 0)
     cfg_extra = dict(extra or {})
     if family in ("llama", "qwen3") and bias:
         cfg_extra["attention_bias"] = True
@@ -197,8 +197,6 @@ def refusals():
                family="qwen2"), "lacks tensor 'model.layers.0.self_attn.q_proj.bias'")
         expect("Qwen2's per-layer sliding window", ref.hf_config(L, C, F, V, NH, NKV, False, 8, family="qwen2",
                use_sliding_window=True), '"use_sliding_window" must be false')
-        expect("Mistral: a sequence longer than the window", ref.hf_config(L, C, F, V, NH, NKV, False, 8,
-               family="mistral", sliding_window=3), "sequence length 4 is above the model's sliding_window 3")
         # MistralConfig's absent sliding_window is 4096: T = 4 fits, and the loss is LLaMA's
         mcfg = ref.hf_config(L, C, F, V, NH, NKV, False, 8, family="mistral")
         del mcfg["sliding_window"]
@@ -263,8 +261,6 @@ def gemma3_refusals():
         ref.write_config(cpath, good)
         r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
         check(r.returncode == 0, f"gemma3: the good config runs: {r.stderr}")
-        expect("a sequence longer than the window", {**good, "sliding_window": 3},
-               "sequence length 4 is above the model's sliding_window 3")
         expect("logit soft-capping", {**good, "final_logit_softcapping": 30.0}, '"final_logit_softcapping" must be null')
         expect("score soft-capping", {**good, "attn_logit_softcapping": 50.0}, '"attn_logit_softcapping" must be null')
         expect("query_pre_attn_scalar other than head_dim", {**good, "query_pre_attn_scalar": 16},
@@ -283,10 +279,13 @@ def gemma3_refusals():
         ref.write_config(cpath, {**good, "rope_parameters": rp})
         r2 = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
         check(r2.returncode == 0 and r2.stdout == r.stdout, f"gemma3: rope_parameters as transformers 5 writes them: {r2.stderr}")
-        # without a window the sequence is not limited: every layer full attention
+        # with every layer full attention the window has no effect: a window shorter than the
+        # sequence gives the loss and gradients of one longer than it
         ref.write_config(cpath, {**good, "sliding_window": 3, "layer_types": ["full_attention"] * L})
         r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
-        check(r.returncode == 0, f"gemma3: all full-attention layers ignore the window: {r.stderr}")
+        ref.write_config(cpath, {**good, "sliding_window": 64, "layer_types": ["full_attention"] * L})
+        r2 = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        check(r.returncode == 0 and r.stdout == r2.stdout, f"gemma3: all full-attention layers ignore the window: {r.stderr}")
 
 
 def gpt2_config():
@@ -347,6 +346,9 @@ case(L=1, NH=2, NKV=2, C=16, F=20, V=23, maxT=10, B=2, T=10, tie=False, seed=10,
 # Mistral with a sliding window the sequence fits in (T = window: the full causal attention is the window's)
 case(L=2, NH=4, NKV=1, C=32, F=40, V=41, maxT=32, B=2, T=16, tie=False, seed=11, backends=backends, steps=0,
      family="mistral", extra={"sliding_window": 16})
+# Mistral with a window shorter than the sequence (T = 16, window 5): the attention's window mask
+case(L=1, NH=2, NKV=1, C=16, F=20, V=23, maxT=16, B=2, T=16, tie=False, seed=19, backends=backends, steps=0,
+     family="mistral", extra={"sliding_window": 5})
 # Mistral without a window (v0.2 and later: sliding_window null)
 case(L=1, NH=2, NKV=1, C=16, F=12, V=17, maxT=8, B=1, T=8, tie=True, seed=12, backends=backends, steps=0,
      family="mistral")
@@ -367,9 +369,10 @@ case(L=1, NH=2, NKV=1, C=32, F=24, V=23, maxT=12, B=2, T=11, tie=False, seed=16,
 # (C / NH is 8), grouped heads, tied (as released); T = 13 within the window
 case(L=2, NH=4, NKV=2, C=32, F=40, V=37, maxT=16, B=2, T=13, tie=True, seed=17, backends=backends, steps=3,
      family="gemma3_text", head_dim=16, theta=1e6, eps=1e-6, extra={"local_theta": 1e4, "window": 16, "pattern": 2})
-# Gemma-3 at its head size, 256 (the attention's row kernels on WebGPU), multi-query, untied
-case(L=1, NH=2, NKV=1, C=24, F=20, V=29, maxT=12, B=1, T=9, tie=False, seed=18, backends=backends, steps=0,
-     family="gemma3_text", head_dim=256, theta=1e6, eps=1e-6, extra={"window": 512, "pattern": 6})
+# Gemma-3 at its head size, 256 (the attention's row kernels on WebGPU), multi-query, untied;
+# layer 0 slides with a window (5) shorter than T = 9, layer 1 full
+case(L=2, NH=2, NKV=1, C=24, F=20, V=29, maxT=12, B=1, T=9, tie=False, seed=18, backends=backends, steps=0,
+     family="gemma3_text", head_dim=256, theta=1e6, eps=1e-6, extra={"window": 5, "pattern": 2})
 # one token
 case(L=1, NH=2, NKV=1, C=8, F=12, V=5, maxT=4, B=2, T=1, tie=False, seed=5, backends=backends, steps=3)
 refusals()

@@ -502,11 +502,11 @@ int main(void) {
         ctx_free(&q);
     }
     // ---- 7. Gemma-3: embedding scale, four (1 + w) norms a block, q/k norms, GeGLU, a sliding
-    // and a full layer with their RoPE bases, head_dim 6; tied
+    // (window 3 of T = 5) and a full layer with their RoPE bases, head_dim 6; tied
     {
         const model_config g3 = {.arch = "gemma3_text", .n_layer = 2, .n_head = 4, .d_model = 16, .d_ff = 24,
                                  .vocab = 11, .max_seq = 6, .n_kv_heads = 2, .rope_theta = 1e6, .rms_eps = 1e-6,
-                                 .tie_embeddings = 1, .head_dim = 6, .sliding_window = 8, .rope_local_theta = 1e4,
+                                 .tie_embeddings = 1, .head_dim = 6, .sliding_window = 3, .rope_local_theta = 1e4,
                                  .sliding_pattern = 2};
         fdctx q = ctx_new(be, &g3, B_, T_);
         q.lo = (model_loss_opts){0.0f, 1e-4f, 0.0f, 0, 0};

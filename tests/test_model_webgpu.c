@@ -357,14 +357,15 @@ int main(int argc, char **argv) {
                        .n_kv_heads = 2, .rope_theta = 1e6, .rms_eps = 1e-6, .tie_embeddings = 1, .head_dim = 12,
                        .qk_norm = 1},
          2, 37, 10, 0.1f, 1e-4f, 0.5f, 0, 0.0f, 1},
-        // Gemma-3: sliding and full layers, head_dim 16 (d_model / n_head is 10), tied, f32 and f16
+        // Gemma-3: sliding (window 12 of T = 37) and full layers, head_dim 16 (d_model / n_head is 10),
+        // tied, f32 and f16
         {"gemma3", {.arch = "gemma3_text", .n_layer = 2, .n_head = 4, .d_model = 40, .d_ff = 72, .vocab = 77,
                     .max_seq = 40, .n_kv_heads = 2, .rope_theta = 1e6, .rms_eps = 1e-6, .tie_embeddings = 1,
-                    .head_dim = 16, .sliding_window = 40, .rope_local_theta = 1e4, .sliding_pattern = 2},
+                    .head_dim = 16, .sliding_window = 12, .rope_local_theta = 1e4, .sliding_pattern = 2},
          2, 37, 10, 0.1f, 1e-4f, 0.5f, 0, 0.0f, 0},
         {"gemma3-f16", {.arch = "gemma3_text", .n_layer = 2, .n_head = 4, .d_model = 40, .d_ff = 72, .vocab = 77,
                         .max_seq = 40, .n_kv_heads = 2, .rope_theta = 1e6, .rms_eps = 1e-6, .tie_embeddings = 1,
-                        .head_dim = 16, .sliding_window = 40, .rope_local_theta = 1e4, .sliding_pattern = 2},
+                        .head_dim = 16, .sliding_window = 12, .rope_local_theta = 1e4, .sliding_pattern = 2},
          2, 37, 10, 0.1f, 1e-4f, 0.5f, 0, 0.0f, 1},
         {"big-V", {.arch = "gpt2", .n_layer = 1, .n_head = 2, .d_model = 64, .d_ff = 128, .vocab = 50257, .max_seq = 700},
          1, 700, 1, 0.0f, 1e-4f, 0.0f, 0, 0.0f, 0},

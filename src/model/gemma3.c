@@ -10,9 +10,8 @@
 //     (256 in the released models; the attention runs its row kernels where no tile fits);
 //   - the MLP is GeGLU with the tanh GeLU: down(gelu(gate(x)) * up(x));
 //   - layers alternate sliding-window and full attention (every sliding_pattern-th layer is
-//     full), each kind with its own RoPE base (rope_local_theta, rope_theta). The attention here
-//     is full causal, which equals the window's up to the window: a sequence longer than
-//     sliding_window is refused when the model has a sliding layer.
+//     full), each kind with its own RoPE base (rope_local_theta, rope_theta); a sliding layer
+//     passes sliding_window as the attention's window (query t sees keys t - window + 1 .. t).
 // Attention scores are scaled by query_pre_attn_scalar^-0.5, which the released configs set to
 // head_dim (the attention's own scale); another value is refused by name, as are logit
 // soft-capping and RoPE scaling (none in the 270M and 1B configs).
@@ -47,7 +46,6 @@ static const model_config_field config_fields[] = {
 
 // Layer l has sliding-window attention (else full).
 static int is_sliding(const model_config *c, int l) { return c->sliding_pattern > 1 && (l + 1) % c->sliding_pattern; }
-static int any_sliding(const model_config *c) { return c->sliding_pattern > 1 && c->n_layer > 0 && is_sliding(c, 0); }
 
 static wgt_status config_check(const model_config *c) {
     if (c->n_kv_heads < 1 || c->n_head % c->n_kv_heads)
@@ -201,10 +199,6 @@ static wgt_status init(wgt_model *m) {
     const model_config *c = &m->c;
     const size_t BT = (size_t)m->B * m->T, C = c->d_model, F = c->d_ff, NH = c->n_head, HS = HS_OF(c),
                  QC = NH * HS, QKV = QC + 2 * (size_t)c->n_kv_heads * HS, T = m->T, CQ = C > QC ? C : QC;
-    if (any_sliding(c) && m->T > c->sliding_window)
-        return wgt_fail(WGT_ERR_CONFIG, "sequence length %d is above the model's sliding_window %d; this build's attention "
-                        "is full causal, which equals the window's only up to it: use --seq %d or less", m->T,
-                        c->sliding_window, c->sliding_window);
     acts *a = wgt_calloc(1, sizeof *a + (size_t)c->n_layer * sizeof a->h[0]);
     m->acts = a;
     for (int l = 0; l < c->n_layer; l++) {
@@ -284,7 +278,7 @@ static void block_forward(wgt_model *m, int l) {
     qkv = model_act_f32(m, h->qkv, a->x_q, nq);
     wgt_view atty = model_act_out(m, h->atty, a->x_c);
     be->attention_forward(be, atty, h->lse, qkv, m->doc_view, B, T, NH, NKV, HS, m->drop_p, model_dropout_seed(m, l, 0),
-                          0);
+                          sl ? (uint32_t)m->c.sliding_window : 0);
     model_act_keep(m, h->atty, atty, (size_t)BT * QC);
     model_matmul(m, h->ao, h->atty, p->o_w, none, BT, QC, C);                                   // o_proj [B,T,C]
     be->rmsnorm_forward(be, a->scratch_c, h->rstd_pa, h->ao, p->ln_pa, BT, C, eps);           // post-attention norm
@@ -353,7 +347,7 @@ static void block_backward(wgt_model *m, int l) {
     wgt_view atty = model_act_f32(m, h->atty, a->x_c, (size_t)BT * QC);
     wgt_view qkv = model_act_f32(m, h->qkv, a->x_q, (size_t)BT * QKV);
     be->attention_backward(be, a->dqkv, a->dtmp, qkv, atty, h->lse, m->doc_view, B, T, NH, NKV, HS, m->drop_p,
-                           model_dropout_seed(m, l, 0), 0);
+                           model_dropout_seed(m, l, 0), sl ? (uint32_t)m->c.sliding_window : 0);
     be->rope_backward(be, a->dqkv, sl ? a->cos_l : a->cos_g, sl ? a->sin_l : a->sin_g, m->doc_view, B, T, NH, NKV, HS);
     be->qk_norm_backward(be, a->dqkv_pre, g->q_nw, g->k_nw, a->dqkv, h->qkv_pre, p->q_nw, p->k_nw, h->rstd_qk, B, T, NH,
                          NKV, HS, 0.0f);

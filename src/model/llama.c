@@ -3,8 +3,8 @@
 // plain or scaled), grouped-query causal attention, SwiGLU MLP, an lm_head of its own or tied to
 // the token embedding. Mistral, Qwen2 and Qwen3 are the same computation with other Hugging Face
 // configs (a variant table below): Qwen2 has biases on the q, k and v projections, LLaMA's
-// attention_bias puts them on q, k, v and o, Mistral has a sliding window (sequences longer than
-// it are refused: the attention here is full causal, which equals the window's below it), Qwen3
+// attention_bias puts them on q, k, v and o, Mistral has a sliding window (passed as the attention's
+// window: query t sees keys t - window + 1 .. t), Qwen3
 // normalises each q and k head (RMSNorm with q_norm / k_norm, qk_norm_forward) between the
 // projection and RoPE. The head size HS is head_dim where a config sets it (Qwen3), else C / NH;
 // the q projection is then Q = NH x HS wide (C when head_dim is unset).
@@ -286,10 +286,6 @@ static wgt_status init(wgt_model *m) {
     const model_config *c = &m->c;
     const size_t BT = (size_t)m->B * m->T, C = c->d_model, F = c->d_ff, NH = c->n_head, HS = HS_OF(c),
                  QC = NH * HS, QKV = QC + 2 * (size_t)c->n_kv_heads * HS, T = m->T, CQ = C > QC ? C : QC;
-    if (c->sliding_window && m->T > c->sliding_window)
-        return wgt_fail(WGT_ERR_CONFIG, "sequence length %d is above the model's sliding_window %d; this build's attention "
-                        "is full causal, which equals the window's only up to it: use --seq %d or less", m->T,
-                        c->sliding_window, c->sliding_window);
     acts *a = wgt_calloc(1, sizeof *a + (size_t)c->n_layer * sizeof a->h[0]);
     m->acts = a;
     for (int l = 0; l < c->n_layer; l++) {
@@ -378,7 +374,7 @@ static void block_forward(wgt_model *m, int l) {
     qkv = model_act_f32(m, h->qkv, a->x_q, nq);  // (f16: attention reads the rounded qkv, as its backward)
     wgt_view atty = model_act_out(m, h->atty, a->x_c);
     be->attention_forward(be, atty, h->lse, qkv, m->doc_view, B, T, NH, NKV, HS, m->drop_p,
-                          model_dropout_seed(m, l, 0), 0);                                  // atty [B,T,C], lse [B,NH,T]
+                          model_dropout_seed(m, l, 0), (uint32_t)m->c.sliding_window);        // atty [B,T,C], lse [B,NH,T]
     model_act_keep(m, h->atty, atty, (size_t)BT * QC);
     model_matmul(m, a->scratch_c, h->atty, p->o_w, o_bias_of(m, p), BT, QC, C);               // o_proj [B,T,C]
     model_branch_dropout(m, a->scratch_c, l, 1);
@@ -438,7 +434,7 @@ static void block_backward(wgt_model *m, int l) {
     wgt_view atty = model_act_f32(m, h->atty, a->x_c, (size_t)BT * QC);  // (f16: the rounded out, widened)
     wgt_view qkv = model_act_f32(m, h->qkv, a->x_q, (size_t)BT * QKV);
     be->attention_backward(be, a->dqkv, a->dtmp, qkv, atty, h->lse, m->doc_view, B, T, NH, NKV, HS, m->drop_p,
-                           model_dropout_seed(m, l, 0), 0);                                          // dqkv (rotated)
+                           model_dropout_seed(m, l, 0), (uint32_t)m->c.sliding_window);                // dqkv (rotated)
     be->rope_backward(be, a->dqkv, a->cos, a->sin, m->doc_view, B, T, NH, NKV, HS);                    // dqkv [B,T,Q+2KV]
     wgt_view dqkv = a->dqkv;
     if (m->c.qk_norm) {  // through q_norm / k_norm: the projection's gradient
