@@ -40,8 +40,8 @@ typedef struct {
     int rope_orig_max_pos;    // llama3: original_max_position_embeddings
     int qkv_bias;             // 1: the q, k, v projections have biases (Qwen2; LLaMA's attention_bias)
     int o_bias;               // 1: the o projection has a bias (LLaMA's attention_bias)
-    int sliding_window;       // Mistral, Qwen2: the attention window (0: none); sequences longer
-                              // than it are refused (the attention is full causal)
+    int sliding_window;       // Mistral, Gemma-3: the attention window (0: none): query t sees keys
+                              // t - window + 1 .. t (attention_forward's window)
     int head_dim;             // HS when it is not d_model / n_head (Qwen3, Hugging Face's head_dim); 0: it is
     int qk_norm;              // 1: RMSNorm over each q and k head before RoPE (Qwen3's q_norm / k_norm)
     // Gemma-3 (gemma3.c; with n_kv_heads, rope_theta for the full-attention layers, rms_eps,
