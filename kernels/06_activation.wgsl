@@ -1,5 +1,5 @@
-// 06_activation.wgsl — FFN activations: GeLU in place and fused silu(gate)*up
-// (docs/kernels.md#gelu_inplace, #swiglu_combine).
+// 06_activation.wgsl — FFN activations: GeLU in place, fused silu(gate)*up and gelu(gate)*up
+// (docs/kernels.md#gelu_inplace, #swiglu_combine, #geglu_combine).
 // One thread per element (or per 4 elements), no shared memory, no barriers. The host defines
 // the element type EW (and EU, the matching u32 type): f32, or vec4<f32> when n is a multiple of 4 — 16-byte
 // loads and stores move the same bytes with a quarter of the instructions. All the math below is
@@ -49,4 +49,16 @@ fn swiglu_combine(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_w
     if (i >= params_sw.n) { return; }
     let g = gate[i];
     hidden[i] = g * sigmoid_stable(g) * up[i];
+}
+
+@group(0) @binding(0) var<storage, read_write> gg_hidden : array<EW>;
+@group(0) @binding(1) var<storage, read> gg_gate : array<EW>;
+@group(0) @binding(2) var<storage, read> gg_up : array<EW>;
+@group(0) @binding(3) var<uniform> gg_params : Params;
+
+@compute @workgroup_size(256)
+fn geglu_combine(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let i = flat_id(gid, nwg);
+    if (i >= gg_params.n) { return; }
+    gg_hidden[i] = gelu(gg_gate[i]) * gg_up[i];
 }

@@ -70,3 +70,27 @@ fn ffn_swiglu_backward(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(
     sb_grad_gate[i] = ffn_nan_guard(g * sb_up[i] * dsilu);
     sb_grad_up[i] = ffn_nan_guard(g * (x * s));
 }
+
+@group(0) @binding(0) var<storage, read_write> gq_grad_gate : array<EW>;
+@group(0) @binding(1) var<storage, read_write> gq_grad_up : array<EW>;
+@group(0) @binding(2) var<storage, read> gq_grad_hidden : array<EW>;
+@group(0) @binding(3) var<storage, read> gq_gate : array<EW>;
+@group(0) @binding(4) var<storage, read> gq_up : array<EW>;
+@group(0) @binding(5) var<uniform> gq_params : FfnParams;
+
+// GeGLU (docs/kernels.md#ffn_geglu_backward): grad_gate = g·up·gelu'(gate) (ffn_gelu_grad),
+// grad_up = g·gelu(gate), gelu as 06_activation.wgsl's (the same sign-branched halves)
+@compute @workgroup_size(256)
+fn ffn_geglu_backward(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let i = flat_id(gid, nwg);
+    if (i >= gq_params.n) { return; }
+    let g = gq_grad_hidden[i];
+    let x = gq_gate[i];
+    let xc = clamp(x, EW(-100.0), EW(100.0));
+    let z = 0.7978845608 * (xc + 0.044715 * xc * xc * xc);
+    let e = exp(-2.0 * abs(z));
+    let r = 1.0 / (1.0 + e);
+    let gelu = x * select(e * r, r, z >= EW(0.0));
+    gq_grad_gate[i] = ffn_nan_guard(g * gq_up[i] * ffn_gelu_grad(x));
+    gq_grad_up[i] = ffn_nan_guard(g * gelu);
+}

@@ -134,3 +134,86 @@ fn rmsnorm_backward_params(@builtin(local_invocation_index) lid : u32, @builtin(
         rp_dweight[c] += tw;
     }
 }
+
+// qk_norm_backward (rows) / qk_norm_backward_params: the backward of qk_norm_forward
+// (02_norm.wgsl). The row kernel writes dqkv (not +=: the op's output), one workgroup per head
+// row, dx = rstd·(dxhat - xhat·mean(dxhat·xhat)), dxhat = dout·(w_offset + w), v heads copied.
+// The params kernel owns 8 of the 2·HS columns (q_weight's, then k_weight's) per workgroup; its
+// 32 row slices walk the (token, head) rows of that weight's heads, and the 32 partials are
+// added in a fixed order.
+struct QKNBParams { N : u32, NH : u32, NKV : u32, HS : u32, eps : f32, w_offset : f32, p0 : u32, p1 : u32 };
+
+@group(0) @binding(0) var<storage, read_write> qb_dqkv : array<f32>;
+@group(0) @binding(1) var<storage, read> qb_dout : array<f32>;
+@group(0) @binding(2) var<storage, read> qb_qkv : array<f32>;
+@group(0) @binding(3) var<storage, read> qb_qw : array<f32>;
+@group(0) @binding(4) var<storage, read> qb_kw : array<f32>;
+@group(0) @binding(5) var<storage, read> qb_rstd : array<f32>;
+@group(0) @binding(6) var<uniform> qb_p : QKNBParams;
+
+@compute @workgroup_size(256)
+fn qk_norm_backward(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
+                    @builtin(num_workgroups) nwg : vec3<u32>) {
+    let H = qb_p.NH + 2u * qb_p.NKV;
+    let HN = qb_p.NH + qb_p.NKV;
+    let row = flat_wg(wid, nwg);
+    if (row >= qb_p.N * H) { return; }   // uniform across the workgroup
+    let HS = qb_p.HS;
+    let n = row / H;
+    let h = row % H;
+    let base = row * HS;
+    if (h >= HN) {
+        for (var c = lid; c < HS; c += 256u) { qb_dqkv[base + c] = qb_dout[base + c]; }
+        return;
+    }
+    let rs = qb_rstd[n * HN + h];
+    let isq = h < qb_p.NH;
+    var s = 0.0;
+    for (var c = lid; c < HS; c += 256u) {
+        let g = qb_p.w_offset + select(qb_kw[c], qb_qw[c], isq);
+        s += (qb_dout[base + c] * g) * (qb_qkv[base + c] * rs);
+    }
+    let mean = wg_reduce_sum(s, lid) / f32(HS);
+    for (var c = lid; c < HS; c += 256u) {
+        let g = qb_p.w_offset + select(qb_kw[c], qb_qw[c], isq);
+        qb_dqkv[base + c] = rs * (qb_dout[base + c] * g - (qb_qkv[base + c] * rs) * mean);
+    }
+}
+
+@group(0) @binding(0) var<storage, read_write> qp_dqw : array<f32>;
+@group(0) @binding(1) var<storage, read_write> qp_dkw : array<f32>;
+@group(0) @binding(2) var<storage, read> qp_dout : array<f32>;
+@group(0) @binding(3) var<storage, read> qp_qkv : array<f32>;
+@group(0) @binding(4) var<storage, read> qp_rstd : array<f32>;
+@group(0) @binding(5) var<uniform> qp_p : QKNBParams;
+
+@compute @workgroup_size(256)
+fn qk_norm_backward_params(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
+                           @builtin(num_workgroups) nwg : vec3<u32>) {
+    let col = lid % 8u;
+    let slice = lid / 8u;
+    let HS = qp_p.HS;
+    let j = flat_wg(wid, nwg) * 8u + col;   // 0 .. 2·HS: q_weight's columns, then k_weight's
+    let H = qp_p.NH + 2u * qp_p.NKV;
+    let HN = qp_p.NH + qp_p.NKV;
+    let isk = j >= HS;
+    let c = select(j, j - HS, isk);
+    let nh = select(qp_p.NH, qp_p.NKV, isk);   // heads of this weight per token
+    let h0 = select(0u, qp_p.NH, isk);
+    var sw = 0.0;
+    if (j < 2u * HS) {
+        for (var m = slice; m < qp_p.N * nh; m += 32u) {
+            let n = m / nh;
+            let h = h0 + m % nh;
+            let e = (n * H + h) * HS + c;
+            sw += qp_dout[e] * (qp_qkv[e] * qp_rstd[n * HN + h]);
+        }
+    }
+    lp_w[lid] = sw;
+    workgroupBarrier();
+    if (slice == 0u && j < 2u * HS) {
+        var tw = 0.0;
+        for (var k = 0u; k < 32u; k++) { tw += lp_w[k * 8u + col]; }
+        if (isk) { qp_dkw[c] += tw; } else { qp_dqw[c] += tw; }
+    }
+}

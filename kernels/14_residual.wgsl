@@ -2,6 +2,7 @@
 //   residual_forward: out = a + b (the host dispatches add_inplace when out is a or b: a buffer
 //     may not be bound both read-only and writable in one dispatch);
 //   add_inplace: out += a (a branch's gradient joining the residual stream's);
+//   scale_inplace: x *= s (Gemma-3's embedding scale, forward and backward);
 //   dropout, dropout_inplace: out = inp·scale where element i is kept, else 0 (dropout_forward and
 //     dropout_backward, which apply the same mask: docs/kernels.md#dropout).
 // Element offsets in the params let the host bind 256-byte-aligned windows of large tensors.
@@ -29,6 +30,17 @@ fn add_inplace(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_work
     let i = flat_id(gid, nwg);
     if (i >= ai_p.n) { return; }
     ai_out[ai_p.out_off + i] += ai_a[ai_p.a_off + i];
+}
+
+struct ScaleParams { n : u32, off : u32, s : f32, p0 : u32 };
+@group(0) @binding(0) var<storage, read_write> si_x : array<f32>;
+@group(0) @binding(1) var<uniform> si_p : ScaleParams;
+
+@compute @workgroup_size(256)
+fn scale_inplace(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let i = flat_id(gid, nwg);
+    if (i >= si_p.n) { return; }
+    si_x[si_p.off + i] = si_x[si_p.off + i] * si_p.s;
 }
 
 // Dropout. Element i of the tensor (index hi·2^32 + lo, lo = base_lo + the thread's element,

@@ -1,6 +1,6 @@
 # family_helper.py — the Python side of tests/test_families.sh: writes a random Hugging Face model
 # directory of the LLaMA-computation families (llama with or without attention_bias and RoPE
-# scaling, mistral, qwen2; tied or untied) with llama_torch_ref.py, and compares an export's
+# scaling, mistral, qwen2, qwen3 with its q/k norms and a head_dim; tied or untied) with llama_torch_ref.py, and compares an export's
 # config.json and tensor names with the original's.
 import argparse
 import json
@@ -21,9 +21,21 @@ LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_fr
 
 def cmd_make(a):
     os.makedirs(a.out, exist_ok=True)
+    if a.family == "gemma3_text":  # head_dim 16, a sliding and a full layer
+        P = ref.gemma3_random_params(L, C, F, V, NH, NKV, a.head_dim or 16, bool(a.tie), a.seed, torch.float32)
+        fh.write_st(os.path.join(a.out, "model.safetensors"), P, a.dtype, {"format": "pt"})
+        ref.write_config(os.path.join(a.out, "config.json"),
+                         ref.gemma3_hf_config(L, C, F, V, NH, NKV, a.head_dim or 16, bool(a.tie), T, eps=1e-6,
+                                              window=a.window or T, pattern=2))
+        return
     qkv = a.family == "qwen2" or a.bias
-    P = ref.random_params(L, C, F, V, NH, NKV, bool(a.tie), a.seed, torch.float32, qkv_bias=qkv, o_bias=a.bias)
+    P = ref.random_params(L, C, F, V, NH, NKV, bool(a.tie), a.seed, torch.float32, qkv_bias=qkv, o_bias=a.bias,
+                          head_dim=a.head_dim or None, qk_norm=a.family == "qwen3")
     extra = {}
+    if a.family == "qwen3":
+        extra["attention_bias"] = bool(a.bias)
+        if a.head_dim:
+            extra["head_dim"] = a.head_dim
     if a.family == "llama":
         extra["attention_bias"] = bool(a.bias)
         if a.rope:
@@ -40,7 +52,10 @@ def cmd_make(a):
 KEYS = ["model_type", "architectures", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
         "num_hidden_layers", "vocab_size", "max_position_embeddings", "rms_norm_eps", "rope_theta", "tie_word_embeddings",
         "hidden_act", "rope_scaling"]
-FAMILY_KEYS = {"llama": ["attention_bias", "mlp_bias"], "mistral": ["sliding_window"], "qwen2": ["use_sliding_window"]}
+FAMILY_KEYS = {"llama": ["attention_bias", "mlp_bias"], "mistral": ["sliding_window"], "qwen2": ["use_sliding_window"],
+               "qwen3": ["use_sliding_window", "attention_bias", "head_dim"],
+               "gemma3_text": ["head_dim", "query_pre_attn_scalar", "rope_local_base_freq", "sliding_window", "layer_types",
+                               "hidden_activation"]}
 
 
 def cmd_check_export(a):
@@ -61,11 +76,12 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("make")
     g.add_argument("out")
-    g.add_argument("--family", choices=["llama", "mistral", "qwen2"], required=True)
+    g.add_argument("--family", choices=["llama", "mistral", "qwen2", "qwen3", "gemma3_text"], required=True)
     g.add_argument("--tie", type=int, default=0)
     g.add_argument("--bias", type=int, default=0)  # llama: attention_bias
     g.add_argument("--rope", choices=["", "llama3", "linear"], default="")
     g.add_argument("--window", type=int, default=0)  # mistral: sliding_window (0: null)
+    g.add_argument("--head-dim", type=int, default=0)  # qwen3: head_dim (0: C / NH)
     g.add_argument("--seed", type=int, default=1)
     g.add_argument("--dtype", choices=["F32", "F16", "BF16"], default="F32")
     g = sub.add_parser("check-export")

@@ -172,6 +172,8 @@ def ref_logits(d, idx, st=None):
     fam, cfg, P = load_model(d, st)
     if fam == "gpt2":
         return gref.forward(P, idx, cfg["n_layer"], cfg["n_head"])
+    if fam == "gemma3_text":
+        return lref.gemma3_forward(P, idx, cfg)
     return lref.forward(P, idx, cfg["num_hidden_layers"], cfg["num_attention_heads"],
                         cfg.get("num_key_value_heads", cfg["num_attention_heads"]), cfg.get("rope_theta", 10000.0),
                         cfg.get("rms_norm_eps", 1e-6), cfg.get("rope_scaling"))

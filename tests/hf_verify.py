@@ -9,7 +9,8 @@
 # With --families WORK_DIR (instead of HF_DIR) it checks every family of the LLaMA computation
 # against transformers itself: for each of llama (plain, llama3 and linear RoPE scaling,
 # attention_bias; tied and untied), mistral (with a sliding window the sequence fits in, and
-# none), qwen2 (tied and untied), it builds a random small model with transformers' own class,
+# none), qwen2 (tied and untied), qwen3 (q/k norms; head_dim other than hidden / heads, and equal
+# to it with attention_bias), gemma3_text (head_dim 256 tied, 16 untied; sliding and full layers), it builds a random small model with transformers' own class,
 # saves it with save_pretrained in BF16 with a small max_shard_size (a sharded checkpoint with its
 # index), and requires: `wgtrain grad --logits` on the shards equals transformers' logits of the
 # same BF16 weights in float32; `train --init` + `export` gives a directory that from_pretrained
@@ -30,7 +31,8 @@ import transformers
 from transformers import AutoTokenizer, GPT2LMHeadModel, LlamaForCausalLM
 
 CLASSES = {"gpt2": GPT2LMHeadModel, "llama": LlamaForCausalLM}
-for _name, _cls in (("mistral", "MistralForCausalLM"), ("qwen2", "Qwen2ForCausalLM"), ("qwen3", "Qwen3ForCausalLM")):
+for _name, _cls in (("mistral", "MistralForCausalLM"), ("qwen2", "Qwen2ForCausalLM"), ("qwen3", "Qwen3ForCausalLM"),
+                    ("gemma3_text", "Gemma3ForCausalLM")):
     if hasattr(transformers, _cls):
         CLASSES[_name] = getattr(transformers, _cls)
 
@@ -77,6 +79,16 @@ FAMILY_CASES = [
     ("mistral", "no window, tied", {"tie_word_embeddings": True, "sliding_window": None}),
     ("qwen2", "untied", {"tie_word_embeddings": False}),
     ("qwen2", "tied", {"tie_word_embeddings": True}),
+    ("qwen3", "head_dim 16 (hidden / heads 8), untied", {"tie_word_embeddings": False, "head_dim": 16}),
+    ("qwen3", "head_dim 8, attention_bias, tied", {"tie_word_embeddings": True, "head_dim": 8, "attention_bias": True}),
+    # Gemma-3: sliding and full layers (every second full) with their two RoPE bases, the window
+    # (64) at the sequence (48) or above; head size 256 as released, and 16
+    ("gemma3_text", "head_dim 256, tied", {"tie_word_embeddings": True, "head_dim": 256, "query_pre_attn_scalar": 256,
+                                           "sliding_window": 64, "layer_types": ["sliding_attention", "full_attention"],
+                                           "hidden_activation": "gelu_pytorch_tanh"}),
+    ("gemma3_text", "head_dim 16, untied", {"tie_word_embeddings": False, "head_dim": 16, "query_pre_attn_scalar": 16,
+                                            "sliding_window": 48, "layer_types": ["sliding_attention", "full_attention"],
+                                            "hidden_activation": "gelu_pytorch_tanh"}),
 ]
 
 

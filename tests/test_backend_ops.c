@@ -57,6 +57,16 @@ static void prep_rmsnorm_bwd(const wgt_op_desc *d, float **h, const double *s) {
     free(out);
 }
 
+// qk_norm_backward needs the rstd of its qkv (forward at its eps default, 1e-6)
+static void prep_qk_norm_bwd(const wgt_op_desc *d, float **h, const double *s) {
+    uint32_t B = (uint32_t)s[scalar_of(d, "B")], T = (uint32_t)s[scalar_of(d, "T")], NH = (uint32_t)s[scalar_of(d, "NH")],
+             NKV = (uint32_t)s[scalar_of(d, "NKV")], HS = (uint32_t)s[scalar_of(d, "HS")];
+    float *out = malloc((size_t)B * T * (NH + 2 * NKV) * HS * 4);
+    cpu_qk_norm_forward(out, h[bind_of(d, "rstd")], h[bind_of(d, "qkv")], h[bind_of(d, "q_weight")],
+                        h[bind_of(d, "k_weight")], B, T, NH, NKV, HS, 1e-6f, (float)s[scalar_of(d, "w_offset")]);
+    free(out);
+}
+
 // doc_start of packed examples: each sequence cut into examples of random lengths (1 to about
 // T/2, so some span several tiles and some are single tokens); doc_start[b,t] = the first
 // position of t's example (<= t, non-decreasing: the op's contract)
@@ -133,6 +143,11 @@ static const op_case cases[] = {
     {"gelu_inplace", "n=4096", 1e-6, 1e-5, NULL},  // the vec4 path
     {"swiglu_combine", "n=1027", 1e-6, 1e-5, NULL},
     {"swiglu_combine", "n=2048", 1e-6, 1e-5, NULL},
+    {"geglu_combine", "n=1027", 1e-6, 1e-5, NULL},
+    {"geglu_combine", "n=2048", 1e-6, 1e-5, NULL},  // the vec4 path
+    {"ffn_geglu_backward", "n=4099", 1e-6, 1e-5, NULL},
+    {"ffn_geglu_backward", "n=4100", 1e-6, 1e-5, NULL},
+    {"scale_inplace", "n=1001,s=33.941125", 0, 0, NULL},  // one product each side: bitwise
     {"cross_entropy", "R=37,V=1000,inv_norm=0.03,alpha=0.1", 1e-5, 1e-4, NULL},
     {"cross_entropy", "R=5,V=50257,inv_norm=0.2", 1e-5, 1e-4, NULL},
     {"cross_entropy", "R=9,V=7,inv_norm=0.5,beta=0", 1e-5, 1e-4, NULL},
@@ -147,6 +162,13 @@ static const op_case cases[] = {
     {"rmsnorm_forward", "N=3,C=1000,eps=1e-6", 1e-5, 1e-5, NULL},
     {"rmsnorm_backward", "N=37,C=200", 1e-5, 1e-5, prep_rmsnorm_bwd},
     {"rmsnorm_backward", "N=300,C=24", 1e-5, 1e-5, prep_rmsnorm_bwd},
+    // per-head q/k RMSNorm: grouped (3 q heads a kv head), odd head sizes, HS 256 (Gemma-3), 1 + w
+    {"qk_norm_forward", "B=2,T=7,NH=6,NKV=2,HS=20", 1e-5, 1e-5, NULL},
+    {"qk_norm_forward", "B=1,T=5,NH=2,NKV=1,HS=256,eps=1e-5,w_offset=1", 1e-5, 1e-5, NULL},
+    {"qk_norm_forward", "B=3,T=3,NH=1,NKV=1,HS=300", 1e-5, 1e-5, NULL},
+    {"qk_norm_backward", "B=2,T=7,NH=6,NKV=2,HS=20", 1e-5, 1e-5, prep_qk_norm_bwd},
+    {"qk_norm_backward", "B=1,T=9,NH=4,NKV=4,HS=256,w_offset=1", 1e-5, 1e-5, prep_qk_norm_bwd},
+    {"qk_norm_backward", "B=3,T=3,NH=1,NKV=1,HS=300", 1e-5, 1e-5, prep_qk_norm_bwd},
     {"matmul", "N=37,C=68,OC=50", 1e-5, 1e-5, NULL},
     {"matmul", "N=130,C=256,OC=129", 1e-5, 1e-5, NULL},
     {"matmul_t", "N=37,C=68,OC=50", 1e-5, 1e-5, NULL},
@@ -194,6 +216,18 @@ static const op_case cases[] = {
     {"attention_forward", "B=2,T=70,NH=4,NKV=2,HS=16,window=9", 1e-5, 1e-4, prep_doc_start},
     {"attention_backward", "B=2,T=70,NH=4,NKV=2,HS=16,window=9", 1e-4, 1e-4, prep_attention_bwd},
     {"attention_backward", "B=1,T=130,NH=2,NKV=2,HS=16,window=1", 1e-4, 1e-4, prep_attention_bwd},
+    // head size 256 (Gemma-3): no tile fits 32 KiB of workgroup memory, so the row kernels run
+    // (17_attention_rows.wgsl); T past one 256-key chunk, grouped heads, dropout, all with packed
+    // examples; a window shorter and one longer than a chunk
+    {"attention_forward", "B=1,T=300,NH=2,NKV=1,HS=256", 1e-5, 1e-4, prep_doc_start},
+    {"attention_forward", "B=2,T=19,NH=4,NKV=2,HS=256,p=0.2,seed=9", 1e-5, 1e-4, prep_doc_start},
+    {"attention_forward", "B=2,T=70,NH=2,NKV=1,HS=256,window=9", 1e-5, 1e-4, prep_doc_start},
+    {"attention_forward", "B=1,T=300,NH=2,NKV=2,HS=256,window=270", 1e-5, 1e-4, prep_doc_start},
+    {"attention_backward", "B=1,T=300,NH=2,NKV=1,HS=256", 1e-4, 1e-4, prep_attention_bwd},
+    {"attention_backward", "B=2,T=19,NH=4,NKV=2,HS=256,p=0.2,seed=9", 1e-4, 1e-4, prep_attention_bwd},
+    {"attention_backward", "B=1,T=11,NH=3,NKV=3,HS=200", 1e-4, 1e-4, prep_attention_bwd},
+    {"attention_backward", "B=2,T=70,NH=2,NKV=1,HS=256,window=9", 1e-4, 1e-4, prep_attention_bwd},
+    {"attention_backward", "B=1,T=300,NH=2,NKV=2,HS=256,window=270", 1e-4, 1e-4, prep_attention_bwd},
     {"residual_forward", "n=1001", 0, 0, NULL},
     {"add_inplace", "n=1001", 0, 0, NULL},
     // one f32 product and at most one sum an element, the same on both sides: bitwise

@@ -162,6 +162,46 @@ static void test_swiglu_grad(void) {
     free(c.gate); free(c.up); free(ng); free(nu);
 }
 
+// GeGLU: hidden = gelu(gate)·up with the tanh GeLU of d_gelu; gates past the clamp and near 0
+static double geglu_loss(void *p) {
+    swi_ctx *c = p;
+    double s = 0;
+    for (size_t i = 0; i < c->n; i++) s += d_gelu(c->gate[i]) * c->up[i] * c->w[i];
+    return s;
+}
+
+static void test_geglu_grad(void) {
+    const size_t n = 64;
+    float *gate = frandom(n, -6, 6), *up = frandom(n, -3, 3), *w = frandom(n, -1, 1);
+    gate[0] = 0; gate[1] = 150; gate[2] = -150; gate[3] = -20;
+    float *h = falloc(n), *dg = falloc(n), *du = falloc(n);
+    cpu_geglu_combine(h, gate, up, n);
+    double *hd = dalloc(n);
+    for (size_t i = 0; i < n; i++) hd[i] = d_gelu(gate[i]) * up[i];
+    check_fwd("geglu_combine vs double", h, hd, n);
+
+    cpu_ffn_geglu_backward(dg, du, w, gate, up, n);
+    swi_ctx c = {to_double(gate, n), to_double(up, n), w, n};
+    double *ng = fd_grad(c.gate, n, geglu_loss, &c);
+    double *nu = fd_grad(c.up, n, geglu_loss, &c);
+    check_grad("ffn_geglu_backward grad_gate", dg, ng, n);
+    check_grad("ffn_geglu_backward grad_up", du, nu, n);
+    free(gate); free(up); free(w); free(h); free(dg); free(du); free(hd);
+    free(c.gate); free(c.up); free(ng); free(nu);
+}
+
+// scale_inplace: one f32 product per element, exactly as x * s in C
+static void test_scale_inplace(void) {
+    const size_t n = 37;
+    float *x = frandom(n, -5, 5), *y = falloc(n);
+    memcpy(y, x, n * 4);
+    cpu_scale_inplace(y, n, 33.941125f);
+    int same = 1;
+    for (size_t i = 0; i < n; i++) same &= y[i] == x[i] * 33.941125f;
+    CHECK(same, "scale_inplace is not x * s");
+    free(x); free(y);
+}
+
 // ---------------------------------------------------------------- cross entropy
 
 // Per-row loss of docs/kernels.md#cross_entropy in double; 0 for an ignored row.
@@ -345,6 +385,61 @@ static void test_rmsnorm_grad(void) {
     check_grad("rmsnorm_backward dweight (+=)", dwt, nw, C);
     free(x); free(wt); free(w); free(out); free(rstd); free(c.x); free(c.wt); free(c.out);
     free(dx); free(dwt); free(dx0); free(dwt0); free(nx); free(nw);
+}
+
+// ---------------------------------------------------------------- qk_norm
+
+// Per-head RMSNorm of the q and k heads of qkv in double: each head row of HS values
+// y = x / sqrt(mean(x²) + eps) · (w_offset + w), q heads with wq, k heads with wk, v copied.
+static void d_qk_norm(double *out, const double *x, const double *wq, const double *wk, uint32_t N, uint32_t NH,
+                      uint32_t NKV, uint32_t HS, double eps, double w_offset) {
+    const uint32_t H = NH + 2 * NKV;
+    for (uint32_t r = 0; r < N * H; r++) {
+        const uint32_t h = r % H;
+        const double *xr = x + (size_t)r * HS;
+        double *o = out + (size_t)r * HS;
+        if (h >= NH + NKV) {
+            for (uint32_t c = 0; c < HS; c++) o[c] = xr[c];
+            continue;
+        }
+        const double *w = h < NH ? wq : wk;
+        double ms = 0;
+        for (uint32_t c = 0; c < HS; c++) ms += xr[c] * xr[c];
+        double rs = 1 / sqrt(ms / HS + eps);
+        for (uint32_t c = 0; c < HS; c++) o[c] = xr[c] * rs * (w_offset + w[c]);
+    }
+}
+typedef struct { double *x, *wq, *wk, *out; const float *w; uint32_t N, NH, NKV, HS; double eps, wo; } qkn_ctx;
+static double qkn_loss(void *p) {
+    qkn_ctx *c = p;
+    d_qk_norm(c->out, c->x, c->wq, c->wk, c->N, c->NH, c->NKV, c->HS, c->eps, c->wo);
+    return dot_w(c->out, c->w, (size_t)c->N * (c->NH + 2 * c->NKV) * c->HS);
+}
+
+// grouped heads (NH = 4 q heads, NKV = 2); both the plain weight (Qwen3) and 1 + w (Gemma-3)
+static void test_qk_norm_grad(float w_offset) {
+    const uint32_t B = 2, T = 2, N = B * T, NH = 4, NKV = 2, HS = 6, n = N * (NH + 2 * NKV) * HS;
+    const float eps = 1e-2f;  // large, so that a wrong eps placement shows
+    float *x = frandom(n, -2, 2), *wq = frandom(HS, 0.5f, 1.5f), *wk = frandom(HS, -0.5f, 0.5f), *w = frandom(n, -1, 1);
+    for (uint32_t c = 0; c < HS; c++) x[HS + c] = 0.01f * (float)c;  // a q head of small values, where eps matters
+    float *out = falloc(n), *rstd = falloc(N * (NH + NKV));
+    cpu_qk_norm_forward(out, rstd, x, wq, wk, B, T, NH, NKV, HS, eps, w_offset);
+    qkn_ctx c = {to_double(x, n), to_double(wq, HS), to_double(wk, HS), dalloc(n), w, N, NH, NKV, HS, eps, w_offset};
+    d_qk_norm(c.out, c.x, c.wq, c.wk, N, NH, NKV, HS, eps, w_offset);
+    check_fwd(w_offset ? "qk_norm_forward (1 + w) vs double" : "qk_norm_forward vs double", out, c.out, n);
+
+    float *dx = frandom(n, -1, 1), *dwq = frandom(HS, -1, 1), *dwk = frandom(HS, -1, 1);
+    float *dwq0 = malloc(HS * 4), *dwk0 = malloc(HS * 4);
+    memcpy(dwq0, dwq, HS * 4); memcpy(dwk0, dwk, HS * 4);
+    cpu_qk_norm_backward(dx, dwq, dwk, w, x, wq, wk, rstd, B, T, NH, NKV, HS, w_offset);  // dqkv: overwritten
+    for (uint32_t i = 0; i < HS; i++) { dwq[i] -= dwq0[i]; dwk[i] -= dwk0[i]; }
+    double *nx = fd_grad(c.x, n, qkn_loss, &c), *nq = fd_grad(c.wq, HS, qkn_loss, &c),
+           *nk = fd_grad(c.wk, HS, qkn_loss, &c);
+    check_grad("qk_norm_backward dqkv", dx, nx, n);
+    check_grad("qk_norm_backward dq_weight (+=)", dwq, nq, HS);
+    check_grad("qk_norm_backward dk_weight (+=)", dwk, nk, HS);
+    free(x); free(wq); free(wk); free(w); free(out); free(rstd); free(c.x); free(c.wq); free(c.wk); free(c.out);
+    free(dx); free(dwq); free(dwk); free(dwq0); free(dwk0); free(nx); free(nq); free(nk);
 }
 
 // ---------------------------------------------------------------- matmul
@@ -977,10 +1072,14 @@ static void test_backend(void) {
 int main(void) {
     test_gelu_grad();
     test_swiglu_grad();
+    test_geglu_grad();
+    test_scale_inplace();
     test_cross_entropy_grad();
     test_embedding_grad();
     test_layernorm_grad();
     test_rmsnorm_grad();
+    test_qk_norm_grad(0.0f);
+    test_qk_norm_grad(1.0f);
     test_matmul_grad();
     test_matmul_big();
     test_attention_grad();

@@ -183,7 +183,7 @@ int main(void) {
             run_training(be, &cfgs[m], m ? 0.1f : 0.0f, base ? st_ref[m] : st_got, st_n[m]);
             if (!base) {
                 char what[300];
-                snprintf(what, sizeof what, "%s: parameters and AdamW moments after 3 steps", cfgs[m].arch);
+                snprintf(what, sizeof what, "%.16s: parameters and AdamW moments after 3 steps", cfgs[m].arch);
                 same_bits(what, isa, st_got, st_ref[m], 3 * st_n[m] * 4);
             }
         }

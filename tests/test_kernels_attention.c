@@ -36,10 +36,14 @@
 #include "core/clock.h"
 
 static int verbose = 0;
-static const char *variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused"};
+static const char *variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused", "rows"};
 
-// which backward variants a case runs
-enum { RUN_STREAM = 1 << 1, RUN_SPLIT = 1 << 2, RUN_SHORT = 1 << 3, RUN_FUSED = 1 << 4, RUN_AUTO = 1 << 0 };
+// which backward variants a case runs (RUN_ROWS: the row kernels of 17_attention_rows.wgsl, what
+// runs where no tile fits the head size)
+enum { RUN_STREAM = 1 << 1, RUN_SPLIT = 1 << 2, RUN_SHORT = 1 << 3, RUN_FUSED = 1 << 4, RUN_ROWS = 1 << 5,
+       RUN_AUTO = 1 << 0 };
+// 1: run_case's forward is the row kernel whatever the head size (wg_attention_rows_forward)
+static int rows_forward = 0;
 
 
 
@@ -120,7 +124,10 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
     const uint32_t win = g_window;
 
     p->cpu->attention_forward(p->cpu, bt_c(to), bt_c(tl), bt_c(tq), dc, B, T, NH, NKV, HS, drop, seed, win);
-    p->gpu->attention_forward(p->gpu, bt_g(to), bt_g(tl), bt_g(tq), dg, B, T, NH, NKV, HS, drop, seed, win);
+    if (rows_forward)
+        wg_attention_rows_forward(p->gpu, bt_g(to), bt_g(tl), bt_g(tq), dg, B, T, NH, NKV, HS, drop, seed, win);
+    else
+        p->gpu->attention_forward(p->gpu, bt_g(to), bt_g(tl), bt_g(tq), dg, B, T, NH, NKV, HS, drop, seed, win);
     float *oc, *og, *lc, *lg;
     bt_get(p, to, &oc, &og);
     bt_get(p, tl, &lc, &lg);
@@ -156,7 +163,7 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
     for (size_t i = 0; i < n3; i++) poison[i] = NAN;  // every element must be overwritten
     float scale = max_abs(ref, n3);
     int auto_v = wg_attention_backward_auto_variant(p->gpu, B, T, NH, NKV, HS);
-    for (int v = 0; v <= 4; v++) {
+    for (int v = 0; v <= 5; v++) {
         if (!(runs & (1 << v))) continue;
         p->gpu->upload(p->gpu, bt_g(td), poison, n3);
         int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), dg, B, T, NH,
@@ -305,7 +312,7 @@ static void check_masks(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t 
     CHECK(bad_c == 0, "%s: %zu of the C forward's mask entries differ from the hash", what, bad_c);
     CHECK(bad_g == 0, "%s: %zu of the GPU forward's mask entries differ from the hash", what, bad_g);
     float *got = malloc(n3 * 4);
-    for (int v = 0; v <= 4; v++) {
+    for (int v = 0; v <= 5; v++) {
         if (!(runs & (1 << v))) continue;
         int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), wgt_view_none(),
                                              B, T, NH, NH, HS, drop, seed, 0);
@@ -374,7 +381,7 @@ int main(void) {
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = 1;
     run_with(&p, 1, 70, 4, 1, 4, RUN_FUSED, NULL, "kv=8x16", 0.25f, 3);
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = WG_AUTO;
-    check_masks(&p, 2, 40, 2, 64, 0.5f, 123, RUN_SHORT | RUN_SPLIT | RUN_FUSED | RUN_STREAM);
+    check_masks(&p, 2, 40, 2, 64, 0.5f, 123, RUN_SHORT | RUN_SPLIT | RUN_FUSED | RUN_STREAM | RUN_ROWS);
     check_masks(&p, 1, 61, 2, 64, 0.2f, 0xdeadbeefu, RUN_SPLIT | RUN_FUSED | RUN_STREAM);
     // the mask: packed examples (long ones leave whole tiles masked; the 8x16 tiles skip several),
     // a sliding window, both; every variant, grouped heads, dropout on top
@@ -387,6 +394,31 @@ int main(void) {
     run_case(&p, 1, 50, 2, 2, 16, 0, RUN_SHORT, NULL, 0.0f, 0);
     g_doc = 40, g_window = 13;
     run_case(&p, 1, 100, 8, 2, 8, 0, longv | RUN_STREAM, NULL, 0.0f, 0);
+    g_doc = 0, g_window = 0;
+    // the row kernels (17_attention_rows.wgsl): forced at small heads (grouped, scalar HS, dropout,
+    // T past one 256-row chunk), then head size 256, where no tile fits 32 KiB and auto runs them
+    rows_forward = 1;
+    run_case(&p, 2, 67, 8, 2, 8, 0, RUN_ROWS, "rows", 0.0f, 0);
+    run_case(&p, 1, 45, 4, 2, 6, 0, RUN_ROWS, "rows", 0.3f, 7);
+    run_case(&p, 1, 260, 2, 1, 16, 0, RUN_ROWS, "rows", 0.0f, 0);
+    rows_forward = 0;
+    run_case(&p, 1, 40, 4, 2, 256, 0, RUN_AUTO, NULL, 0.0f, 0);
+    run_case(&p, 1, 33, 1, 1, 256, 80.0f, RUN_AUTO, NULL, 0.0f, 0);  // ±80 inputs at HS = 256
+    // the row kernels with the mask: packed examples across a 256-row chunk (the dK/dV rows stop
+    // where the queries' lo passes the key), a window shorter than a chunk (the forward and dQ
+    // start at lo), both with a window longer than a chunk; then at head size 256 (auto: rows)
+    rows_forward = 1;
+    g_doc = 60;
+    run_case(&p, 2, 300, 4, 2, 8, 0, RUN_ROWS, "rows", 0.2f, 5);
+    g_doc = 0, g_window = 20;
+    run_case(&p, 1, 290, 2, 1, 16, 0, RUN_ROWS, "rows", 0.0f, 0);
+    g_doc = 400, g_window = 270;
+    run_case(&p, 1, 600, 2, 1, 4, 0, RUN_ROWS, "rows", 0.0f, 0);
+    rows_forward = 0;
+    g_doc = 9, g_window = 0;
+    run_case(&p, 1, 40, 4, 2, 256, 0, RUN_AUTO, NULL, 0.1f, 3);
+    g_doc = 0, g_window = 7;
+    run_case(&p, 1, 33, 2, 2, 256, 0, RUN_AUTO, NULL, 0.0f, 0);
     g_doc = 0, g_window = 0;
     bpair_close(&p);
     fprintf(stderr, "attention tests: %.1f s\n", wgt_now_s() - t0);

@@ -38,10 +38,17 @@ def run(args):
 
 
 def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, eps=1e-5, steps=10, ignore=False,
-         rope_scaling=None, family="llama", bias="", extra=None):
-    """bias: "" none, "qkv" (Qwen2), "qkvo" (LLaMA's attention_bias)."""
+         rope_scaling=None, family="llama", bias="", extra=None, head_dim=None):
+    """bias: "" none, "qkv" (Qwen2), "qkvo" (LLaMA's and Qwen3's attention_bias). head_dim: a head
+    size other than C / NH (written as the config's head_dim)."""
     qb, ob = "qkv" in bias, "o" in bias.replace("qkv", "")
-    P = ref.random_params(L, C, F, V, NH, NKV, tie, seed, qkv_bias=qb, o_bias=ob)
+    if family == "gemma3_text":  # extra: gemma3_hf_config's keywords (local_theta, window, pattern)
+        hd = head_dim or C // NH
+        P = ref.gemma3_random_params(L, C, F, V, NH, NKV, hd, tie, seed)
+        gcfg = ref.gemma3_hf_config(L, C, F, V, NH, NKV, hd, tie, maxT, theta, eps, **(extra or {}))
+    else:
+        P = ref.random_params(L, C, F, V, NH, NKV, tie, seed, qkv_bias=qb, o_bias=ob, head_dim=head_dim,
+                              qk_norm=family == "qwen3")
     tokens = torch.randint(0, V, (B, T + 1), generator=torch.Generator().manual_seed(seed + 1))
     tok = tokens.numpy().astype(np.int32)
     if ignore:
@@ -51,18 +58,28 @@ def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, ep
     tag0 = f"L={L} NH={NH} NKV={NKV} C={C} F={F} V={V} B={B} T={T} tie={int(tie)}"
     if rope_scaling:
         tag0 += f" rope={rope_scaling['rope_type']}"
-    tag0 = f"{family} {tag0}" + (f" bias={bias}" if bias else "")
+    tag0 = f"{family} {tag0}" + (f" bias={bias}" if bias else "") + (f" head_dim={head_dim}" if head_dim else "")
+
+    def fwd(Pp):
+        if family == "gemma3_text":
+            return ref.gemma3_forward(Pp, tok_in, gcfg)
+        return ref.forward(Pp, tok_in, L, NH, NKV, theta, eps, rope_scaling, (extra or {}).get("sliding_window") or 0)
     cfg_extra = dict(extra or {})
-    if family == "llama" and bias:
+    if family in ("llama", "qwen3") and bias:
         cfg_extra["attention_bias"] = True
+    if head_dim:
+        cfg_extra["head_dim"] = head_dim
     with tempfile.TemporaryDirectory() as d:
         mpath, tpath, cpath = (os.path.join(d, n) for n in ("m.safetensors", "t.npy", "config.json"))
         ref.save_safetensors(mpath, P)
-        ref.write_config(cpath, ref.hf_config(L, C, F, V, NH, NKV, tie, maxT, theta, eps, family=family,
-                                              rope_scaling=rope_scaling, **cfg_extra))
+        if family == "gemma3_text":
+            ref.write_config(cpath, gcfg)
+        else:
+            ref.write_config(cpath, ref.hf_config(L, C, F, V, NH, NKV, tie, maxT, theta, eps, family=family,
+                                                  rope_scaling=rope_scaling, **cfg_extra))
         np.save(tpath, tok)
         Pg = {k: v.clone().requires_grad_(True) for k, v in P.items()}
-        loss = ref.loss_fn(ref.forward(Pg, tok_in, L, NH, NKV, theta, eps, rope_scaling), targets)
+        loss = ref.loss_fn(fwd(Pg), targets)
         loss.backward()
         for be in backends:
             gpath = os.path.join(d, f"g_{be}.safetensors")
@@ -102,7 +119,7 @@ def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, ep
             ref_losses = []
             for s in range(steps + 1):
                 opt.zero_grad()
-                lo = ref.loss_fn(ref.forward(Pt, tok_in, L, NH, NKV, theta, eps, rope_scaling), targets)
+                lo = ref.loss_fn(fwd(Pt), targets)
                 ref_losses.append(lo.item())
                 if s < steps:
                     lo.backward()
@@ -151,8 +168,13 @@ def refusals():
         expect("heads not dividing hidden_size", {**good, "num_attention_heads": 3}, "num_attention_heads (3) does not divide")
         expect("kv heads not dividing heads", {**good, "num_key_value_heads": 3}, "num_key_value_heads (3) does not divide")
         expect("an odd head size", {**good, "hidden_size": 12, "num_attention_heads": 4}, "odd")
-        expect("head size above 128", {**good, "hidden_size": 512, "num_attention_heads": 2}, "above the supported 128")
-        expect("head_dim other than hidden/heads", {**good, "head_dim": 8}, "head_dim")
+        expect("head size above 256", {**good, "hidden_size": 1024, "num_attention_heads": 2}, "above the supported 256")
+        expect("head_dim other than the file's", {**good, "head_dim": 8}, "model.layers.0.self_attn.q_proj.weight")
+        expect("an odd head_dim", {**good, "head_dim": 5}, "head size head_dim = 5 is odd")
+        expect("a Qwen3 config for a file without q_norm / k_norm", ref.hf_config(L, C, F, V, NH, NKV, False, 8,
+               family="qwen3"), "lacks tensor 'model.layers.0.self_attn.q_norm.weight'")
+        expect("Qwen3 with sliding-window layers", ref.hf_config(L, C, F, V, NH, NKV, False, 8, family="qwen3",
+               layer_types=["sliding_attention"]), '"layer_types" has an entry other than "full_attention"')
         expect("rope_scaling yarn", {**good, "rope_scaling": {"rope_type": "yarn", "factor": 8.0}},
                '"rope_scaling" has rope_type "yarn"; this build computes "default", "linear" and "llama3" RoPE')
         expect("rope_scaling dynamic (old spelling)", {**good, "rope_scaling": {"type": "dynamic", "factor": 2.0}},
@@ -175,8 +197,6 @@ def refusals():
                family="qwen2"), "lacks tensor 'model.layers.0.self_attn.q_proj.bias'")
         expect("Qwen2's per-layer sliding window", ref.hf_config(L, C, F, V, NH, NKV, False, 8, family="qwen2",
                use_sliding_window=True), '"use_sliding_window" must be false')
-        expect("Mistral: a sequence longer than the window", ref.hf_config(L, C, F, V, NH, NKV, False, 8,
-               family="mistral", sliding_window=3), "sequence length 4 is above the model's sliding_window 3")
         # MistralConfig's absent sliding_window is 4096: T = 4 fits, and the loss is LLaMA's
         mcfg = ref.hf_config(L, C, F, V, NH, NKV, False, 8, family="mistral")
         del mcfg["sliding_window"]
@@ -220,6 +240,52 @@ def refusals():
         ref.write_config(cpath, good)
         r = run(["grad", "--model", mpath, "--config", cpath, "--heads", "2", "--tokens", tpath])
         check(r.returncode != 0 and "--heads 2" in r.stderr, f"refusal: --heads contradicting the config: {r.stderr}")
+
+
+def gemma3_refusals():
+    """What gemma3_text configs this build does not compute are refused naming the field."""
+    L, NH, NKV, C, F, V, T, hd = 2, 2, 1, 16, 24, 11, 4, 8
+    P = ref.gemma3_random_params(L, C, F, V, NH, NKV, hd, True, 5)
+    with tempfile.TemporaryDirectory() as d:
+        mpath, tpath, cpath = (os.path.join(d, n) for n in ("m.safetensors", "t.npy", "config.json"))
+        ref.save_safetensors(mpath, P)
+        np.save(tpath, np.arange(2 * (T + 1), dtype=np.int32).reshape(2, T + 1) % V)
+        good = ref.gemma3_hf_config(L, C, F, V, NH, NKV, hd, True, 8, window=4, pattern=2)
+
+        def expect(what, cfg, want):
+            ref.write_config(cpath, cfg)
+            r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+            check(r.returncode != 0 and want in r.stderr,
+                  f"gemma3 refusal: {what}: exit {r.returncode}, expected {want!r}, got {r.stderr.strip()}")
+
+        ref.write_config(cpath, good)
+        r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        check(r.returncode == 0, f"gemma3: the good config runs: {r.stderr}")
+        expect("logit soft-capping", {**good, "final_logit_softcapping": 30.0}, '"final_logit_softcapping" must be null')
+        expect("score soft-capping", {**good, "attn_logit_softcapping": 50.0}, '"attn_logit_softcapping" must be null')
+        expect("query_pre_attn_scalar other than head_dim", {**good, "query_pre_attn_scalar": 16},
+               "query_pre_attn_scalar is 16 but head_dim is 8")
+        expect("rope_scaling", {**good, "rope_scaling": {"rope_type": "linear", "factor": 8.0}}, '"rope_scaling" must be null')
+        expect("layer_types that are not periodic", {**good, "layer_types": ["full_attention", "sliding_attention"]},
+               "layer_types does not follow one period")
+        rp = {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+              "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
+        expect("rope_parameters of another type", {**good, "rope_parameters": {**rp, "sliding_attention": {
+               "rope_type": "linear", "rope_theta": 1e4, "factor": 2.0}}}, "has rope_type linear")
+        expect("rope_parameters disagreeing with rope_theta", {**good, "rope_parameters": rp, "rope_theta": 5e5},
+               "give one RoPE base of each kind")
+        expect("another activation", {**good, "hidden_activation": "gelu"}, "hidden_activation")
+        expect("untied config, tied file", {**good, "tie_word_embeddings": False}, "lm_head.weight")
+        ref.write_config(cpath, {**good, "rope_parameters": rp})
+        r2 = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        check(r2.returncode == 0 and r2.stdout == r.stdout, f"gemma3: rope_parameters as transformers 5 writes them: {r2.stderr}")
+        # with every layer full attention the window has no effect: a window shorter than the
+        # sequence gives the loss and gradients of one longer than it
+        ref.write_config(cpath, {**good, "sliding_window": 3, "layer_types": ["full_attention"] * L})
+        r = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        ref.write_config(cpath, {**good, "sliding_window": 64, "layer_types": ["full_attention"] * L})
+        r2 = run(["grad", "--model", mpath, "--config", cpath, "--tokens", tpath])
+        check(r.returncode == 0 and r.stdout == r2.stdout, f"gemma3: all full-attention layers ignore the window: {r.stderr}")
 
 
 def gpt2_config():
@@ -280,12 +346,37 @@ case(L=1, NH=2, NKV=2, C=16, F=20, V=23, maxT=10, B=2, T=10, tie=False, seed=10,
 # Mistral with a sliding window the sequence fits in (T = window: the full causal attention is the window's)
 case(L=2, NH=4, NKV=1, C=32, F=40, V=41, maxT=32, B=2, T=16, tie=False, seed=11, backends=backends, steps=0,
      family="mistral", extra={"sliding_window": 16})
+# Mistral with a window shorter than the sequence (T = 16, window 5): the attention's window mask
+case(L=1, NH=2, NKV=1, C=16, F=20, V=23, maxT=16, B=2, T=16, tie=False, seed=19, backends=backends, steps=0,
+     family="mistral", extra={"sliding_window": 5})
 # Mistral without a window (v0.2 and later: sliding_window null)
 case(L=1, NH=2, NKV=1, C=16, F=12, V=17, maxT=8, B=1, T=8, tie=True, seed=12, backends=backends, steps=0,
      family="mistral")
+# Qwen3: per-head q/k norms, head_dim (12) other than C / NH (8), grouped-query, untied, T = 13
+case(L=2, NH=4, NKV=2, C=32, F=40, V=37, maxT=16, B=2, T=13, tie=False, seed=13, backends=backends, steps=3,
+     family="qwen3", head_dim=12, theta=1000000.0, eps=1e-6)
+# Qwen3 multi-query, tied, head_dim = C / NH, attention_bias (q, k, v and o), T = 7
+case(L=1, NH=3, NKV=1, C=24, F=20, V=29, maxT=8, B=2, T=7, tie=True, seed=14, backends=backends, steps=0,
+     family="qwen3", bias="qkvo")
+# Qwen3-0.6B's proportions (head_dim twice C / NH: the q projection wider than the model), T = 9
+case(L=1, NH=4, NKV=2, C=32, F=24, V=41, maxT=12, B=1, T=9, tie=True, seed=15, backends=backends, steps=0,
+     family="qwen3", head_dim=16)
+# head size 256 (Gemma-3's; qwen3 head_dim 256 on a 32-wide model): the attention's row kernels on
+# WebGPU, where no tile fits the software GPU's 32 KiB of workgroup memory
+case(L=1, NH=2, NKV=1, C=32, F=24, V=23, maxT=12, B=2, T=11, tie=False, seed=16, backends=backends, steps=2,
+     family="qwen3", head_dim=256)
+# Gemma-3: sliding and full layers (pattern 2: layer 1 full) with their RoPE bases, head_dim 16
+# (C / NH is 8), grouped heads, tied (as released); T = 13 within the window
+case(L=2, NH=4, NKV=2, C=32, F=40, V=37, maxT=16, B=2, T=13, tie=True, seed=17, backends=backends, steps=3,
+     family="gemma3_text", head_dim=16, theta=1e6, eps=1e-6, extra={"local_theta": 1e4, "window": 16, "pattern": 2})
+# Gemma-3 at its head size, 256 (the attention's row kernels on WebGPU), multi-query, untied;
+# layer 0 slides with a window (5) shorter than T = 9, layer 1 full
+case(L=2, NH=2, NKV=1, C=24, F=20, V=29, maxT=12, B=1, T=9, tie=False, seed=18, backends=backends, steps=0,
+     family="gemma3_text", head_dim=256, theta=1e6, eps=1e-6, extra={"window": 5, "pattern": 2})
 # one token
 case(L=1, NH=2, NKV=1, C=8, F=12, V=5, maxT=4, B=2, T=1, tie=False, seed=5, backends=backends, steps=3)
 refusals()
+gemma3_refusals()
 gpt2_config()
 for be, w in worst.items():
     print(f"{be}: largest gradient error {w:.2e} of its tensor's largest entry (bound 2e-4)")

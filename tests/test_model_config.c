@@ -88,12 +88,12 @@ static void test_json(void) {
     struct { const char *what; model_config c; const char *want; } bad[] = {
         {"kv heads not dividing heads", LLAMA, "n_kv_heads (3) must divide n_head (2)"},
         {"odd head size", LLAMA, "odd"},
-        {"head size above 128", LLAMA, "above the supported 128"},
+        {"head size above 256", LLAMA, "above the supported 256"},
         {"no rope_theta", LLAMA, "rope_theta"},
     };
     bad[0].c.n_kv_heads = 3;
     bad[1].c.d_model = 18;
-    bad[2].c.d_model = 1032, bad[2].c.n_head = 4;
+    bad[2].c.d_model = 2056, bad[2].c.n_head = 4;
     bad[3].c.rope_theta = 0;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(model_config_check(&bad[i].c) != WGT_OK && strstr(wgt_last_error(), bad[i].want), "%s: %s", bad[i].what,

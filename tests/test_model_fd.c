@@ -486,6 +486,37 @@ int main(void) {
         }
         ctx_free(&l);
     }
+    // ---- 6. Qwen3: per-head q/k RMSNorm, head_dim (6) other than d_model / n_head (4): the q
+    // projection 24 wide on a 16-wide model; the same loss, so the same tolerances
+    {
+        const model_config q3 = {.arch = "qwen3", .n_layer = 2, .n_head = 4, .d_model = 16, .d_ff = 24, .vocab = 11,
+                                 .max_seq = 6, .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5,
+                                 .tie_embeddings = 0, .head_dim = 6, .qk_norm = 1};
+        fdctx q = ctx_new(be, &q3, B_, T_);
+        q.lo = (model_loss_opts){0.0f, 1e-4f, 0.0f, 0, 0};
+        q.inv_norm = 1.0f / (float)count_valid(&q);
+        double L_q = compute_grads(&q);
+        printf("qwen3: loss %.6f over %d tensors\n", L_q, q.np);
+        CHECK(isfinite(L_q) && L_q > 0.5 && L_q < 20, "qwen3 loss %g is implausible", L_q);
+        fd_case(&q, "qwen3");
+        ctx_free(&q);
+    }
+    // ---- 7. Gemma-3: embedding scale, four (1 + w) norms a block, q/k norms, GeGLU, a sliding
+    // (window 3 of T = 5) and a full layer with their RoPE bases, head_dim 6; tied
+    {
+        const model_config g3 = {.arch = "gemma3_text", .n_layer = 2, .n_head = 4, .d_model = 16, .d_ff = 24,
+                                 .vocab = 11, .max_seq = 6, .n_kv_heads = 2, .rope_theta = 1e6, .rms_eps = 1e-6,
+                                 .tie_embeddings = 1, .head_dim = 6, .sliding_window = 3, .rope_local_theta = 1e4,
+                                 .sliding_pattern = 2};
+        fdctx q = ctx_new(be, &g3, B_, T_);
+        q.lo = (model_loss_opts){0.0f, 1e-4f, 0.0f, 0, 0};
+        q.inv_norm = 1.0f / (float)count_valid(&q);
+        double L_g = compute_grads(&q);
+        printf("gemma3_text: loss %.6f over %d tensors\n", L_g, q.np);
+        CHECK(isfinite(L_g) && L_g > 0.5 && L_g < 20, "gemma3_text loss %g is implausible", L_g);
+        fd_case(&q, "gemma3_text");
+        ctx_free(&q);
+    }
     be->free(be);
     printf("time %.2f s (CPU)\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
     return test_finish();

@@ -18,6 +18,10 @@
 //           loss options and clipping.
 //   llama-split  LLaMA, L=2 NH=4 NKV=1 C=64 F=172 V=1000 T=64 B=2, tied, with the split config's
 //           binding limit; 3 AdamW steps.
+//   embed-split, embed-split-f16, gpt2-embed-split  the token embedding itself (V=1500 x C=64)
+//           above that limit: its lookup and gradient in windows of vocabulary rows, tied.
+//   qwen3, gemma3 (and -f16)  per-head q/k norms and a head_dim other than C / NH; Gemma-3's
+//           four (1 + w) norms, GeGLU, embedding scale and its sliding / full layers' RoPE.
 //   big-V   V=50257 T=700 B=1 (L=1 C=64): logits of 134 MiB, above lavapipe's real 128 MiB
 //           binding limit; 1 AdamW step. About 20 s of lavapipe time and ~0.9 GB of memory (it
 //           doubles this test's time), so it runs only with WGTRAIN_TEST_LARGE=1; the split
@@ -315,6 +319,18 @@ int main(int argc, char **argv) {
         {"llama-split", {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 172, .vocab = 1000,
                          .max_seq = 64, .n_kv_heads = 1, .rope_theta = 10000, .rms_eps = 1e-5, .tie_embeddings = 1},
          2, 64, 3, 0.0f, 1e-4f, 1.0f, 65536, 0.0f, 0},
+        // the embedding itself above the 64 Ki-element binding limit (V·C = 96 000): its lookup and
+        // scatter-add in windows of vocabulary rows, tied (the lm_head GEMMs on the same tensor),
+        // in f32 and with the f16 copy of the weights
+        {"embed-split", {.arch = "llama", .n_layer = 1, .n_head = 4, .d_model = 64, .d_ff = 96, .vocab = 1500,
+                         .max_seq = 64, .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5, .tie_embeddings = 1},
+         2, 40, 3, 0.0f, 1e-4f, 1.0f, 65536, 0.0f, 0},
+        {"embed-split-f16", {.arch = "llama", .n_layer = 1, .n_head = 4, .d_model = 64, .d_ff = 96, .vocab = 1500,
+                             .max_seq = 64, .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5, .tie_embeddings = 1},
+         2, 40, 3, 0.0f, 1e-4f, 1.0f, 65536, 0.0f, 2},
+        {"gpt2-embed-split", {.arch = "gpt2", .n_layer = 1, .n_head = 4, .d_model = 64, .d_ff = 128, .vocab = 1500,
+                              .max_seq = 64},
+         2, 40, 3, 0.0f, 1e-4f, 1.0f, 65536, 0.0f, 0},
         {"dropout", {.arch = "gpt2", .n_layer = 2, .n_head = 3, .d_model = 36, .d_ff = 100, .vocab = 77, .max_seq = 40},
          2, 37, 5, 0.0f, 1e-4f, 0.5f, 0, 0.1f, 0},
         {"llama-dropout", {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 40, .d_ff = 72, .vocab = 77,
@@ -333,6 +349,24 @@ int main(int argc, char **argv) {
         {"llama-f16-packed", {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 40, .d_ff = 72, .vocab = 77, .max_seq = 40,
                               .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5, .tie_embeddings = 0},
          2, 37, 10, 0.1f, 1e-4f, 0.5f, 0, 0.0f, 2},
+        // Qwen3: per-head q/k norms, head_dim 12 (d_model / n_head is 10), in f32 and f16
+        {"qwen3", {.arch = "qwen3", .n_layer = 2, .n_head = 4, .d_model = 40, .d_ff = 72, .vocab = 77, .max_seq = 40,
+                   .n_kv_heads = 2, .rope_theta = 1e6, .rms_eps = 1e-6, .tie_embeddings = 1, .head_dim = 12, .qk_norm = 1},
+         2, 37, 10, 0.1f, 1e-4f, 0.5f, 0, 0.0f, 0},
+        {"qwen3-f16", {.arch = "qwen3", .n_layer = 2, .n_head = 4, .d_model = 40, .d_ff = 72, .vocab = 77, .max_seq = 40,
+                       .n_kv_heads = 2, .rope_theta = 1e6, .rms_eps = 1e-6, .tie_embeddings = 1, .head_dim = 12,
+                       .qk_norm = 1},
+         2, 37, 10, 0.1f, 1e-4f, 0.5f, 0, 0.0f, 1},
+        // Gemma-3: sliding (window 12 of T = 37) and full layers, head_dim 16 (d_model / n_head is 10),
+        // tied, f32 and f16
+        {"gemma3", {.arch = "gemma3_text", .n_layer = 2, .n_head = 4, .d_model = 40, .d_ff = 72, .vocab = 77,
+                    .max_seq = 40, .n_kv_heads = 2, .rope_theta = 1e6, .rms_eps = 1e-6, .tie_embeddings = 1,
+                    .head_dim = 16, .sliding_window = 12, .rope_local_theta = 1e4, .sliding_pattern = 2},
+         2, 37, 10, 0.1f, 1e-4f, 0.5f, 0, 0.0f, 0},
+        {"gemma3-f16", {.arch = "gemma3_text", .n_layer = 2, .n_head = 4, .d_model = 40, .d_ff = 72, .vocab = 77,
+                        .max_seq = 40, .n_kv_heads = 2, .rope_theta = 1e6, .rms_eps = 1e-6, .tie_embeddings = 1,
+                        .head_dim = 16, .sliding_window = 12, .rope_local_theta = 1e4, .sliding_pattern = 2},
+         2, 37, 10, 0.1f, 1e-4f, 0.5f, 0, 0.0f, 1},
         {"big-V", {.arch = "gpt2", .n_layer = 1, .n_head = 2, .d_model = 64, .d_ff = 128, .vocab = 50257, .max_seq = 700},
          1, 700, 1, 0.0f, 1e-4f, 0.0f, 0, 0.0f, 0},
     };

@@ -43,10 +43,12 @@
 #define WGT_OPS(X)                                                                               \
     X(gelu_inplace, "x = gelu(x), tanh approximation")                                         \
     X(swiglu_combine, "hidden = silu(gate) * up")                                              \
+    X(geglu_combine, "hidden = gelu(gate) * up, tanh approximation (GeGLU)")                   \
     X(cross_entropy, "row softmax cross-entropy, label smoothing alpha, z-loss beta; dlogits in place") \
     X(sum_losses, "out[0] = (accumulate ? out[0] : 0) + sum of losses")                        \
     X(ffn_gelu_backward, "grad_pre = grad_hidden * gelu'(pre_gelu)")                           \
     X(ffn_swiglu_backward, "grad_gate = g*up*silu'(gate), grad_up = g*silu(gate)")             \
+    X(ffn_geglu_backward, "grad_gate = g*up*gelu'(gate), grad_up = g*gelu(gate)")              \
     X(embedding_forward, "out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]")                         \
     X(embedding_backward, "dwte[tokens[p],:] += dout[p,:]; dwpe[t,:] += sum over b of dout[b,t,:]") \
     X(layernorm_forward, "out = (inp - mean) * rstd * weight + bias per row (eps 1e-5); saves mean, rstd") \
@@ -61,6 +63,8 @@
     X(matmul_at_f16, "matmul_at with inp in f16, f32 accumulation")                            \
     X(cast_f16, "out (f16) = inp rounded to nearest even; +-Inf past 65504, NaN stays NaN")    \
     X(cast_f32, "out = inp (f16) widened to f32, exact")                                       \
+    X(qk_norm_forward, "RMSNorm over each q head (q_weight) and k head (k_weight) of qkv, times (w_offset + w); v copied; saves rstd") \
+    X(qk_norm_backward, "dqkv from dout through qk_norm_forward (v copied), dq_weight += ..., dk_weight += ...") \
     X(rope_forward, "rotary position embedding (rotate-half) of the q and k heads of qkv, in place") \
     X(rope_backward, "dq, dk through rope_forward (the transposed rotation), in place; dv untouched") \
     X(attention_forward, "causal attention out = dropout(softmax(q k^T / sqrt(HS))) v, grouped kv heads; row lse") \
@@ -71,6 +75,7 @@
     X(residual_forward, "out = a + b (out may be a)")                                          \
     X(add_inplace, "out += a")                                                                 \
     X(add_cols, "out[n, oo+j] = (accumulate ? out[n, oo+j] : 0) + scale * inp[n, io+j], j < W (row strides OS, IS)") \
+    X(scale_inplace, "x *= s (f32)")                                                            \
     X(dropout_forward, "out = inp * keep / (1 - p), keep hashed from (seed, stream, index); p = 0 copies") \
     X(dropout_backward, "dinp = dout * keep / (1 - p), the forward's mask regenerated")          \
     X(grad_norm_sq, "norm_sq[0] = (accumulate ? norm_sq[0] : 0) + sum of g^2")                 \
@@ -81,6 +86,10 @@
 #define WGT_OP_gelu_inplace(BIND, SCAL)                                                            \
     BIND(x, INOUT, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 #define WGT_OP_swiglu_combine(BIND, SCAL)                                                          \
+    BIND(hidden, OUT, F32, "n") BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n")                    \
+    SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+// GeGLU (Gemma-3's MLP): gelu of gelu_inplace (PyTorch's approximate="tanh") times up
+#define WGT_OP_geglu_combine(BIND, SCAL)                                                           \
     BIND(hidden, OUT, F32, "n") BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n")                    \
     SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 // logits are replaced by dlogits; a target >= V marks an ignored row (loss 0, zero dlogits).
@@ -98,6 +107,9 @@
     BIND(grad_pre, OUT, F32, "n") BIND(grad_hidden, IN, F32, "n") BIND(pre_gelu, IN, F32, "n")     \
     SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 #define WGT_OP_ffn_swiglu_backward(BIND, SCAL)                                                     \
+    BIND(grad_gate, OUT, F32, "n") BIND(grad_up, OUT, F32, "n") BIND(grad_hidden, IN, F32, "n")    \
+    BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+#define WGT_OP_ffn_geglu_backward(BIND, SCAL)                                                      \
     BIND(grad_gate, OUT, F32, "n") BIND(grad_up, OUT, F32, "n") BIND(grad_hidden, IN, F32, "n")    \
     BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 
@@ -170,6 +182,24 @@
 #define WGT_OP_cast_f32(BIND, SCAL)                                                                \
     BIND(out, OUT, F32, "n") BIND(inp, IN, F16, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 
+// ---- per-head q/k RMSNorm (docs/kernels.md#qk_norm_forward): Qwen3's q_norm / k_norm, Gemma-3's
+// with (1 + w) (w_offset 1). qkv is B·T rows of NH + 2·NKV heads of HS: each q head is normalised
+// over its HS values with q_weight [HS], each k head with k_weight [HS], v is copied; rstd holds
+// the NH + NKV heads' 1/sqrt(mean(x^2) + eps) per token ----
+#define WGT_OP_qk_norm_forward(BIND, SCAL)                                                         \
+    BIND(out, OUT, F32, "B,T,NH*HS+2*NKV*HS") BIND(rstd, OUT, F32, "B,T,NH+NKV")                   \
+    BIND(qkv, IN, F32, "B,T,NH*HS+2*NKV*HS") BIND(q_weight, IN, F32, "HS") BIND(k_weight, IN, F32, "HS") \
+    SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
+    SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX)                 \
+    SCAL(HS, U32, WGT_REQ, 1, 4096) SCAL(eps, F32, 1e-6, 0, 1) SCAL(w_offset, F32, 0.0, 0, 1)
+#define WGT_OP_qk_norm_backward(BIND, SCAL)                                                        \
+    BIND(dqkv, OUT, F32, "B,T,NH*HS+2*NKV*HS") BIND(dq_weight, INOUT, F32, "HS")                   \
+    BIND(dk_weight, INOUT, F32, "HS") BIND(dout, IN, F32, "B,T,NH*HS+2*NKV*HS")                    \
+    BIND(qkv, IN, F32, "B,T,NH*HS+2*NKV*HS") BIND(q_weight, IN, F32, "HS") BIND(k_weight, IN, F32, "HS") \
+    BIND(rstd, IN, F32, "B,T,NH+NKV") SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                        \
+    SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
+    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 4096) SCAL(w_offset, F32, 0.0, 0, 1)
+
 // ---- rotary position embedding (docs/kernels.md#rope) ----
 // In place on the q (NH heads) and k (NKV heads) parts of qkv, HF LLaMA's rotate-half convention
 // at positions 0..T-1: x' = x*cos[t] + rotate_half(x)*sin[t], rotate_half(x) = [-x2, x1] (x1, x2
@@ -202,7 +232,7 @@
     BIND(qkv, IN, F32, "B,T,NH*HS+2*NKV*HS") BIND(doc_start, IN_OPT, U32, "B,T")                   \
     SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                                                          \
     SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
-    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 128)                         \
+    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 256)                         \
     SCAL(p, F32, 0.0, 0, 0.999) SCAL(seed, U32, 0, 0, WGT_U32_MAX) SCAL(window, U32, 0, 0, WGT_U32_MAX)
 #define WGT_OP_attention_backward(BIND, SCAL)                                                      \
     BIND(dqkv, OUT, F32, "B,T,NH*HS+2*NKV*HS") BIND(dout, IN, F32, "B,T,NH*HS")                    \
@@ -210,7 +240,7 @@
     BIND(lse, IN, F32, "B,NH,T") BIND(doc_start, IN_OPT, U32, "B,T")                               \
     SCAL(B, U32, WGT_REQ, 1, WGT_U32_MAX)                                                          \
     SCAL(T, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX)                   \
-    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 128)                         \
+    SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(HS, U32, WGT_REQ, 1, 256)                         \
     SCAL(p, F32, 0.0, 0, 0.999) SCAL(seed, U32, 0, 0, WGT_U32_MAX) SCAL(window, U32, 0, 0, WGT_U32_MAX)
 
 // ---- decoding with a key/value cache (docs/kernels.md#decode_attention, 16_decode_attention.wgsl).
@@ -254,6 +284,9 @@
     SCAL(OS, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(IS, U32, WGT_REQ, 1, WGT_U32_MAX)                  \
     SCAL(W, U32, 1, 1, WGT_U32_MAX) SCAL(oo, U32, 0, 0, WGT_U32_MAX) SCAL(io, U32, 0, 0, WGT_U32_MAX) \
     SCAL(scale, F32, 1.0, -1e30, 1e30) SCAL(accumulate, U32, 1, 0, 1)
+// x *= s, one f32 product per element (Gemma-3's embedding times sqrt(hidden), and its gradient)
+#define WGT_OP_scale_inplace(BIND, SCAL)                                                           \
+    BIND(x, INOUT, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX) SCAL(s, F32, 1.0, -1e30, 1e30)
 // Dropout of a residual branch (docs/kernels.md#dropout): element i is kept when the hash of
 // (seed, stream, i) is at least p·2^32; no mask is stored, the backward draws the same one from the
 // same (seed, stream). p in [0, 1); p = 0 is an exact copy. out (dinp) may be the same view as

@@ -33,10 +33,11 @@ enum {
 };
 #define TOP(f) offsetof(top_params, f)
 #define BLK(f) offsetof(block_params, f)
-// In layout order: matrices and embeddings are decayed, vectors not. wte is bound whole by
-// the embedding kernels, so it must fit one storage binding; the ops split everything else.
+// In layout order: matrices and embeddings are decayed, vectors not. The ops split every tensor
+// that exceeds one storage binding (wte: the embedding kernels in windows of vocabulary rows, the
+// tied lm_head GEMMs in chunks).
 static const model_tensor_desc tensors[] = {
-    {"wte.weight", 0, {DIM_V, DIM_C}, D | E, MODEL_INIT_NORMAL, TOP(wte)},
+    {"wte.weight", 0, {DIM_V, DIM_C}, D | E | X, MODEL_INIT_NORMAL, TOP(wte)},
     {"wpe.weight", 0, {DIM_MAXT, DIM_C}, D | E | X, MODEL_INIT_NORMAL, TOP(wpe)},
     {"h.%d.ln_1.weight", 1, {DIM_C}, X, MODEL_INIT_ONES, BLK(ln1_w)},
     {"h.%d.ln_1.bias", 1, {DIM_C}, X, MODEL_INIT_ZEROS, BLK(ln1_b)},

@@ -1,15 +1,18 @@
 // llama.c — the LLaMA family on the model interface, in Hugging Face LlamaForCausalLM's names
 // and layout (every linear [out, in]): RMSNorm, rotary position embedding (HF's rotate-half,
 // plain or scaled), grouped-query causal attention, SwiGLU MLP, an lm_head of its own or tied to
-// the token embedding. Mistral and Qwen2 are the same computation with other Hugging Face
+// the token embedding. Mistral, Qwen2 and Qwen3 are the same computation with other Hugging Face
 // configs (a variant table below): Qwen2 has biases on the q, k and v projections, LLaMA's
-// attention_bias puts them on q, k, v and o, Mistral has a sliding window (sequences longer than
-// it are refused: the attention here is full causal, which equals the window's below it).
+// attention_bias puts them on q, k, v and o, Mistral has a sliding window (passed as the attention's
+// window: query t sees keys t - window + 1 .. t), Qwen3
+// normalises each q and k head (RMSNorm with q_norm / k_norm, qk_norm_forward) between the
+// projection and RoPE. The head size HS is head_dim where a config sets it (Qwen3), else C / NH;
+// the q projection is then Q = NH x HS wide (C when head_dim is unset).
 // Per block, with x the residual stream:
 //   h = x + o_proj(attention(rope(q|k|v_proj(rmsnorm(x)))))
 //   out = h + down_proj(silu(gate_proj(rmsnorm(h))) * up_proj(rmsnorm(h)))
 // and logits = lm_head(rmsnorm(x_L)). The q, k and v projections are stored packed
-// (MODEL_T_PACKED) so that they form one [C + 2 KV, C] matrix: one matmul writes the q | k | v
+// (MODEL_T_PACKED) so that they form one [Q + 2 KV, C] matrix: one matmul writes the q | k | v
 // rows that the RoPE and attention ops take. There is no position embedding: the token lookup
 // is embedding_forward with an all-zero position table (x + 0 = x exactly in IEEE arithmetic),
 // whose gradient embedding_backward writes into a scratch nobody reads.
@@ -23,7 +26,7 @@
 
 // ------------------------------------------------------------------ config
 
-#define HS_OF(c) ((c)->d_model / (c)->n_head)
+#define HS_OF(c) model_head_size(c)
 #define RMS_EPS_MAX 0.5            // rms_eps: 1e-30 .. this (flags, config JSON, Hugging Face, checks alike)
 #define ROPE_FACTOR_MAX 1e6       // rope_scaling.factor: 1 .. this
 #define ROPE_FREQ_FACTOR_MAX 1e6  // low_freq_factor, high_freq_factor: above 0 .. this
@@ -42,6 +45,8 @@ static const model_config_field config_fields[] = {
     {"qkv_bias", offsetof(model_config, qkv_bias), MODEL_CF_INT, 1, 1},
     {"o_bias", offsetof(model_config, o_bias), MODEL_CF_INT, 1, 1},
     {"sliding_window", offsetof(model_config, sliding_window), MODEL_CF_INT, 1 << 24, 1},
+    {"head_dim", offsetof(model_config, head_dim), MODEL_CF_INT, 4096, 1},
+    {"qk_norm", offsetof(model_config, qk_norm), MODEL_CF_INT, 1, 1},
 };
 
 // ---- the families that share this computation, each with its Hugging Face config's own fields
@@ -53,11 +58,14 @@ typedef struct {
     sliding_kind sliding;   // how its config gives a sliding window
     int max_pos_default;    // the config class's defaults of max_position_embeddings and rms_norm_eps
     double eps_default;
+    int head_dim_default;   // of head_dim (0: hidden_size / num_attention_heads)
+    int qk_norm;            // 1: RMSNorm over each q and k head before RoPE (q_norm, k_norm)
 } variant;
 static const variant variants[] = {
-    {"llama", "LlamaForCausalLM", -1, -1, SW_NONE, 2048, 1e-6},
-    {"mistral", "MistralForCausalLM", 0, 0, SW_MISTRAL, 4096 * 32, 1e-6},
-    {"qwen2", "Qwen2ForCausalLM", 1, 0, SW_QWEN2, 32768, 1e-6},
+    {"llama", "LlamaForCausalLM", -1, -1, SW_NONE, 2048, 1e-6, 0, 0},
+    {"mistral", "MistralForCausalLM", 0, 0, SW_MISTRAL, 4096 * 32, 1e-6, 0, 0},
+    {"qwen2", "Qwen2ForCausalLM", 1, 0, SW_QWEN2, 32768, 1e-6, 0, 0},
+    {"qwen3", "Qwen3ForCausalLM", -1, -1, SW_QWEN2, 32768, 1e-6, 128, 1},
 };
 static const variant *variant_of(const model_config *c) {
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
@@ -75,8 +83,10 @@ static wgt_status config_check(const model_config *c) {
         return wgt_fail(WGT_ERR_CONFIG, "n_kv_heads (%d) must divide n_head (%d): each key/value head serves an equal "
                         "group of query heads", c->n_kv_heads, c->n_head);
     if (HS_OF(c) % 2)
-        return wgt_fail(WGT_ERR_CONFIG, "head size d_model/n_head = %d/%d = %d is odd; RoPE rotates pairs of "
-                        "dimensions, so it must be even", c->d_model, c->n_head, HS_OF(c));
+        return wgt_fail(WGT_ERR_CONFIG, "head size %s = %d is odd; RoPE rotates pairs of dimensions, so it must be even",
+                        c->head_dim ? "head_dim" : "d_model/n_head", HS_OF(c));
+    if (c->head_dim && c->n_head * c->head_dim == c->d_model)
+        return wgt_fail(WGT_ERR_CONFIG, "head_dim %d equals d_model/n_head; leave it 0", c->head_dim);
     if (!(c->rope_theta > 0)) return wgt_fail(WGT_ERR_CONFIG, "rope_theta must be above 0, got %g", c->rope_theta);
     if (!(c->rms_eps >= 1e-30 && c->rms_eps <= RMS_EPS_MAX))
         return wgt_fail(WGT_ERR_CONFIG, "rms_eps must be in [1e-30, %g], got %g", RMS_EPS_MAX, c->rms_eps);
@@ -92,6 +102,8 @@ static wgt_status config_check(const model_config *c) {
     if (v->qkv_bias >= 0 && (c->qkv_bias != v->qkv_bias || c->o_bias != v->o_bias))
         return wgt_fail(WGT_ERR_CONFIG, "a %s model has qkv_bias %d and o_bias %d, got %d and %d", v->name, v->qkv_bias,
                         v->o_bias, c->qkv_bias, c->o_bias);
+    if (c->qk_norm != v->qk_norm)
+        return wgt_fail(WGT_ERR_CONFIG, "qk_norm must be %d in a %s model, got %d", v->qk_norm, v->name, c->qk_norm);
     if (c->sliding_window < 0 || (v->sliding != SW_MISTRAL && c->sliding_window))
         return wgt_fail(WGT_ERR_CONFIG, "sliding_window %d: a %s model has %s", c->sliding_window, v->name,
                         v->sliding != SW_MISTRAL ? "none (leave it 0)" : "a window of at least 1 or none (0)");
@@ -128,6 +140,7 @@ static void defaults(model_config *c) {
     const variant *v = variant_of(c);
     if (v->qkv_bias > 0) c->qkv_bias = 1;
     if (v->o_bias > 0) c->o_bias = 1;
+    c->qk_norm = v->qk_norm;
     if (!c->n_kv_heads) c->n_kv_heads = c->n_head;
     if (!c->rope_theta) c->rope_theta = 10000.0;
     if (!c->rms_eps) c->rms_eps = 1e-5;
@@ -136,13 +149,15 @@ static void defaults(model_config *c) {
 // ------------------------------------------------------------------ parameters
 
 typedef struct {            // one block's tensors (parameters, or their gradients)
-    wgt_view q_w, k_w, v_w; // [C, C], [KV, C], [KV, C]: packed, one [C + 2 KV, C] matrix (qkv_of)
-    wgt_view o_w;           // [C, C]
+    wgt_view q_w, k_w, v_w; // [Q, C], [KV, C], [KV, C]: packed, one [Q + 2 KV, C] matrix (qkv_of);
+                            // Q = NH x HS (= C unless head_dim is set), KV = NKV x HS
+    wgt_view o_w;           // [C, Q]
     wgt_view gate_w, up_w;  // [F, C], [F, C]
     wgt_view down_w;        // [C, F]
     wgt_view ln1_w, ln2_w;  // [C] input_layernorm, [C] post_attention_layernorm
-    wgt_view q_b, k_b, v_b; // [C], [KV], [KV]: packed, one [C + 2 KV] bias (qkv_bias; else empty)
+    wgt_view q_b, k_b, v_b; // [Q], [KV], [KV]: packed, one [Q + 2 KV] bias (qkv_bias; else empty)
     wgt_view o_b;           // [C] (o_bias; else empty)
+    wgt_view q_nw, k_nw;    // [HS], [HS] q_norm, k_norm (qk_norm; else empty)
 } block_params;
 
 typedef struct {
@@ -161,24 +176,28 @@ enum {
 #define BLK(f) offsetof(block_params, f)
 // In the order of LlamaForCausalLM's state dict. Matrices and the embedding are decayed, norm
 // weights not; everything is N(0, 0.02) (initializer_range) but the norm weights, which are 1.
-// The embedding is bound whole by the embedding kernels, so it must fit one storage binding; the
-// ops split everything else.
+// Every op that touches a tensor here splits it where it exceeds one storage binding (the
+// embedding kernels into windows of vocabulary rows, the lm_head GEMMs into chunks) but the
+// per-head norm weights, which are HS long.
 static const model_tensor_desc tensors[] = {
-    {"model.embed_tokens.weight", 0, {DIM_V, DIM_C}, D | E, MODEL_INIT_NORMAL, TOP(embed)},
-    {"model.layers.%d.self_attn.q_proj.weight", 1, {DIM_C, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(q_w)},
+    {"model.embed_tokens.weight", 0, {DIM_V, DIM_C}, D | E | X, MODEL_INIT_NORMAL, TOP(embed)},
+    {"model.layers.%d.self_attn.q_proj.weight", 1, {DIM_Q, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(q_w)},
     {"model.layers.%d.self_attn.k_proj.weight", 1, {DIM_KV, DIM_C}, D | X | PK, MODEL_INIT_NORMAL, BLK(k_w)},
     {"model.layers.%d.self_attn.v_proj.weight", 1, {DIM_KV, DIM_C}, D | X | PK, MODEL_INIT_NORMAL, BLK(v_w)},
-    {"model.layers.%d.self_attn.o_proj.weight", 1, {DIM_C, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(o_w)},
+    {"model.layers.%d.self_attn.o_proj.weight", 1, {DIM_C, DIM_Q}, D | X, MODEL_INIT_NORMAL, BLK(o_w)},
     {"model.layers.%d.mlp.gate_proj.weight", 1, {DIM_F, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(gate_w)},
     {"model.layers.%d.mlp.up_proj.weight", 1, {DIM_F, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(up_w)},
     {"model.layers.%d.mlp.down_proj.weight", 1, {DIM_C, DIM_F}, D | X, MODEL_INIT_NORMAL, BLK(down_w)},
     {"model.layers.%d.input_layernorm.weight", 1, {DIM_C}, X, MODEL_INIT_ONES, BLK(ln1_w)},
     {"model.layers.%d.post_attention_layernorm.weight", 1, {DIM_C}, X, MODEL_INIT_ONES, BLK(ln2_w)},
     // biases (absent unless the config has them), not decayed, 0 at init as in transformers
-    {"model.layers.%d.self_attn.q_proj.bias", 1, {DIM_C}, X, MODEL_INIT_ZEROS, BLK(q_b)},
+    {"model.layers.%d.self_attn.q_proj.bias", 1, {DIM_Q}, X, MODEL_INIT_ZEROS, BLK(q_b)},
     {"model.layers.%d.self_attn.k_proj.bias", 1, {DIM_KV}, X | PK, MODEL_INIT_ZEROS, BLK(k_b)},
     {"model.layers.%d.self_attn.v_proj.bias", 1, {DIM_KV}, X | PK, MODEL_INIT_ZEROS, BLK(v_b)},
     {"model.layers.%d.self_attn.o_proj.bias", 1, {DIM_C}, X, MODEL_INIT_ZEROS, BLK(o_b)},
+    // Qwen3's per-head norms (absent unless qk_norm): 1 at init; qk_norm_forward binds them whole
+    {"model.layers.%d.self_attn.q_norm.weight", 1, {DIM_HS}, 0, MODEL_INIT_ONES, BLK(q_nw)},
+    {"model.layers.%d.self_attn.k_norm.weight", 1, {DIM_HS}, 0, MODEL_INIT_ONES, BLK(k_nw)},
     {"model.norm.weight", 0, {DIM_C}, X, MODEL_INIT_ONES, TOP(norm_w)},
     {"lm_head.weight", 0, {DIM_V, DIM_C}, D | X, MODEL_INIT_NORMAL, TOP(lm_head)},  // absent when tied
 };
@@ -194,6 +213,8 @@ static const char *tensor_absent(const model_config *c, const model_tensor_desc 
         return "its q, k and v projections have no bias (qkv_bias 0; attention_bias false in a LLaMA config.json)";
     if (d->per_layer && d->field == BLK(o_b) && !c->o_bias)
         return "its o projection has no bias (o_bias 0; attention_bias false in a LLaMA config.json)";
+    if (d->per_layer && (d->field == BLK(q_nw) || d->field == BLK(k_nw)) && !c->qk_norm)
+        return "it has no per-head q and k norms (qk_norm 0: only Qwen3 has them)";
     return NULL;
 }
 static int absent_copy_of(const model_config *c, const model_tensor_desc *d) {
@@ -234,8 +255,9 @@ static wgt_view lm_head_of(const wgt_model *m, const top_params *t) { return m->
 typedef struct {
     wgt_view res;           // [B,T,C] the block's input: the residual stream
     wgt_view ln1, rstd1;    // [B,T,C], [B,T] input_layernorm
-    wgt_view qkv;           // [B,T,C+2KV] q | k | v, q and k rotated (what attention saw)
-    wgt_view atty, lse;     // [B,T,C], [B,NH,T]
+    wgt_view qkv_pre, rstd_qk;  // qk_norm only: [B,T,Q+2KV] the projection (f32), [B,T,NH+NKV] its head norms
+    wgt_view qkv;           // [B,T,Q+2KV] q | k | v, q and k normed (qk_norm) and rotated (what attention saw)
+    wgt_view atty, lse;     // [B,T,Q], [B,NH,T]
     wgt_view res2;          // [B,T,C] res + attention branch
     wgt_view ln2, rstd2;    // [B,T,C], [B,T] post_attention_layernorm
     wgt_view gate, up, hid; // [B,T,F] gate_proj, up_proj, silu(gate) * up
@@ -244,13 +266,13 @@ typedef struct {
 typedef struct {
     wgt_view res_final;      // [B,T,C] the last block's output
     wgt_view lnf, rstdf;     // [B,T,C], [B,T] model.norm
-    wgt_view x_c, x_f, x_q;  // f16 model only: [B,T,C], [B,T,F], [B,T,C+2KV] f32 scratch through
+    wgt_view x_c, x_f, x_q;  // f16 model only: [B,T,max(C,Q)], [B,T,F], [B,T,Q+2KV] f32 scratch through
                              // which the producers of the f16 tensors (ln1, qkv, atty, ln2, hid,
                              // lnf) write
     wgt_view scratch_c;      // [B,T,C] a branch's output before its residual add; in the backward
                              // the up_proj part of d(ln2)
-    wgt_view dres, dtmp;     // [B,T,C] backward: the residual gradient, a branch's input gradient
-    wgt_view dqkv;           // [B,T,C+2KV]
+    wgt_view dres, dtmp;     // [B,T,C], [B,T,max(C,Q)] backward: the residual gradient, a branch's input gradient
+    wgt_view dqkv, dqkv_pre; // [B,T,Q+2KV]; qk_norm only: [B,T,Q+2KV] the gradient before the head norms
     wgt_view dhid, dgate, dup;  // [B,T,F]
     wgt_view zero_pos;       // [T,C] zeros: the position table embedding_forward adds
     wgt_view dpos;           // [T,C] embedding_backward's gradient of it, never read
@@ -263,11 +285,7 @@ static acts *A(wgt_model *m) { return m->acts; }
 static wgt_status init(wgt_model *m) {
     const model_config *c = &m->c;
     const size_t BT = (size_t)m->B * m->T, C = c->d_model, F = c->d_ff, NH = c->n_head, HS = HS_OF(c),
-                 QKV = C + 2 * (size_t)c->n_kv_heads * HS, T = m->T;
-    if (c->sliding_window && m->T > c->sliding_window)
-        return wgt_fail(WGT_ERR_CONFIG, "sequence length %d is above the model's sliding_window %d; this build's attention "
-                        "is full causal, which equals the window's only up to it: use --seq %d or less", m->T,
-                        c->sliding_window, c->sliding_window);
+                 QC = NH * HS, QKV = QC + 2 * (size_t)c->n_kv_heads * HS, T = m->T, CQ = C > QC ? C : QC;
     acts *a = wgt_calloc(1, sizeof *a + (size_t)c->n_layer * sizeof a->h[0]);
     m->acts = a;
     for (int l = 0; l < c->n_layer; l++) {
@@ -281,12 +299,17 @@ static wgt_status init(wgt_model *m) {
         }
         if (l > 0 && m->recompute == MODEL_RECOMPUTE_ATTENTION) {  // the attention's: one set
             h->ln1 = a->h[0].ln1, h->rstd1 = a->h[0].rstd1, h->qkv = a->h[0].qkv;
+            h->qkv_pre = a->h[0].qkv_pre, h->rstd_qk = a->h[0].rstd_qk;
             h->atty = a->h[0].atty, h->lse = a->h[0].lse;
         } else {
             model_alloc_act(m, &h->ln1, BT * C, "ln1");
             model_alloc(m, &h->rstd1, BT, "rstd1", 0);
+            if (c->qk_norm) {
+                model_alloc(m, &h->qkv_pre, BT * QKV, "qkv_pre", 0);
+                model_alloc(m, &h->rstd_qk, BT * (NH + c->n_kv_heads), "rstd_qk", 0);
+            }
             model_alloc_act(m, &h->qkv, BT * QKV, "qkv");
-            model_alloc_act(m, &h->atty, BT * C, "atty");
+            model_alloc_act(m, &h->atty, BT * QC, "atty");
             model_alloc(m, &h->lse, (size_t)m->B * NH * T, "lse", 0);
         }
         model_alloc(m, &h->res2, BT * C, "res2", 0);
@@ -299,15 +322,16 @@ static wgt_status init(wgt_model *m) {
     model_alloc(m, &a->res_final, BT * C, "res_final", 0);
     model_alloc_act(m, &a->lnf, BT * C, "lnf");
     if (model_f16(m)) {
-        model_alloc(m, &a->x_c, BT * C, "x_c", 0);
+        model_alloc(m, &a->x_c, BT * CQ, "x_c", 0);
         model_alloc(m, &a->x_f, BT * F, "x_f", 0);
         model_alloc(m, &a->x_q, BT * QKV, "x_q", 0);
     }
     model_alloc(m, &a->rstdf, BT, "rstdf", 0);
     model_alloc(m, &a->scratch_c, BT * C, "scratch_c", 0);
     model_alloc(m, &a->dres, BT * C, "dres", 0);
-    model_alloc(m, &a->dtmp, BT * C, "dtmp", 0);
+    model_alloc(m, &a->dtmp, BT * CQ, "dtmp", 0);
     model_alloc(m, &a->dqkv, BT * QKV, "dqkv", 0);
+    if (c->qk_norm) model_alloc(m, &a->dqkv_pre, BT * QKV, "dqkv_pre", 0);
     model_alloc(m, &a->dhid, BT * F, "dhid", 0);
     model_alloc(m, &a->dgate, BT * F, "dgate", 0);
     model_alloc(m, &a->dup, BT * F, "dup", 0);
@@ -338,8 +362,8 @@ static wgt_status init(wgt_model *m) {
 // attention recomputes in the backward).
 static void attn_forward(wgt_model *m, int l) {
     wgt_backend *be = m->be;
-    const uint32_t B = m->B, T = m->T, C = m->c.d_model, NH = m->c.n_head, NKV = m->c.n_kv_heads, HS = C / NH,
-                   QKV = C + 2 * NKV * HS, BT = B * T;
+    const uint32_t B = m->B, T = m->T, C = m->c.d_model, NH = m->c.n_head, NKV = m->c.n_kv_heads, HS = HS_OF(&m->c),
+                   QC = NH * HS, QKV = QC + 2 * NKV * HS, BT = B * T;
     const float eps = (float)m->c.rms_eps;
     const block_params *p = PL(m, l);
     acts *a = A(m);
@@ -351,19 +375,24 @@ static void attn_forward(wgt_model *m, int l) {
     model_act_keep(m, h->ln1, ln1, nc);
     const size_t nq = (size_t)BT * QKV;
     wgt_view qkv = model_act_out(m, h->qkv, a->x_q);
-    model_matmul(m, qkv, h->ln1, qkv_of(p), qkv_bias_of(m, p), BT, C, QKV);                  // qkv [B,T,C+2KV]
+    if (m->c.qk_norm) {  // Qwen3: RMSNorm over each q and k head (q_norm, k_norm) before RoPE
+        model_matmul(m, h->qkv_pre, h->ln1, qkv_of(p), qkv_bias_of(m, p), BT, C, QKV);       // [B,T,Q+2KV]
+        be->qk_norm_forward(be, qkv, h->rstd_qk, h->qkv_pre, p->q_nw, p->k_nw, B, T, NH, NKV, HS, eps, 0.0f);
+    } else {
+        model_matmul(m, qkv, h->ln1, qkv_of(p), qkv_bias_of(m, p), BT, C, QKV);              // qkv [B,T,Q+2KV]
+    }
     be->rope_forward(be, qkv, a->cos, a->sin, m->doc_view, B, T, NH, NKV, HS);                             // q, k rotated
     model_act_keep(m, h->qkv, qkv, nq);
     qkv = model_act_f32(m, h->qkv, a->x_q, nq);  // (f16: attention reads the rounded qkv, as its backward)
     wgt_view atty = model_act_out(m, h->atty, a->x_c);
     be->attention_forward(be, atty, h->lse, qkv, m->doc_view, B, T, NH, NKV, HS, m->drop_p,
-                          model_dropout_seed(m, l, 0), 0);                                     // atty [B,T,C], lse [B,NH,T]
-    model_act_keep(m, h->atty, atty, nc);
+                          model_dropout_seed(m, l, 0), (uint32_t)m->c.sliding_window);        // atty [B,T,Q], lse [B,NH,T]
+    model_act_keep(m, h->atty, atty, (size_t)BT * QC);
 }
 
 static void block_forward(wgt_model *m, int l) {
     wgt_backend *be = m->be;
-    const uint32_t B = m->B, T = m->T, C = m->c.d_model, F = m->c.d_ff, BT = B * T;
+    const uint32_t B = m->B, T = m->T, C = m->c.d_model, F = m->c.d_ff, QC = m->c.n_head * HS_OF(&m->c), BT = B * T;
     const float eps = (float)m->c.rms_eps;
     const block_params *p = PL(m, l);
     acts *a = A(m);
@@ -372,7 +401,7 @@ static void block_forward(wgt_model *m, int l) {
     wgt_view out = l + 1 < m->c.n_layer ? a->h[l + 1].res : a->res_final;
     const size_t nc = (size_t)BT * C, nf = (size_t)BT * F;
     attn_forward(m, l);
-    model_matmul(m, a->scratch_c, h->atty, p->o_w, o_bias_of(m, p), BT, C, C);                // o_proj [B,T,C]
+    model_matmul(m, a->scratch_c, h->atty, p->o_w, o_bias_of(m, p), BT, QC, C);               // o_proj [B,T,C]
     model_branch_dropout(m, a->scratch_c, l, 1);
     be->residual_forward(be, h->res2, h->res, a->scratch_c, nc);                                // res2 [B,T,C]
     wgt_view ln2 = model_act_out(m, h->ln2, a->x_c);
@@ -407,7 +436,7 @@ static void forward(wgt_model *m) {
 static void block_backward(wgt_model *m, int l) {
     wgt_backend *be = m->be;
     const uint32_t B = m->B, T = m->T, C = m->c.d_model, F = m->c.d_ff, NH = m->c.n_head, NKV = m->c.n_kv_heads,
-                   HS = C / NH, QKV = C + 2 * NKV * HS, BT = B * T;
+                   HS = HS_OF(&m->c), QC = NH * HS, QKV = QC + 2 * NKV * HS, BT = B * T;
     const block_params *p = PL(m, l), *g = GL(m, l);
     acts *a = A(m);
     const block_acts *h = &a->h[l];
@@ -425,15 +454,21 @@ static void block_backward(wgt_model *m, int l) {
     be->rmsnorm_backward(be, a->dres, g->ln2_w, a->dtmp, h->res2, p->ln2_w, h->rstd2, BT, C);    // dres2 [B,T,C]
     // attention: res2 = x + o_proj(attention(rope(qkv(ln1(x)))))
     wgt_view dattn = model_branch_dropout_grad(m, a->scratch_c, a->dres, l, 1);                  // do_proj [B,T,C]
-    model_matmul_t(m, a->dtmp, dattn, p->o_w, BT, C, C);                                           // datty [B,T,C]
-    model_matmul_at(m, g->o_w, o_bias_of(m, g), dattn, h->atty, BT, C, C);
-    wgt_view atty = model_act_f32(m, h->atty, a->x_c, (size_t)BT * C);  // (f16: the rounded out, widened)
+    model_matmul_t(m, a->dtmp, dattn, p->o_w, BT, QC, C);                                          // datty [B,T,Q]
+    model_matmul_at(m, g->o_w, o_bias_of(m, g), dattn, h->atty, BT, QC, C);
+    wgt_view atty = model_act_f32(m, h->atty, a->x_c, (size_t)BT * QC);  // (f16: the rounded out, widened)
     wgt_view qkv = model_act_f32(m, h->qkv, a->x_q, (size_t)BT * QKV);
     be->attention_backward(be, a->dqkv, a->dtmp, qkv, atty, h->lse, m->doc_view, B, T, NH, NKV, HS, m->drop_p,
-                           model_dropout_seed(m, l, 0), 0);                                             // dqkv (rotated)
-    be->rope_backward(be, a->dqkv, a->cos, a->sin, m->doc_view, B, T, NH, NKV, HS);                    // dqkv [B,T,C+2KV]
-    model_matmul_t(m, a->dtmp, a->dqkv, qkv_of(p), BT, C, QKV);                                    // dln1 [B,T,C]
-    model_matmul_at(m, qkv_of(g), qkv_bias_of(m, g), a->dqkv, h->ln1, BT, C, QKV);
+                           model_dropout_seed(m, l, 0), (uint32_t)m->c.sliding_window);                // dqkv (rotated)
+    be->rope_backward(be, a->dqkv, a->cos, a->sin, m->doc_view, B, T, NH, NKV, HS);                    // dqkv [B,T,Q+2KV]
+    wgt_view dqkv = a->dqkv;
+    if (m->c.qk_norm) {  // through q_norm / k_norm: the projection's gradient
+        be->qk_norm_backward(be, a->dqkv_pre, g->q_nw, g->k_nw, a->dqkv, h->qkv_pre, p->q_nw, p->k_nw, h->rstd_qk, B, T,
+                             NH, NKV, HS, 0.0f);
+        dqkv = a->dqkv_pre;
+    }
+    model_matmul_t(m, a->dtmp, dqkv, qkv_of(p), BT, C, QKV);                                       // dln1 [B,T,C]
+    model_matmul_at(m, qkv_of(g), qkv_bias_of(m, g), dqkv, h->ln1, BT, C, QKV);
     be->rmsnorm_backward(be, a->dres, g->ln1_w, a->dtmp, h->res, p->ln1_w, h->rstd1, BT, C);         // dx [B,T,C]
 }
 
@@ -546,9 +581,19 @@ static wgt_status rope_from_hf(model_config *c, const cJSON *o, const char *what
 // Qwen2.5 models have use_sliding_window false, and their sliding_window is then unused).
 static wgt_status sliding_from_hf(model_config *c, const cJSON *o, const char *what, sliding_kind k) {
     c->sliding_window = 0;
-    if (k == SW_QWEN2)
+    if (k == SW_QWEN2) {
+        const cJSON *lt = cJSON_GetObjectItemCaseSensitive(o, "layer_types"), *e;
+        if (lt && !cJSON_IsNull(lt) && !cJSON_IsArray(lt))
+            return wgt_fail(WGT_ERR_CONFIG, "%s: \"layer_types\" must be a list of strings", what);
+        const cJSON *list = cJSON_IsArray(lt) ? lt : NULL;
+        cJSON_ArrayForEach(e, list) {
+            if (!cJSON_IsString(e) || strcmp(e->valuestring, "full_attention"))
+                return wgt_fail(WGT_ERR_CONFIG, "%s: \"layer_types\" has an entry other than \"full_attention\"; "
+                                "sliding-window layers are not supported in this family", what);
+        }
         return model_hf_expect(o, what, "use_sliding_window", "false", 1,
                                "a window on the layers from max_window_layers on is not supported");
+    }
     if (k == SW_NONE) return WGT_OK;
     if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "sliding_window"))) return WGT_OK;
     return model_hf_int(o, what, "sliding_window", 0, 4096, 1, 1 << 24, &c->sliding_window);
@@ -580,26 +625,28 @@ static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *wh
         c->o_bias = v->o_bias;
     }
     WGT_TRY(model_hf_expect(o, what, "mlp_bias", "false", 1, "the MLP projections have no bias here"));
+    c->qk_norm = v->qk_norm;
     WGT_TRY(sliding_from_hf(c, o, what, v->sliding));
-    // the sizes against each other, in Hugging Face's names
-    if (c->d_model % c->n_head)
-        return wgt_fail(WGT_ERR_CONFIG, "%s: num_attention_heads (%d) does not divide hidden_size (%d)", what, c->n_head,
-                        c->d_model);
+    // the sizes against each other, in Hugging Face's names. head_dim (absent: the config class's
+    // default, hidden_size / num_attention_heads for most) is kept only where it differs from that
+    int head_dim = v->head_dim_default;
+    const cJSON *hd = cJSON_GetObjectItemCaseSensitive(o, "head_dim");
+    if (hd && !cJSON_IsNull(hd)) WGT_TRY(model_hf_int(o, what, "head_dim", 1, 0, 1, 1 << 20, &head_dim));
+    if (!head_dim && c->d_model % c->n_head)
+        return wgt_fail(WGT_ERR_CONFIG, "%s: num_attention_heads (%d) does not divide hidden_size (%d) and there is no "
+                        "head_dim", what, c->n_head, c->d_model);
     if (c->n_head % c->n_kv_heads)
         return wgt_fail(WGT_ERR_CONFIG, "%s: num_key_value_heads (%d) does not divide num_attention_heads (%d)", what,
                         c->n_kv_heads, c->n_head);
+    c->head_dim = head_dim && (int64_t)head_dim * c->n_head != c->d_model ? head_dim : 0;
     const int hs = HS_OF(c);
-    int head_dim;
-    WGT_TRY(model_hf_int(o, what, "head_dim", 0, hs, 1, 1 << 20, &head_dim));
-    if (head_dim != hs)
-        return wgt_fail(WGT_ERR_CONFIG, "%s: head_dim is %d but hidden_size / num_attention_heads is %d; this build "
-                        "takes head_dim = hidden_size / num_attention_heads", what, head_dim, hs);
+    const char *hs_name = head_dim ? "head_dim" : "hidden_size / num_attention_heads";
     if (hs % 2)
-        return wgt_fail(WGT_ERR_CONFIG, "%s: the head size hidden_size / num_attention_heads = %d is odd; RoPE needs an "
-                        "even head size", what, hs);
-    if (hs > 128)
-        return wgt_fail(WGT_ERR_CONFIG, "%s: the head size hidden_size / num_attention_heads = %d is above the "
-                        "supported 128", what, hs);
+        return wgt_fail(WGT_ERR_CONFIG, "%s: the head size %s = %d is odd; RoPE needs an even head size", what, hs_name,
+                        hs);
+    if (hs > MODEL_HEAD_SIZE_MAX)
+        return wgt_fail(WGT_ERR_CONFIG, "%s: the head size %s = %d is above the supported %d", what, hs_name, hs,
+                        MODEL_HEAD_SIZE_MAX);
     return WGT_OK;
 }
 
@@ -630,8 +677,8 @@ static cJSON *config_to_hf(const model_config *c) {
     }
     cJSON_AddBoolToObject(o, "tie_word_embeddings", c->tie_embeddings);
     cJSON_AddStringToObject(o, "hidden_act", "silu");
-    if (v->qkv_bias < 0) {
-        cJSON_AddBoolToObject(o, "attention_bias", c->qkv_bias);
+    if (v->qkv_bias < 0) cJSON_AddBoolToObject(o, "attention_bias", c->qkv_bias);
+    if (!strcmp(v->name, "llama")) {
         cJSON_AddBoolToObject(o, "mlp_bias", 0);
         model_hf_add_number(o, "pretraining_tp", 1);
     }
@@ -678,3 +725,4 @@ static cJSON *config_to_hf(const model_config *c) {
 LLAMA_ARCH(model_arch_llama, "llama");
 LLAMA_ARCH(model_arch_mistral, "mistral");
 LLAMA_ARCH(model_arch_qwen2, "qwen2");
+LLAMA_ARCH(model_arch_qwen3, "qwen3");

@@ -121,11 +121,12 @@ wgt_status model_config_check(const model_config *c) {
     WGT_TRY(check_foreign_fields(c, a));
     if (c->n_layer < 1 || c->n_layer > 256) return wgt_fail(WGT_ERR_CONFIG, "n_layer must be 1..256, got %d", c->n_layer);
     if (c->n_head < 1) return wgt_fail(WGT_ERR_CONFIG, "n_head must be at least 1, got %d", c->n_head);
-    if (c->d_model < 1 || c->d_model % c->n_head)
+    if (c->d_model < 1 || (!c->head_dim && c->d_model % c->n_head))
         return wgt_fail(WGT_ERR_CONFIG, "d_model (%d) must be a positive multiple of n_head (%d)", c->d_model, c->n_head);
-    if (c->d_model / c->n_head > 128)
-        return wgt_fail(WGT_ERR_CONFIG, "head size d_model/n_head = %d is above the supported 128; use more heads",
-                        c->d_model / c->n_head);
+    if (c->head_dim < 0) return wgt_fail(WGT_ERR_CONFIG, "head_dim must be at least 0 (0: d_model/n_head), got %d", c->head_dim);
+    if (model_head_size(c) > MODEL_HEAD_SIZE_MAX)
+        return wgt_fail(WGT_ERR_CONFIG, "head size %s = %d is above the supported %d; use more heads",
+                        c->head_dim ? "head_dim" : "d_model/n_head", model_head_size(c), MODEL_HEAD_SIZE_MAX);
     if (c->d_ff < 1) return wgt_fail(WGT_ERR_CONFIG, "d_ff must be at least 1, got %d", c->d_ff);
     if (c->vocab < 1 || c->vocab > TOKEN_MAX_VOCAB)
         return wgt_fail(WGT_ERR_CONFIG, "vocab must be 1..%d, got %d", TOKEN_MAX_VOCAB, c->vocab);
@@ -431,7 +432,9 @@ size_t model_dim_size(const model_config *c, model_dim d) {
     case DIM_F: return (size_t)c->d_ff;
     case DIM_V: return (size_t)c->vocab;
     case DIM_MAXT: return (size_t)c->max_seq;
-    case DIM_KV: return (size_t)c->n_kv_heads * (size_t)(c->d_model / c->n_head);
+    case DIM_KV: return (size_t)c->n_kv_heads * (size_t)model_head_size(c);
+    case DIM_Q: return (size_t)c->n_head * (size_t)model_head_size(c);
+    case DIM_HS: return (size_t)model_head_size(c);
     }
     WGT_ASSERT(0, "unknown model_dim");
     return 0;
@@ -678,6 +681,11 @@ wgt_status model_init_opts(wgt_model **out, wgt_backend *be, const model_config 
     m->T = T;
     m->prec = prec;
     m->recompute = o->recompute;
+    if (m->recompute != MODEL_RECOMPUTE_NONE && !strcmp(cfg->arch, "gemma3_text")) {
+        free(m);
+        return wgt_fail(WGT_ERR_CONFIG, "--recompute %s is not implemented for gemma3_text models yet; use --recompute "
+                        "none (or a smaller --batch or --seq to save memory)", model_recompute_name(o->recompute));
+    }
     m->half_stale = 1;
     layout(m);
     for (int i = 0; i < m->np; i++) {
@@ -1010,6 +1018,8 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
             bad_first = bad, bad_first_n = p->n;
         }
         bad_total += bad;
+        if (p->flags & MODEL_T_HF_PLUS_ONE)
+            for (size_t e = 0; e < p->n; e++) buf[e] = 1.0f + buf[e];
         const float *src = buf;
         if (p->flags & MODEL_T_HF_TRANSPOSED) {
             if (!tmp) tmp = wgt_malloc(cap * 4);
@@ -1064,6 +1074,8 @@ static wgt_status save_st(wgt_model *m, const char *path, int grads, int hf_expo
             shape[0] = p->shape[0];
             shape[1] = p->shape[1];
         }
+        if (!grads && (p->flags & MODEL_T_HF_PLUS_ONE))
+            for (size_t e = 0; e < p->n; e++) d[e] -= 1.0f;
         char name[192];
         snprintf(name, sizeof name, "%s%s", hf_export && m->arch->hf_prefix ? m->arch->hf_prefix : "", p->name);
         st_writer_add(w, name, p->ndim, shape, d);
@@ -1083,6 +1095,11 @@ static wgt_status hf_tensor_get(wgt_model *m, int i, float *dst, float *tmp, siz
     const model_param_info *p = &m->t[i].info;
     shape[0] = p->shape[0];
     shape[1] = p->shape[1];
+    if (p->flags & MODEL_T_HF_PLUS_ONE) {
+        WGT_TRY(model_param_get(m, i, dst, 0));
+        for (size_t e = 0; e < p->n; e++) dst[e] -= 1.0f;
+        return WGT_OK;
+    }
     if (!(p->flags & MODEL_T_HF_TRANSPOSED)) return model_param_get(m, i, dst, 0);
     WGT_TRY(model_param_get(m, i, tmp, 0));
     size_t R = p->shape[0], Cc = p->shape[1];

@@ -40,9 +40,22 @@ typedef struct {
     int rope_orig_max_pos;    // llama3: original_max_position_embeddings
     int qkv_bias;             // 1: the q, k, v projections have biases (Qwen2; LLaMA's attention_bias)
     int o_bias;               // 1: the o projection has a bias (LLaMA's attention_bias)
-    int sliding_window;       // Mistral, Qwen2: the attention window (0: none); sequences longer
-                              // than it are refused (the attention is full causal)
+    int sliding_window;       // Mistral, Gemma-3: the attention window (0: none): query t sees keys
+                              // t - window + 1 .. t (attention_forward's window)
+    int head_dim;             // HS when it is not d_model / n_head (Qwen3, Hugging Face's head_dim); 0: it is
+    int qk_norm;              // 1: RMSNorm over each q and k head before RoPE (Qwen3's q_norm / k_norm)
+    // Gemma-3 (gemma3.c; with n_kv_heads, rope_theta for the full-attention layers, rms_eps,
+    // tie_embeddings, head_dim, sliding_window above):
+    double rope_local_theta;  // RoPE base of the sliding-window layers (rope_local_base_freq)
+    int sliding_pattern;      // P: layer l has full attention when (l + 1) % P == 0, else the window
 } model_config;
+
+// The attention head size: head_dim, or d_model / n_head when that is 0.
+static inline int model_head_size(const model_config *c) {
+    return c->head_dim ? c->head_dim : (c->n_head > 0 ? c->d_model / c->n_head : 0);
+}
+// The largest head size of the attention kernels (their tile sizes follow the device's workgroup memory).
+#define MODEL_HEAD_SIZE_MAX 256
 
 // ---- families
 typedef struct model_arch model_arch;  // defined in model_impl.h, for the families themselves
@@ -129,6 +142,11 @@ enum {
                                            // (same layer and decay), without alignment padding: a
                                            // run of them is one matrix stacked along its rows that
                                            // one op reads whole (LLaMA's q | k | v projections)
+    MODEL_T_HF_PLUS_ONE = 1 << 5,          // held as 1 + w where Hugging Face files hold w (Gemma's
+                                           // norm weights, used as 1 + w): loading adds 1 in f32, as
+                                           // transformers' forward does (bits of w below 2^-24 of 1 are
+                                           // dropped there too), saving subtracts it (exact for
+                                           // 1 + w >= 0.5)
 };
 typedef enum {
     MODEL_INIT_ZEROS,     // biases

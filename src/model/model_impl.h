@@ -18,8 +18,9 @@ static inline wgt_view model_no_view(void) { return wgt_view_none(); }
 
 // ---- the tensor table
 // The sizes a tensor's shape is written in; model_dim_size evaluates them from the config.
-// DIM_KV: n_kv_heads x head size (LLaMA's k and v projections).
-typedef enum { DIM_NONE, DIM_C, DIM_3C, DIM_F, DIM_V, DIM_MAXT, DIM_KV } model_dim;
+// DIM_KV: n_kv_heads x head size (LLaMA's k and v projections); DIM_Q: n_head x head size (the
+// q projection, = C unless head_dim is set); DIM_HS: the head size (Qwen3's q_norm / k_norm).
+typedef enum { DIM_NONE, DIM_C, DIM_3C, DIM_F, DIM_V, DIM_MAXT, DIM_KV, DIM_Q, DIM_HS } model_dim;
 size_t model_dim_size(const model_config *c, model_dim d);
 
 // One kind of parameter tensor. Expanded at init, in table order, into the parameter table:
@@ -96,7 +97,8 @@ struct model_arch {
 // The families of this build: each family's file defines its descriptors, and families.c lists
 // them (the only edit outside the family's file that a new family needs).
 extern const model_arch model_arch_gpt2;
-extern const model_arch model_arch_llama, model_arch_mistral, model_arch_qwen2;
+extern const model_arch model_arch_llama, model_arch_mistral, model_arch_qwen2, model_arch_qwen3;
+extern const model_arch model_arch_gemma3_text;
 extern const model_arch *const model_archs[];
 extern const int model_n_archs;
 

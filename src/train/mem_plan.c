@@ -18,7 +18,12 @@ wgt_status train_plan_check(const train_config *c, wgt_backend *be, model_opts *
     if (!strcmp(c->recompute, "auto") && limit) {  // the least recomputation that fits
         for (int r = MODEL_RECOMPUTE_NONE; r <= MODEL_RECOMPUTE_BLOCK; r++) {
             mo->recompute = (model_recompute)r;
-            WGT_TRY(model_plan_make(&p, be, &c->model, c->batch, c->seq, mo));
+            wgt_status st = model_plan_make(&p, be, &c->model, c->batch, c->seq, mo);
+            if (st != WGT_OK && r > MODEL_RECOMPUTE_NONE) {  // a family without recomputation: the last that builds
+                mo->recompute = (model_recompute)(r - 1);
+                break;
+            }
+            WGT_TRY(st);
             if (p.total <= limit) break;
         }
     }

@@ -1,4 +1,4 @@
-// ops_activation.c — C reference of 06_activation.wgsl: gelu_inplace and swiglu_combine.
+// ops_activation.c — C reference of 06_activation.wgsl: gelu_inplace, swiglu_combine and geglu_combine.
 // Computed in f32 with the kernels' exact formulas so the WGSL results can be held to tight
 // tolerances; one element per iteration, parallel over elements.
 #include "backend/cpu/ops.h"
@@ -40,5 +40,16 @@ void cpu_swiglu_combine(float *hidden, const float *gate, const float *up, size_
         size_t lo, hi;
         cpu_thread_block(n, &lo, &hi);
         swiglu_block(hidden + lo, gate + lo, up + lo, hi - lo);
+    }
+}
+
+// hidden = gelu(gate)·up (GeGLU), gelu as gelu_inplace's: the product rounded before the
+// multiplication by up, as the kernel and PyTorch's gelu(gate) * up
+void cpu_geglu_combine(float *hidden, const float *gate, const float *up, size_t n) {
+    #pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        float g = gate[i], h, unused;
+        cpu_gelu_halves(cpu_gelu_inner(cpu_gelu_clamp(g)), &h, &unused);
+        hidden[i] = (g * h) * up[i];
     }
 }

@@ -55,3 +55,15 @@ void cpu_ffn_swiglu_backward(float *grad_gate, float *grad_up, const float *grad
         swiglu_backward_block(grad_gate + lo, grad_up + lo, grad_hidden + lo, gate + lo, up + lo, hi - lo);
     }
 }
+
+// GeGLU: grad_gate = g·up·gelu'(gate), grad_up = g·gelu(gate), gelu' as the GeLU backward's
+void cpu_ffn_geglu_backward(float *grad_gate, float *grad_up, const float *grad_hidden, const float *gate,
+                            const float *up, size_t n) {
+    #pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) {
+        float g = grad_hidden[i], x = gate[i], h, unused;
+        cpu_gelu_halves(cpu_gelu_inner(cpu_gelu_clamp(x)), &h, &unused);
+        grad_gate[i] = cpu_nan_guard(g * up[i] * gelu_grad(x));
+        grad_up[i] = cpu_nan_guard(g * (x * h));
+    }
+}

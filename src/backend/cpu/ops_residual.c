@@ -14,6 +14,11 @@ void cpu_add_inplace(float *out, const float *a, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] += a[i];
 }
 
+void cpu_scale_inplace(float *x, size_t n, float s) {
+    #pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
 // Dropout of n elements: out[i] = inp[i]·scale when wgt_dropout_bits(key(i >> 32), i) >= thr,
 // else +0; thr = 0 (p = 0) copies the bits. out may be inp (in place) but must not partially
 // overlap it. The map is diagonal, so it is its own transpose: the backward applies it to dout.

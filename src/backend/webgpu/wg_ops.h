@@ -27,12 +27,18 @@ WGT_OPS(WG_PROTO_)
 #undef WG_PROTO_
 
 // attention_backward with an explicit variant (0 auto, 1 streaming, 2 split-dKdV, 3 split-short,
-// 4 fused); returns the variant that ran. The auto rule alone is wg_attention_backward_auto_variant.
+// 4 fused, 5 rows: 17_attention_rows.wgsl, what auto runs where no tile fits the head size);
+// returns the variant that ran. The auto rule alone is wg_attention_backward_auto_variant.
 int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv, wgt_view out,
                                wgt_view lse, wgt_view doc_start, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
                                uint32_t HS, float p, uint32_t seed, uint32_t window);
 int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
                                        uint32_t HS);
+// attention_forward through the row kernel whatever the head size (what attention_forward runs
+// where no tile fits it), for tests.
+void wg_attention_rows_forward(wgt_backend *be, wgt_view out, wgt_view lse, wgt_view qkv, wgt_view doc_start,
+                               uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float p_drop,
+                               uint32_t seed, uint32_t window);
 // For tests and benchmarks (tests/test_kernels_attention.c, bench/bench_attention.c): whether a
 // forward (backward) setting text, complete or partial, parses and fits this device at head size
 // HS, i.e. would be used as given rather than replaced by the default; and the settings the

@@ -25,3 +25,15 @@ void wg_swiglu_combine(wgt_backend *be, wgt_view hidden, wgt_view gate, wgt_view
     wg_dispatch(ctx, "swiglu_combine", wg_pipeline(ctx, "06_activation.wgsl", "swiglu_combine", defs), b, 3, &p,
                 sizeof p, wg_groups(n / lanes, 256));
 }
+
+void wg_geglu_combine(wgt_backend *be, wgt_view hidden, wgt_view gate, wgt_view up, size_t n) {
+    wg_ctx *ctx = wg_of(be);
+    WGT_ASSERT(n <= UINT32_MAX, "element-wise kernels index with u32");
+    const char *defs;
+    wgt_view vs[] = {hidden, gate, up};
+    int lanes = wg_ew_lanes(n, vs, 3, &defs);
+    n_params p = {(uint32_t)(n / lanes), 0, 0, 0};
+    wg_bind b[] = {wg_b(hidden, n), wg_b(gate, n), wg_b(up, n)};
+    wg_dispatch(ctx, "geglu_combine", wg_pipeline(ctx, "06_activation.wgsl", "geglu_combine", defs), b, 3, &p,
+                sizeof p, wg_groups(n / lanes, 256));
+}

@@ -50,6 +50,9 @@
 #include "backend/dropout.h"
 #include "backend/webgpu/wg_ops.h"
 
+// The largest head size: the row kernels' (17_attention_rows.wgsl AR_HS_MAX) one row per workgroup.
+#define WG_ATTN_HS_MAX 256u
+
 // In a GPT-2 124M step on the H200 (96 heads, T = 1024) streaming took 5.4 ms a layer against
 // 1.9 ms for fused: one workgroup per head needs far more heads than that to fill the device.
 #define WG_ATTN_STREAM_MIN_HEADS 1024u
@@ -71,8 +74,8 @@ static const struct { const char *fwd, *bwd; } attn_defaults[] = {
 };
 #define N_DEFAULTS (sizeof attn_defaults / sizeof attn_defaults[0])
 
-enum { V_AUTO = 0, V_STREAM = 1, V_SPLIT = 2, V_SHORT = 3, V_FUSED = 4 };
-static const char *const variant_names[] = {"auto", "stream", "split", "short", "fused"};
+enum { V_AUTO = 0, V_STREAM = 1, V_SPLIT = 2, V_SHORT = 3, V_FUSED = 4, V_ROWS = 5 };
+static const char *const variant_names[] = {"auto", "stream", "split", "short", "fused", "rows"};
 
 // The uniform of both kernel files (AttnParams there).
 typedef struct {
@@ -257,8 +260,8 @@ static fwd_cfg fwd_choose(wg_ctx *ctx, uint32_t HS) {
         fwd_cfg c = {0, 0, 0, 0};
         if (parse_pairs(attn_defaults[i].fwd, fwd_key, &c) && fwd_fits(ctx, HS, c)) { d = c; break; }
     }
-    WGT_ASSERT(i < N_DEFAULTS, "attention head size too large for this device's workgroup memory (HS <= 128 is "
-                               "supported)");
+    WGT_ASSERT(i < N_DEFAULTS, "no forward tile fits this head size in this device's workgroup memory (the "
+                               "caller checks fwd_tiles_fit)");
     const char *o = fwd_override(ctx);
     if (o && *o) {
         fwd_cfg c = d;
@@ -283,8 +286,8 @@ static bwd_cfg bwd_choose(wg_ctx *ctx, uint32_t HS) {
                 break;
             }
         }
-        WGT_ASSERT(i < N_DEFAULTS, "attention head size too large for this device's workgroup memory (HS <= 128 "
-                                   "is supported)");
+        WGT_ASSERT(i < N_DEFAULTS, "no backward tile fits this head size in this device's workgroup memory "
+                                   "(the caller checks bwd_tiles_fit)");
     }
     bwd_cfg first;
     memset(&first, 0, sizeof first);
@@ -369,7 +372,7 @@ static wg_bind set_mask(wgt_backend *be, attn_params *p, wgt_view doc_start, siz
 static void check_shapes(wgt_backend *be, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float drop) {
     WGT_ASSERT(drop >= 0.0f && drop < 1.0f, "attention dropout needs p in [0, 1)");
     WGT_ASSERT(NH > 0 && NKV > 0 && NH % NKV == 0, "attention needs NKV (kv heads) dividing NH (query heads)");
-    WGT_ASSERT(HS > 0 && HS <= 128, "attention kernels support head sizes 1..128");
+    WGT_ASSERT(HS > 0 && HS <= WG_ATTN_HS_MAX, "attention kernels support head sizes 1..256");
     uint64_t n = (uint64_t)B * T * ((uint64_t)NH + 2 * (uint64_t)NKV) * HS;
     WGT_ASSERT(n <= UINT32_MAX, "attention kernels index qkv with u32");
     WGT_ASSERT(n <= wg_max_binding_elems(wg_of(be)),
@@ -395,12 +398,94 @@ static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, uint32_t gq, f
     return wg_pipeline(ctx, "05_attention.wgsl", "attention_forward", defs);
 }
 
+// ------------------------------------------------------------------ row kernels (large heads)
+// Whether some row of the defaults gives the tiled forward (the tiled backward: each of its three
+// tiles) a setting that fits this device at head size HS. Where none does (HS = 256 in 32 or 48
+// KiB of workgroup memory), 17_attention_rows.wgsl computes the op one row per workgroup.
+static int fwd_tiles_fit(wg_ctx *ctx, uint32_t HS) {
+    for (size_t i = 0; i < N_DEFAULTS; i++) {
+        fwd_cfg c = {0, 0, 0, 0};
+        if (parse_pairs(attn_defaults[i].fwd, fwd_key, &c) && fwd_fits(ctx, HS, c)) return 1;
+    }
+    return 0;
+}
+static int bwd_tiles_fit(wg_ctx *ctx, uint32_t HS) {
+    for (int k = 0; k < 3; k++) {
+        int ok = 0;
+        for (size_t i = 0; i < N_DEFAULTS && !ok; i++) {
+            bwd_cfg c;
+            memset(&c, 0, sizeof c);
+            bwd_tile *cs[3] = {&c.kv, &c.q, &c.st};
+            ok = parse_pairs(attn_defaults[i].bwd, bwd_key, &c) && bwd_fits(ctx, HS, ncp_default(HS), cs[k]);
+        }
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    uint32_t B, T, NH, NKV, HS, W, C, vc, GQ, dseed, dthr, drop;
+    float scale, dscale;
+    uint32_t has_doc, window;  // the mask
+} rows_params;  // RowParams of 17_attention_rows.wgsl
+
+static rows_params rows_make(uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float p_drop,
+                             uint32_t seed, uint32_t window) {
+    rows_params p = {B, T, NH, NKV, HS, (NH + 2 * NKV) * HS, NH * HS, (NH + NKV) * HS, NH / NKV, seed,
+                     wgt_dropout_threshold(p_drop), 0, 1.0f / sqrtf((float)HS), wgt_dropout_scale(p_drop), 0, window};
+    p.drop = p.dthr != 0;
+    if (!p.drop) p.dscale = 1.0f;
+    return p;
+}
+
+void wg_attention_rows_forward(wgt_backend *be, wgt_view out, wgt_view lse, wgt_view qkv, wgt_view doc_start,
+                               uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float p_drop,
+                               uint32_t seed, uint32_t window) {
+    if (!B || !T) return;
+    check_shapes(be, B, T, NH, NKV, HS, p_drop);
+    wg_ctx *ctx = wg_of(be);
+    rows_params p = rows_make(B, T, NH, NKV, HS, p_drop, seed, window);
+    size_t bt = (size_t)B * T;
+    attn_params pm = make_params(B, T, NH, NKV, HS, 1);
+    wg_bind b[] = {wg_b(out, bt * p.C), wg_b(lse, (size_t)B * NH * T), wg_b(qkv, bt * p.W),
+                   set_mask(be, &pm, doc_start, bt, window)};
+    p.has_doc = pm.has_doc;
+    wg_dispatch(ctx, "attention_rows_forward",
+                wg_pipeline(ctx, "17_attention_rows.wgsl", "attention_rows_forward", NULL), b, 4, &p, sizeof p,
+                (uint64_t)B * NH * T);
+}
+
+static void rows_backward(wgt_backend *be, wgt_view dqkv, wgt_view dout, wgt_view qkv, wgt_view out, wgt_view lse,
+                          wgt_view doc_start, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS,
+                          float p_drop, uint32_t seed, uint32_t window) {
+    wg_ctx *ctx = wg_of(be);
+    rows_params p = rows_make(B, T, NH, NKV, HS, p_drop, seed, window);
+    size_t bt = (size_t)B * T, n3 = bt * p.W;
+    attn_params pm = make_params(B, T, NH, NKV, HS, 1);
+    wg_bind bd[] = {wg_b(dqkv, n3), wg_b(dout, bt * p.C), wg_b(out, bt * p.C)};
+    wg_bind b[] = {wg_b(dqkv, n3), wg_b(dout, bt * p.C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T),
+                   set_mask(be, &pm, doc_start, bt, window)};
+    p.has_doc = pm.has_doc;
+    const char *f = "17_attention_rows.wgsl";
+    // D into the dQ slots, then dK and dV (which read every D), then dQ (each reads its own D first)
+    wg_dispatch(ctx, "attention_rows_dsum", wg_pipeline(ctx, f, "attention_rows_dsum", NULL), bd, 3, &p, sizeof p,
+                (uint64_t)bt * NH);
+    wg_dispatch(ctx, "attention_rows_backward_dkdv", wg_pipeline(ctx, f, "attention_rows_backward_dkdv", NULL), b, 5,
+                &p, sizeof p, (uint64_t)B * NKV * T);
+    wg_dispatch(ctx, "attention_rows_backward_dq", wg_pipeline(ctx, f, "attention_rows_backward_dq", NULL), b, 5, &p,
+                sizeof p, (uint64_t)B * NH * T);
+}
+
 void wg_attention_forward(wgt_backend *be, wgt_view out, wgt_view lse, wgt_view qkv, wgt_view doc_start, uint32_t B,
                           uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float p_drop, uint32_t seed,
                           uint32_t window) {
     if (!B || !T) return;
     check_shapes(be, B, T, NH, NKV, HS, p_drop);
     wg_ctx *ctx = wg_of(be);
+    if (!fwd_tiles_fit(ctx, HS)) {
+        wg_attention_rows_forward(be, out, lse, qkv, doc_start, B, T, NH, NKV, HS, p_drop, seed, window);
+        return;
+    }
     fwd_cfg c = fwd_choose(ctx, HS);
     uint32_t br = (256 / c.nl) * c.tr, nblk = (T + br - 1) / br;
     attn_params p = make_params(B, T, NH, NKV, HS, nblk);
@@ -439,6 +524,7 @@ static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t
 int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,
                                        uint32_t HS) {
     wg_ctx *ctx = wg_of(be);
+    if (!bwd_tiles_fit(ctx, HS)) return V_ROWS;
     bwd_cfg c = bwd_choose(ctx, HS);
     int v;
     if (c.forced) v = c.variant;
@@ -464,6 +550,10 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
     check_shapes(be, B, T, NH, NKV, HS, p_drop);
     const int drop = wgt_dropout_threshold(p_drop) != 0;
     wg_ctx *ctx = wg_of(be);
+    if (variant == V_ROWS || !bwd_tiles_fit(ctx, HS)) {
+        rows_backward(be, dqkv, dout, qkv, out, lse, doc_start, B, T, NH, NKV, HS, p_drop, seed, window);
+        return V_ROWS;
+    }
     bwd_cfg cfg = bwd_choose(ctx, HS);
     if (variant < 1 || variant > 4) variant = wg_attention_backward_auto_variant(be, B, T, NH, NKV, HS);
     if (variant == V_SHORT && T > short_max_t(ctx)) variant = V_SPLIT;
@@ -557,11 +647,13 @@ void wg_attention_backward(wgt_backend *be, wgt_view dqkv, wgt_view dout, wgt_vi
 // Whether a forward (backward) setting, complete or partial, parses and fits this device at head
 // size HS, i.e. whether it would be used as given rather than replaced by the default.
 int wg_attention_fwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg) {
+    if (!fwd_tiles_fit(wg_of(be), HS)) return 0;  // the row kernel runs: no setting applies
     fwd_cfg c = fwd_choose(wg_of(be), HS);
     return parse_pairs(cfg, fwd_key, &c) && fwd_fits(wg_of(be), HS, c);
 }
 
 int wg_attention_bwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg) {
+    if (!bwd_tiles_fit(wg_of(be), HS)) return 0;
     bwd_cfg d = bwd_choose(wg_of(be), HS), c;
     memset(&c, 0, sizeof c);
     if (!parse_pairs(cfg, bwd_key, &c)) return 0;
@@ -577,6 +669,11 @@ int wg_attention_bwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg) {
 // "fwd nl=8,tr=2,bc=64,sg=1 | bwd v=fused,kv=16x64/2x4,q=64x16/2x4,st=32x32/2x4", sg as in effect.
 const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_t cap) {
     wg_ctx *ctx = wg_of(be);
+    if (!fwd_tiles_fit(ctx, HS) || !bwd_tiles_fit(ctx, HS)) {
+        snprintf(buf, cap, "fwd %s | bwd %s (no tile fits head size %u)", fwd_tiles_fit(ctx, HS) ? "tiled" : "rows",
+                 bwd_tiles_fit(ctx, HS) ? "tiled" : "rows", HS);
+        return buf;
+    }
     fwd_cfg f = fwd_choose(ctx, HS);
     bwd_cfg c = bwd_choose(ctx, HS);
     snprintf(buf, cap, "fwd nl=%u,tr=%u,bc=%u,sg=%d | bwd v=%s,kv=%ux%u/%ux%u,q=%ux%u/%ux%u,st=%ux%u/%ux%u,ncp=%u",

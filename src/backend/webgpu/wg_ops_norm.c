@@ -69,3 +69,38 @@ void wg_rmsnorm_backward(wgt_backend *be, wgt_view dinp, wgt_view dweight, wgt_v
     wg_dispatch(ctx, "rmsnorm_backward_params", wg_pipeline(ctx, "11_backward_norm.wgsl", "rmsnorm_backward_params", NULL),
                 bp, 4, &p, sizeof p, wg_groups(C, 8));
 }
+
+// qk_norm_forward / qk_norm_backward: one workgroup per head row of qkv (B·T·(NH + 2·NKV) rows),
+// then the weights' column kernel (2·HS columns, 8 a workgroup).
+typedef struct { uint32_t N, NH, NKV, HS; float eps, w_offset; uint32_t p0, p1; } qkn_params;
+
+void wg_qk_norm_forward(wgt_backend *be, wgt_view out, wgt_view rstd, wgt_view qkv, wgt_view q_weight,
+                        wgt_view k_weight, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS, float eps,
+                        float w_offset) {
+    wg_ctx *ctx = wg_of(be);
+    const uint64_t N = (uint64_t)B * T, rows = N * ((uint64_t)NH + 2 * (uint64_t)NKV), n = rows * HS;
+    if (n == 0) return;
+    check_fits(be, n, "qk_norm_forward");
+    qkn_params p = {(uint32_t)N, NH, NKV, HS, eps, w_offset, 0, 0};
+    wg_bind b[] = {wg_b(out, n), wg_b(rstd, N * (NH + NKV)), wg_b(qkv, n), wg_b(q_weight, HS), wg_b(k_weight, HS)};
+    wg_dispatch(ctx, "qk_norm_forward", wg_pipeline(ctx, "02_norm.wgsl", "qk_norm_forward", NULL), b, 5, &p, sizeof p,
+                rows);
+}
+
+void wg_qk_norm_backward(wgt_backend *be, wgt_view dqkv, wgt_view dq_weight, wgt_view dk_weight, wgt_view dout,
+                         wgt_view qkv, wgt_view q_weight, wgt_view k_weight, wgt_view rstd, uint32_t B, uint32_t T,
+                         uint32_t NH, uint32_t NKV, uint32_t HS, float w_offset) {
+    wg_ctx *ctx = wg_of(be);
+    const uint64_t N = (uint64_t)B * T, rows = N * ((uint64_t)NH + 2 * (uint64_t)NKV), n = rows * HS;
+    const uint64_t nr = N * (NH + NKV);
+    if (n == 0) return;
+    check_fits(be, n, "qk_norm_backward");
+    qkn_params p = {(uint32_t)N, NH, NKV, HS, 0, w_offset, 0, 0};
+    wg_bind b[] = {wg_b(dqkv, n), wg_b(dout, n), wg_b(qkv, n), wg_b(q_weight, HS), wg_b(k_weight, HS), wg_b(rstd, nr)};
+    wg_dispatch(ctx, "qk_norm_backward", wg_pipeline(ctx, "11_backward_norm.wgsl", "qk_norm_backward", NULL), b, 6, &p,
+                sizeof p, rows);
+    wg_bind bp[] = {wg_b(dq_weight, HS), wg_b(dk_weight, HS), wg_b(dout, n), wg_b(qkv, n), wg_b(rstd, nr)};
+    wg_dispatch(ctx, "qk_norm_backward_params",
+                wg_pipeline(ctx, "11_backward_norm.wgsl", "qk_norm_backward_params", NULL), bp, 5, &p, sizeof p,
+                wg_groups(2 * (uint64_t)HS, 8));
+}

@@ -31,6 +31,20 @@ void wg_add_inplace(wgt_backend *be, wgt_view out, wgt_view a, size_t n) {
     }
 }
 
+typedef struct { uint32_t n, off; float s; uint32_t p0; } scale_params;
+
+void wg_scale_inplace(wgt_backend *be, wgt_view x, size_t n, float s) {
+    wg_ctx *ctx = wg_of(be);
+    WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", "scale_inplace", NULL);
+    size_t ch = res_chunk(be);
+    for (size_t o = 0; o < n; o += ch) {
+        size_t k = n - o < ch ? n - o : ch;
+        scale_params p = {(uint32_t)k, 0, s, 0};
+        wg_bind b[] = {wg_binding_window(x, o, k, &p.off)};
+        wg_dispatch(ctx, "scale_inplace", pipe, b, 1, &p, sizeof p, wg_groups(k, 256));
+    }
+}
+
 void wg_residual_forward(wgt_backend *be, wgt_view out, wgt_view a, wgt_view b, size_t n) {
     // out = a + b with out aliasing a (or b) is out += b (or a): a buffer cannot be bound both
     // read-only and writable in one dispatch, and in place needs no read-only copy anyway.
