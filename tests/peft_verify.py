@@ -16,6 +16,7 @@
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -65,6 +66,7 @@ def case(W, work, name, model, V, T, device, lora_flags):
     base = os.path.join(work, name + "_base")
     model.save_pretrained(base, safe_serialization=True)
     data, rund, adir, mdir = (os.path.join(work, name + s) for s in ("_data", "_run", "_adapter", "_merged"))
+    shutil.rmtree(rund, ignore_errors=True)  # a run of an earlier check in the same WORK_DIR: this one starts afresh
     shards(data, V, T, 1)
     r = run(W, ["train", "--init", base, "--data", data, "--out", rund, "--device", device, "--batch", "2", "--seq",
                 str(T), "--steps", "5", "--lr", "1e-2", "--warmup", "0", "--val-batches", "1"] + lora_flags)
@@ -83,7 +85,7 @@ def case(W, work, name, model, V, T, device, lora_flags):
     check(r.returncode == 0, f"{name}: wgtrain grad --lora-adapter")
     ours = np.load(lpath)
     # 1. PEFT loads the adapter: logits
-    pm = PeftModel.from_pretrained(model, adir)
+    pm = PeftModel.from_pretrained(model, adir, is_trainable=True)  # (trainable: the gradients of step 2)
     pm.eval()
     inp = torch.from_numpy(tok[:, :-1].astype(np.int64))
     tgt = torch.from_numpy(tok[:, 1:].astype(np.int64))
