@@ -102,9 +102,10 @@ wgt_status dir_switch_begin(dir_switch *s, const char *dir, dir_switch_owned_fn 
     if (!slash) snprintf(parent, sizeof parent, ".");
     else if (slash == s->dir) snprintf(parent, sizeof parent, "/");
     else snprintf(parent, sizeof parent, "%.*s", (int)(slash - s->dir), s->dir);
-    snprintf(s->stage, sizeof s->stage, "%s/.%s.wgtrain-stage", parent, base);
-    snprintf(s->fresh, sizeof s->fresh, "%s/.%s.wgtrain-new", parent, base);
-    snprintf(s->old, sizeof s->old, "%s/.%s.wgtrain-old", parent, base);
+    if ((size_t)snprintf(s->stage, sizeof s->stage, "%s/.%s.wgtrain-stage", parent, base) >= sizeof s->stage ||
+        (size_t)snprintf(s->fresh, sizeof s->fresh, "%s/.%s.wgtrain-new", parent, base) >= sizeof s->fresh ||
+        (size_t)snprintf(s->old, sizeof s->old, "%s/.%s.wgtrain-old", parent, base) >= sizeof s->old)
+        return wgt_fail(WGT_ERR_ARG, "path too long: %s", dir);
     WGT_TRY(dir_make(parent));
     WGT_TRY(recover(s));
     if (mkdir(s->stage, 0777) != 0)
