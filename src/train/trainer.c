@@ -868,6 +868,11 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     if (st == WGT_OK && !*interrupted && (long)t->pr.step >= c->steps && rs.step0 < c->steps)
         printf("train: done: %ld steps, %.1f M tokens, %.1f s of training; run directory %s\n", c->steps,
                t->pr.tokens / 1e6, t->pr.elapsed_s, t->o.run_dir);
+    if (st == WGT_OK && be->bytes_allocated) {  // what the plan predicted, as allocated (docs/memory.md)
+        uint64_t live = 0, peak = 0;
+        be->bytes_allocated(be, &live, &peak);
+        printf("train: device buffers: peak %.2f MiB allocated\n", peak / 1048576.0);
+    }
     signal(SIGINT, old_int);
     signal(SIGTERM, old_term);
     metrics_log_close(&rs.ml);
