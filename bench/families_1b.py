@@ -101,7 +101,7 @@ def wgtrain_run(a, name, precision):
            "--log-every", str(a.steps), "--precision", precision]
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
-    print(r.stdout[-3000:], r.stderr[-2000:], sep="\n")
+    print(r.stdout[-600:], r.stderr[-2000:], sep="\n", flush=True)
     if r.returncode != 0:
         return None
     tps = [float(x) for x in re.findall(r"\| ([0-9.]+) tok/s", r.stdout)]
@@ -151,6 +151,8 @@ def main():
     for name, _ in MODELS:
         w32 = wgtrain_run(a, name, "f32")
         w16 = wgtrain_run(a, name, "f16")
+        if w16 is not None:  # a 1B run's checkpoint is 15 GB: keep the disk for the next
+            subprocess.run(["rm", "-rf", w16["run"]], check=True)
         t_tps, t_mem = torch_peer(a.work, name, a.batch, a.seq, a.steps)
         for prec, w in (("f32", w32), ("f16", w16)):
             if w is None:
@@ -159,12 +161,14 @@ def main():
                 continue
             rows.append(f"| {name} | {prec} | {w['tps']:.0f} | {t_tps:.0f} | {w['tps'] / t_tps:.2f}x | "
                         f"{w['plan_gib']:.2f} | {w['peak_gib']:.2f} | {t_mem:.2f} |")
+            print(rows[-1], flush=True)
         if w32 is not None:
             clean, err, files = round_trip(a, name, w32["run"])
             ok = clean and err < 1e-4
             failed += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {name}: export -> from_pretrained clean={clean}, logits rel err {err:.2e}; "
-                  f"files {files}")
+                  f"files {files}", flush=True)
+            subprocess.run(["rm", "-rf", w32["run"], os.path.join(a.work, f"export_{name}")], check=True)
     print(f"\nB={a.batch}, T={a.seq}; PyTorch strict fp32 (TF32 off), AdamW; wgtrain --init from sharded BF16")
     print("| model | wgtrain precision | wgtrain tok/s | PyTorch fp32 tok/s | ratio | plan GiB | wgtrain peak GiB | "
           "PyTorch peak GiB |")
