@@ -366,8 +366,12 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
     let kt0 = fa_lo(b, q0) / RB;  // tiles before it are masked for every row of the block
     var nb = RB;                  // keys a tile, a constant where UNROLL
     if (!UNROLL) { nb = fa_p.rb; }
+    let lo_last = fa_lo(b, min(q0 + RBLK, T) - 1u);  // the largest lo of the block's rows
     for (var kt = kt0; kt < n_tiles; kt++) {
         let k0 = kt * RB;
+        // every key of the tile is attended by every row of the block (rows past T compute
+        // values never stored): the softmax skips the mask tests
+        let full = k0 + RB <= q0 + 1u && k0 >= lo_last;
         workgroupBarrier();  // the previous tile's reads are done
         for (var n = 0u; n < RSN; n++) {
             let i = tid + RT * n;
@@ -391,18 +395,22 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
             var kv = array<vec4<f32>, RC>();
             for (var c = 0u; c < RC; c++) { kv[c] = fr_kv[i * HS4 + min(ln + RL * c, HS4 - 1u)]; }  // q is 0 past HS4
             for (var r = 0u; r < RR; r++) {
-                var x = 0.0;
-                for (var c = 0u; c < RC; c++) { x = fa_dot_acc(x, qr[r][c], kv[c]); }
-                s[r][i] = fa_rsum(x);
+                var x = array<f32, 2>();  // two FMA chains (latency)
+                for (var c = 0u; c < RC; c++) { x[c % 2u] = fa_dot_acc(x[c % 2u], qr[r][c], kv[c]); }
+                s[r][i] = fa_rsum(x[0] + x[1]);
             }
         }
         // online softmax: P over s in place
         for (var r = 0u; r < RR; r++) {
             let t = q0 + rg + RNG * r;
             var mt = FA_NEG;
-            for (var i = 0u; i < nb; i++) {
-                let key = k0 + i;
-                if (key <= t && key >= rlo[r]) { mt = max(mt, s[r][i]); }
+            if (full) {
+                for (var i = 0u; i < nb; i++) { mt = max(mt, s[r][i]); }
+            } else {
+                for (var i = 0u; i < nb; i++) {
+                    let key = k0 + i;
+                    if (key <= t && key >= rlo[r]) { mt = max(mt, s[r][i]); }
+                }
             }
             let m_new = max(m[r], mt);
             let alpha = exp2(m[r] - m_new);
@@ -412,7 +420,7 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
             for (var i = 0u; i < nb; i++) {
                 let key = k0 + i;
                 var p = 0.0;
-                if (key <= t && key >= rlo[r]) { p = exp2(s[r][i] - m_new); }
+                if (full || (key <= t && key >= rlo[r])) { p = exp2(s[r][i] - m_new); }
                 l[r] = l[r] + p;
                 if (DROP) { p = select(0.0, p * fa_p.dscale, dropout_bits(rkey[r], key) >= fa_p.dthr); }
                 s[r][i] = p;

@@ -957,10 +957,13 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
                 var s = array<f32, RR>();
                 var dp = array<f32, RR>();
                 for (var r = 0u; r < RR; r++) {
+                    var x = array<f32, 4>();  // two FMA chains each (latency)
                     for (var c = 0u; c < RC; c++) {
-                        s[r] = ab_dot_acc(s[r], qv[c], kr[r][c]);
-                        dp[r] = ab_dot_acc(dp[r], gv[c], vr[r][c]);
+                        x[c % 2u] = ab_dot_acc(x[c % 2u], qv[c], kr[r][c]);
+                        x[2u + c % 2u] = ab_dot_acc(x[2u + c % 2u], gv[c], vr[r][c]);
                     }
+                    s[r] = x[0] + x[1];
+                    dp[r] = x[2] + x[3];
                 }
                 for (var r = 0u; r < RR; r++) {
                     s[r] = ar_sum(s[r]);
@@ -1061,10 +1064,13 @@ fn attention_backward_dq_reg(@builtin(local_invocation_id) lid : vec3<u32>, @bui
             var s = array<f32, RR>();
             var dp = array<f32, RR>();
             for (var r = 0u; r < RR; r++) {
+                var x = array<f32, 4>();  // two FMA chains each (latency)
                 for (var c = 0u; c < RC; c++) {
-                    s[r] = ab_dot_acc(s[r], qr[r][c], kv[c]);
-                    dp[r] = ab_dot_acc(dp[r], gr[r][c], vv[c]);
+                    x[c % 2u] = ab_dot_acc(x[c % 2u], qr[r][c], kv[c]);
+                    x[2u + c % 2u] = ab_dot_acc(x[2u + c % 2u], gr[r][c], vv[c]);
                 }
+                s[r] = x[0] + x[1];
+                dp[r] = x[2] + x[3];
             }
             for (var r = 0u; r < RR; r++) {
                 s[r] = ar_sum(s[r]);
