@@ -377,14 +377,14 @@ int main(void) {
     run_with(&p, 2, 100, 2, 2, 64, RUN_FUSED, "nl=16,tr=2,bc=16,sg=0", "kv=16x32/2x2,ncp=32", 0.0f, 0);
     run_with(&p, 2, 100, 2, 2, 64, RUN_SPLIT, "nl=4,tr=1,bc=32,sg=1", "v=split,kv=32x16,q=16x32/1x4", 0.0f, 0);
     run_with(&p, 2, 100, 2, 2, 64, RUN_FUSED, NULL, "kv=32x16", 0.0f, 0);
-    // the register-resident kernels (v=reg): the H200 rows' layouts at HS = 64 (2 and 4 lanes a
-    // row, 2 rows a thread) and at HS = 128 (8 lanes; dK/dV with 16-row tiles, which fit 32 KiB);
+    // the register-resident kernels (v=reg): the H200 rows' layouts at HS = 64 (4 lanes a row, 2
+    // rows a thread) and at HS = 128 (8 lanes; dK/dV with 16-row tiles, which fit 32 KiB);
     // one lane a row with grouped heads and dropout; lanes past the head's columns (HS = 6, 4
     // lanes, 256 threads) with auto forced to reg; the mask (packed examples, a window); 8 lanes
     // (lavapipe's subgroup size); the unrolled form
-    const char *reg64 = "v=reg,rkv=2x1x32,rq=4x2x32,rt=128";
+    const char *reg64 = "v=reg,rkv=4x2x32,rq=4x2x32,rt=128";
     run_with(&p, 2, 100, 2, 2, 64, RUN_REG, "v=reg,nl=4,tr=2,bc=32,wg=128", reg64, 0.0f, 0);
-    run_with(&p, 1, 70, 2, 2, 128, RUN_REG, "v=reg,nl=8,tr=2,bc=32,wg=128", "v=reg,rkv=4x1x16,rq=8x2x32", 0.0f, 0);
+    run_with(&p, 1, 70, 2, 2, 128, RUN_REG, "v=reg,nl=8,tr=2,bc=32,wg=128", "v=reg,rkv=8x2x16,rq=8x2x32", 0.0f, 0);
     run_with(&p, 2, 67, 8, 2, 8, RUN_REG, "v=reg,nl=1,tr=4,bc=16,wg=64", "v=reg,rkv=1x2x16,rq=2x1x8,rt=64", 0.5f,
              4000000000u);
     run_with(&p, 1, 45, 4, 2, 6, RUN_REG | RUN_AUTO, "v=reg,nl=4,tr=1,bc=8,wg=256", "v=reg,rkv=4x1x8,rq=8x1x16,rt=256",

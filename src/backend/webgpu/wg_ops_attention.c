@@ -64,12 +64,12 @@
 // To adopt a sweep's result, put the line it prints first.
 static const struct { const char *fwd, *bwd; uint32_t min_sg; } attn_defaults[] = {
     // Register-resident kernels (v=reg), for GPUs with subgroups of >= 32 lanes (NVIDIA, AMD),
-    // not yet measured (expected from their loads per FMA; bench_attention --sweep-reg times the
-    // alternatives). HS = 64: forward 4 lanes x 2 rows a thread (64 rows a workgroup), 32-key
-    // tiles; dK/dV 2 lanes a key row (64 keys a workgroup), dQ 4 lanes x 2 rows. HS = 128 (the
-    // HS = 64 layouts exceed the register budget there): 4 lanes x 1 row for dK/dV, 8 x 2 for dQ.
-    {"v=reg,nl=4,tr=2,bc=32,wg=128", "v=reg,rkv=2x1x32,rq=4x2x32,rt=128", 32},
-    {"v=reg,nl=8,tr=2,bc=32,wg=128", "v=reg,rkv=4x1x32,rq=8x2x32,rt=128", 32},
+    // not yet measured: chosen for their loads per FMA (2 rows a thread: 1 workgroup-memory
+    // vec4 load per 8 FMAs) within the table's register budget (bench_attention --sweep-reg
+    // times the alternatives). HS <= 64: 4 lanes a row, 2 rows a thread, 64 rows a workgroup of
+    // 128 threads, 32-row streamed tiles. HS = 128 (where those exceed the budget): 8 lanes a row.
+    {"v=reg,nl=4,tr=2,bc=32,wg=128", "v=reg,rkv=4x2x32,rq=4x2x32,rt=128", 32},
+    {"v=reg,nl=8,tr=2,bc=32,wg=128", "v=reg,rkv=8x2x32,rq=8x2x32,rt=128", 32},
     {"nl=8,tr=4,bc=16,sg=1", "v=fused,kv=16x64,q=64x16/2x4,st=32x32", 0},  // H200: forward from the sweep, fused measured in-model
     // H200 at HS = 128 (the first row does not fit 48 KiB there): the forward sweep's best, 1.31 ->
     // 0.80 ms at B=8, T=1024, NH=6 (bench/README.md); the backward that of the next row
@@ -231,8 +231,12 @@ static uint32_t fwd_bytes(uint32_t HS, fwd_cfg c, int sg) {
 // held to WG_ATTN_REG_FLOATS so that the rows of the table that do not suit a head size (and
 // settings that would spill on any GPU) are refused: forward q and O (8·RC a row) and the tile's
 // scores; dK/dV K, V, dK, dV (16·RC a row) and a streamed Q and dout row (8·RC); dQ q, dout, dQ
-// (12·RC a row) and a streamed K and V row. 192 of NVIDIA's 255 registers a thread.
+// (12·RC a row) and a streamed K and V row. 192 of NVIDIA's 255 registers a thread; a row of
+// the defaults table is used only within WG_ATTN_REG_FLOATS_TABLE, which leaves room for
+// addresses and temporaries (so that the layout for HS = 64 is not taken at HS = 128, where it
+// would spill: the next row is).
 #define WG_ATTN_REG_FLOATS 192u
+#define WG_ATTN_REG_FLOATS_TABLE 160u
 enum { REG_FWD = 0, REG_DKDV = 1, REG_DQ = 2 };
 
 static uint32_t reg_floats(int kind, uint32_t HS, reg_tile t) {
@@ -248,12 +252,16 @@ static uint32_t reg_bytes(int kind, uint32_t HS, reg_tile t) {
 
 // Whether layout t with rt threads works at head size HS on this device: rl > 1 needs subgroups
 // of at least rl lanes everywhere (a row's lanes then share one subgroup).
-static int reg_fits(wg_ctx *ctx, int kind, uint32_t HS, uint32_t rt, reg_tile t) {
+static int reg_fits_within(wg_ctx *ctx, int kind, uint32_t HS, uint32_t rt, reg_tile t, uint32_t floats) {
     if (rt != 64 && rt != 128 && rt != 256) return 0;
     if (!is_pow2(t.rl) || t.rl > 32 || t.rr < 1 || t.rr > 4 || !is_pow2(t.rb) || t.rb < 4 || t.rb > 128) return 0;
     if (t.rl > 1 && !sg_usable(ctx, t.rl)) return 0;
-    if (reg_floats(kind, HS, t) > WG_ATTN_REG_FLOATS) return 0;
+    if (reg_floats(kind, HS, t) > floats) return 0;
     return reg_bytes(kind, HS, t) <= smem_limit(ctx);
+}
+
+static int reg_fits(wg_ctx *ctx, int kind, uint32_t HS, uint32_t rt, reg_tile t) {
+    return reg_fits_within(ctx, kind, HS, rt, t, WG_ATTN_REG_FLOATS);
 }
 
 static reg_tile fwd_reg_tile(fwd_cfg c) { reg_tile t = {c.nl, c.tr, c.bc}; return t; }
@@ -336,7 +344,8 @@ static int fwd_row(wg_ctx *ctx, uint32_t HS, int v, int own, fwd_cfg *out) {
     for (size_t i = 0; i < N_DEFAULTS; i++) {
         fwd_cfg c = {0, 0, 0, 0, 0, 0};
         if (own && !row_for_device(ctx, i)) continue;
-        if (parse_pairs(attn_defaults[i].fwd, fwd_key, &c) && (v < 0 || (int)c.v == v) && fwd_fits(ctx, HS, c)) {
+        if (parse_pairs(attn_defaults[i].fwd, fwd_key, &c) && (v < 0 || (int)c.v == v) && fwd_fits(ctx, HS, c) &&
+            (!c.v || reg_fits_within(ctx, REG_FWD, HS, c.wg ? c.wg : 128, fwd_reg_tile(c), WG_ATTN_REG_FLOATS_TABLE))) {
             if (c.v && !c.wg) c.wg = 128;
             *out = c;
             return 1;
@@ -389,7 +398,7 @@ static int reg_row(wg_ctx *ctx, uint32_t HS, int kind, int own, reg_tile *t, uin
         if (!parse_pairs(attn_defaults[i].bwd, bwd_key, &c)) continue;
         reg_tile r = kind == REG_DKDV ? c.rkv : c.rq;
         uint32_t n = c.rt ? c.rt : 128;
-        if (r.rl && reg_fits(ctx, kind, HS, n, r)) {
+        if (r.rl && reg_fits_within(ctx, kind, HS, n, r, WG_ATTN_REG_FLOATS_TABLE)) {
             *t = r;
             *rt = n;
             return 1;
