@@ -24,7 +24,7 @@
 // check's reference applies too.
 // --sweep-reg times the register-resident kernels' layouts (v=reg: forward nl lanes a row, tr
 // rows a thread, bc keys a tile, wg threads; backward rkv= and rq= lanes x rows x streamed rows,
-// rt threads) the same way, and prints the row to put first in attn_defaults for them.
+// rt threads; then the best with the next tile prefetched, pf=1) the same way, and prints the row to put first in attn_defaults for them.
 // --budget: the sweep skips the settings it has not reached after this many seconds (default 60;
 // the most promising ones come first).
 // --small: B = 1, T = 256, NH = 2 (HS 64), for a smoke test on the software GPU.
@@ -446,6 +446,15 @@ static void sweep_reg(bench *bn) {
             snprintf(cfg, sizeof cfg, "%s,rt=%u", base, thr[w]);
             try_cfg(bn, "bwd-reg", 6, cfg, &bq);
         }
+        snprintf(base, sizeof base, "%.200s", bq.cfg);  // the next tile prefetched into registers
+        snprintf(cfg, sizeof cfg, "%s,pf=1", base);
+        try_cfg(bn, "bwd-reg", 6, cfg, &bq);
+    }
+    if (bf.cfg[0]) {
+        char base[224];
+        snprintf(base, sizeof base, "%.200s", bf.cfg);
+        snprintf(cfg, sizeof cfg, "%s,pf=1", base);
+        try_cfg(bn, "fwd-reg", -1, cfg, &bf);
     }
     printf("\nsweep took %.1f s\n", wgt_now_s() - t_start);
     if (bn->skipped)

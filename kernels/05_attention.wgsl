@@ -318,7 +318,8 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
 // online softmax and O += P·V on its columns. A warp reads one key row at a time (broadcast)
 // and RL adjacent vec4 of it: no bank conflicts.
 // Host constants: RT threads (64, 128, 256), RL lanes a row (a power of 2), RR rows a thread, RB
-// keys a tile; a workgroup owns RBLK = RT/RL·RR rows, row group rg holding rows rg + RT/RL·r.
+// keys a tile, PF the next tile prefetched into registers; a workgroup owns RBLK = RT/RL·RR rows,
+// row group rg holding rows rg + RT/RL·r.
 // The mask, dropout and grouped heads as attention_forward.
 const RNG : u32 = RT / RL;                     // row groups
 const RBLK : u32 = RNG * RR;                   // query rows of a workgroup
@@ -327,6 +328,25 @@ const RSN : u32 = (RB * HS4 + RT - 1u) / RT;   // K (and V) vec4 a thread stages
 const FR_NOROW : u32 = 0xffffffffu;            // lo of a row past T: no key attended
 
 var<workgroup> fr_kv : array<vec4<f32>, 2u * RB * HS4>;  // K rows, then V rows [key][d4]
+
+// This thread's share of the K and V rows k0.. of kv head g (element i = tid + RT·n of the
+// tile, zero past T).
+fn fr_fetch(tid : u32, b : u32, g : u32, k0 : u32, kr : ptr<function, array<vec4<f32>, RSN>>,
+            vr : ptr<function, array<vec4<f32>, RSN>>) {
+    for (var n = 0u; n < RSN; n++) {
+        let i = tid + RT * n;
+        let t = k0 + i / HS4;
+        var kv = vec4<f32>(0.0);
+        var vv = vec4<f32>(0.0);
+        if (i < RB * HS4 && t < fa_p.T) {
+            let base = (b * fa_p.T + t) * fa_p.W + g * HS;
+            kv = fa_load4(base + fa_p.C, i % HS4);
+            vv = fa_load4(base + fa_p.vc, i % HS4);
+        }
+        (*kr)[n] = kv;
+        (*vr)[n] = vv;
+    }
+}
 
 @compute @workgroup_size(RT)
 fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
@@ -367,28 +387,27 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
     var nb = RB;                  // keys a tile, a constant where UNROLL
     if (!UNROLL) { nb = fa_p.rb; }
     let lo_last = fa_lo(b, min(q0 + RBLK, T) - 1u);  // the largest lo of the block's rows
+    // PF: the next tile's K and V wait in registers while the current one is computed (its
+    // loads' latency hidden behind the tile's FMAs, for 8·RSN more registers)
+    var pk = array<vec4<f32>, RSN>();
+    var pv = array<vec4<f32>, RSN>();
+    if (PF) { fr_fetch(tid, b, g, kt0 * RB, &pk, &pv); }
     for (var kt = kt0; kt < n_tiles; kt++) {
         let k0 = kt * RB;
         // every key of the tile is attended by every row of the block (rows past T compute
         // values never stored): the softmax skips the mask tests
         let full = k0 + RB <= q0 + 1u && k0 >= lo_last;
         workgroupBarrier();  // the previous tile's reads are done
+        if (!PF) { fr_fetch(tid, b, g, k0, &pk, &pv); }
         for (var n = 0u; n < RSN; n++) {
             let i = tid + RT * n;
             if (i < RB * HS4) {
-                let t = k0 + i / HS4;
-                var kv = vec4<f32>(0.0);
-                var vv = vec4<f32>(0.0);
-                if (t < T) {
-                    let base = (b * T + t) * fa_p.W + g * HS;
-                    kv = fa_load4(base + fa_p.C, i % HS4);
-                    vv = fa_load4(base + fa_p.vc, i % HS4);
-                }
-                fr_kv[i] = kv;
-                fr_kv[RB * HS4 + i] = vv;
+                fr_kv[i] = pk[n];
+                fr_kv[RB * HS4 + i] = pv[n];
             }
         }
         workgroupBarrier();
+        if (PF && kt + 1u < n_tiles) { fr_fetch(tid, b, g, k0 + RB, &pk, &pv); }
         // scores (explicitly zeroed: a var in a loop is not reliably re-zeroed on every driver)
         var s = array<array<f32, RB>, RR>();
         for (var i = 0u; i < nb; i++) {

@@ -844,7 +844,7 @@ fn attention_backward_short(@builtin(local_invocation_id) lid : vec3<u32>, @buil
 // applies the same P, dS to its columns. All lanes of a warp read the same streamed row
 // (one broadcast address per lane group) and RL adjacent vec4: no bank conflicts, no swizzle.
 // Host constants: RT threads (64, 128, 256), RL lanes a row (a power of 2), RR rows a thread,
-// RB streamed rows a tile; a workgroup owns RBLK = RT/RL·RR rows, its row group rg holding rows
+// RB streamed rows a tile, PF the next tile prefetched into registers during the current one; a workgroup owns RBLK = RT/RL·RR rows, its row group rg holding rows
 // rg + RT/RL·r (interleaved, so that the causal work of a block is spread over its threads).
 // The mask, dropout and grouped heads as the kernels above; D is read from the dQ slots (dsum).
 const RNG : u32 = RT / RL;                     // row groups
@@ -862,22 +862,68 @@ fn ar_nb(u : AttnParams) -> u32 {
     return u.bq;
 }
 
-// Stages streamed rows r0.. of the two operands whose head column 0 of row t is at
-// a_base + t·a_w and b_base + t·b_w (b from dout when b_dout), zero past T.
-fn ar_stage(u : AttnParams, tid : u32, r0 : u32, a_base : u32, a_w : u32, b_base : u32, b_w : u32, b_dout : bool) {
+const RST : u32 = (RB + RT - 1u) / RT;          // streamed rows' statistics a thread stages (dK/dV)
+
+// The streamed tile in registers (this thread's share), before it goes to workgroup memory.
+struct ARegs {
+    a : array<vec4<f32>, RSN>,   // Q or K
+    b : array<vec4<f32>, RSN>,   // dout or V
+    st : array<vec4<u32>, RST>,  // dK/dV: rows tid + RT·n's (lse·log2e, D as bits, lo, dropout key)
+};
+
+// This thread's share of streamed rows r0.. of the two operands whose head column 0 of row t is
+// at a_base + t·a_w and b_base + t·b_w (b from dout when b_dout), zero past T.
+fn ar_fetch(u : AttnParams, tid : u32, r0 : u32, a_base : u32, a_w : u32, b_base : u32, b_w : u32, b_dout : bool,
+            x : ptr<function, ARegs>) {
+    for (var n = 0u; n < RSN; n++) {
+        let i = tid + RT * n;
+        let t = r0 + i / HS4;
+        var av = vec4<f32>(0.0);
+        var bv = vec4<f32>(0.0);
+        if (i < RB * HS4 && t < u.T) {
+            av = ab_ld(false, a_base + t * a_w, i % HS4);
+            bv = ab_ld(b_dout, b_base + t * b_w, i % HS4);
+        }
+        (*x).a[n] = av;
+        (*x).b[n] = bv;
+    }
+}
+
+// The dK/dV pass's streamed query rows q0..: Q, dout and each row's statistics (a row past T:
+// lo = AR_NOROW, so that it attends nothing).
+fn ar_fetch_q(u : AttnParams, tid : u32, b : u32, h : u32, q0 : u32, x : ptr<function, ARegs>) {
+    let T = u.T;
+    let bh = b * u.NH + h;
+    ar_fetch(u, tid, q0, b * T * u.W + h * HS, u.W, b * T * u.C + h * HS, u.C, true, x);
+    for (var n = 0u; n < RST; n++) {
+        let t = q0 + tid + RT * n;
+        var st = vec4<u32>(0u, 0u, AR_NOROW, 0u);
+        if (t < T && tid + RT * n < RB) {
+            var rk = 0u;
+            if (DROP) { rk = dropout_key(u.dseed, bh * T + t, DROPOUT_ATTN); }
+            st = vec4<u32>(bitcast<u32>(ab_lse[bh * T + t] * AB_LOG2E), bitcast<u32>(ab_dval(u, b, h, t)),
+                           ab_lo(u, b, t), rk);
+        }
+        (*x).st[n] = st;
+    }
+}
+
+fn ar_put(tid : u32, x : ptr<function, ARegs>) {
     for (var n = 0u; n < RSN; n++) {
         let i = tid + RT * n;
         if (i < RB * HS4) {
-            let t = r0 + i / HS4;
-            var av = vec4<f32>(0.0);
-            var bv = vec4<f32>(0.0);
-            if (t < u.T) {
-                av = ab_ld(false, a_base + t * a_w, i % HS4);
-                bv = ab_ld(b_dout, b_base + t * b_w, i % HS4);
-            }
-            ar_x[i] = av;
-            ar_x[RB * HS4 + i] = bv;
+            ar_x[i] = (*x).a[n];
+            ar_x[RB * HS4 + i] = (*x).b[n];
         }
+    }
+}
+
+// the statistics too (a function of its own: a kernel that names ar_st allocates it)
+fn ar_put_st(tid : u32, x : ptr<function, ARegs>) {
+    ar_put(tid, x);
+    for (var n = 0u; n < RST; n++) {
+        let i = tid + RT * n;
+        if (i < RB) { ar_st[i] = (*x).st[n]; }
     }
 }
 
@@ -922,25 +968,20 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
     var qe = qb0 + 1u;
     while (qe < nqb && ab_lo(u, b, qe * RB) <= klast) { qe++; }
     let nb = ar_nb(u);
-    for (var j = 0u; j < GQ; j++) {
-        let h = g * GQ + j;
-        let bh = b * u.NH + h;
-        for (var qb = qb0; qb < qe; qb++) {
-            let q0 = qb * RB;
-            workgroupBarrier();  // the previous tile's reads are done
-            ar_stage(u, tid, q0, b * T * u.W + h * HS, u.W, b * T * u.C + h * HS, u.C, true);
-            for (var i = tid; i < RB; i += RT) {
-                let t = q0 + i;
-                var st = vec4<u32>(0u, 0u, AR_NOROW, 0u);
-                if (t < T) {
-                    var rk = 0u;
-                    if (DROP) { rk = dropout_key(u.dseed, bh * T + t, DROPOUT_ATTN); }
-                    st = vec4<u32>(bitcast<u32>(ab_lse[bh * T + t] * AB_LOG2E), bitcast<u32>(ab_dval(u, b, h, t)),
-                                   ab_lo(u, b, t), rk);
-                }
-                ar_st[i] = st;
-            }
-            workgroupBarrier();
+    // the group's query heads in order, for each the query tiles qb0 .. qe - 1; PF: the next
+    // (head, tile)'s rows wait in registers while the current one is computed
+    let nq = qe - qb0;
+    var x = ARegs();
+    if (PF) { ar_fetch_q(u, tid, b, g * GQ, qb0 * RB, &x); }
+    for (var it = 0u; it < GQ * nq; it++) {
+        let h = g * GQ + it / nq;
+        let q0 = (qb0 + it % nq) * RB;
+        workgroupBarrier();  // the previous tile's reads are done
+        if (!PF) { ar_fetch_q(u, tid, b, h, q0, &x); }
+        ar_put_st(tid, &x);
+        workgroupBarrier();
+        if (PF && it + 1u < GQ * nq) { ar_fetch_q(u, tid, b, g * GQ + (it + 1u) / nq, (qb0 + (it + 1u) % nq) * RB, &x); }
+        {
             for (var i = 0u; i < nb; i++) {
                 let st = ar_st[i];
                 let t = q0 + i;
@@ -1047,11 +1088,17 @@ fn attention_backward_dq_reg(@builtin(local_invocation_id) lid : vec3<u32>, @bui
     let nkb = (min(q0 + RBLK, T) - 1u) / RB + 1u;
     let kb0 = ab_lo(u, b, q0) / RB;  // key tiles before it are masked for the whole block
     let nb = ar_nb(u);
+    let kbase = b * T * u.W + g * HS + u.C;
+    let vbase = b * T * u.W + g * HS + u.vc;
+    var x = ARegs();  // the streamed K and V rows (PF: the next tile's, fetched during this one)
+    if (PF) { ar_fetch(u, tid, kb0 * RB, kbase, u.W, vbase, u.W, false, &x); }
     for (var kb = kb0; kb < nkb; kb++) {
         let k0 = kb * RB;
         workgroupBarrier();  // the previous tile's reads are done
-        ar_stage(u, tid, k0, b * T * u.W + g * HS + u.C, u.W, b * T * u.W + g * HS + u.vc, u.W, false);
+        if (!PF) { ar_fetch(u, tid, k0, kbase, u.W, vbase, u.W, false, &x); }
+        ar_put(tid, &x);
         workgroupBarrier();
+        if (PF && kb + 1u < nkb) { ar_fetch(u, tid, k0 + RB, kbase, u.W, vbase, u.W, false, &x); }
         for (var i = 0u; i < nb; i++) {
             let key = k0 + i;
             var kv = array<vec4<f32>, RC>();

@@ -232,10 +232,10 @@ static void run_with(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
 static void check_settings(bpair *p) {
     static const char *const bad_fwd[] = {"nl=3", "nl=8,tr=3", "bc=24", "tr=2,zz=1", "nl=", "nl=8;tr=2", "tr=8,bc=128",
                                           "v=fast", "v=reg,nl=3", "v=reg,wg=96", "v=reg,tr=8", "v=reg,bc=256",
-                                          "v=reg,nl=1,tr=4,bc=128"};
+                                          "v=reg,nl=1,tr=4,bc=128", "v=reg,pf=2"};
     static const char *const bad_bwd[] = {"kv=16", "kv=16x16/3x3", "v=bogus", "q=8x8", "kv=256x256", "ncp=3",
                                           "st=16x16,x=1", "kv=16x16/", "v=rows", "rkv=2x1", "rkv=3x1x16",
-                                          "v=reg,rkv=2x1x256", "rt=100,rkv=2x1x16", "v=reg,rq=1x4x16"};
+                                          "v=reg,rkv=2x1x256", "rt=100,rkv=2x1x16", "v=reg,rq=1x4x16", "pf=2"};
     for (size_t i = 0; i < sizeof bad_fwd / sizeof bad_fwd[0]; i++)
         CHECK(!wg_attention_fwd_cfg_ok(p->gpu, 64, bad_fwd[i]), "forward setting '%s' accepted", bad_fwd[i]);
     for (size_t i = 0; i < sizeof bad_bwd / sizeof bad_bwd[0]; i++)
@@ -379,18 +379,19 @@ int main(void) {
     run_with(&p, 2, 100, 2, 2, 64, RUN_FUSED, NULL, "kv=32x16", 0.0f, 0);
     // the register-resident kernels (v=reg): the H200 rows' layouts at HS = 64 (4 lanes a row, 2
     // rows a thread) and at HS = 128 (8 lanes; dK/dV with 16-row tiles, which fit 32 KiB);
-    // one lane a row with grouped heads and dropout; lanes past the head's columns (HS = 6, 4
+    // one lane a row with grouped heads and dropout (the next tile prefetched, pf=1: across the
+    // group's heads); lanes past the head's columns (HS = 6, 4
     // lanes, 256 threads) with auto forced to reg; the mask (packed examples, a window); 8 lanes
     // (lavapipe's subgroup size); the unrolled form
     const char *reg64 = "v=reg,rkv=4x2x32,rq=4x2x32,rt=128";
     run_with(&p, 2, 100, 2, 2, 64, RUN_REG, "v=reg,nl=4,tr=2,bc=32,wg=128", reg64, 0.0f, 0);
     run_with(&p, 1, 70, 2, 2, 128, RUN_REG, "v=reg,nl=8,tr=2,bc=32,wg=128", "v=reg,rkv=8x2x16,rq=8x2x32", 0.0f, 0);
-    run_with(&p, 2, 67, 8, 2, 8, RUN_REG, "v=reg,nl=1,tr=4,bc=16,wg=64", "v=reg,rkv=1x2x16,rq=2x1x8,rt=64", 0.5f,
-             4000000000u);
+    run_with(&p, 2, 67, 8, 2, 8, RUN_REG, "v=reg,nl=1,tr=4,bc=16,wg=64,pf=1", "v=reg,rkv=1x2x16,rq=2x1x8,rt=64,pf=1",
+             0.5f, 4000000000u);
     run_with(&p, 1, 45, 4, 2, 6, RUN_REG | RUN_AUTO, "v=reg,nl=4,tr=1,bc=8,wg=256", "v=reg,rkv=4x1x8,rq=8x1x16,rt=256",
              0.3f, 7);
     g_doc = 60;
-    run_with(&p, 2, 130, 4, 1, 16, RUN_REG, "v=reg,nl=2,tr=2,bc=16", "v=reg,rkv=2x2x16,rq=4x2x16", 0.0f, 0);
+    run_with(&p, 2, 130, 4, 1, 16, RUN_REG, "v=reg,nl=2,tr=2,bc=16,pf=1", "v=reg,rkv=2x2x16,rq=4x2x16,pf=1", 0.0f, 0);
     g_doc = 40, g_window = 13;
     run_with(&p, 1, 100, 8, 2, 8, RUN_REG, "v=reg,nl=8,tr=1,bc=16", "v=reg,rkv=8x1x8,rq=8x1x8", 0.2f, 5);
     g_doc = 0, g_window = 0;

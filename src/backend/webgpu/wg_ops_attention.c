@@ -96,11 +96,11 @@ typedef struct {
 
 // v: 0 the shared-tile kernel (attention_forward), 1 the register-resident one
 // (attention_forward_reg: nl lanes a row, tr rows a thread, bc keys a tile, wg threads)
-typedef struct { uint32_t nl, tr, bc, sg, v, wg; } fwd_cfg;     // sg: as requested
+typedef struct { uint32_t nl, tr, bc, sg, v, wg, pf; } fwd_cfg;  // sg: as requested; pf: v=reg's prefetch
 typedef struct { uint32_t bq, bk, rqs, rks; } bwd_tile;         // rqs = rks = 0: chosen
 // a register-resident kernel's layout: rl lanes a row, rr resident rows a thread, rb streamed
-// rows a tile (rl = 0: not given)
-typedef struct { uint32_t rl, rr, rb; } reg_tile;
+// rows a tile (rl = 0: not given); pf 1: the next tile prefetched into registers
+typedef struct { uint32_t rl, rr, rb, pf; } reg_tile;
 typedef struct {
     int variant;
     bwd_tile kv, q, st;
@@ -108,6 +108,7 @@ typedef struct {
     int forced;            // v= given
     reg_tile rkv, rq;      // v=reg: the dK/dV kernel's and the dQ kernel's layouts
     uint32_t rt;           // rt= as given (threads of both; 0: not given)
+    uint32_t pf;           // pf= as given plus 1 (0: not given)
     uint32_t rt_kv, rt_q;  // the threads each uses
 } bwd_cfg;
 
@@ -157,6 +158,7 @@ static int fwd_key(void *dst, const char *k, const char *v) {
         return 0;
     }
     if (!strcmp(k, "wg")) return parse_u(v, &c->wg);
+    if (!strcmp(k, "pf")) return parse_u(v, &c->pf);
     if (!strcmp(k, "nl")) return parse_u(v, &c->nl);
     if (!strcmp(k, "tr")) return parse_u(v, &c->tr);
     if (!strcmp(k, "bc")) return parse_u(v, &c->bc);
@@ -184,7 +186,7 @@ static int parse_reg_tile(const char *v, reg_tile *t) {
     int n = 0;
     if (strspn(v, "0123456789x") != strlen(v)) return 0;
     if (sscanf(v, "%ux%ux%u%n", &a, &b, &c, &n) != 3 || v[n] || !a || a > 4096 || b > 4096 || c > 4096) return 0;
-    reg_tile r = {a, b, c};
+    reg_tile r = {a, b, c, 0};
     *t = r;
     return 1;
 }
@@ -199,6 +201,12 @@ static int bwd_key(void *dst, const char *k, const char *v) {
     if (!strcmp(k, "rkv")) return parse_reg_tile(v, &c->rkv);
     if (!strcmp(k, "rq")) return parse_reg_tile(v, &c->rq);
     if (!strcmp(k, "rt")) return parse_u(v, &c->rt);
+    if (!strcmp(k, "pf")) {
+        uint32_t x;
+        if (!parse_u(v, &x) || x > 1) return 0;
+        c->pf = x + 1;
+        return 1;
+    }
     if (!strcmp(k, "kv")) return parse_tile(v, &c->kv);
     if (!strcmp(k, "q")) return parse_tile(v, &c->q);
     if (!strcmp(k, "st")) return parse_tile(v, &c->st);
@@ -208,7 +216,7 @@ static int bwd_key(void *dst, const char *k, const char *v) {
 
 // The form of a setting text alone (wg_settings.c checks the environment with it).
 int wg_attention_cfg_parses(const char *text, int backward) {
-    fwd_cfg f = {0, 0, 0, 0, 0, 0};
+    fwd_cfg f = {0, 0, 0, 0, 0, 0, 0};
     bwd_cfg b;
     memset(&b, 0, sizeof b);
     return backward ? parse_pairs(text, bwd_key, &b) : parse_pairs(text, fwd_key, &f);
@@ -239,11 +247,13 @@ static uint32_t fwd_bytes(uint32_t HS, fwd_cfg c, int sg) {
 #define WG_ATTN_REG_FLOATS_TABLE 160u
 enum { REG_FWD = 0, REG_DKDV = 1, REG_DQ = 2 };
 
-static uint32_t reg_floats(int kind, uint32_t HS, reg_tile t) {
-    uint32_t rc = (hs4_of(HS) + t.rl - 1) / t.rl;
-    if (kind == REG_FWD) return t.rr * (8 * rc + t.rb);
-    if (kind == REG_DKDV) return 16 * t.rr * rc + 8 * rc;
-    return t.rr * (12 * rc + 4) + 8 * rc;
+// (pf: + the prefetched tile, 8 floats per vec4 pair a thread stages, and dK/dV's row statistics)
+static uint32_t reg_floats(int kind, uint32_t HS, uint32_t rt, reg_tile t) {
+    uint32_t rc = (hs4_of(HS) + t.rl - 1) / t.rl, rsn = (t.rb * hs4_of(HS) + rt - 1) / rt;
+    uint32_t pf = t.pf ? 8 * rsn + (kind == REG_DKDV ? 4 * ((t.rb + rt - 1) / rt) : 0) : 0;
+    if (kind == REG_FWD) return t.rr * (8 * rc + t.rb) + pf;
+    if (kind == REG_DKDV) return 16 * t.rr * rc + 8 * rc + pf;
+    return t.rr * (12 * rc + 4) + 8 * rc + pf;
 }
 
 static uint32_t reg_bytes(int kind, uint32_t HS, reg_tile t) {
@@ -254,9 +264,10 @@ static uint32_t reg_bytes(int kind, uint32_t HS, reg_tile t) {
 // of at least rl lanes everywhere (a row's lanes then share one subgroup).
 static int reg_fits_within(wg_ctx *ctx, int kind, uint32_t HS, uint32_t rt, reg_tile t, uint32_t floats) {
     if (rt != 64 && rt != 128 && rt != 256) return 0;
-    if (!is_pow2(t.rl) || t.rl > 32 || t.rr < 1 || t.rr > 4 || !is_pow2(t.rb) || t.rb < 4 || t.rb > 128) return 0;
+    if (!is_pow2(t.rl) || t.rl > 32 || t.rr < 1 || t.rr > 4 || !is_pow2(t.rb) || t.rb < 4 || t.rb > 128 || t.pf > 1)
+        return 0;
     if (t.rl > 1 && !sg_usable(ctx, t.rl)) return 0;
-    if (reg_floats(kind, HS, t) > floats) return 0;
+    if (reg_floats(kind, HS, rt, t) > floats) return 0;
     return reg_bytes(kind, HS, t) <= smem_limit(ctx);
 }
 
@@ -264,7 +275,7 @@ static int reg_fits(wg_ctx *ctx, int kind, uint32_t HS, uint32_t rt, reg_tile t)
     return reg_fits_within(ctx, kind, HS, rt, t, WG_ATTN_REG_FLOATS);
 }
 
-static reg_tile fwd_reg_tile(fwd_cfg c) { reg_tile t = {c.nl, c.tr, c.bc}; return t; }
+static reg_tile fwd_reg_tile(fwd_cfg c) { reg_tile t = {c.nl, c.tr, c.bc, c.pf}; return t; }
 
 static int fwd_fits(wg_ctx *ctx, uint32_t HS, fwd_cfg c) {
     if (c.v) return reg_fits(ctx, REG_FWD, HS, c.wg ? c.wg : 128, fwd_reg_tile(c));
@@ -342,7 +353,7 @@ static int row_for_device(wg_ctx *ctx, size_t i) {
 // v (0 shared-tile, 1 register-resident, -1 either) and fits; 0 when none.
 static int fwd_row(wg_ctx *ctx, uint32_t HS, int v, int own, fwd_cfg *out) {
     for (size_t i = 0; i < N_DEFAULTS; i++) {
-        fwd_cfg c = {0, 0, 0, 0, 0, 0};
+        fwd_cfg c = {0, 0, 0, 0, 0, 0, 0};
         if (own && !row_for_device(ctx, i)) continue;
         if (parse_pairs(attn_defaults[i].fwd, fwd_key, &c) && (v < 0 || (int)c.v == v) && fwd_fits(ctx, HS, c) &&
             (!c.v || reg_fits_within(ctx, REG_FWD, HS, c.wg ? c.wg : 128, fwd_reg_tile(c), WG_ATTN_REG_FLOATS_TABLE))) {
@@ -357,10 +368,10 @@ static int fwd_row(wg_ctx *ctx, uint32_t HS, int v, int own, fwd_cfg *out) {
 // Setting text applied over the default d: its keys over the first row of the same kind (v=reg
 // or not), or over d itself when it is of that kind. 1 when the result fits (then *out is it).
 static int fwd_apply(wg_ctx *ctx, uint32_t HS, fwd_cfg d, const char *text, fwd_cfg *out) {
-    fwd_cfg probe = {0, 0, 0, 0, 0, 0}, c = d;
+    fwd_cfg probe = {0, 0, 0, 0, 0, 0, 0}, c = d;
     if (!parse_pairs(text, fwd_key, &probe)) return 0;
     if (probe.v != d.v) {
-        fwd_cfg base = {1, 1, 16, 0, 1, 128};  // v=reg with no row of that kind: one lane, one row, 16 keys
+        fwd_cfg base = {1, 1, 16, 0, 1, 128, 0};  // v=reg with no row of that kind: one lane, one row, 16 keys
         if (!fwd_row(ctx, HS, (int)probe.v, 0, &c)) {
             if (!probe.v) return 0;  // no shared-tile setting fits this head size
             c = base;
@@ -375,7 +386,7 @@ static int fwd_apply(wg_ctx *ctx, uint32_t HS, fwd_cfg d, const char *text, fwd_
 
 // The forward setting: the first default row that fits, with the override's keys applied on top.
 static fwd_cfg fwd_choose(wg_ctx *ctx, uint32_t HS) {
-    fwd_cfg d = {0, 0, 0, 0, 0, 0};
+    fwd_cfg d = {0, 0, 0, 0, 0, 0, 0};
     int found = fwd_row(ctx, HS, -1, 1, &d);
     WGT_ASSERT(found, "no forward tile fits this head size in this device's workgroup memory (the "
                       "caller checks fwd_tiles_fit)");
@@ -398,6 +409,7 @@ static int reg_row(wg_ctx *ctx, uint32_t HS, int kind, int own, reg_tile *t, uin
         if (!parse_pairs(attn_defaults[i].bwd, bwd_key, &c)) continue;
         reg_tile r = kind == REG_DKDV ? c.rkv : c.rq;
         uint32_t n = c.rt ? c.rt : 128;
+        if (c.pf) r.pf = c.pf - 1;
         if (r.rl && reg_fits_within(ctx, kind, HS, n, r, WG_ATTN_REG_FLOATS_TABLE)) {
             *t = r;
             *rt = n;
@@ -435,6 +447,7 @@ static int bwd_apply(wg_ctx *ctx, uint32_t HS, bwd_cfg d, const char *text, bwd_
         if (rt_given) rt = rt_given;
         if (!rt) rt = 128;
         *rts[k] = rt;
+        if (c.pf) rs[k]->pf = c.pf - 1;
         // a layout given (or needed: v=reg) must fit
         if ((rs[k]->rl || c.variant == V_REG) && !(rs[k]->rl && reg_fits(ctx, kind, HS, rt, *rs[k]))) return 0;
     }
@@ -561,18 +574,18 @@ static const char *qkv_type(uint32_t HS) {
 static void reg_defs(char *buf, size_t cap, const char *name, uint32_t rt, reg_tile t) {
     if (t.rl > 1)
         snprintf(buf, cap,
-                 "const RT=%uu;const RL=%uu;const RR=%uu;const RB=%uu;fn %s(x:f32)->f32{var y=x;"
+                 "const RT=%uu;const RL=%uu;const RR=%uu;const RB=%uu;const PF=%s;fn %s(x:f32)->f32{var y=x;"
                  "for(var i=1u;i<RL;i=i<<1u){y=y+subgroupShuffleXor(y,i);}return y;}",
-                 rt, t.rl, t.rr, t.rb, name);
+                 rt, t.rl, t.rr, t.rb, t.pf ? "true" : "false", name);
     else
-        snprintf(buf, cap, "const RT=%uu;const RL=%uu;const RR=%uu;const RB=%uu;fn %s(x:f32)->f32{return x;}", rt, t.rl,
-                 t.rr, t.rb, name);
+        snprintf(buf, cap, "const RT=%uu;const RL=%uu;const RR=%uu;const RB=%uu;const PF=%s;fn %s(x:f32)->f32{return x;}",
+                 rt, t.rl, t.rr, t.rb, t.pf ? "true" : "false", name);
 }
 
 static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, uint32_t gq, fwd_cfg c, int drop) {
     int sg = !c.v && c.sg && sg_usable(ctx, c.nl);
     char defs[1024], rdefs[384];
-    reg_tile none = {1, 1, 4};
+    reg_tile none = {1, 1, 4, 0};
     fwd_cfg tile = c;
     if (c.v) tile.nl = 8, tile.tr = 1, tile.bc = 16;  // the shared-tile kernel's constants, unused
     reg_defs(rdefs, sizeof rdefs, "fa_rsum", c.v ? c.wg : 64, c.v ? fwd_reg_tile(c) : none);
@@ -711,7 +724,7 @@ static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint
 // The shared-tile kernels (the register-resident kernels' constants at a placeholder).
 static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
                                         bwd_tile t, uint32_t ss, int drop) {
-    reg_tile none = {1, 1, 4};
+    reg_tile none = {1, 1, 4, 0};
     return bwd_pipeline_reg(ctx, entry, HS, gq, ncp, t, ss, drop, 64, none);
 }
 
@@ -895,7 +908,7 @@ const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_
     bwd_cfg c = bwd_choose(ctx, HS);
     size_t n = 0;
     if (f.v)
-        n = (size_t)snprintf(buf, cap, "fwd v=reg,nl=%u,tr=%u,bc=%u,wg=%u", f.nl, f.tr, f.bc, f.wg);
+        n = (size_t)snprintf(buf, cap, "fwd v=reg,nl=%u,tr=%u,bc=%u,wg=%u,pf=%u", f.nl, f.tr, f.bc, f.wg, f.pf);
     else
         n = (size_t)snprintf(buf, cap, "fwd nl=%u,tr=%u,bc=%u,sg=%d", f.nl, f.tr, f.bc, f.sg && sg_usable(ctx, f.nl));
     if (n < cap)
@@ -903,7 +916,7 @@ const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_
                               variant_names[c.variant], c.kv.bq, c.kv.bk, c.kv.rqs, c.kv.rks, c.q.bq, c.q.bk, c.q.rqs,
                               c.q.rks, c.st.bq, c.st.bk, c.st.rqs, c.st.rks, c.ncp);
     if (n < cap && c.rkv.rl && c.rq.rl)
-        snprintf(buf + n, cap - n, ",rkv=%ux%ux%u,rq=%ux%ux%u,rt=%u/%u", c.rkv.rl, c.rkv.rr, c.rkv.rb, c.rq.rl, c.rq.rr,
-                 c.rq.rb, c.rt_kv, c.rt_q);
+        snprintf(buf + n, cap - n, ",rkv=%ux%ux%u,rq=%ux%ux%u,rt=%u/%u,pf=%u/%u", c.rkv.rl, c.rkv.rr, c.rkv.rb, c.rq.rl,
+                 c.rq.rr, c.rq.rb, c.rt_kv, c.rt_q, c.rkv.pf, c.rq.pf);
     return buf;
 }
