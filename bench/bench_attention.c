@@ -533,7 +533,7 @@ int main(int argc, char **argv) {
     if (over[1] > 0) bn.T = (uint32_t)over[1];
     if (over[2] > 0) bn.NH = (uint32_t)over[2];
     if (over[3] > 0) bn.HS = (uint32_t)over[3];
-    if (bn.HS > 128) { fprintf(stderr, "bench_attention: HS above 128 is not supported by the kernels\n"); return 2; }
+    if (bn.HS > 256) { fprintf(stderr, "bench_attention: HS above 256 is not supported by the kernels\n"); return 2; }
     bn.NKV = over[4] > 0 ? (uint32_t)over[4] : bn.NH;
     if (bn.NH % bn.NKV) { fprintf(stderr, "bench_attention: NKV must divide NH\n"); return 2; }
     if (!(drop >= 0 && drop < 1)) { fprintf(stderr, "bench_attention: --dropout needs P in [0, 1)\n"); return 2; }
@@ -610,7 +610,8 @@ int main(int argc, char **argv) {
         int ran;
         double ms = timed(&bn, v, &err, &ran);
         if (v > 0 && ran != v) {
-            printf("%-28s %10s  (does not fit this device at T = %u; split-dKdV ran)\n", label, "n/a", T);
+            printf("%-28s %10s  (does not fit this device at T = %u, HS = %u; %s ran)\n", label, "n/a", T, HS,
+                   variant_name[ran]);
             continue;
         }
         if (v < 0) ms_fwd = ms;

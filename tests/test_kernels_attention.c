@@ -395,6 +395,11 @@ int main(void) {
     g_doc = 40, g_window = 13;
     run_with(&p, 1, 100, 8, 2, 8, RUN_REG, "v=reg,nl=8,tr=1,bc=16", "v=reg,rkv=8x1x8,rq=8x1x8", 0.2f, 5);
     g_doc = 0, g_window = 0;
+    // head size 256, where no shared tile fits (the register layouts replace the row kernels,
+    // auto included): grouped heads, a window and dropout
+    g_window = 21;
+    run_with(&p, 1, 40, 4, 2, 256, RUN_REG | RUN_AUTO, "v=reg,nl=8,tr=1,bc=16", "v=reg,rkv=8x1x8,rq=8x1x16", 0.1f, 3);
+    g_window = 0;
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = 1;
     run_with(&p, 2, 70, 2, 2, 4, RUN_REG, "v=reg,nl=1,tr=1,bc=8,wg=64", "v=reg,rkv=1x1x8,rq=1x1x8,rt=64", 0.0f, 0);
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = WG_AUTO;

@@ -68,8 +68,11 @@ static const struct { const char *fwd, *bwd; uint32_t min_sg; } attn_defaults[] 
     // vec4 load per 8 FMAs) within the table's register budget (bench_attention --sweep-reg
     // times the alternatives). HS <= 64: 4 lanes a row, 2 rows a thread, 64 rows a workgroup of
     // 128 threads, 32-row streamed tiles. HS = 128 (where those exceed the budget): 8 lanes a row.
+    // HS = 256 (where no shared tile fits 48 KiB): 16 lanes, 16-row tiles, instead of the row
+    // kernels.
     {"v=reg,nl=4,tr=2,bc=32,wg=128", "v=reg,rkv=4x2x32,rq=4x2x32,rt=128", 32},
     {"v=reg,nl=8,tr=2,bc=32,wg=128", "v=reg,rkv=8x2x32,rq=8x2x32,rt=128", 32},
+    {"v=reg,nl=16,tr=2,bc=16,wg=128", "v=reg,rkv=16x1x16,rq=16x2x16,rt=128", 32},
     {"nl=8,tr=4,bc=16,sg=1", "v=fused,kv=16x64,q=64x16/2x4,st=32x32", 0},  // H200: forward from the sweep, fused measured in-model
     // H200 at HS = 128 (the first row does not fit 48 KiB there): the forward sweep's best, 1.31 ->
     // 0.80 ms at B=8, T=1024, NH=6 (bench/README.md); the backward that of the next row
@@ -110,6 +113,7 @@ typedef struct {
     uint32_t rt;           // rt= as given (threads of both; 0: not given)
     uint32_t pf;           // pf= as given plus 1 (0: not given)
     uint32_t rt_kv, rt_q;  // the threads each uses
+    int tiles_ok;          // kv, q, st fit (else only v=reg can run: large heads)
 } bwd_cfg;
 
 static const wg_device_info *info_of(wg_ctx *ctx) { return wg_ctx_info(ctx); }
@@ -384,19 +388,27 @@ static int fwd_apply(wg_ctx *ctx, uint32_t HS, fwd_cfg d, const char *text, fwd_
     return 1;
 }
 
-// The forward setting: the first default row that fits, with the override's keys applied on top.
-static fwd_cfg fwd_choose(wg_ctx *ctx, uint32_t HS) {
+// The forward setting: the first default row that fits, with the override's keys applied on top
+// (over nothing where no row fits: a complete override still runs). 0 when neither gives a
+// setting (then the row kernel runs).
+static int fwd_choose_ok(wg_ctx *ctx, uint32_t HS, fwd_cfg *out) {
     fwd_cfg d = {0, 0, 0, 0, 0, 0, 0};
     int found = fwd_row(ctx, HS, -1, 1, &d);
-    WGT_ASSERT(found, "no forward tile fits this head size in this device's workgroup memory (the "
-                      "caller checks fwd_tiles_fit)");
     const char *o = fwd_override(ctx);
     if (o && *o) {
         fwd_cfg c;
-        if (fwd_apply(ctx, HS, d, o, &c)) return c;
+        if (fwd_apply(ctx, HS, d, o, &c)) { *out = c; return 1; }
         notice_once("forward", o);
     }
-    return d;
+    if (found) *out = d;
+    return found;
+}
+
+static fwd_cfg fwd_choose(wg_ctx *ctx, uint32_t HS) {
+    fwd_cfg c;
+    WGT_ASSERT(fwd_choose_ok(ctx, HS, &c), "no forward setting fits this head size in this device's workgroup "
+                                           "memory (the caller checks fwd_tiles_fit)");
+    return c;
 }
 
 // The first row (only those meant for this device when `own`) whose register-resident layout of
@@ -429,11 +441,14 @@ static int bwd_apply(wg_ctx *ctx, uint32_t HS, bwd_cfg d, const char *text, bwd_
     if (!c.ncp) c.ncp = d.ncp;
     if (!ncp_valid(c.ncp)) return 0;
     bwd_tile *cs[3] = {&c.kv, &c.q, &c.st}, *ds[3] = {&d.kv, &d.q, &d.st};
+    c.tiles_ok = 1;
     for (int k = 0; k < 3; k++) {
         if (!cs[k]->bq) *cs[k] = *ds[k];
+        if (!cs[k]->bq && !d.tiles_ok) { c.tiles_ok = 0; continue; }  // no tile fits this head size
         if (!bwd_fits(ctx, HS, c.ncp, cs[k])) return 0;
     }
     if (!c.forced) c.variant = d.variant;
+    if (!c.tiles_ok && c.variant != V_REG) return 0;
     uint32_t rt_given = c.rt;
     reg_tile *rs[2] = {&c.rkv, &c.rq}, *dr[2] = {&d.rkv, &d.rq};
     uint32_t *rts[2] = {&c.rt_kv, &c.rt_q}, drt[2] = {d.rt_kv, d.rt_q};
@@ -455,10 +470,14 @@ static int bwd_apply(wg_ctx *ctx, uint32_t HS, bwd_cfg d, const char *text, bwd_
     return 1;
 }
 
-static bwd_cfg bwd_choose(wg_ctx *ctx, uint32_t HS) {
+// The backward setting (as fwd_choose_ok). Where no shared tile fits the head size (HS = 256)
+// only the register-resident variant can run: tiles_ok is 0 and the variant reg, when its
+// layouts fit; 0 when nothing does (then the row kernels run).
+static int bwd_choose_ok(wg_ctx *ctx, uint32_t HS, bwd_cfg *out) {
     bwd_cfg d;
     memset(&d, 0, sizeof d);
     bwd_tile *slot[3] = {&d.kv, &d.q, &d.st};
+    d.tiles_ok = 1;
     for (int k = 0; k < 3; k++) {
         size_t i = 0;
         for (; i < N_DEFAULTS; i++) {
@@ -470,9 +489,9 @@ static bwd_cfg bwd_choose(wg_ctx *ctx, uint32_t HS) {
                 break;
             }
         }
-        WGT_ASSERT(i < N_DEFAULTS, "no backward tile fits this head size in this device's workgroup memory "
-                                   "(the caller checks bwd_tiles_fit)");
+        if (i == N_DEFAULTS) d.tiles_ok = 0;
     }
+    if (!d.tiles_ok) memset(&d.kv, 0, sizeof d.kv), memset(&d.q, 0, sizeof d.q), memset(&d.st, 0, sizeof d.st);
     int have_reg = reg_row(ctx, HS, REG_DKDV, 1, &d.rkv, &d.rt_kv);
     have_reg = reg_row(ctx, HS, REG_DQ, 1, &d.rq, &d.rt_q) && have_reg;
     if (!have_reg) memset(&d.rkv, 0, sizeof d.rkv), memset(&d.rq, 0, sizeof d.rq), d.rt_kv = d.rt_q = 0;
@@ -487,15 +506,25 @@ static bwd_cfg bwd_choose(wg_ctx *ctx, uint32_t HS) {
         d.variant = c.variant == V_FUSED || c.variant == V_REG ? c.variant : V_SPLIT;
         break;
     }
+    if (!d.tiles_ok) d.variant = V_REG;  // the only one that can run (if have_reg)
     d.forced = 0;
     d.ncp = ncp_default(HS);
     const char *o = bwd_override(ctx);
     if (o && *o) {
         bwd_cfg c;
-        if (bwd_apply(ctx, HS, d, o, &c)) return c;
+        if (bwd_apply(ctx, HS, d, o, &c)) { *out = c; return 1; }
         notice_once("backward", o);
     }
-    return d;
+    if (!d.tiles_ok && !have_reg) return 0;
+    *out = d;
+    return 1;
+}
+
+static bwd_cfg bwd_choose(wg_ctx *ctx, uint32_t HS) {
+    bwd_cfg c;
+    WGT_ASSERT(bwd_choose_ok(ctx, HS, &c), "no backward setting fits this head size in this device's workgroup "
+                                           "memory (the caller checks bwd_tiles_fit)");
+    return c;
 }
 
 // ------------------------------------------------------------------ scratch of the fused variant
@@ -601,25 +630,17 @@ static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, uint32_t gq, f
 }
 
 // ------------------------------------------------------------------ row kernels (large heads)
-// Whether some row of the defaults gives the tiled forward (the tiled backward: each of its three
-// tiles) a setting that fits this device at head size HS. Where none does (HS = 256 in 32 or 48
-// KiB of workgroup memory), 17_attention_rows.wgsl computes the op one row per workgroup.
+// Whether the defaults (or the override) give the forward (the backward: its three tiles, or the
+// register-resident layouts) a setting that fits this device at head size HS. Where none does
+// (HS = 256 in 32 or 48 KiB of workgroup memory without a register-resident row for the device),
+// 17_attention_rows.wgsl computes the op one row per workgroup.
 static int fwd_tiles_fit(wg_ctx *ctx, uint32_t HS) {
     fwd_cfg c;
-    return fwd_row(ctx, HS, -1, 1, &c);
+    return fwd_choose_ok(ctx, HS, &c);
 }
 static int bwd_tiles_fit(wg_ctx *ctx, uint32_t HS) {
-    for (int k = 0; k < 3; k++) {
-        int ok = 0;
-        for (size_t i = 0; i < N_DEFAULTS && !ok; i++) {
-            bwd_cfg c;
-            memset(&c, 0, sizeof c);
-            bwd_tile *cs[3] = {&c.kv, &c.q, &c.st};
-            ok = parse_pairs(attn_defaults[i].bwd, bwd_key, &c) && bwd_fits(ctx, HS, ncp_default(HS), cs[k]);
-        }
-        if (!ok) return 0;
-    }
-    return 1;
+    bwd_cfg c;
+    return bwd_choose_ok(ctx, HS, &c);
 }
 
 typedef struct {
@@ -743,6 +764,7 @@ int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, 
     wg_ctx *ctx = wg_of(be);
     if (!bwd_tiles_fit(ctx, HS)) return V_ROWS;
     bwd_cfg c = bwd_choose(ctx, HS);
+    if (!c.tiles_ok) return reg_layouts(ctx, HS, &c) ? V_REG : V_ROWS;
     int v;
     if (c.forced) v = c.variant;
     else if (T <= short_max_t(ctx)) v = V_SHORT;
@@ -774,8 +796,12 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         return V_ROWS;
     }
     bwd_cfg cfg = bwd_choose(ctx, HS);
-    if (variant < 1 || variant > 6 || variant == V_ROWS)
+    if (variant < 1 || variant > 6 || variant == V_ROWS || !cfg.tiles_ok)
         variant = wg_attention_backward_auto_variant(be, B, T, NH, NKV, HS);
+    if (variant == V_ROWS) {  // no tile fits and the register layouts do not either
+        rows_backward(be, dqkv, dout, qkv, out, lse, doc_start, B, T, NH, NKV, HS, p_drop, seed, window);
+        return V_ROWS;
+    }
     if (variant == V_SHORT && T > short_max_t(ctx)) variant = V_SPLIT;
     if (variant == V_REG && !reg_layouts(ctx, HS, &cfg)) variant = V_SPLIT;
     const uint32_t C = NH * HS, gq = NH / NKV;
@@ -884,15 +910,16 @@ void wg_attention_backward(wgt_backend *be, wgt_view dqkv, wgt_view dout, wgt_vi
 // Whether a forward (backward) setting, complete or partial, parses and fits this device at head
 // size HS, i.e. whether it would be used as given rather than replaced by the default.
 int wg_attention_fwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg) {
-    if (!fwd_tiles_fit(wg_of(be), HS)) return 0;  // the row kernel runs: no setting applies
-    fwd_cfg c;
-    return fwd_apply(wg_of(be), HS, fwd_choose(wg_of(be), HS), cfg, &c);
+    fwd_cfg d = {0, 0, 0, 0, 0, 0, 0}, c;  // over nothing where no setting fits (large heads)
+    fwd_choose_ok(wg_of(be), HS, &d);
+    return fwd_apply(wg_of(be), HS, d, cfg, &c);
 }
 
 int wg_attention_bwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg) {
-    if (!bwd_tiles_fit(wg_of(be), HS)) return 0;
-    bwd_cfg c;
-    return bwd_apply(wg_of(be), HS, bwd_choose(wg_of(be), HS), cfg, &c);
+    bwd_cfg d, c;
+    memset(&d, 0, sizeof d);
+    if (!bwd_choose_ok(wg_of(be), HS, &d)) d.ncp = ncp_default(HS);  // nothing fits: d has no tiles
+    return bwd_apply(wg_of(be), HS, d, cfg, &c);
 }
 
 // The settings the wrappers use now for head size HS (defaults, overrides applied), as text:
