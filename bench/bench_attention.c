@@ -395,7 +395,7 @@ static void sweep(bench *bn) {
            bn->profile ? " of GPU time" : " wall-clock");
     printf("to try them:   WGTRAIN_ATTN_FWD_CFG=%s WGTRAIN_ATTN_BWD_CFG=%s\n", bf.cfg, line);
     printf("to adopt them: put this row first in attn_defaults (src/backend/webgpu/wg_ops_attention.c):\n"
-           "    {\"%s\", \"%s\"},\n", bf.cfg, line);
+           "    {\"%s\", \"%s\", 0},\n", bf.cfg, line);
 }
 
 // The register-resident kernels (v=reg): forward layouts, then the dK/dV layout with dQ at its

@@ -189,7 +189,7 @@ static int parse_reg_tile(const char *v, reg_tile *t) {
     unsigned a, b, c;
     int n = 0;
     if (strspn(v, "0123456789x") != strlen(v)) return 0;
-    if (sscanf(v, "%ux%ux%u%n", &a, &b, &c, &n) != 3 || v[n] || !a || a > 4096 || b > 4096 || c > 4096) return 0;
+    if (sscanf(v, "%4ux%4ux%4u%n", &a, &b, &c, &n) != 3 || v[n] || !a || a > 4096 || b > 4096 || c > 4096) return 0;
     reg_tile r = {a, b, c, 0};
     *t = r;
     return 1;
