@@ -395,7 +395,7 @@ static void sweep(bench *bn) {
            bn->profile ? " of GPU time" : " wall-clock");
     printf("to try them:   WGTRAIN_ATTN_FWD_CFG=%s WGTRAIN_ATTN_BWD_CFG=%s\n", bf.cfg, line);
     printf("to adopt them: put this row first in attn_defaults (src/backend/webgpu/wg_ops_attention.c):\n"
-           "    {\"%s\", \"%s\", 0},\n", bf.cfg, line);
+           "    {\"%s\", \"%s\", 0, 0},\n", bf.cfg, line);
 }
 
 // The register-resident kernels (v=reg): forward layouts, then the dK/dV layout with dQ at its
@@ -469,8 +469,9 @@ static void sweep_reg(bench *bn) {
            bn->profile ? " of GPU time" : " wall-clock");
     printf("to try them:   WGTRAIN_ATTN_FWD_CFG=%s WGTRAIN_ATTN_BWD_CFG=%s\n", bf.cfg, bq.cfg);
     printf("to adopt them: put this row first in attn_defaults (src/backend/webgpu/wg_ops_attention.c; the\n"
-           "               third field: the least subgroup size of the devices it is meant for):\n"
-           "    {\"%s\", \"%s\", %u},\n", bf.cfg, bq.cfg, wg_ctx_info(wg_of(bn->be))->subgroup_min);
+           "               last fields: the least subgroup size of the devices it is meant for, the\n"
+           "               largest head size):\n"
+           "    {\"%s\", \"%s\", %u, %u},\n", bf.cfg, bq.cfg, wg_ctx_info(wg_of(bn->be))->subgroup_min, bn->HS);
 }
 
 // --peer FILE: the peer's forward and forward+backward ms at this B, T, NH, HS

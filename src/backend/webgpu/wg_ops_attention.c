@@ -62,25 +62,27 @@
 // variant (v=) is the first row's. Row 1 is the guess for 48 KiB GPUs with subgroups of >= 8
 // lanes (NVIDIA H200), row 2 for 32 KiB ones; the rest are fallbacks for large heads.
 // To adopt a sweep's result, put the line it prints first.
-static const struct { const char *fwd, *bwd; uint32_t min_sg; } attn_defaults[] = {
+// min_sg: the least subgroup size of the devices a row is meant for (0: any); max_hs: the largest
+// head size it is meant for (0: any; larger heads take the next rows)
+static const struct { const char *fwd, *bwd; uint32_t min_sg, max_hs; } attn_defaults[] = {
     // Register-resident kernels (v=reg), for GPUs with subgroups of >= 32 lanes (NVIDIA, AMD),
     // not yet measured: chosen for their loads per FMA (2 rows a thread: 1 workgroup-memory
     // vec4 load per 8 FMAs) within the table's register budget (bench_attention --sweep-reg
     // times the alternatives). HS <= 64: 4 lanes a row, 2 rows a thread, 64 rows a workgroup of
-    // 128 threads, 32-row streamed tiles. HS = 128 (where those exceed the budget): 8 lanes a row.
-    // HS = 256 (where no shared tile fits 48 KiB): 16 lanes, 16-row tiles, instead of the row
-    // kernels.
-    {"v=reg,nl=4,tr=2,bc=32,wg=128", "v=reg,rkv=4x2x32,rq=4x2x32,rt=128", 32},
-    {"v=reg,nl=8,tr=2,bc=32,wg=128", "v=reg,rkv=8x2x32,rq=8x2x32,rt=128", 32},
-    {"v=reg,nl=16,tr=2,bc=16,wg=128", "v=reg,rkv=16x1x16,rq=16x2x16,rt=128", 32},
-    {"nl=8,tr=4,bc=16,sg=1", "v=fused,kv=16x64,q=64x16/2x4,st=32x32", 0},  // H200: forward from the sweep, fused measured in-model
+    // 128 threads, 32-row streamed tiles (the forward 16 keys: its scores are a register array
+    // indexed by key, which must stay unrolled). HS <= 128: 8 lanes a row. HS <= 256 (where no
+    // shared tile fits 48 KiB): 16 lanes, 16-row tiles, instead of the row kernels.
+    {"v=reg,nl=4,tr=2,bc=16,wg=128", "v=reg,rkv=4x2x32,rq=4x2x32,rt=128", 32, 64},
+    {"v=reg,nl=8,tr=2,bc=16,wg=128", "v=reg,rkv=8x2x32,rq=8x2x32,rt=128", 32, 128},
+    {"v=reg,nl=16,tr=2,bc=16,wg=128", "v=reg,rkv=16x1x16,rq=16x2x16,rt=128", 32, 256},
+    {"nl=8,tr=4,bc=16,sg=1", "v=fused,kv=16x64,q=64x16/2x4,st=32x32", 0, 0},  // H200: forward from the sweep, fused measured in-model
     // H200 at HS = 128 (the first row does not fit 48 KiB there): the forward sweep's best, 1.31 ->
     // 0.80 ms at B=8, T=1024, NH=6 (bench/README.md); the backward that of the next row
-    {"nl=16,tr=4,bc=16,sg=1", "v=fused,kv=16x32,q=32x16,st=16x32", 0},
-    {"nl=8,tr=2,bc=32,sg=1", "v=fused,kv=16x32,q=32x16,st=16x32", 0},
-    {"nl=8,tr=2,bc=32,sg=0", "v=fused,kv=16x16,q=16x16,st=16x16", 0},
-    {"nl=8,tr=1,bc=16,sg=0", "v=fused,kv=8x16,q=16x8,st=8x16", 0},
-    {"nl=16,tr=1,bc=16,sg=0", "v=fused,kv=8x16,q=16x8,st=8x16", 0},
+    {"nl=16,tr=4,bc=16,sg=1", "v=fused,kv=16x32,q=32x16,st=16x32", 0, 0},
+    {"nl=8,tr=2,bc=32,sg=1", "v=fused,kv=16x32,q=32x16,st=16x32", 0, 0},
+    {"nl=8,tr=2,bc=32,sg=0", "v=fused,kv=16x16,q=16x16,st=16x16", 0, 0},
+    {"nl=8,tr=1,bc=16,sg=0", "v=fused,kv=8x16,q=16x8,st=8x16", 0, 0},
+    {"nl=16,tr=1,bc=16,sg=0", "v=fused,kv=8x16,q=16x8,st=8x16", 0, 0},
 };
 #define N_DEFAULTS (sizeof attn_defaults / sizeof attn_defaults[0])
 
@@ -346,10 +348,12 @@ static void notice_once(const char *what, const char *text) {
 static const char *fwd_override(wg_ctx *ctx) { return wg_ctx_settings(ctx)->attn_fwd; }
 static const char *bwd_override(wg_ctx *ctx) { return wg_ctx_settings(ctx)->attn_bwd; }
 
-// Whether row i of the defaults is meant for this device: min_sg, where given, is the subgroup
-// size the row's register-resident settings were chosen for (a wide-SIMD GPU); on other devices
-// the rows after it give the defaults (those settings still run there when asked for).
-static int row_for_device(wg_ctx *ctx, size_t i) {
+// Whether row i of the defaults is meant for this device and head size: min_sg, where given, is
+// the subgroup size the row's register-resident settings were chosen for (a wide-SIMD GPU), max_hs
+// the largest head size; elsewhere the rows after it give the defaults (its settings still run
+// there when asked for).
+static int row_for_device(wg_ctx *ctx, size_t i, uint32_t HS) {
+    if (attn_defaults[i].max_hs && HS > attn_defaults[i].max_hs) return 0;
     return !attn_defaults[i].min_sg || sg_usable(ctx, attn_defaults[i].min_sg);
 }
 
@@ -358,7 +362,7 @@ static int row_for_device(wg_ctx *ctx, size_t i) {
 static int fwd_row(wg_ctx *ctx, uint32_t HS, int v, int own, fwd_cfg *out) {
     for (size_t i = 0; i < N_DEFAULTS; i++) {
         fwd_cfg c = {0, 0, 0, 0, 0, 0, 0};
-        if (own && !row_for_device(ctx, i)) continue;
+        if (own && !row_for_device(ctx, i, HS)) continue;
         if (parse_pairs(attn_defaults[i].fwd, fwd_key, &c) && (v < 0 || (int)c.v == v) && fwd_fits(ctx, HS, c) &&
             (!c.v || reg_fits_within(ctx, REG_FWD, HS, c.wg ? c.wg : 128, fwd_reg_tile(c), WG_ATTN_REG_FLOATS_TABLE))) {
             if (c.v && !c.wg) c.wg = 128;
@@ -417,7 +421,7 @@ static int reg_row(wg_ctx *ctx, uint32_t HS, int kind, int own, reg_tile *t, uin
     for (size_t i = 0; i < N_DEFAULTS; i++) {
         bwd_cfg c;
         memset(&c, 0, sizeof c);
-        if (own && !row_for_device(ctx, i)) continue;
+        if (own && !row_for_device(ctx, i, HS)) continue;
         if (!parse_pairs(attn_defaults[i].bwd, bwd_key, &c)) continue;
         reg_tile r = kind == REG_DKDV ? c.rkv : c.rq;
         uint32_t n = c.rt ? c.rt : 128;
@@ -501,7 +505,7 @@ static int bwd_choose_ok(wg_ctx *ctx, uint32_t HS, bwd_cfg *out) {
     for (size_t i = 0; i < N_DEFAULTS; i++) {
         bwd_cfg c;
         memset(&c, 0, sizeof c);
-        if (!row_for_device(ctx, i) || !parse_pairs(attn_defaults[i].bwd, bwd_key, &c)) continue;
+        if (!row_for_device(ctx, i, HS) || !parse_pairs(attn_defaults[i].bwd, bwd_key, &c)) continue;
         if (c.variant == V_REG && !have_reg) continue;
         d.variant = c.variant == V_FUSED || c.variant == V_REG ? c.variant : V_SPLIT;
         break;
