@@ -18,10 +18,13 @@
 // so that the rates compare time; split-dKdV really does 14·HS·P (S and dP twice).
 //
 // Usage: bench_attention [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]
-//                        [--budget SECONDS] [--B N] [--T N] [--NH N] [--NKV N] [--HS N] [--dropout P]
+//                        [--sweep-reg] [--budget SECONDS] [--B N] [--T N] [--NH N] [--NKV N] [--HS N] [--dropout P]
 // --NKV: kv heads (grouped-query attention; must divide NH; default NH).
 // --dropout: dropout probability on the attention probabilities (default 0; seed 1234), which the
 // check's reference applies too.
+// --sweep-reg times the register-resident kernels' layouts (v=reg: forward nl lanes a row, tr
+// rows a thread, bc keys a tile, wg threads; backward rkv= and rq= lanes x rows x streamed rows,
+// rt threads; then the best with the next tile prefetched, pf=1) the same way, and prints the row to put first in attn_defaults for them.
 // --budget: the sweep skips the settings it has not reached after this many seconds (default 60;
 // the most promising ones come first).
 // --small: B = 1, T = 256, NH = 2 (HS 64), for a smoke test on the software GPU.
@@ -37,7 +40,7 @@
 #include "core/clock.h"
 #include "bench_common.h"
 
-static const char *const variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused"};
+static const char *const variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused", "rows", "reg"};
 
 // The WGTRAIN_ATTN_FWD_CFG / WGTRAIN_ATTN_BWD_CFG texts the context started with (from the
 // environment): what set_cfg(..., NULL) restores.
@@ -392,7 +395,83 @@ static void sweep(bench *bn) {
            bn->profile ? " of GPU time" : " wall-clock");
     printf("to try them:   WGTRAIN_ATTN_FWD_CFG=%s WGTRAIN_ATTN_BWD_CFG=%s\n", bf.cfg, line);
     printf("to adopt them: put this row first in attn_defaults (src/backend/webgpu/wg_ops_attention.c):\n"
-           "    {\"%s\", \"%s\"},\n", bf.cfg, line);
+           "    {\"%s\", \"%s\", 0, 0},\n", bf.cfg, line);
+}
+
+// The register-resident kernels (v=reg): forward layouts, then the dK/dV layout with dQ at its
+// default, then the dQ layout with the best dK/dV one, then the threads of both; likely winners
+// first in each section. Layouts the wrapper refuses (registers, workgroup memory, subgroup
+// size) are skipped without a run.
+static void sweep_reg(bench *bn) {
+    static const uint32_t lanes[] = {4, 2, 8, 1, 16}, rows[] = {2, 1, 4}, tiles[] = {32, 16, 64}, thr[] = {128, 256, 64};
+    double t_start = wgt_now_s();
+    char cfg[288], desc[256];
+    bn->end = t_start + bn->budget;
+    bn->skipped = 0;
+    printf("\nregister-resident kernels (v=reg); defaults: %s\n", wg_attention_describe(bn->be, bn->HS, desc, sizeof desc));
+    printf("%-8s %-44s %9s %9s  %s\n", "kernel", "setting", "ms/call", "GFLOP/s", "max error / max |ref|");
+    result bf = {"", 0, 0}, bkv = {"", 0, 0}, bq = {"", 0, 0};
+    section(bn, 0.35);
+    for (int w = 0; w < 3; w++)
+        for (int a = 0; a < 5; a++)
+            for (int r = 0; r < 3; r++)
+                for (int c = 0; c < 3; c++) {
+                    snprintf(cfg, sizeof cfg, "v=reg,nl=%u,tr=%u,bc=%u,wg=%u", lanes[a], rows[r], tiles[c], thr[w]);
+                    try_cfg(bn, "fwd-reg", -1, cfg, &bf);
+                }
+    set_cfg(bn->be, 0, NULL);
+    run_once(bn, -1);  // out and lse of the default forward for the backward runs
+    section(bn, 0.5);
+    for (int a = 0; a < 5; a++)
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) {
+                snprintf(cfg, sizeof cfg, "v=reg,rkv=%ux%ux%u", lanes[a], rows[r], tiles[c]);
+                try_cfg(bn, "bwd-reg", 6, cfg, &bkv);
+            }
+    char kv[64] = "";
+    if (bkv.cfg[0]) sscanf(strstr(bkv.cfg, "rkv="), "rkv=%63[^,]", kv);
+    section(bn, 0.8);
+    for (int a = 0; a < 5; a++)
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) {
+                snprintf(cfg, sizeof cfg, "v=reg%s%s,rq=%ux%ux%u", kv[0] ? ",rkv=" : "", kv, lanes[a], rows[r], tiles[c]);
+                try_cfg(bn, "bwd-reg", 6, cfg, &bq);
+            }
+    if (!bq.cfg[0]) bq = bkv;
+    section(bn, 1.0);
+    if (bq.cfg[0]) {
+        char base[224];
+        snprintf(base, sizeof base, "%.200s", bq.cfg);
+        for (int w = 0; w < 3; w++) {
+            snprintf(cfg, sizeof cfg, "%s,rt=%u", base, thr[w]);
+            try_cfg(bn, "bwd-reg", 6, cfg, &bq);
+        }
+        snprintf(base, sizeof base, "%.200s", bq.cfg);  // the next tile prefetched into registers
+        snprintf(cfg, sizeof cfg, "%s,pf=1", base);
+        try_cfg(bn, "bwd-reg", 6, cfg, &bq);
+    }
+    if (bf.cfg[0]) {
+        char base[224];
+        snprintf(base, sizeof base, "%.200s", bf.cfg);
+        snprintf(cfg, sizeof cfg, "%s,pf=1", base);
+        try_cfg(bn, "fwd-reg", -1, cfg, &bf);
+    }
+    printf("\nsweep took %.1f s\n", wgt_now_s() - t_start);
+    if (bn->skipped)
+        printf("%d settings skipped: the time budget ran out (raise it with --budget S)\n", bn->skipped);
+    printf("best forward (reg):    %-44s %9.3f ms\n", bf.cfg, bf.ms);
+    printf("best backward (reg):   %-44s %9.3f ms\n", bq.cfg, bq.ms);
+    if (!bf.cfg[0] || !bq.cfg[0]) {
+        printf("no correct register-resident setting found on this device\n");
+        return;
+    }
+    printf("\nper GPT-2 124M step (12 layers, forward + backward), best settings: %.2f ms%s\n", 12 * (bf.ms + bq.ms),
+           bn->profile ? " of GPU time" : " wall-clock");
+    printf("to try them:   WGTRAIN_ATTN_FWD_CFG=%s WGTRAIN_ATTN_BWD_CFG=%s\n", bf.cfg, bq.cfg);
+    printf("to adopt them: put this row first in attn_defaults (src/backend/webgpu/wg_ops_attention.c; the\n"
+           "               last fields: the least subgroup size of the devices it is meant for, the\n"
+           "               largest head size):\n"
+           "    {\"%s\", \"%s\", %u, %u},\n", bf.cfg, bq.cfg, wg_ctx_info(wg_of(bn->be))->subgroup_min, bn->HS);
 }
 
 // --peer FILE: the peer's forward and forward+backward ms at this B, T, NH, HS
@@ -417,7 +496,7 @@ static int peer_attention(const char *path, const bench *bn, double *fwd, double
 
 int main(int argc, char **argv) {
     const char *adapter = "gpu", *peer_path = NULL;
-    int small = 0, reps = -1, profile = 0, do_sweep = 0;
+    int small = 0, reps = -1, profile = 0, do_sweep = 0, do_sweep_reg = 0;
     double budget = 60;
     long over[5] = {-1, -1, -1, -1, -1};  // B, T, NH, HS, NKV
     double drop = 0;
@@ -426,6 +505,7 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--small")) small = 1;
         else if (!strcmp(a, "--profile")) profile = 1;
         else if (!strcmp(a, "--sweep")) do_sweep = 1;
+        else if (!strcmp(a, "--sweep-reg")) do_sweep_reg = 1;
         else if (!strcmp(a, "--budget") && i + 1 < argc) budget = atof(argv[++i]);
         else if (!strcmp(a, "--adapter") && i + 1 < argc) adapter = argv[++i];
         else if (!strcmp(a, "--peer") && i + 1 < argc) peer_path = argv[++i];
@@ -438,9 +518,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--dropout") && i + 1 < argc) drop = atof(argv[++i]);
         else {
             printf("usage: bench_attention [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
-                   "                       [--budget SECONDS] [--B N] [--T N] [--NH N] [--NKV N] [--HS N]\n"
+                   "                       [--sweep-reg] [--budget SECONDS] [--B N] [--T N] [--NH N] [--NKV N] [--HS N]\n"
                    "                       [--dropout P] [--peer FILE]\n"
-                   "  --peer FILE  the peer's times at this size (bench/torch_peer.py's output): adds the ratio\n");
+                   "  --peer FILE  the peer's times at this size (bench/torch_peer.py's output): adds the ratio\n"
+                   "  --sweep      every setting of the shared-tile kernels; --sweep-reg those of the register-\n"
+                   "               resident kernels (v=reg); each prints the best and the attn_defaults row\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
     }
@@ -452,7 +534,7 @@ int main(int argc, char **argv) {
     if (over[1] > 0) bn.T = (uint32_t)over[1];
     if (over[2] > 0) bn.NH = (uint32_t)over[2];
     if (over[3] > 0) bn.HS = (uint32_t)over[3];
-    if (bn.HS > 128) { fprintf(stderr, "bench_attention: HS above 128 is not supported by the kernels\n"); return 2; }
+    if (bn.HS > 256) { fprintf(stderr, "bench_attention: HS above 256 is not supported by the kernels\n"); return 2; }
     bn.NKV = over[4] > 0 ? (uint32_t)over[4] : bn.NH;
     if (bn.NH % bn.NKV) { fprintf(stderr, "bench_attention: NKV must divide NH\n"); return 2; }
     if (!(drop >= 0 && drop < 1)) { fprintf(stderr, "bench_attention: --dropout needs P in [0, 1)\n"); return 2; }
@@ -460,7 +542,7 @@ int main(int argc, char **argv) {
     bn.seed = 1234;
     bn.C = bn.NH * bn.HS;
     bn.W = (bn.NH + 2 * bn.NKV) * bn.HS;
-    if (reps < 1) reps = small ? 2 : do_sweep ? 5 : 10;
+    if (reps < 1) reps = small ? 2 : do_sweep || do_sweep_reg ? 5 : 10;
     bn.reps = reps;
     bn.profile = profile;
     bn.budget = budget;
@@ -500,8 +582,25 @@ int main(int argc, char **argv) {
     printf("settings: %s\n", wg_attention_describe(be, HS, desc, sizeof desc));
     printf("%-28s %10s %9s  %s\n", "op", profile ? "gpu ms" : "ms/call", "GFLOP/s", "max error / max |ref|");
     double ms_fwd = 0, ms_auto = 0;
-    for (int which = -1; which <= 4; which++) {  // -1 forward, then variants 1..4 and 0 (auto) last
-        int v = which < 0 ? -1 : (which + 1) % 5;
+    // the other forward kernel than the default's (shared-tile or register-resident), where one fits
+    {
+        int dflt_reg = strstr(desc, "fwd v=reg") != NULL;
+        const char *other = dflt_reg ? "v=tile" : "v=reg";
+        if (wg_attention_fwd_cfg_ok(be, HS, other)) {
+            set_cfg(be, 0, other);
+            double err;
+            double ms = timed(&bn, -1, &err, NULL);
+            char label[64];
+            snprintf(label, sizeof label, "forward, %s", other);
+            printf("%-28s %10.3f %9.1f  %.2e %s   (%s)\n", label, ms, bn.fl_fwd / ms / 1e6, err, verdict(err),
+                   wg_attention_describe(be, HS, desc, sizeof desc));
+            set_cfg(be, 0, NULL);
+        }
+    }
+    // -1 forward (the default), then variants 1..4, 6 (reg) and 0 (auto) last
+    static const int order[] = {-1, 1, 2, 3, 4, 6, 0};
+    for (size_t oi = 0; oi < sizeof order / sizeof order[0]; oi++) {
+        int v = order[oi];
         char label[64];
         if (v < 0) snprintf(label, sizeof label, "forward");
         else if (v == 0)
@@ -512,7 +611,8 @@ int main(int argc, char **argv) {
         int ran;
         double ms = timed(&bn, v, &err, &ran);
         if (v > 0 && ran != v) {
-            printf("%-28s %10s  (does not fit this device at T = %u; split-dKdV ran)\n", label, "n/a", T);
+            printf("%-28s %10s  (does not fit this device at T = %u, HS = %u; %s ran)\n", label, "n/a", T, HS,
+                   variant_name[ran]);
             continue;
         }
         if (v < 0) ms_fwd = ms;
@@ -530,6 +630,7 @@ int main(int argc, char **argv) {
     else if (peer_path) printf("peer: no line for B=%u T=%u NH=%u HS=%u\n", B, T, NH, HS);
     printf("(host reference of the two checked heads took %.1f s)\n", t_ref);
     if (do_sweep) sweep(&bn);
+    if (do_sweep_reg) sweep_reg(&bn);
     for (int k = 0; k < 2; k++) head_ref_free(&bn.refs[k]);
     free(bn.host); free(bn.host_l); free(bn.qkv); free(bn.dout);
     be->buf_free(be, bn.d_qkv); be->buf_free(be, bn.d_dout); be->buf_free(be, bn.d_out); be->buf_free(be, bn.d_lse);

@@ -72,7 +72,7 @@ const FA_LN2 : f32 = 0.6931471805599453;
 struct AttnParams {
     B : u32, T : u32, C : u32, NH : u32,         // C = NH·HS: out's width, qkv's first k column
     W : u32, nblk : u32, hs4 : u32, bc4 : u32,   // W: qkv's row width
-    p0 : u32, p1 : u32, p2 : u32, nkv : u32,
+    rb : u32, p1 : u32, p2 : u32, nkv : u32,     // rb: RB (attention_forward_reg's loops without UNROLL)
     vc : u32, dseed : u32, dthr : u32, p6 : u32, // vc: qkv's first v column; dropout seed, threshold
     scale_log2 : f32, scale : f32, dscale : f32, f1 : f32,  // dscale: 1/(1 - p)
     has_doc : u32, window : u32, p7 : u32, p8 : u32,        // the mask: doc bound, window (0 none)
@@ -303,5 +303,171 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
             if (col + 3u < HS) { fa_out[ob + col + 3u] = v.w; }
         }
         if (kl == 0u) { fa_lse[bh * T + t] = (m[r] + log2(lt[r])) * FA_LN2; }
+    }
+}
+
+// ------------------------------------------------------------------ register-resident (v=reg)
+// attention_forward_reg: the same op laid out for a large GPU's registers (docs/kernels.md#attention_forward).
+// A thread owns RR query rows, each split over RL adjacent lanes: lane ln holds the vec4 head
+// columns ln + RL·c (c < RC) of the row's q (prescaled by scale·log2e) and of its output
+// accumulator in registers. Only the streamed K and V tiles (RB keys) live in workgroup memory,
+// 32·RB·HS4 bytes (HS = 128 with 32-key tiles: 32 KiB). Per tile a thread forms its partial
+// scores of its rows against every key of the tile, the RL lanes add them by the host's fa_rsum
+// (subgroupShuffleXor butterflies, so every lane holds the whole scores: the row max and sum
+// need no further exchange; RL > 1 only where every subgroup has at least RL lanes), then the
+// online softmax and O += P·V on its columns. A warp reads one key row at a time (broadcast)
+// and RL adjacent vec4 of it: no bank conflicts.
+// Host constants: RT threads (64, 128, 256), RL lanes a row (a power of 2), RR rows a thread, RB
+// keys a tile, PF the next tile prefetched into registers; a workgroup owns RBLK = RT/RL·RR rows,
+// row group rg holding rows rg + RT/RL·r.
+// The mask, dropout and grouped heads as attention_forward.
+const RNG : u32 = RT / RL;                     // row groups
+const RBLK : u32 = RNG * RR;                   // query rows of a workgroup
+const RC : u32 = (HS4 + RL - 1u) / RL;         // vec4 columns a lane
+const RSN : u32 = (RB * HS4 + RT - 1u) / RT;   // K (and V) vec4 a thread stages per tile
+const FR_NOROW : u32 = 0xffffffffu;            // lo of a row past T: no key attended
+
+var<workgroup> fr_kv : array<vec4<f32>, 2u * RB * HS4>;  // K rows, then V rows [key][d4]
+
+// This thread's share of the K and V rows k0.. of kv head g (element i = tid + RT·n of the
+// tile, zero past T).
+fn fr_fetch(tid : u32, b : u32, g : u32, k0 : u32, kr : ptr<function, array<vec4<f32>, RSN>>,
+            vr : ptr<function, array<vec4<f32>, RSN>>) {
+    for (var n = 0u; n < RSN; n++) {
+        let i = tid + RT * n;
+        let t = k0 + i / HS4;
+        var kv = vec4<f32>(0.0);
+        var vv = vec4<f32>(0.0);
+        if (i < RB * HS4 && t < fa_p.T) {
+            let base = (b * fa_p.T + t) * fa_p.W + g * HS;
+            kv = fa_load4(base + fa_p.C, i % HS4);
+            vv = fa_load4(base + fa_p.vc, i % HS4);
+        }
+        (*kr)[n] = kv;
+        (*vr)[n] = vv;
+    }
+}
+
+@compute @workgroup_size(RT)
+fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
+                         @builtin(num_workgroups) nwg : vec3<u32>) {
+    let w = flat_wg(wid, nwg);
+    let T = fa_p.T;
+    let BNH = fa_p.B * fa_p.NH;
+    if (w >= fa_p.nblk * BNH) { return; }
+    let bh = w % BNH;
+    let q0 = (fa_p.nblk - 1u - w / BNH) * RBLK;  // the heaviest (last) query blocks first
+    let b = bh / fa_p.NH;
+    let h = bh % fa_p.NH;
+    let g = h / GQ;  // kv head
+    let tid = lid.x;
+    let rg = tid / RL;
+    let ln = tid % RL;
+    var qr = array<array<vec4<f32>, RC>, RR>();
+    var o = array<array<vec4<f32>, RC>, RR>();
+    var m = array<f32, RR>();    // running row max (log2 units), equal in the RL lanes
+    var l = array<f32, RR>();    // running row sum, equal in the RL lanes
+    var rlo = array<u32, RR>();
+    var rkey = array<u32, RR>(); // dropout: the key of each row
+    for (var r = 0u; r < RR; r++) {
+        let t = q0 + rg + RNG * r;
+        m[r] = FA_NEG;
+        rlo[r] = FR_NOROW;
+        if (t < T) {
+            for (var c = 0u; c < RC; c++) {
+                let c4 = ln + RL * c;
+                if (c4 < HS4) { qr[r][c] = fa_load4((b * T + t) * fa_p.W + h * HS, c4) * fa_p.scale_log2; }
+            }
+            rlo[r] = fa_lo(b, t);
+            if (DROP) { rkey[r] = dropout_key(fa_p.dseed, bh * T + t, DROPOUT_ATTN); }
+        }
+    }
+    let n_tiles = (min(q0 + RBLK, T) - 1u) / RB + 1u;
+    let kt0 = fa_lo(b, q0) / RB;  // tiles before it are masked for every row of the block
+    var nb = RB;                  // keys a tile, a constant where UNROLL
+    if (!UNROLL) { nb = fa_p.rb; }
+    let lo_last = fa_lo(b, min(q0 + RBLK, T) - 1u);  // the largest lo of the block's rows
+    // PF: the next tile's K and V wait in registers while the current one is computed (its
+    // loads' latency hidden behind the tile's FMAs, for 8·RSN more registers)
+    var pk = array<vec4<f32>, RSN>();
+    var pv = array<vec4<f32>, RSN>();
+    if (PF) { fr_fetch(tid, b, g, kt0 * RB, &pk, &pv); }
+    for (var kt = kt0; kt < n_tiles; kt++) {
+        let k0 = kt * RB;
+        // every key of the tile is attended by every row of the block (rows past T compute
+        // values never stored): the softmax skips the mask tests
+        let full = k0 + RB <= q0 + 1u && k0 >= lo_last;
+        workgroupBarrier();  // the previous tile's reads are done
+        if (!PF) { fr_fetch(tid, b, g, k0, &pk, &pv); }
+        for (var n = 0u; n < RSN; n++) {
+            let i = tid + RT * n;
+            if (i < RB * HS4) {
+                fr_kv[i] = pk[n];
+                fr_kv[RB * HS4 + i] = pv[n];
+            }
+        }
+        workgroupBarrier();
+        if (PF && kt + 1u < n_tiles) { fr_fetch(tid, b, g, k0 + RB, &pk, &pv); }
+        // scores (explicitly zeroed: a var in a loop is not reliably re-zeroed on every driver)
+        var s = array<array<f32, RB>, RR>();
+        for (var i = 0u; i < nb; i++) {
+            var kv = array<vec4<f32>, RC>();
+            for (var c = 0u; c < RC; c++) { kv[c] = fr_kv[i * HS4 + min(ln + RL * c, HS4 - 1u)]; }  // q is 0 past HS4
+            for (var r = 0u; r < RR; r++) {
+                var x = array<f32, 2>();  // two FMA chains (latency)
+                for (var c = 0u; c < RC; c++) { x[c % 2u] = fa_dot_acc(x[c % 2u], qr[r][c], kv[c]); }
+                s[r][i] = fa_rsum(x[0] + x[1]);
+            }
+        }
+        // online softmax: P over s in place
+        for (var r = 0u; r < RR; r++) {
+            let t = q0 + rg + RNG * r;
+            var mt = FA_NEG;
+            if (full) {
+                for (var i = 0u; i < nb; i++) { mt = max(mt, s[r][i]); }
+            } else {
+                for (var i = 0u; i < nb; i++) {
+                    let key = k0 + i;
+                    if (key <= t && key >= rlo[r]) { mt = max(mt, s[r][i]); }
+                }
+            }
+            let m_new = max(m[r], mt);
+            let alpha = exp2(m[r] - m_new);
+            m[r] = m_new;
+            l[r] = l[r] * alpha;
+            for (var c = 0u; c < RC; c++) { o[r][c] = o[r][c] * alpha; }
+            for (var i = 0u; i < nb; i++) {
+                let key = k0 + i;
+                var p = 0.0;
+                if (full || (key <= t && key >= rlo[r])) { p = exp2(s[r][i] - m_new); }
+                l[r] = l[r] + p;
+                if (DROP) { p = select(0.0, p * fa_p.dscale, dropout_bits(rkey[r], key) >= fa_p.dthr); }
+                s[r][i] = p;
+            }
+        }
+        for (var i = 0u; i < nb; i++) {
+            var vv = array<vec4<f32>, RC>();
+            for (var c = 0u; c < RC; c++) { vv[c] = fr_kv[(RB + i) * HS4 + min(ln + RL * c, HS4 - 1u)]; }
+            for (var r = 0u; r < RR; r++) {
+                for (var c = 0u; c < RC; c++) { o[r][c] = fma(vec4<f32>(s[r][i]), vv[c], o[r][c]); }
+            }
+        }
+    }
+    for (var r = 0u; r < RR; r++) {
+        let t = q0 + rg + RNG * r;
+        if (t >= T) { continue; }
+        let inv = 1.0 / l[r];  // >= 1: the row's max term contributes exp2(0)
+        let ob = (b * T + t) * fa_p.C + h * HS;
+        for (var c = 0u; c < RC; c++) {
+            let c4 = ln + RL * c;
+            if (c4 >= HS4) { continue; }
+            let v = o[r][c] * inv;
+            let col = c4 * 4u;
+            if (col < HS) { fa_out[ob + col] = v.x; }
+            if (col + 1u < HS) { fa_out[ob + col + 1u] = v.y; }
+            if (col + 2u < HS) { fa_out[ob + col + 2u] = v.z; }
+            if (col + 3u < HS) { fa_out[ob + col + 3u] = v.w; }
+        }
+        if (ln == 0u) { fa_lse[bh * T + t] = (m[r] + log2(l[r])) * FA_LN2; }
     }
 }

@@ -828,3 +828,322 @@ fn attention_backward_short(@builtin(local_invocation_id) lid : vec3<u32>, @buil
         }
     }
 }
+
+// ------------------------------------------------------------------ register-resident split (v=reg)
+// attention_backward_dkdv_reg + attention_backward_dq_reg: the split-dKdV pair laid out for a
+// large GPU's registers instead of its workgroup memory (docs/kernels.md#attention_backward).
+// A thread owns RR resident rows (key rows in dK/dV, query rows in dQ), each split over RL
+// adjacent lanes: lane ln of a row holds the vec4 head columns ln + RL·c (c < RC) of the row's
+// operands (K and V, or Q·scale·log2e and dout) and of its accumulators (dK and dV, or dQ), in
+// registers. Workgroup memory holds only the streamed tile of RB rows (Q and dout, or K and V)
+// and, in the dK/dV pass, the streamed rows' statistics: 32·RB·HS4 (+ 16·RB) bytes, so HS = 128
+// takes 32-row tiles in 33 KiB where the shared-tile kernels above fit 16×16. Per streamed row a
+// thread forms its partial dot products over its columns, the RL lanes add them by the host's
+// ar_sum (subgroupShuffleXor butterflies: every lane ends with the whole sum; the host uses RL > 1
+// only where every subgroup has at least RL lanes, which then hold whole rows), and every lane
+// applies the same P, dS to its columns. All lanes of a warp read the same streamed row
+// (one broadcast address per lane group) and RL adjacent vec4: no bank conflicts, no swizzle.
+// Host constants: RT threads (64, 128, 256), RL lanes a row (a power of 2), RR rows a thread,
+// RB streamed rows a tile, PF the next tile prefetched into registers during the current one; a workgroup owns RBLK = RT/RL·RR rows, its row group rg holding rows
+// rg + RT/RL·r (interleaved, so that the causal work of a block is spread over its threads).
+// The mask, dropout and grouped heads as the kernels above; D is read from the dQ slots (dsum).
+const RNG : u32 = RT / RL;                     // row groups
+const RBLK : u32 = RNG * RR;                   // resident rows of a workgroup
+const RC : u32 = (HS4 + RL - 1u) / RL;         // vec4 columns a lane
+const RSN : u32 = (RB * HS4 + RT - 1u) / RT;   // vec4 of each streamed operand a thread stages
+const AR_NOROW : u32 = 0xffffffffu;            // lo of a row past T: no key attended
+
+var<workgroup> ar_x : array<vec4<f32>, 2u * RB * HS4>;  // streamed rows [row][d4]: Q | dout, or K | V
+var<workgroup> ar_st : array<vec4<u32>, RB>;            // dK/dV pass: (lse·log2e, D as bits, lo, dropout key) a row
+
+// Streamed rows a tile: a constant where UNROLL, else the uniform's bq (= RB).
+fn ar_nb(u : AttnParams) -> u32 {
+    if (UNROLL) { return RB; }
+    return u.bq;
+}
+
+const RST : u32 = (RB + RT - 1u) / RT;          // streamed rows' statistics a thread stages (dK/dV)
+
+// The streamed tile in registers (this thread's share), before it goes to workgroup memory.
+struct ARegs {
+    a : array<vec4<f32>, RSN>,   // Q or K
+    b : array<vec4<f32>, RSN>,   // dout or V
+    st : array<vec4<u32>, RST>,  // dK/dV: rows tid + RT·n's (lse·log2e, D as bits, lo, dropout key)
+};
+
+// This thread's share of streamed rows r0.. of the two operands whose head column 0 of row t is
+// at a_base + t·a_w and b_base + t·b_w (b from dout when b_dout), zero past T.
+fn ar_fetch(u : AttnParams, tid : u32, r0 : u32, a_base : u32, a_w : u32, b_base : u32, b_w : u32, b_dout : bool,
+            x : ptr<function, ARegs>) {
+    for (var n = 0u; n < RSN; n++) {
+        let i = tid + RT * n;
+        let t = r0 + i / HS4;
+        var av = vec4<f32>(0.0);
+        var bv = vec4<f32>(0.0);
+        if (i < RB * HS4 && t < u.T) {
+            av = ab_ld(false, a_base + t * a_w, i % HS4);
+            bv = ab_ld(b_dout, b_base + t * b_w, i % HS4);
+        }
+        (*x).a[n] = av;
+        (*x).b[n] = bv;
+    }
+}
+
+// The dK/dV pass's streamed query rows q0..: Q, dout and each row's statistics (a row past T:
+// lo = AR_NOROW, so that it attends nothing).
+fn ar_fetch_q(u : AttnParams, tid : u32, b : u32, h : u32, q0 : u32, x : ptr<function, ARegs>) {
+    let T = u.T;
+    let bh = b * u.NH + h;
+    ar_fetch(u, tid, q0, b * T * u.W + h * HS, u.W, b * T * u.C + h * HS, u.C, true, x);
+    for (var n = 0u; n < RST; n++) {
+        let t = q0 + tid + RT * n;
+        var st = vec4<u32>(0u, 0u, AR_NOROW, 0u);
+        if (t < T && tid + RT * n < RB) {
+            var rk = 0u;
+            if (DROP) { rk = dropout_key(u.dseed, bh * T + t, DROPOUT_ATTN); }
+            st = vec4<u32>(bitcast<u32>(ab_lse[bh * T + t] * AB_LOG2E), bitcast<u32>(ab_dval(u, b, h, t)),
+                           ab_lo(u, b, t), rk);
+        }
+        (*x).st[n] = st;
+    }
+}
+
+fn ar_put(tid : u32, x : ptr<function, ARegs>) {
+    for (var n = 0u; n < RSN; n++) {
+        let i = tid + RT * n;
+        if (i < RB * HS4) {
+            ar_x[i] = (*x).a[n];
+            ar_x[RB * HS4 + i] = (*x).b[n];
+        }
+    }
+}
+
+// the statistics too (a function of its own: a kernel that names ar_st allocates it)
+fn ar_put_st(tid : u32, x : ptr<function, ARegs>) {
+    ar_put(tid, x);
+    for (var n = 0u; n < RST; n++) {
+        let i = tid + RT * n;
+        if (i < RB) { ar_st[i] = (*x).st[n]; }
+    }
+}
+
+// One workgroup per (key block of RBLK keys, b, kv head g); key block 0 (the longest) first.
+@compute @workgroup_size(RT)
+fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
+                               @builtin(workgroup_id) wid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let u = ab_p;
+    let w = flat_wg(wid, nwg);
+    let T = u.T;
+    let BNK = u.B * u.nkv;
+    if (w >= u.nblk * BNK) { return; }
+    let bg = w % BNK;
+    let b = bg / u.nkv;
+    let g = bg % u.nkv;
+    let k0 = (w / BNK) * RBLK;
+    let tid = lid.x;
+    let rg = tid / RL;
+    let ln = tid % RL;
+    var kr = array<array<vec4<f32>, RC>, RR>();
+    var vr = array<array<vec4<f32>, RC>, RR>();
+    var dk = array<array<vec4<f32>, RC>, RR>();
+    var dv = array<array<vec4<f32>, RC>, RR>();
+    for (var r = 0u; r < RR; r++) {
+        let key = k0 + rg + RNG * r;
+        if (key < T) {
+            let base = (b * T + key) * u.W + g * HS;
+            for (var c = 0u; c < RC; c++) {
+                let c4 = ln + RL * c;
+                if (c4 < HS4) {
+                    kr[r][c] = ab_ld(false, base + u.C, c4);
+                    vr[r][c] = ab_ld(false, base + u.vc, c4);
+                }
+            }
+        }
+    }
+    // the query tiles from the one holding k0 up to the first whose first row's lo is past the
+    // block (lo is non-decreasing)
+    let klast = k0 + RBLK - 1u;
+    let qb0 = k0 / RB;
+    let nqb = (T + RB - 1u) / RB;
+    var qe = qb0 + 1u;
+    while (qe < nqb && ab_lo(u, b, qe * RB) <= klast) { qe++; }
+    let nb = ar_nb(u);
+    // the group's query heads in order, for each the query tiles qb0 .. qe - 1; PF: the next
+    // (head, tile)'s rows wait in registers while the current one is computed
+    let nq = qe - qb0;
+    var x = ARegs();
+    if (PF) { ar_fetch_q(u, tid, b, g * GQ, qb0 * RB, &x); }
+    for (var it = 0u; it < GQ * nq; it++) {
+        let h = g * GQ + it / nq;
+        let q0 = (qb0 + it % nq) * RB;
+        workgroupBarrier();  // the previous tile's reads are done
+        if (!PF) { ar_fetch_q(u, tid, b, h, q0, &x); }
+        ar_put_st(tid, &x);
+        workgroupBarrier();
+        if (PF && it + 1u < GQ * nq) { ar_fetch_q(u, tid, b, g * GQ + (it + 1u) / nq, (qb0 + (it + 1u) % nq) * RB, &x); }
+        {
+            for (var i = 0u; i < nb; i++) {
+                let st = ar_st[i];
+                let t = q0 + i;
+                let lo = st.z;
+                let lse2 = bitcast<f32>(st.x);
+                let dd = bitcast<f32>(st.y);
+                var qv = array<vec4<f32>, RC>();
+                var gv = array<vec4<f32>, RC>();
+                for (var c = 0u; c < RC; c++) {
+                    let c4 = min(ln + RL * c, HS4 - 1u);  // columns past HS4: k, v are 0 there
+                    qv[c] = ar_x[i * HS4 + c4];
+                    gv[c] = ar_x[(RB + i) * HS4 + c4];
+                }
+                var s = array<f32, RR>();
+                var dp = array<f32, RR>();
+                for (var r = 0u; r < RR; r++) {
+                    var x = array<f32, 4>();  // two FMA chains each (latency)
+                    for (var c = 0u; c < RC; c++) {
+                        x[c % 2u] = ab_dot_acc(x[c % 2u], qv[c], kr[r][c]);
+                        x[2u + c % 2u] = ab_dot_acc(x[2u + c % 2u], gv[c], vr[r][c]);
+                    }
+                    s[r] = x[0] + x[1];
+                    dp[r] = x[2] + x[3];
+                }
+                for (var r = 0u; r < RR; r++) {
+                    s[r] = ar_sum(s[r]);
+                    dp[r] = ar_sum(dp[r]);
+                }
+                for (var r = 0u; r < RR; r++) {
+                    let key = k0 + rg + RNG * r;
+                    var p = 0.0;
+                    if (key <= t && key >= lo) { p = exp2(s[r] * u.scale_log2 - lse2); }
+                    var pm = p;
+                    var dpm = dp[r];
+                    if (DROP) {
+                        let m = select(0.0, u.dscale, dropout_bits(st.w, key) >= u.dthr);
+                        pm = p * m;
+                        dpm = dpm * m;
+                    }
+                    let ds = p * (dpm - dd);
+                    for (var c = 0u; c < RC; c++) {
+                        dv[r][c] = fma(vec4<f32>(pm), gv[c], dv[r][c]);
+                        dk[r][c] = fma(vec4<f32>(ds), qv[c], dk[r][c]);
+                    }
+                }
+            }
+        }
+    }
+    for (var r = 0u; r < RR; r++) {
+        let key = k0 + rg + RNG * r;
+        if (key >= T) { continue; }
+        let base = (b * T + key) * u.W + g * HS;
+        for (var c = 0u; c < RC; c++) {
+            let c4 = ln + RL * c;
+            if (c4 >= HS4) { continue; }
+            ab_st(base + u.C, c4, dk[r][c] * u.scale, false);
+            ab_st(base + u.vc, c4, dv[r][c], false);
+        }
+    }
+}
+
+// One workgroup per (query block of RBLK rows, b, h); the last query block (the longest) first.
+// Runs after attention_backward_dkdv_reg, which reads every row's D from the dQ slots.
+@compute @workgroup_size(RT)
+fn attention_backward_dq_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
+                             @builtin(num_workgroups) nwg : vec3<u32>) {
+    let u = ab_p;
+    let w = flat_wg(wid, nwg);
+    let T = u.T;
+    let BNH = u.B * u.NH;
+    if (w >= u.nblk * BNH) { return; }
+    let bh = w % BNH;
+    let b = bh / u.NH;
+    let h = bh % u.NH;
+    let g = h / GQ;  // kv head
+    let q0 = (u.nblk - 1u - w / BNH) * RBLK;
+    let tid = lid.x;
+    let rg = tid / RL;
+    let ln = tid % RL;
+    var qr = array<array<vec4<f32>, RC>, RR>();  // q·scale·log2e
+    var gr = array<array<vec4<f32>, RC>, RR>();  // dout
+    var dq = array<array<vec4<f32>, RC>, RR>();
+    var lse2 = array<f32, RR>();
+    var dd = array<f32, RR>();
+    var rlo = array<u32, RR>();
+    var rk = array<u32, RR>();
+    for (var r = 0u; r < RR; r++) {
+        let t = q0 + rg + RNG * r;
+        rlo[r] = AR_NOROW;
+        if (t < T) {
+            for (var c = 0u; c < RC; c++) {
+                let c4 = ln + RL * c;
+                if (c4 < HS4) {
+                    qr[r][c] = ab_ld(false, (b * T + t) * u.W + h * HS, c4) * u.scale_log2;
+                    gr[r][c] = ab_ld(true, (b * T + t) * u.C + h * HS, c4);
+                }
+            }
+            lse2[r] = ab_lse[bh * T + t] * AB_LOG2E;
+            dd[r] = ab_dval(u, b, h, t);
+            rlo[r] = ab_lo(u, b, t);
+            if (DROP) { rk[r] = dropout_key(u.dseed, bh * T + t, DROPOUT_ATTN); }
+        }
+    }
+    let nkb = (min(q0 + RBLK, T) - 1u) / RB + 1u;
+    let kb0 = ab_lo(u, b, q0) / RB;  // key tiles before it are masked for the whole block
+    let nb = ar_nb(u);
+    let kbase = b * T * u.W + g * HS + u.C;
+    let vbase = b * T * u.W + g * HS + u.vc;
+    var x = ARegs();  // the streamed K and V rows (PF: the next tile's, fetched during this one)
+    if (PF) { ar_fetch(u, tid, kb0 * RB, kbase, u.W, vbase, u.W, false, &x); }
+    for (var kb = kb0; kb < nkb; kb++) {
+        let k0 = kb * RB;
+        workgroupBarrier();  // the previous tile's reads are done
+        if (!PF) { ar_fetch(u, tid, k0, kbase, u.W, vbase, u.W, false, &x); }
+        ar_put(tid, &x);
+        workgroupBarrier();
+        if (PF && kb + 1u < nkb) { ar_fetch(u, tid, k0 + RB, kbase, u.W, vbase, u.W, false, &x); }
+        for (var i = 0u; i < nb; i++) {
+            let key = k0 + i;
+            var kv = array<vec4<f32>, RC>();
+            var vv = array<vec4<f32>, RC>();
+            for (var c = 0u; c < RC; c++) {
+                let c4 = min(ln + RL * c, HS4 - 1u);  // columns past HS4: q, dout are 0 there
+                kv[c] = ar_x[i * HS4 + c4];
+                vv[c] = ar_x[(RB + i) * HS4 + c4];
+            }
+            var s = array<f32, RR>();
+            var dp = array<f32, RR>();
+            for (var r = 0u; r < RR; r++) {
+                var x = array<f32, 4>();  // two FMA chains each (latency)
+                for (var c = 0u; c < RC; c++) {
+                    x[c % 2u] = ab_dot_acc(x[c % 2u], qr[r][c], kv[c]);
+                    x[2u + c % 2u] = ab_dot_acc(x[2u + c % 2u], gr[r][c], vv[c]);
+                }
+                s[r] = x[0] + x[1];
+                dp[r] = x[2] + x[3];
+            }
+            for (var r = 0u; r < RR; r++) {
+                s[r] = ar_sum(s[r]);
+                dp[r] = ar_sum(dp[r]);
+            }
+            for (var r = 0u; r < RR; r++) {
+                let t = q0 + rg + RNG * r;
+                var p = 0.0;
+                if (key <= t && key >= rlo[r]) { p = exp2(s[r] - lse2[r]); }
+                var dpm = dp[r];
+                if (DROP) { dpm = dpm * select(0.0, u.dscale, dropout_bits(rk[r], key) >= u.dthr); }
+                let ds = p * (dpm - dd[r]);
+                for (var c = 0u; c < RC; c++) { dq[r][c] = fma(vec4<f32>(ds), kv[c], dq[r][c]); }
+            }
+        }
+    }
+    storageBarrier();  // every thread has read its D (in the dQ slots) before any dQ is written
+    workgroupBarrier();
+    for (var r = 0u; r < RR; r++) {
+        let t = q0 + rg + RNG * r;
+        if (t >= T) { continue; }
+        let base = (b * T + t) * u.W + h * HS;
+        for (var c = 0u; c < RC; c++) {
+            let c4 = ln + RL * c;
+            if (c4 >= HS4) { continue; }
+            ab_st(base, c4, dq[r][c] * u.scale, false);
+        }
+    }
+}

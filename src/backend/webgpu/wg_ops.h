@@ -27,7 +27,8 @@ WGT_OPS(WG_PROTO_)
 #undef WG_PROTO_
 
 // attention_backward with an explicit variant (0 auto, 1 streaming, 2 split-dKdV, 3 split-short,
-// 4 fused, 5 rows: 17_attention_rows.wgsl, what auto runs where no tile fits the head size);
+// 4 fused, 5 rows: 17_attention_rows.wgsl, what auto runs where no tile fits the head size, 6 reg:
+// the register-resident split pair);
 // returns the variant that ran. The auto rule alone is wg_attention_backward_auto_variant.
 int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_view dout, wgt_view qkv, wgt_view out,
                                wgt_view lse, wgt_view doc_start, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV,

@@ -62,20 +62,32 @@
 // variant (v=) is the first row's. Row 1 is the guess for 48 KiB GPUs with subgroups of >= 8
 // lanes (NVIDIA H200), row 2 for 32 KiB ones; the rest are fallbacks for large heads.
 // To adopt a sweep's result, put the line it prints first.
-static const struct { const char *fwd, *bwd; } attn_defaults[] = {
-    {"nl=8,tr=4,bc=16,sg=1", "v=fused,kv=16x64,q=64x16/2x4,st=32x32"},  // H200: forward from the sweep, fused measured in-model
+// min_sg: the least subgroup size of the devices a row is meant for (0: any); max_hs: the largest
+// head size it is meant for (0: any; larger heads take the next rows)
+static const struct { const char *fwd, *bwd; uint32_t min_sg, max_hs; } attn_defaults[] = {
+    // Register-resident kernels (v=reg), for GPUs with subgroups of >= 32 lanes (NVIDIA, AMD),
+    // not yet measured: chosen for their loads per FMA (2 rows a thread: 1 workgroup-memory
+    // vec4 load per 8 FMAs) within the table's register budget (bench_attention --sweep-reg
+    // times the alternatives). HS <= 64: 4 lanes a row, 2 rows a thread, 64 rows a workgroup of
+    // 128 threads, 32-row streamed tiles (the forward 16 keys: its scores are a register array
+    // indexed by key, which must stay unrolled). HS <= 128: 8 lanes a row. HS <= 256 (where no
+    // shared tile fits 48 KiB): 16 lanes, 16-row tiles, instead of the row kernels.
+    {"v=reg,nl=4,tr=2,bc=16,wg=128", "v=reg,rkv=4x2x32,rq=4x2x32,rt=128", 32, 64},
+    {"v=reg,nl=8,tr=2,bc=16,wg=128", "v=reg,rkv=8x2x32,rq=8x2x32,rt=128", 32, 128},
+    {"v=reg,nl=16,tr=2,bc=16,wg=128", "v=reg,rkv=16x1x16,rq=16x2x16,rt=128", 32, 256},
+    {"nl=8,tr=4,bc=16,sg=1", "v=fused,kv=16x64,q=64x16/2x4,st=32x32", 0, 0},  // H200: forward from the sweep, fused measured in-model
     // H200 at HS = 128 (the first row does not fit 48 KiB there): the forward sweep's best, 1.31 ->
     // 0.80 ms at B=8, T=1024, NH=6 (bench/README.md); the backward that of the next row
-    {"nl=16,tr=4,bc=16,sg=1", "v=fused,kv=16x32,q=32x16,st=16x32"},
-    {"nl=8,tr=2,bc=32,sg=1", "v=fused,kv=16x32,q=32x16,st=16x32"},
-    {"nl=8,tr=2,bc=32,sg=0", "v=fused,kv=16x16,q=16x16,st=16x16"},
-    {"nl=8,tr=1,bc=16,sg=0", "v=fused,kv=8x16,q=16x8,st=8x16"},
-    {"nl=16,tr=1,bc=16,sg=0", "v=fused,kv=8x16,q=16x8,st=8x16"},
+    {"nl=16,tr=4,bc=16,sg=1", "v=fused,kv=16x32,q=32x16,st=16x32", 0, 0},
+    {"nl=8,tr=2,bc=32,sg=1", "v=fused,kv=16x32,q=32x16,st=16x32", 0, 0},
+    {"nl=8,tr=2,bc=32,sg=0", "v=fused,kv=16x16,q=16x16,st=16x16", 0, 0},
+    {"nl=8,tr=1,bc=16,sg=0", "v=fused,kv=8x16,q=16x8,st=8x16", 0, 0},
+    {"nl=16,tr=1,bc=16,sg=0", "v=fused,kv=8x16,q=16x8,st=8x16", 0, 0},
 };
 #define N_DEFAULTS (sizeof attn_defaults / sizeof attn_defaults[0])
 
-enum { V_AUTO = 0, V_STREAM = 1, V_SPLIT = 2, V_SHORT = 3, V_FUSED = 4, V_ROWS = 5 };
-static const char *const variant_names[] = {"auto", "stream", "split", "short", "fused", "rows"};
+enum { V_AUTO = 0, V_STREAM = 1, V_SPLIT = 2, V_SHORT = 3, V_FUSED = 4, V_ROWS = 5, V_REG = 6 };
+static const char *const variant_names[] = {"auto", "stream", "split", "short", "fused", "rows", "reg"};
 
 // The uniform of both kernel files (AttnParams there).
 typedef struct {
@@ -87,9 +99,24 @@ typedef struct {
     uint32_t has_doc, window, p7, p8;     // the mask: doc_start bound, sliding window (0: none)
 } attn_params;
 
-typedef struct { uint32_t nl, tr, bc, sg; } fwd_cfg;            // sg: as requested
+// v: 0 the shared-tile kernel (attention_forward), 1 the register-resident one
+// (attention_forward_reg: nl lanes a row, tr rows a thread, bc keys a tile, wg threads)
+typedef struct { uint32_t nl, tr, bc, sg, v, wg, pf; } fwd_cfg;  // sg: as requested; pf: v=reg's prefetch
 typedef struct { uint32_t bq, bk, rqs, rks; } bwd_tile;         // rqs = rks = 0: chosen
-typedef struct { int variant; bwd_tile kv, q, st; uint32_t ncp; int forced; } bwd_cfg;  // forced: v= given
+// a register-resident kernel's layout: rl lanes a row, rr resident rows a thread, rb streamed
+// rows a tile (rl = 0: not given); pf 1: the next tile prefetched into registers
+typedef struct { uint32_t rl, rr, rb, pf; } reg_tile;
+typedef struct {
+    int variant;
+    bwd_tile kv, q, st;
+    uint32_t ncp;
+    int forced;            // v= given
+    reg_tile rkv, rq;      // v=reg: the dK/dV kernel's and the dQ kernel's layouts
+    uint32_t rt;           // rt= as given (threads of both; 0: not given)
+    uint32_t pf;           // pf= as given plus 1 (0: not given)
+    uint32_t rt_kv, rt_q;  // the threads each uses
+    int tiles_ok;          // kv, q, st fit (else only v=reg can run: large heads)
+} bwd_cfg;
 
 static const wg_device_info *info_of(wg_ctx *ctx) { return wg_ctx_info(ctx); }
 static uint32_t smem_limit(wg_ctx *ctx) { return info_of(ctx)->limits.maxComputeWorkgroupStorageSize; }
@@ -132,6 +159,12 @@ static int parse_u(const char *v, uint32_t *out) {
 
 static int fwd_key(void *dst, const char *k, const char *v) {
     fwd_cfg *c = dst;
+    if (!strcmp(k, "v")) {
+        if (!strcmp(v, "tile") || !strcmp(v, "reg")) { c->v = !strcmp(v, "reg"); return 1; }
+        return 0;
+    }
+    if (!strcmp(k, "wg")) return parse_u(v, &c->wg);
+    if (!strcmp(k, "pf")) return parse_u(v, &c->pf);
     if (!strcmp(k, "nl")) return parse_u(v, &c->nl);
     if (!strcmp(k, "tr")) return parse_u(v, &c->tr);
     if (!strcmp(k, "bc")) return parse_u(v, &c->bc);
@@ -153,12 +186,32 @@ static int parse_tile(const char *v, bwd_tile *t) {
     return 1;
 }
 
+// "RLxRRxRB" (a register-resident kernel's layout)
+static int parse_reg_tile(const char *v, reg_tile *t) {
+    unsigned a, b, c;
+    int n = 0;
+    if (strspn(v, "0123456789x") != strlen(v)) return 0;
+    if (sscanf(v, "%4ux%4ux%4u%n", &a, &b, &c, &n) != 3 || v[n] || !a || a > 4096 || b > 4096 || c > 4096) return 0;
+    reg_tile r = {a, b, c, 0};
+    *t = r;
+    return 1;
+}
+
 static int bwd_key(void *dst, const char *k, const char *v) {
     bwd_cfg *c = dst;
     if (!strcmp(k, "v")) {
-        for (int i = 0; i < 5; i++)
-            if (!strcmp(v, variant_names[i])) { c->variant = i; c->forced = i != V_AUTO; return 1; }
+        for (int i = 0; i < 7; i++)
+            if (i != V_ROWS && !strcmp(v, variant_names[i])) { c->variant = i; c->forced = i != V_AUTO; return 1; }
         return 0;
+    }
+    if (!strcmp(k, "rkv")) return parse_reg_tile(v, &c->rkv);
+    if (!strcmp(k, "rq")) return parse_reg_tile(v, &c->rq);
+    if (!strcmp(k, "rt")) return parse_u(v, &c->rt);
+    if (!strcmp(k, "pf")) {
+        uint32_t x;
+        if (!parse_u(v, &x) || x > 1) return 0;
+        c->pf = x + 1;
+        return 1;
     }
     if (!strcmp(k, "kv")) return parse_tile(v, &c->kv);
     if (!strcmp(k, "q")) return parse_tile(v, &c->q);
@@ -169,7 +222,7 @@ static int bwd_key(void *dst, const char *k, const char *v) {
 
 // The form of a setting text alone (wg_settings.c checks the environment with it).
 int wg_attention_cfg_parses(const char *text, int backward) {
-    fwd_cfg f = {0, 0, 0, 0};
+    fwd_cfg f = {0, 0, 0, 0, 0, 0, 0};
     bwd_cfg b;
     memset(&b, 0, sizeof b);
     return backward ? parse_pairs(text, bwd_key, &b) : parse_pairs(text, fwd_key, &f);
@@ -188,7 +241,50 @@ static uint32_t fwd_bytes(uint32_t HS, fwd_cfg c, int sg) {
     return 16 * (br * hs4 + kp + c.bc * hs4) + (sg ? 0 : 4 * br * c.nl);
 }
 
+// Register-resident kernels (v=reg): what a layout keeps in registers, in floats a thread, is
+// held to WG_ATTN_REG_FLOATS so that the rows of the table that do not suit a head size (and
+// settings that would spill on any GPU) are refused: forward q and O (8·RC a row) and the tile's
+// scores; dK/dV K, V, dK, dV (16·RC a row) and a streamed Q and dout row (8·RC); dQ q, dout, dQ
+// (12·RC a row) and a streamed K and V row. 192 of NVIDIA's 255 registers a thread; a row of
+// the defaults table is used only within WG_ATTN_REG_FLOATS_TABLE, which leaves room for
+// addresses and temporaries (so that the layout for HS = 64 is not taken at HS = 128, where it
+// would spill: the next row is).
+#define WG_ATTN_REG_FLOATS 192u
+#define WG_ATTN_REG_FLOATS_TABLE 160u
+enum { REG_FWD = 0, REG_DKDV = 1, REG_DQ = 2 };
+
+// (pf: + the prefetched tile, 8 floats per vec4 pair a thread stages, and dK/dV's row statistics)
+static uint32_t reg_floats(int kind, uint32_t HS, uint32_t rt, reg_tile t) {
+    uint32_t rc = (hs4_of(HS) + t.rl - 1) / t.rl, rsn = (t.rb * hs4_of(HS) + rt - 1) / rt;
+    uint32_t pf = t.pf ? 8 * rsn + (kind == REG_DKDV ? 4 * ((t.rb + rt - 1) / rt) : 0) : 0;
+    if (kind == REG_FWD) return t.rr * (8 * rc + t.rb) + pf;
+    if (kind == REG_DKDV) return 16 * t.rr * rc + 8 * rc + pf;
+    return t.rr * (12 * rc + 4) + 8 * rc + pf;
+}
+
+static uint32_t reg_bytes(int kind, uint32_t HS, reg_tile t) {
+    return 32 * t.rb * hs4_of(HS) + (kind == REG_DKDV ? 16 * t.rb : 0);
+}
+
+// Whether layout t with rt threads works at head size HS on this device: rl > 1 needs subgroups
+// of at least rl lanes everywhere (a row's lanes then share one subgroup).
+static int reg_fits_within(wg_ctx *ctx, int kind, uint32_t HS, uint32_t rt, reg_tile t, uint32_t floats) {
+    if (rt != 64 && rt != 128 && rt != 256) return 0;
+    if (!is_pow2(t.rl) || t.rl > 32 || t.rr < 1 || t.rr > 4 || !is_pow2(t.rb) || t.rb < 4 || t.rb > 128 || t.pf > 1)
+        return 0;
+    if (t.rl > 1 && !sg_usable(ctx, t.rl)) return 0;
+    if (reg_floats(kind, HS, rt, t) > floats) return 0;
+    return reg_bytes(kind, HS, t) <= smem_limit(ctx);
+}
+
+static int reg_fits(wg_ctx *ctx, int kind, uint32_t HS, uint32_t rt, reg_tile t) {
+    return reg_fits_within(ctx, kind, HS, rt, t, WG_ATTN_REG_FLOATS);
+}
+
+static reg_tile fwd_reg_tile(fwd_cfg c) { reg_tile t = {c.nl, c.tr, c.bc, c.pf}; return t; }
+
 static int fwd_fits(wg_ctx *ctx, uint32_t HS, fwd_cfg c) {
+    if (c.v) return reg_fits(ctx, REG_FWD, HS, c.wg ? c.wg : 128, fwd_reg_tile(c));
     if (c.nl != 4 && c.nl != 8 && c.nl != 16) return 0;
     if (c.tr != 1 && c.tr != 2 && c.tr != 4 && c.tr != 8) return 0;
     if (!is_pow2(c.bc) || c.bc < 16 || c.bc > 128 || c.bc % c.nl) return 0;
@@ -252,29 +348,140 @@ static void notice_once(const char *what, const char *text) {
 static const char *fwd_override(wg_ctx *ctx) { return wg_ctx_settings(ctx)->attn_fwd; }
 static const char *bwd_override(wg_ctx *ctx) { return wg_ctx_settings(ctx)->attn_bwd; }
 
-// The forward setting: the first default row that fits, with the override's keys applied on top.
-static fwd_cfg fwd_choose(wg_ctx *ctx, uint32_t HS) {
-    fwd_cfg d = {0, 0, 0, 0};
-    size_t i = 0;
-    for (; i < N_DEFAULTS; i++) {
-        fwd_cfg c = {0, 0, 0, 0};
-        if (parse_pairs(attn_defaults[i].fwd, fwd_key, &c) && fwd_fits(ctx, HS, c)) { d = c; break; }
-    }
-    WGT_ASSERT(i < N_DEFAULTS, "no forward tile fits this head size in this device's workgroup memory (the "
-                               "caller checks fwd_tiles_fit)");
-    const char *o = fwd_override(ctx);
-    if (o && *o) {
-        fwd_cfg c = d;
-        if (parse_pairs(o, fwd_key, &c) && fwd_fits(ctx, HS, c)) return c;
-        notice_once("forward", o);
-    }
-    return d;
+// Whether row i of the defaults is meant for this device and head size: min_sg, where given, is
+// the subgroup size the row's register-resident settings were chosen for (a wide-SIMD GPU), max_hs
+// the largest head size; elsewhere the rows after it give the defaults (its settings still run
+// there when asked for).
+static int row_for_device(wg_ctx *ctx, size_t i, uint32_t HS) {
+    if (attn_defaults[i].max_hs && HS > attn_defaults[i].max_hs) return 0;
+    return !attn_defaults[i].min_sg || sg_usable(ctx, attn_defaults[i].min_sg);
 }
 
-static bwd_cfg bwd_choose(wg_ctx *ctx, uint32_t HS) {
+// The first row (only those meant for this device when `own`) whose forward setting is of kind
+// v (0 shared-tile, 1 register-resident, -1 either) and fits; 0 when none.
+static int fwd_row(wg_ctx *ctx, uint32_t HS, int v, int own, fwd_cfg *out) {
+    for (size_t i = 0; i < N_DEFAULTS; i++) {
+        fwd_cfg c = {0, 0, 0, 0, 0, 0, 0};
+        if (own && !row_for_device(ctx, i, HS)) continue;
+        if (parse_pairs(attn_defaults[i].fwd, fwd_key, &c) && (v < 0 || (int)c.v == v) && fwd_fits(ctx, HS, c) &&
+            (!c.v || reg_fits_within(ctx, REG_FWD, HS, c.wg ? c.wg : 128, fwd_reg_tile(c), WG_ATTN_REG_FLOATS_TABLE))) {
+            if (c.v && !c.wg) c.wg = 128;
+            *out = c;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+// Setting text applied over the default d: its keys over the first row of the same kind (v=reg
+// or not), or over d itself when it is of that kind. 1 when the result fits (then *out is it).
+static int fwd_apply(wg_ctx *ctx, uint32_t HS, fwd_cfg d, const char *text, fwd_cfg *out) {
+    fwd_cfg probe = {0, 0, 0, 0, 0, 0, 0}, c = d;
+    if (!parse_pairs(text, fwd_key, &probe)) return 0;
+    if (probe.v != d.v) {
+        fwd_cfg base = {1, 1, 16, 0, 1, 128, 0};  // v=reg with no row of that kind: one lane, one row, 16 keys
+        if (!fwd_row(ctx, HS, (int)probe.v, 0, &c)) {
+            if (!probe.v) return 0;  // no shared-tile setting fits this head size
+            c = base;
+        }
+    }
+    if (!parse_pairs(text, fwd_key, &c)) return 0;
+    if (c.v && !c.wg) c.wg = 128;
+    if (!fwd_fits(ctx, HS, c)) return 0;
+    *out = c;
+    return 1;
+}
+
+// The forward setting: the first default row that fits, with the override's keys applied on top
+// (over nothing where no row fits: a complete override still runs). 0 when neither gives a
+// setting (then the row kernel runs).
+static int fwd_choose_ok(wg_ctx *ctx, uint32_t HS, fwd_cfg *out) {
+    fwd_cfg d = {0, 0, 0, 0, 0, 0, 0};
+    int found = fwd_row(ctx, HS, -1, 1, &d);
+    const char *o = fwd_override(ctx);
+    if (o && *o) {
+        fwd_cfg c;
+        if (fwd_apply(ctx, HS, d, o, &c)) { *out = c; return 1; }
+        notice_once("forward", o);
+    }
+    if (found) *out = d;
+    return found;
+}
+
+static fwd_cfg fwd_choose(wg_ctx *ctx, uint32_t HS) {
+    fwd_cfg c;
+    WGT_ASSERT(fwd_choose_ok(ctx, HS, &c), "no forward setting fits this head size in this device's workgroup "
+                                           "memory (the caller checks fwd_tiles_fit)");
+    return c;
+}
+
+// The first row (only those meant for this device when `own`) whose register-resident layout of
+// this kind (rkv= for REG_DKDV, rq= for REG_DQ; threads rt=, default 128) fits; 0 when none.
+static int reg_row(wg_ctx *ctx, uint32_t HS, int kind, int own, reg_tile *t, uint32_t *rt) {
+    for (size_t i = 0; i < N_DEFAULTS; i++) {
+        bwd_cfg c;
+        memset(&c, 0, sizeof c);
+        if (own && !row_for_device(ctx, i, HS)) continue;
+        if (!parse_pairs(attn_defaults[i].bwd, bwd_key, &c)) continue;
+        reg_tile r = kind == REG_DKDV ? c.rkv : c.rq;
+        uint32_t n = c.rt ? c.rt : 128;
+        if (c.pf) r.pf = c.pf - 1;
+        if (r.rl && reg_fits_within(ctx, kind, HS, n, r, WG_ATTN_REG_FLOATS_TABLE)) {
+            *t = r;
+            *rt = n;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+// Backward setting text over the default d (as fwd_apply): tiles and layouts left out keep d's
+// (the register layouts: d's or, where d has none, the first row's that fits); a variant left
+// out stays d's. 1 when everything the result names fits.
+static int bwd_apply(wg_ctx *ctx, uint32_t HS, bwd_cfg d, const char *text, bwd_cfg *out) {
+    bwd_cfg c;
+    memset(&c, 0, sizeof c);
+    if (!parse_pairs(text, bwd_key, &c)) return 0;
+    if (!c.ncp) c.ncp = d.ncp;
+    if (!ncp_valid(c.ncp)) return 0;
+    bwd_tile *cs[3] = {&c.kv, &c.q, &c.st}, *ds[3] = {&d.kv, &d.q, &d.st};
+    c.tiles_ok = 1;
+    for (int k = 0; k < 3; k++) {
+        if (!cs[k]->bq) *cs[k] = *ds[k];
+        if (!cs[k]->bq && !d.tiles_ok) { c.tiles_ok = 0; continue; }  // no tile fits this head size
+        if (!bwd_fits(ctx, HS, c.ncp, cs[k])) return 0;
+    }
+    if (!c.forced) c.variant = d.variant;
+    if (!c.tiles_ok && c.variant != V_REG) return 0;
+    uint32_t rt_given = c.rt;
+    reg_tile *rs[2] = {&c.rkv, &c.rq}, *dr[2] = {&d.rkv, &d.rq};
+    uint32_t *rts[2] = {&c.rt_kv, &c.rt_q}, drt[2] = {d.rt_kv, d.rt_q};
+    for (int k = 0; k < 2; k++) {
+        int kind = k ? REG_DQ : REG_DKDV;
+        uint32_t rt = drt[k];
+        if (!rs[k]->rl) {
+            *rs[k] = *dr[k];
+            if (!rs[k]->rl && !reg_row(ctx, HS, kind, 0, rs[k], &rt)) rs[k]->rl = 0;
+        }
+        if (rt_given) rt = rt_given;
+        if (!rt) rt = 128;
+        *rts[k] = rt;
+        if (c.pf) rs[k]->pf = c.pf - 1;
+        // a layout given (or needed: v=reg) must fit
+        if ((rs[k]->rl || c.variant == V_REG) && !(rs[k]->rl && reg_fits(ctx, kind, HS, rt, *rs[k]))) return 0;
+    }
+    *out = c;
+    return 1;
+}
+
+// The backward setting (as fwd_choose_ok). Where no shared tile fits the head size (HS = 256)
+// only the register-resident variant can run: tiles_ok is 0 and the variant reg, when its
+// layouts fit; 0 when nothing does (then the row kernels run).
+static int bwd_choose_ok(wg_ctx *ctx, uint32_t HS, bwd_cfg *out) {
     bwd_cfg d;
     memset(&d, 0, sizeof d);
     bwd_tile *slot[3] = {&d.kv, &d.q, &d.st};
+    d.tiles_ok = 1;
     for (int k = 0; k < 3; k++) {
         size_t i = 0;
         for (; i < N_DEFAULTS; i++) {
@@ -286,34 +493,42 @@ static bwd_cfg bwd_choose(wg_ctx *ctx, uint32_t HS) {
                 break;
             }
         }
-        WGT_ASSERT(i < N_DEFAULTS, "no backward tile fits this head size in this device's workgroup memory "
-                                   "(the caller checks bwd_tiles_fit)");
+        if (i == N_DEFAULTS) d.tiles_ok = 0;
     }
-    bwd_cfg first;
-    memset(&first, 0, sizeof first);
-    parse_pairs(attn_defaults[0].bwd, bwd_key, &first);
-    d.variant = first.variant == V_FUSED ? V_FUSED : V_SPLIT;  // the long-sequence default
+    if (!d.tiles_ok) memset(&d.kv, 0, sizeof d.kv), memset(&d.q, 0, sizeof d.q), memset(&d.st, 0, sizeof d.st);
+    int have_reg = reg_row(ctx, HS, REG_DKDV, 1, &d.rkv, &d.rt_kv);
+    have_reg = reg_row(ctx, HS, REG_DQ, 1, &d.rq, &d.rt_q) && have_reg;
+    if (!have_reg) memset(&d.rkv, 0, sizeof d.rkv), memset(&d.rq, 0, sizeof d.rq), d.rt_kv = d.rt_q = 0;
+    // the long-sequence default: v= of the first row meant for this device, skipping v=reg rows
+    // where the register layouts do not fit
+    d.variant = V_SPLIT;
+    for (size_t i = 0; i < N_DEFAULTS; i++) {
+        bwd_cfg c;
+        memset(&c, 0, sizeof c);
+        if (!row_for_device(ctx, i, HS) || !parse_pairs(attn_defaults[i].bwd, bwd_key, &c)) continue;
+        if (c.variant == V_REG && !have_reg) continue;
+        d.variant = c.variant == V_FUSED || c.variant == V_REG ? c.variant : V_SPLIT;
+        break;
+    }
+    if (!d.tiles_ok) d.variant = V_REG;  // the only one that can run (if have_reg)
     d.forced = 0;
     d.ncp = ncp_default(HS);
     const char *o = bwd_override(ctx);
     if (o && *o) {
         bwd_cfg c;
-        memset(&c, 0, sizeof c);
-        int ok = parse_pairs(o, bwd_key, &c);
-        if (!c.ncp) c.ncp = d.ncp;
-        ok = ok && ncp_valid(c.ncp);
-        bwd_tile *cs[3] = {&c.kv, &c.q, &c.st};
-        for (int k = 0; ok && k < 3; k++) {
-            if (!cs[k]->bq) *cs[k] = *slot[k];
-            ok = ok && bwd_fits(ctx, HS, c.ncp, cs[k]);
-        }
-        if (ok) {
-            if (!c.forced) c.variant = d.variant;
-            return c;
-        }
+        if (bwd_apply(ctx, HS, d, o, &c)) { *out = c; return 1; }
         notice_once("backward", o);
     }
-    return d;
+    if (!d.tiles_ok && !have_reg) return 0;
+    *out = d;
+    return 1;
+}
+
+static bwd_cfg bwd_choose(wg_ctx *ctx, uint32_t HS) {
+    bwd_cfg c;
+    WGT_ASSERT(bwd_choose_ok(ctx, HS, &c), "no backward setting fits this head size in this device's workgroup "
+                                           "memory (the caller checks bwd_tiles_fit)");
+    return c;
 }
 
 // ------------------------------------------------------------------ scratch of the fused variant
@@ -385,42 +600,51 @@ static const char *qkv_type(uint32_t HS) {
     return HS % 4 == 0 ? "alias QT=vec4<f32>;const QV4=true;" : "alias QT=f32;const QV4=false;";
 }
 
+// The register-resident kernels' constants and their lane sum `name` (x summed over the RL lanes
+// of a row by subgroupShuffleXor butterflies, the same bits in every lane since each step adds
+// the same two values; only defined with shuffles where rl > 1, which reg_fits allows only with
+// subgroups of >= rl lanes).
+static void reg_defs(char *buf, size_t cap, const char *name, uint32_t rt, reg_tile t) {
+    if (t.rl > 1)
+        snprintf(buf, cap,
+                 "const RT=%uu;const RL=%uu;const RR=%uu;const RB=%uu;const PF=%s;fn %s(x:f32)->f32{var y=x;"
+                 "for(var i=1u;i<RL;i=i<<1u){y=y+subgroupShuffleXor(y,i);}return y;}",
+                 rt, t.rl, t.rr, t.rb, t.pf ? "true" : "false", name);
+    else
+        snprintf(buf, cap, "const RT=%uu;const RL=%uu;const RR=%uu;const RB=%uu;const PF=%s;fn %s(x:f32)->f32{return x;}",
+                 rt, t.rl, t.rr, t.rb, t.pf ? "true" : "false", name);
+}
+
 static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, uint32_t gq, fwd_cfg c, int drop) {
-    int sg = c.sg && sg_usable(ctx, c.nl);
-    char defs[512];
+    int sg = !c.v && c.sg && sg_usable(ctx, c.nl);
+    char defs[1024], rdefs[384];
+    reg_tile none = {1, 1, 4, 0};
+    fwd_cfg tile = c;
+    if (c.v) tile.nl = 8, tile.tr = 1, tile.bc = 16;  // the shared-tile kernel's constants, unused
+    reg_defs(rdefs, sizeof rdefs, "fa_rsum", c.v ? c.wg : 64, c.v ? fwd_reg_tile(c) : none);
     snprintf(defs, sizeof defs,
-             "const HS=%uu;const GQ=%uu;const NL=%uu;const TR=%uu;const BC=%uu;const SG=%s;const UNROLL=%s;%s%s%s", HS,
-             gq, c.nl, c.tr, c.bc, sg ? "true" : "false", unroll_ok(ctx) ? "true" : "false", qkv_type(HS),
+             "const HS=%uu;const GQ=%uu;const NL=%uu;const TR=%uu;const BC=%uu;const SG=%s;const UNROLL=%s;%s%s%s%s", HS,
+             gq, tile.nl, tile.tr, tile.bc, sg ? "true" : "false", unroll_ok(ctx) ? "true" : "false", qkv_type(HS),
              drop_def(drop),
              sg ? "fn fa_sg(x:f32,mx:bool)->f32{var y=x;for(var i=1u;i<NL;i=i<<1u){let z=subgroupShuffleXor(y,i);"
                   "y=select(y+z,max(y,z),mx);}return y;}"
-                : "fn fa_sg(x:f32,mx:bool)->f32{return x;}");
-    return wg_pipeline(ctx, "05_attention.wgsl", "attention_forward", defs);
+                : "fn fa_sg(x:f32,mx:bool)->f32{return x;}",
+             rdefs);
+    return wg_pipeline(ctx, "05_attention.wgsl", c.v ? "attention_forward_reg" : "attention_forward", defs);
 }
 
 // ------------------------------------------------------------------ row kernels (large heads)
-// Whether some row of the defaults gives the tiled forward (the tiled backward: each of its three
-// tiles) a setting that fits this device at head size HS. Where none does (HS = 256 in 32 or 48
-// KiB of workgroup memory), 17_attention_rows.wgsl computes the op one row per workgroup.
+// Whether the defaults (or the override) give the forward (the backward: its three tiles, or the
+// register-resident layouts) a setting that fits this device at head size HS. Where none does
+// (HS = 256 in 32 or 48 KiB of workgroup memory without a register-resident row for the device),
+// 17_attention_rows.wgsl computes the op one row per workgroup.
 static int fwd_tiles_fit(wg_ctx *ctx, uint32_t HS) {
-    for (size_t i = 0; i < N_DEFAULTS; i++) {
-        fwd_cfg c = {0, 0, 0, 0};
-        if (parse_pairs(attn_defaults[i].fwd, fwd_key, &c) && fwd_fits(ctx, HS, c)) return 1;
-    }
-    return 0;
+    fwd_cfg c;
+    return fwd_choose_ok(ctx, HS, &c);
 }
 static int bwd_tiles_fit(wg_ctx *ctx, uint32_t HS) {
-    for (int k = 0; k < 3; k++) {
-        int ok = 0;
-        for (size_t i = 0; i < N_DEFAULTS && !ok; i++) {
-            bwd_cfg c;
-            memset(&c, 0, sizeof c);
-            bwd_tile *cs[3] = {&c.kv, &c.q, &c.st};
-            ok = parse_pairs(attn_defaults[i].bwd, bwd_key, &c) && bwd_fits(ctx, HS, ncp_default(HS), cs[k]);
-        }
-        if (!ok) return 0;
-    }
-    return 1;
+    bwd_cfg c;
+    return bwd_choose_ok(ctx, HS, &c);
 }
 
 typedef struct {
@@ -487,15 +711,17 @@ void wg_attention_forward(wgt_backend *be, wgt_view out, wgt_view lse, wgt_view 
         return;
     }
     fwd_cfg c = fwd_choose(ctx, HS);
-    uint32_t br = (256 / c.nl) * c.tr, nblk = (T + br - 1) / br;
+    // rows of a workgroup: 256/nl row groups of tr rows, or (v=reg) wg/nl row groups of tr rows
+    uint32_t br = ((c.v ? c.wg : 256) / c.nl) * c.tr, nblk = (T + br - 1) / br;
     attn_params p = make_params(B, T, NH, NKV, HS, nblk);
     p.nkb = c.bc / 4;  // the forward's params name this slot bc4: keys / 4 per tile
+    p.ntri = c.bc;     // and this one rb: keys per tile (attention_forward_reg)
     set_dropout(&p, p_drop, seed);
     size_t bt = (size_t)B * T;
     wg_bind b[] = {wg_b(out, bt * p.C), wg_b(lse, (size_t)B * NH * T), wg_b(qkv, bt * p.W),
                    set_mask(be, &p, doc_start, bt, window)};
-    wg_dispatch(ctx, "attention_forward", fwd_pipeline(ctx, HS, NH / NKV, c, p.dthr != 0), b, 4, &p, sizeof p,
-                (uint64_t)nblk * B * NH);
+    wg_dispatch(ctx, c.v ? "attention_forward_reg" : "attention_forward", fwd_pipeline(ctx, HS, NH / NKV, c, p.dthr != 0),
+                b, 4, &p, sizeof p, (uint64_t)nblk * B * NH);
 }
 
 // Largest T handled by split-short: P and dS (SS² floats each) plus lse and D (SS each).
@@ -508,15 +734,31 @@ static uint32_t short_max_t(wg_ctx *ctx) {
 
 // gq: query heads per kv head (1 for the kernels that do not loop over a group: one pipeline
 // serves every group size); drop: dropout (0 for the kernels that do not depend on it)
-static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
-                                        bwd_tile t, uint32_t ss, int drop) {
-    char defs[512];
+static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
+                                            bwd_tile t, uint32_t ss, int drop, uint32_t rt, reg_tile r) {
+    char defs[1024], rdefs[384];
+    reg_defs(rdefs, sizeof rdefs, "ar_sum", rt, r);
     snprintf(defs, sizeof defs,
              "const HS=%uu;const GQ=%uu;const BQ=%uu;const BK=%uu;const RQS=%uu;const RKS=%uu;const NCP=%uu;"
-             "const SS=%uu;const UNROLL=%s;%s%s",
+             "const SS=%uu;const UNROLL=%s;%s%s%s",
              HS, gq, t.bq, t.bk, t.rqs, t.rks, ncp, ss, unroll_ok(ctx) ? "true" : "false", qkv_type(HS),
-             drop_def(drop));
+             drop_def(drop), rdefs);
     return wg_pipeline(ctx, "10_backward_attention.wgsl", entry, defs);
+}
+
+// The shared-tile kernels (the register-resident kernels' constants at a placeholder).
+static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
+                                        bwd_tile t, uint32_t ss, int drop) {
+    reg_tile none = {1, 1, 4, 0};
+    return bwd_pipeline_reg(ctx, entry, HS, gq, ncp, t, ss, drop, 64, none);
+}
+
+// The register-resident layouts of c, completed from the rows of the defaults (any device's)
+// where c has none; 0 when some layout does not fit this device and head size.
+static int reg_layouts(wg_ctx *ctx, uint32_t HS, bwd_cfg *c) {
+    if (!c->rkv.rl && !reg_row(ctx, HS, REG_DKDV, 0, &c->rkv, &c->rt_kv)) return 0;
+    if (!c->rq.rl && !reg_row(ctx, HS, REG_DQ, 0, &c->rq, &c->rt_q)) return 0;
+    return reg_fits(ctx, REG_DKDV, HS, c->rt_kv, c->rkv) && reg_fits(ctx, REG_DQ, HS, c->rt_q, c->rq);
 }
 
 // The variant the automatic rule picks (see the top of this file): 1 streaming, 2 split-dKdV,
@@ -526,6 +768,7 @@ int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, 
     wg_ctx *ctx = wg_of(be);
     if (!bwd_tiles_fit(ctx, HS)) return V_ROWS;
     bwd_cfg c = bwd_choose(ctx, HS);
+    if (!c.tiles_ok) return reg_layouts(ctx, HS, &c) ? V_REG : V_ROWS;
     int v;
     if (c.forced) v = c.variant;
     else if (T <= short_max_t(ctx)) v = V_SHORT;
@@ -536,10 +779,12 @@ int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, 
         uint64_t n = fused_elems(B, T, NH, HS, c.kv.bk);
         if (n > wg_max_binding_elems(ctx) || n / 4 > UINT32_MAX) v = V_SPLIT;
     }
+    if (v == V_REG && !reg_layouts(ctx, HS, &c)) v = V_SPLIT;
     return v;
 }
 
-// Backward with an explicit variant: 0 auto, 1 streaming, 2 split-dKdV, 3 split-short, 4 fused.
+// Backward with an explicit variant: 0 auto, 1 streaming, 2 split-dKdV, 3 split-short, 4 fused,
+// 6 register-resident split (5, the row kernels, is taken where no tile fits).
 // A variant that cannot run on this shape (split-short above its T limit, fused whose scratch
 // does not fit) falls back to split-dKdV. Returns the variant that ran. Tests and benchmarks use
 // it to run each variant; the model calls wg_attention_backward.
@@ -555,8 +800,14 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         return V_ROWS;
     }
     bwd_cfg cfg = bwd_choose(ctx, HS);
-    if (variant < 1 || variant > 4) variant = wg_attention_backward_auto_variant(be, B, T, NH, NKV, HS);
+    if (variant < 1 || variant > 6 || variant == V_ROWS || !cfg.tiles_ok)
+        variant = wg_attention_backward_auto_variant(be, B, T, NH, NKV, HS);
+    if (variant == V_ROWS) {  // no tile fits and the register layouts do not either
+        rows_backward(be, dqkv, dout, qkv, out, lse, doc_start, B, T, NH, NKV, HS, p_drop, seed, window);
+        return V_ROWS;
+    }
     if (variant == V_SHORT && T > short_max_t(ctx)) variant = V_SPLIT;
+    if (variant == V_REG && !reg_layouts(ctx, HS, &cfg)) variant = V_SPLIT;
     const uint32_t C = NH * HS, gq = NH / NKV;
     size_t bt = (size_t)B * T, n3 = bt * ((size_t)NH + 2 * (size_t)NKV) * HS;
     uint64_t bnh = (uint64_t)B * NH, bnk = (uint64_t)B * NKV;  // query heads, kv heads
@@ -616,6 +867,22 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         wg_bind br[] = {wg_b(dqkv, n3), wg_b(sv, ns), doc};
         wg_dispatch(ctx, redu, bwd_pipeline(ctx, redu, HS, 1, cfg.ncp, t, 8, 0), br, 3, &p, sizeof p,
                     wg_groups(bnh * T * hs4_of(HS), 256));
+    } else if (variant == V_REG) {
+        // dK, dV (reading every row's D in the dQ slots), then dQ over them
+        const char *rkv = "attention_backward_dkdv_reg", *rq = "attention_backward_dq_reg";
+        uint32_t bk = cfg.rt_kv / cfg.rkv.rl * cfg.rkv.rr, bq = cfg.rt_q / cfg.rq.rl * cfg.rq.rr;
+        attn_params pk = make_params(B, T, NH, NKV, HS, (T + bk - 1) / bk);
+        pk.bq = cfg.rkv.rb;  // streamed rows a tile (the loops' trip count without UNROLL)
+        set_dropout(&pk, p_drop, seed);
+        pk.has_doc = pm.has_doc, pk.window = window;
+        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv), b, 5, &pk,
+                    sizeof pk, (uint64_t)pk.nblk * bnk);
+        attn_params pq = make_params(B, T, NH, NKV, HS, (T + bq - 1) / bq);
+        pq.bq = cfg.rq.rb;
+        set_dropout(&pq, p_drop, seed);
+        pq.has_doc = pm.has_doc, pq.window = window;
+        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, drop, cfg.rt_q, cfg.rq), b, 5, &pq,
+                    sizeof pq, (uint64_t)pq.nblk * bnh);
     } else {
         bwd_tile tk = cfg.kv;
         attn_params pk = make_params(B, T, NH, NKV, HS, (T + tk.bk - 1) / tk.bk);
@@ -647,22 +914,16 @@ void wg_attention_backward(wgt_backend *be, wgt_view dqkv, wgt_view dout, wgt_vi
 // Whether a forward (backward) setting, complete or partial, parses and fits this device at head
 // size HS, i.e. whether it would be used as given rather than replaced by the default.
 int wg_attention_fwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg) {
-    if (!fwd_tiles_fit(wg_of(be), HS)) return 0;  // the row kernel runs: no setting applies
-    fwd_cfg c = fwd_choose(wg_of(be), HS);
-    return parse_pairs(cfg, fwd_key, &c) && fwd_fits(wg_of(be), HS, c);
+    fwd_cfg d = {0, 0, 0, 0, 0, 0, 0}, c;  // over nothing where no setting fits (large heads)
+    fwd_choose_ok(wg_of(be), HS, &d);
+    return fwd_apply(wg_of(be), HS, d, cfg, &c);
 }
 
 int wg_attention_bwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg) {
-    if (!bwd_tiles_fit(wg_of(be), HS)) return 0;
-    bwd_cfg d = bwd_choose(wg_of(be), HS), c;
-    memset(&c, 0, sizeof c);
-    if (!parse_pairs(cfg, bwd_key, &c)) return 0;
-    if (!c.ncp) c.ncp = d.ncp;
-    if (!ncp_valid(c.ncp)) return 0;
-    bwd_tile *cs[3] = {&c.kv, &c.q, &c.st}, *ds[3] = {&d.kv, &d.q, &d.st};
-    for (int k = 0; k < 3; k++)
-        if (!bwd_fits(wg_of(be), HS, c.ncp, cs[k]->bq ? cs[k] : ds[k])) return 0;
-    return 1;
+    bwd_cfg d, c;
+    memset(&d, 0, sizeof d);
+    if (!bwd_choose_ok(wg_of(be), HS, &d)) d.ncp = ncp_default(HS);  // nothing fits: d has no tiles
+    return bwd_apply(wg_of(be), HS, d, cfg, &c);
 }
 
 // The settings the wrappers use now for head size HS (defaults, overrides applied), as text:
@@ -676,8 +937,17 @@ const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_
     }
     fwd_cfg f = fwd_choose(ctx, HS);
     bwd_cfg c = bwd_choose(ctx, HS);
-    snprintf(buf, cap, "fwd nl=%u,tr=%u,bc=%u,sg=%d | bwd v=%s,kv=%ux%u/%ux%u,q=%ux%u/%ux%u,st=%ux%u/%ux%u,ncp=%u",
-             f.nl, f.tr, f.bc, f.sg && sg_usable(ctx, f.nl), variant_names[c.variant], c.kv.bq, c.kv.bk, c.kv.rqs, c.kv.rks,
-             c.q.bq, c.q.bk, c.q.rqs, c.q.rks, c.st.bq, c.st.bk, c.st.rqs, c.st.rks, c.ncp);
+    size_t n = 0;
+    if (f.v)
+        n = (size_t)snprintf(buf, cap, "fwd v=reg,nl=%u,tr=%u,bc=%u,wg=%u,pf=%u", f.nl, f.tr, f.bc, f.wg, f.pf);
+    else
+        n = (size_t)snprintf(buf, cap, "fwd nl=%u,tr=%u,bc=%u,sg=%d", f.nl, f.tr, f.bc, f.sg && sg_usable(ctx, f.nl));
+    if (n < cap)
+        n += (size_t)snprintf(buf + n, cap - n, " | bwd v=%s,kv=%ux%u/%ux%u,q=%ux%u/%ux%u,st=%ux%u/%ux%u,ncp=%u",
+                              variant_names[c.variant], c.kv.bq, c.kv.bk, c.kv.rqs, c.kv.rks, c.q.bq, c.q.bk, c.q.rqs,
+                              c.q.rks, c.st.bq, c.st.bk, c.st.rqs, c.st.rks, c.ncp);
+    if (n < cap && c.rkv.rl && c.rq.rl)
+        snprintf(buf + n, cap - n, ",rkv=%ux%ux%u,rq=%ux%ux%u,rt=%u/%u,pf=%u/%u", c.rkv.rl, c.rkv.rr, c.rkv.rb, c.rq.rl,
+                 c.rq.rr, c.rq.rb, c.rt_kv, c.rt_q, c.rkv.pf, c.rq.pf);
     return buf;
 }
