@@ -10,7 +10,11 @@
 // attention (NKV = 2 of NH = 4), llama3 RoPE scaling and an untied lm_head; qwen2 with q/k/v
 // biases, one kv head (MQA), a tied embedding; mistral with linear RoPE scaling and a sliding
 // window longer than the sequences (the full forward refuses longer ones); llama with attention
-// biases (q, k, v and o).
+// biases (q, k, v and o); qwen3 with its per-head q/k norms and a head size (12) that is not
+// d_model / n_head; gemma3_text with (1 + w) norms, four per block, q/k norms, GeGLU, sliding
+// layers (window 5, shorter than the sequences: a step sees only the last 5 keys, with the local
+// RoPE base) between full ones (the global base), one kv head and an untied lm_head; and
+// gemma3_text at the released models' head size 256 with a window of 3.
 //
 // Tolerance: both paths compute the same float32 formulas in other orders (a GEMM of 1 row vs
 // T rows may split its sums differently; the decode attention is an online softmax over chunks,
@@ -145,6 +149,17 @@ int main(void) {
         {"llama-attention-bias",
          {.arch = "llama", .n_layer = 1, .n_head = 2, .d_model = 24, .d_ff = 40, .vocab = 40, .max_seq = 20,
           .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5, .qkv_bias = 1, .o_bias = 1}},
+        {"qwen3-qknorm-headdim-gqa",
+         {.arch = "qwen3", .n_layer = 2, .n_head = 4, .d_model = 32, .d_ff = 48, .vocab = 61, .max_seq = 20,
+          .n_kv_heads = 2, .rope_theta = 1000000, .rms_eps = 1e-6, .tie_embeddings = 1, .head_dim = 12, .qk_norm = 1}},
+        {"gemma3-window5-mqa-untied",
+         {.arch = "gemma3_text", .n_layer = 3, .n_head = 4, .d_model = 24, .d_ff = 40, .vocab = 53, .max_seq = 20,
+          .n_kv_heads = 1, .rope_theta = 1000000, .rms_eps = 1e-6, .head_dim = 16, .sliding_window = 5,
+          .rope_local_theta = 10000, .sliding_pattern = 2}},
+        {"gemma3-headsize256",
+         {.arch = "gemma3_text", .n_layer = 2, .n_head = 2, .d_model = 32, .d_ff = 40, .vocab = 45, .max_seq = 20,
+          .n_kv_heads = 1, .rope_theta = 1000000, .rms_eps = 1e-6, .tie_embeddings = 1, .head_dim = 256,
+          .sliding_window = 3, .rope_local_theta = 10000, .sliding_pattern = 2}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run(bp.cpu, "cpu", cases[i].name, cases[i].c);
