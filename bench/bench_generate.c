@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "core/clock.h"
 #include "model/decode.h"
+#include "model/lora.h"
 #include "model/model.h"
 
 static void fail(const char *what) {
@@ -64,7 +65,8 @@ int main(int argc, char **argv) {
     if ((!strcmp(device, "cpu") ? backend_cpu_init(&be) : backend_webgpu_init(&be, adapter)) != WGT_OK) fail("backend");
     if (be->tune_auto && be->tune_auto(be) != WGT_OK) fail("tuning");
     wgt_model *m = NULL;
-    if (model_init(&m, be, &c, 1, 1) != WGT_OK) fail("model_init");
+    model_opts mo = {MODEL_PREC_F32, NULL, MODEL_RECOMPUTE_NONE, 1};  // inference-only, as sample and chat
+    if (model_init_opts(&m, be, &c, 1, 1, &mo) != WGT_OK) fail("model_init");
     if (model_init_random(m, 1) != WGT_OK) fail("init_random");
     printf("shape %s, device %s (%s), prompt %d, new tokens %d\n", shape, device,
            be->device_name ? be->device_name(be) : device, P, N);

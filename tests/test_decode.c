@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model/decode.h"
+#include "model/lora.h"
+#include "model/plan.h"
 #include "backend_pair.h"
 
 #define NSEQ 3
@@ -70,8 +72,11 @@ static void run(wgt_backend *be, const char *bname, const char *name, model_conf
     trng_state = 1234;
     for (int s = 0; s < NSEQ; s++)
         for (int t = 0; t < TMAX; t++) seq[s][t] = (int32_t)(trng_u32() % (uint32_t)V);
+    // an inference-only model (what sample and chat make): the full forward and the decoder need
+    // no gradients or optimizer state
     wgt_model *m = NULL;
-    if (model_init(&m, be, &c, 1, TMAX) != WGT_OK) die("model_init");
+    model_opts io = {MODEL_PREC_F32, NULL, MODEL_RECOMPUTE_NONE, 1};
+    if (model_init_opts(&m, be, &c, 1, TMAX, &io) != WGT_OK) die("model_init");
     set_params(m, 99);
     // the full forward of each sequence (padded to TMAX with its own tokens: causal attention
     // keeps rows < len independent of what follows)
@@ -128,6 +133,41 @@ static void run(wgt_backend *be, const char *bname, const char *name, model_conf
     model_free(m);
 }
 
+// The inference-only model allocates the parameters and nothing of training: against a training
+// model of the same config, exactly the gradients and both AdamW moments (3 x the parameters'
+// 4-byte elements) fewer live bytes on the C backend, and in the memory plan no gradients and no
+// moments (the optimizer's status words stay: the forward's loss path reads them).
+static void check_inference_bytes(wgt_backend *be, model_config c) {
+    model_config_defaults(&c);
+    uint64_t live0, live1, live2, peak;
+    be->bytes_allocated(be, &live0, &peak);
+    wgt_model *full = NULL, *inf = NULL;
+    model_opts fo = {MODEL_PREC_F32, NULL, MODEL_RECOMPUTE_NONE, 0}, io = fo;
+    io.inference = 1;
+    if (model_init_opts(&full, be, &c, 1, 4, &fo) != WGT_OK) die("model_init (training)");
+    be->bytes_allocated(be, &live1, &peak);
+    model_free(full);
+    if (model_init_opts(&inf, be, &c, 1, 4, &io) != WGT_OK) die("model_init (inference)");
+    be->bytes_allocated(be, &live2, &peak);
+    const uint64_t n = model_state_elems(inf), grads_moments = 3 * (uint64_t)n * 4;
+    CHECK(live1 - live0 - (live2 - live0) == grads_moments,
+          "%s: the inference-only model saves %llu bytes, not the %llu of gradients and moments", c.arch,
+          (unsigned long long)(live1 - live2), (unsigned long long)grads_moments);
+    model_free(inf);
+    model_plan pf, pi;
+    if (model_plan_make(&pf, be, &c, 1, 4, &fo) != WGT_OK || model_plan_make(&pi, be, &c, 1, 4, &io) != WGT_OK)
+        die("plan");
+    CHECK(pi.bytes[PLAN_GRADIENTS] == 0 && pf.bytes[PLAN_GRADIENTS] == (uint64_t)n * 4,
+          "%s: plan gradients %llu (inference) and %llu (training)", c.arch, (unsigned long long)pi.bytes[PLAN_GRADIENTS],
+          (unsigned long long)pf.bytes[PLAN_GRADIENTS]);
+    CHECK(pf.bytes[PLAN_OPTIMIZER] - pi.bytes[PLAN_OPTIMIZER] == 2 * (uint64_t)n * 4,
+          "%s: the plan's optimizer state differs by %llu bytes, not the two moments' %llu", c.arch,
+          (unsigned long long)(pf.bytes[PLAN_OPTIMIZER] - pi.bytes[PLAN_OPTIMIZER]), (unsigned long long)(2 * n * 4));
+    CHECK(pi.bytes[PLAN_WEIGHTS] == pf.bytes[PLAN_WEIGHTS] && pf.total - pi.total == grads_moments,
+          "%s: the plans differ by %llu bytes in all, not %llu", c.arch, (unsigned long long)(pf.total - pi.total),
+          (unsigned long long)grads_moments);
+}
+
 int main(void) {
     bpair bp = bpair_open();
     const struct {
@@ -162,6 +202,7 @@ int main(void) {
           .sliding_window = 3, .rope_local_theta = 10000, .sliding_pattern = 2}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        check_inference_bytes(bp.cpu, cases[i].c);
         run(bp.cpu, "cpu", cases[i].name, cases[i].c);
         run(bp.gpu, "webgpu", cases[i].name, cases[i].c);
     }
