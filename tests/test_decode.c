@@ -29,6 +29,7 @@
 #include "model/decode.h"
 #include "model/lora.h"
 #include "model/plan.h"
+#include "backend/webgpu/wg_ops.h"
 #include "backend_pair.h"
 
 #define NSEQ 3
@@ -206,6 +207,12 @@ int main(void) {
         run(bp.cpu, "cpu", cases[i].name, cases[i].c);
         run(bp.gpu, "webgpu", cases[i].name, cases[i].c);
     }
+    // decode_attention's split-K through the decoder (the software GPU does not split by itself;
+    // a forced count splits even these short caches): 3 key ranges a query, with GQA and with
+    // gemma3's windows
+    if (wg_settings_set(wg_ctx_settings(wg_of(bp.gpu)), "WGTRAIN_DECODE_SPLIT", "3") != WGT_OK) die("settings");
+    run(bp.gpu, "webgpu split-K", cases[1].name, cases[1].c);
+    run(bp.gpu, "webgpu split-K", cases[6].name, cases[6].c);
     bpair_close(&bp);
     return test_finish();
 }
