@@ -81,8 +81,10 @@ fn kv_cache_append(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_
 // ---- decode_attention: one workgroup per (b, t, query head h) and key split s < S. The 256
 // threads score 256 cached keys at a time (thread j: the f32 dot product of q with key
 // a + chunk + j), the chunk's maximum and sum of exponentials come from workgroup reductions (an
-// online softmax across chunks, as flash attention), and thread d < HS accumulates dimension d of
-// the weighted values of the chunk in key order.
+// online softmax across chunks, as flash attention), and the weighted values of the chunk are
+// summed by G = max(1, 256 / HS) groups of HS threads: thread g·HS + d (g < G) accumulates
+// dimension d over the chunk's keys g, g + G, g + 2G, ..., and the G partial sums are added in
+// group order at the end.
 // Split-K (S > 1, when there are too few rows to fill the GPU): the row's keys [lo, p] are cut
 // into S ranges of max(span, ceil(len / S)) keys (the last ones may be empty; span is 64 when the
 // host chooses S, 1 when a setting forces it, so that short caches split too); workgroup (r, s)
@@ -142,7 +144,10 @@ fn decode_attention(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invoc
     let NEG = -3.0e38;
     var m = NEG;    // running maximum of the scores
     var l = 0.0;    // running sum of exp(s - m)
-    var acc = 0.0;  // thread i < HS: running sum of exp(s - m)·v[i]
+    var acc = 0.0;  // thread g·HS + d (g < G): running sum of exp(s - m)·v[d] over its group's keys
+    let G = max(1u, 256u / HS);
+    let grp = i / HS;
+    let dim = i % HS;
     for (var j0 = a; j0 < e; j0 = j0 + 256u) {
         let j = j0 + i;
         var s = NEG;
@@ -158,15 +163,22 @@ fn decode_attention(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invoc
         da_e[i] = ex;
         let corr = exp(m - m_new);  // 0 on the first chunk (m = NEG)
         l = l * corr + wg_reduce_sum(ex, i);  // (its barriers also publish da_e)
-        if (i < HS) {
+        if (grp < G) {
             let cnt = min(256u, e - j0);
-            let vb = da_p.o3 + base + j0 * da_p.KV + i;
-            var a = acc * corr;
-            for (var jj = 0u; jj < cnt; jj = jj + 1u) { a = a + da_e[jj] * da_v[vb + jj * da_p.KV]; }
-            acc = a;
+            let vb = da_p.o3 + base + j0 * da_p.KV + dim;
+            var sum = acc * corr;
+            for (var jj = grp; jj < cnt; jj = jj + G) { sum = sum + da_e[jj] * da_v[vb + jj * da_p.KV]; }
+            acc = sum;
         }
         m = m_new;
         workgroupBarrier();  // da_e is rewritten by the next chunk
+    }
+    da_e[i] = acc;  // the groups' partial sums (0 past the last group)
+    workgroupBarrier();
+    if (i < HS) {
+        var t = 0.0;
+        for (var k = 0u; k < G; k = k + 1u) { t = t + da_e[k * HS + i]; }
+        acc = t;
     }
     if (da_p.S == 1u) {
         if (i < HS) { da_out[da_p.o0 + bt * da_p.NH * HS + h * HS + i] = acc / l; }
