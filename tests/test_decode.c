@@ -85,7 +85,17 @@ static void run(wgt_backend *be, const char *bname, const char *name, model_conf
     for (int s = 0; s < NSEQ; s++)
         if (model_forward_logits(m, seq[s], full + (size_t)s * TMAX * V) != WGT_OK) die("forward");
     model_decoder *d = NULL;
+    uint64_t live0, live1, peak, cache, acts;
+    be->bytes_allocated(be, &live0, &peak);
     if (model_decoder_init(&d, m, NSEQ, TMAX + 3) != WGT_OK) die("decoder_init");
+    be->bytes_allocated(be, &live1, &peak);
+    model_decoder_bytes(&c, NSEQ, TMAX + 3, &cache, &acts);
+    // the C backend rounds each buffer up to 64 bytes; the decoder makes at most 2 per layer and 26 others
+    const uint64_t got = live1 - live0, slack = 64ull * (2ull * (uint64_t)c.n_layer + 26);
+    if (!strcmp(bname, "cpu"))
+        CHECK(got >= cache + acts && got <= cache + acts + slack,
+              "%s %s: the decoder allocated %llu bytes, model_decoder_bytes says %llu + %llu", bname, name,
+              (unsigned long long)got, (unsigned long long)cache, (unsigned long long)acts);
     float *lg = malloc((size_t)NSEQ * V * 4);
     char what[160];
     int pos[NSEQ];

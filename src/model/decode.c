@@ -98,14 +98,15 @@ void model_decoder_bytes(const model_config *c, int batch, int max_len, uint64_t
     const uint64_t HS = (uint64_t)model_head_size(c), NKV = c->n_kv_heads ? (uint64_t)c->n_kv_heads : (uint64_t)c->n_head;
     const uint64_t KV = NKV * HS, C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff, QC = (uint64_t)c->n_head * HS,
                    QKV = QC + 2 * KV;
-    const int gemma = !strcmp(c->arch, "gemma3_text"), qkn = gemma || c->qk_norm;
+    const int gpt = !strcmp(c->arch, "gpt2"), gemma = !strcmp(c->arch, "gemma3_text"), qkn = gemma || c->qk_norm;
     int rows;
     rows_of(c, batch, max_len, &rows);
     *cache = 2ull * (uint64_t)c->n_layer * (uint64_t)batch * (uint64_t)max_len * KV * 4;
     // per row: x, ln, tmp, res2 (C), att (QC), qkv (+ qkv_pre and the head norms' rstd with qk norms),
-    // f1..f3, mean, rstd, token; per sequence: last, lnl, logits, position; the RoPE tables
-    *acts = ((uint64_t)rows * (4 * C + QC + QKV + 3 * F + 3 + (qkn ? QKV + (uint64_t)c->n_head + NKV : 0)) +
-             (uint64_t)batch * (2 * C + (uint64_t)c->vocab + 1) + (gemma ? 4ull : 2ull) * (uint64_t)max_len * HS) * 4;
+    // f1, f2 (and f3 but GPT-2's), mean, rstd, token; per sequence: last, lnl, logits, position;
+    // the RoPE tables (none in GPT-2, two kinds in Gemma-3): what decoder_build allocates
+    *acts = ((uint64_t)rows * (4 * C + QC + QKV + (gpt ? 2 : 3) * F + 3 + (qkn ? QKV + (uint64_t)c->n_head + NKV : 0)) +
+             (uint64_t)batch * (2 * C + (uint64_t)c->vocab + 1) + (gpt ? 0ull : gemma ? 4ull : 2ull) * (uint64_t)max_len * HS) * 4;
 }
 
 // The RoPE tables [cap, HS] of base theta (with the config's scaling for LLaMA), as the families' own.
