@@ -212,8 +212,8 @@ static wgt_status decoder_build(model_decoder *d, int batch, int max_len) {
             }
         }
     }
-    // buffers: 2 per layer, 25 others at most
-    d->bufs = wgt_calloc((size_t)(2 * c->n_layer + 26), sizeof *d->bufs);
+    // buffers: 2 per layer, 22 others at most
+    d->bufs = wgt_calloc((size_t)(2 * c->n_layer + 22), sizeof *d->bufs);
     const size_t R = (size_t)d->rows, B = (size_t)batch, ncache = B * (size_t)max_len * d->KV;
     for (int l = 0; l < c->n_layer; l++) {
         WGT_TRY(dalloc(d, &d->lay[l].kc, ncache, "kv_cache_k", 0));
