@@ -18,7 +18,10 @@ struct DecParams {
     o4 : u32, o5 : u32, o6 : u32, span : u32,   // span: decode_attention's least keys a split
 };
 
-// ---- decode_embedding: out[b,t,c] = wte[tokens[b,t], c] + wpe[p, c]; one thread per element
+// ---- decode_embedding: out[b,t,c] = wte[tokens[b,t], c] + wpe[p, c]; one thread per element.
+// wte may be larger than one binding: the host binds a window of its rows, `window` the first
+// of them and V their count, per dispatch; a thread whose token is outside the window leaves its
+// element to another dispatch.
 @group(0) @binding(0) var<storage, read_write> de_out : array<f32>;
 @group(0) @binding(1) var<storage, read> de_tokens : array<i32>;
 @group(0) @binding(2) var<storage, read> de_wte : array<f32>;
@@ -34,10 +37,10 @@ fn decode_embedding(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num
     let bt = i / de_p.C;
     let p = de_pos[de_p.o4 + bt / de_p.T] + bt % de_p.T;
     let tok = de_tokens[de_p.o1 + bt];
-    if (p >= de_p.maxT || tok < 0 || u32(tok) >= de_p.V) { return; }
+    if (p >= de_p.maxT || tok < 0 || u32(tok) < de_p.window || u32(tok) - de_p.window >= de_p.V) { return; }
     var w = 0.0;
     if (de_p.opt == 1u) { w = de_wpe[de_p.o3 + p * de_p.C + c]; }
-    de_out[de_p.o0 + i] = de_wte[de_p.o2 + u32(tok) * de_p.C + c] + w;
+    de_out[de_p.o0 + i] = de_wte[de_p.o2 + (u32(tok) - de_p.window) * de_p.C + c] + w;
 }
 
 // ---- kv_cache_append: one thread per (b, t, kv head g, d < HS) writes kcache[b, p, g, d]

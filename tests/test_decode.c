@@ -223,6 +223,15 @@ int main(void) {
     if (wg_settings_set(wg_ctx_settings(wg_of(bp.gpu)), "WGTRAIN_DECODE_SPLIT", "3") != WGT_OK) die("settings");
     run(bp.gpu, "webgpu split-K", cases[1].name, cases[1].c);
     run(bp.gpu, "webgpu split-K", cases[6].name, cases[6].c);
+    // an embedding larger than one binding (as bound by decode_embedding): with bindings of 2048
+    // elements, wte (77 x 36, 77 x 40 floats) is read in two windows of vocabulary rows
+    wg_settings *ws = wg_ctx_settings(wg_of(bp.gpu));
+    if (wg_settings_set(ws, "WGTRAIN_DECODE_SPLIT", NULL) != WGT_OK ||
+        wg_settings_set(ws, "WGTRAIN_TEST_BINDING_LIMIT", "2048") != WGT_OK)
+        die("settings");
+    run(bp.gpu, "webgpu wte windows", cases[0].name, cases[0].c);
+    run(bp.gpu, "webgpu wte windows", cases[1].name, cases[1].c);
+    if (wg_settings_set(ws, "WGTRAIN_TEST_BINDING_LIMIT", NULL) != WGT_OK) die("settings");
     bpair_close(&bp);
     return test_finish();
 }

@@ -41,13 +41,24 @@ void wg_decode_embedding(wgt_backend *be, wgt_view out, wgt_view tokens, wgt_vie
     if (!n) return;
     WGT_ASSERT(n <= UINT32_MAX, "decode_embedding: B·T·C exceeds u32 indexing");
     wg_ctx *ctx = wg_of(be);
-    dec_params p = {0};
-    p.B = B, p.T = T, p.C = C, p.V = V, p.maxT = maxT, p.n = (uint32_t)n, p.opt = wpe.buf != NULL;
-    wg_bind b[] = {win(be, &p, 0, out, n, "decode_embedding"), win(be, &p, 1, tokens, (uint64_t)B * T, "decode_embedding"),
-                   win(be, &p, 2, wte, (uint64_t)V * C, "decode_embedding"),
-                   win(be, &p, 3, wpe, (uint64_t)maxT * C, "decode_embedding"), win(be, &p, 4, pos, B, "decode_embedding")};
-    wg_dispatch(ctx, "decode_embedding", wg_pipeline(ctx, "16_decode_attention.wgsl", "decode_embedding", NULL), b, 5, &p,
-                sizeof p, wg_groups(n, 256));
+    // wte in windows of vocabulary rows that fit one binding (a large vocabulary's embedding may
+    // not: 151 936 x 1024 floats are 622 MB, and many devices bind 128 MiB); each dispatch writes
+    // the elements whose token is in its window
+    uint64_t rows = (wg_binding_limit(be) - WGT_VIEW_ALIGN) / C, cap = ((uint64_t)UINT32_MAX - 255) / C;
+    if (rows > cap) rows = cap;
+    WGT_ASSERT(rows >= 1, "decode_embedding: one embedding row is larger than a storage binding");
+    for (uint64_t v0 = 0; v0 < V; v0 += rows) {
+        const uint64_t nv = V - v0 < rows ? V - v0 : rows;
+        dec_params p = {0};
+        p.B = B, p.T = T, p.C = C, p.V = (uint32_t)nv, p.window = (uint32_t)v0, p.maxT = maxT, p.n = (uint32_t)n;
+        p.opt = wpe.buf != NULL;
+        wg_bind b[] = {win(be, &p, 0, out, n, "decode_embedding"),
+                       win(be, &p, 1, tokens, (uint64_t)B * T, "decode_embedding"),
+                       win(be, &p, 2, wgt_view_sub(wte, v0 * C, nv * C), nv * C, "decode_embedding"),
+                       win(be, &p, 3, wpe, (uint64_t)maxT * C, "decode_embedding"), win(be, &p, 4, pos, B, "decode_embedding")};
+        wg_dispatch(ctx, "decode_embedding", wg_pipeline(ctx, "16_decode_attention.wgsl", "decode_embedding", NULL), b, 5,
+                    &p, sizeof p, wg_groups(n, 256));
+    }
 }
 
 void wg_kv_cache_append(wgt_backend *be, wgt_view kcache, wgt_view vcache, wgt_view qkv, wgt_view cos, wgt_view sin,
