@@ -23,7 +23,10 @@
 // each, leaves a wide margin for other GPUs, while a wrong position, rotation, cache row or head
 // changes logits by O(1) of that scale.
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include "model/decode.h"
@@ -179,7 +182,41 @@ static void check_inference_bytes(wgt_backend *be, model_config c) {
           (unsigned long long)grads_moments);
 }
 
+// A training call on an inference-only model stops with an assertion naming the model kind (in a
+// child process: the assertion aborts), rather than writing through gradient views it has not.
+static void check_inference_refuses_update(void) {
+    int fd[2];
+    if (pipe(fd)) exit(1);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        wgt_backend *be = NULL;
+        wgt_model *m = NULL;
+        model_config c = {.arch = "gpt2", .n_layer = 1, .n_head = 2, .d_model = 16, .d_ff = 32, .vocab = 20, .max_seq = 8};
+        model_config_defaults(&c);
+        model_opts io = {MODEL_PREC_F32, NULL, MODEL_RECOMPUTE_NONE, 1};
+        if (backend_cpu_init(&be) != WGT_OK || model_init_opts(&m, be, &c, 1, 4, &io) != WGT_OK) _exit(3);
+        model_update(m, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, 1.0f);
+        _exit(0);
+    }
+    close(fd[1]);
+    char buf[4096];
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof buf - 1 && (r = read(fd[0], buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)r;
+    buf[len] = 0;
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && strstr(buf, "inference-only"),
+          "model_update on an inference-only model aborts naming it (status %d, stderr: %s)", status, buf);
+}
+
 int main(void) {
+    check_inference_refuses_update();
     bpair bp = bpair_open();
     const struct {
         const char *name;
