@@ -46,7 +46,7 @@ struct model_decoder {
     wgt_view cos_l, sin_l;  // [cap, HS] gemma3's sliding layers (rope_local_theta)
     wgt_view tokens, pos, x, ln, mean, rstd, qkv, qkv_pre, rstd_qk, att, tmp, res2, f1, f2, f3, last, lnl, logits;
     wgt_buf **bufs;
-    int nbufs;
+    int nbufs, cap_bufs;
     int *len;        // [batch] tokens cached per sequence
     uint32_t *hpos;  // host copy of the positions uploaded with each call
 };
@@ -58,6 +58,7 @@ static wgt_status dalloc(model_decoder *d, wgt_view *v, size_t n, const char *la
                         d->be->max_binding_elems * 4 / 1048576.0);
     wgt_buf *b = NULL;
     WGT_TRY(d->be->buf_alloc(d->be, &b, n, label));
+    WGT_ASSERT(d->nbufs < d->cap_bufs, "decoding: more buffers than decoder_build counted");
     d->bufs[d->nbufs++] = b;
     *v = model_view(b, 0, n);
     return WGT_OK;
@@ -213,7 +214,8 @@ static wgt_status decoder_build(model_decoder *d, int batch, int max_len) {
         }
     }
     // buffers: 2 per layer, 22 others at most
-    d->bufs = wgt_calloc((size_t)(2 * c->n_layer + 22), sizeof *d->bufs);
+    d->cap_bufs = 2 * c->n_layer + 22;
+    d->bufs = wgt_calloc((size_t)d->cap_bufs, sizeof *d->bufs);
     const size_t R = (size_t)d->rows, B = (size_t)batch, ncache = B * (size_t)max_len * d->KV;
     for (int l = 0; l < c->n_layer; l++) {
         WGT_TRY(dalloc(d, &d->lay[l].kc, ncache, "kv_cache_k", 0));
