@@ -36,7 +36,7 @@ static const split_case cases[] = {
     {"window 37 (one split holds it), prefill of 3", 1, 3, 3, 1, 10, 5000, 37, 1, 1},
     {"short cache, more splits than keys", 3, 1, 4, 4, 16, 300, 0, 1, 1},
     {"one cached key", 1, 1, 1, 1, 32, 4096, 0, 1, 1},
-    {"many rows: unsplit by default", 8, 1, 32, 8, 64, 2048, 0, 1, 0},
+    {"many rows: unsplit by default", 8, 1, 32, 8, 64, 700, 0, 1, 0},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
@@ -91,7 +91,7 @@ static void run_case(bpair *P, const split_case *k) {
     P->cpu->download(P->cpu, ref, bt_c(to), no);
     double mx = 0;
     for (size_t i = 0; i < no; i++) mx = fmax(mx, fabs(ref[i]));
-    const char *splits[] = {"off", "auto", "2", "7", "64"};
+    const char *splits[] = {"off", "auto", "3", "7", "64"};
     for (int si = 0; si < 5; si++) {
         if (si == 1 && auto_s == 1) continue;  // (auto is "off" here: the software GPU, or many rows)
         set_split(P->gpu, splits[si]);
