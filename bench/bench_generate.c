@@ -6,14 +6,18 @@
 //                  [--prompt P] [--tokens N]
 // prefill: B prompts of P tokens, one after the other (each a chunked prefill), tokens/s = B·P / s;
 // decode: N steps of all B sequences after it, tokens/s = B·N / s, each step waiting for its logits
-// (as a generation loop must, to pick the next token).
+// (as a generation loop must, to pick the next token). "attn splits": the key splits of WebGPU's
+// decode_attention at that batch (split-K; 1: none; WGTRAIN_DECODE_SPLIT=off turns it off).
+// The default prompt and length are bench/generate_vs_hf.sh's; --prompt 1920 is a long context.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "backend/backend.h"
 #include "core/clock.h"
 #include "model/decode.h"
+#include "model/lora.h"
 #include "model/model.h"
+#include "backend/webgpu/wg_ops.h"
 
 static void fail(const char *what) {
     fprintf(stderr, "bench_generate: %s: %s\n", what, wgt_last_error());
@@ -64,11 +68,12 @@ int main(int argc, char **argv) {
     if ((!strcmp(device, "cpu") ? backend_cpu_init(&be) : backend_webgpu_init(&be, adapter)) != WGT_OK) fail("backend");
     if (be->tune_auto && be->tune_auto(be) != WGT_OK) fail("tuning");
     wgt_model *m = NULL;
-    if (model_init(&m, be, &c, 1, 1) != WGT_OK) fail("model_init");
+    model_opts mo = {MODEL_PREC_F32, NULL, MODEL_RECOMPUTE_NONE, 1};  // inference-only, as sample and chat
+    if (model_init_opts(&m, be, &c, 1, 1, &mo) != WGT_OK) fail("model_init");
     if (model_init_random(m, 1) != WGT_OK) fail("init_random");
     printf("shape %s, device %s (%s), prompt %d, new tokens %d\n", shape, device,
            be->device_name ? be->device_name(be) : device, P, N);
-    printf("%-6s %14s %14s\n", "batch", "prefill tok/s", "decode tok/s");
+    printf("%-6s %14s %14s %12s\n", "batch", "prefill tok/s", "decode tok/s", "attn splits");
     int32_t *prompt = malloc((size_t)P * sizeof *prompt), tok[8];
     for (int i = 0; i < P; i++) prompt[i] = (int32_t)((i * 7919u + 13u) % (unsigned)c.vocab);
     const int batches[] = {1, 8};
@@ -93,7 +98,8 @@ int main(int argc, char **argv) {
             if (model_decoder_step(d, B, tok, lg) != WGT_OK) fail("step");
         }
         double t2 = wgt_now_s();
-        printf("%-6d %14.1f %14.1f\n", B, B * P / (t1 - t0), B * N / (t2 - t1));
+        const unsigned splits = strcmp(device, "cpu") ? wg_decode_attention_splits(be, (uint64_t)B * c.n_head, P + N + 1) : 1;
+        printf("%-6d %14.1f %14.1f %12u\n", B, B * P / (t1 - t0), B * N / (t2 - t1), splits);
         free(lg);
         model_decoder_free(d);
     }

@@ -13,12 +13,15 @@ struct DecParams {
     B : u32, T : u32, NH : u32, NKV : u32,
     HS : u32, maxT : u32, window : u32, opt : u32,       // opt = 1: the optional tables (cos, sin; wpe) are bound
     C : u32, V : u32, W : u32, KV : u32,       // C, V: decode_embedding; W = NH·HS + 2·KV, KV = NKV·HS
-    n : u32, group : u32, scale : f32, p0 : u32,
+    n : u32, group : u32, scale : f32, S : u32,   // S: decode_attention's key splits (1: none)
     o0 : u32, o1 : u32, o2 : u32, o3 : u32,     // element offsets of bindings 0..6
-    o4 : u32, o5 : u32, o6 : u32, p1 : u32,
+    o4 : u32, o5 : u32, o6 : u32, span : u32,   // span: decode_attention's least keys a split
 };
 
-// ---- decode_embedding: out[b,t,c] = wte[tokens[b,t], c] + wpe[p, c]; one thread per element
+// ---- decode_embedding: out[b,t,c] = wte[tokens[b,t], c] + wpe[p, c]; one thread per element.
+// wte may be larger than one binding: the host binds a window of its rows, `window` the first
+// of them and V their count, per dispatch; a thread whose token is outside the window leaves its
+// element to another dispatch.
 @group(0) @binding(0) var<storage, read_write> de_out : array<f32>;
 @group(0) @binding(1) var<storage, read> de_tokens : array<i32>;
 @group(0) @binding(2) var<storage, read> de_wte : array<f32>;
@@ -34,10 +37,10 @@ fn decode_embedding(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num
     let bt = i / de_p.C;
     let p = de_pos[de_p.o4 + bt / de_p.T] + bt % de_p.T;
     let tok = de_tokens[de_p.o1 + bt];
-    if (p >= de_p.maxT || tok < 0 || u32(tok) >= de_p.V) { return; }
+    if (p >= de_p.maxT || tok < 0 || u32(tok) < de_p.window || u32(tok) - de_p.window >= de_p.V) { return; }
     var w = 0.0;
     if (de_p.opt == 1u) { w = de_wpe[de_p.o3 + p * de_p.C + c]; }
-    de_out[de_p.o0 + i] = de_wte[de_p.o2 + u32(tok) * de_p.C + c] + w;
+    de_out[de_p.o0 + i] = de_wte[de_p.o2 + (u32(tok) - de_p.window) * de_p.C + c] + w;
 }
 
 // ---- kv_cache_append: one thread per (b, t, kv head g, d < HS) writes kcache[b, p, g, d]
@@ -78,11 +81,19 @@ fn kv_cache_append(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_
     ka_v[ka_p.o1 + dst] = ka_qkv[kr + ka_p.KV + d];
 }
 
-// ---- decode_attention: one workgroup per (b, t, query head h). The 256 threads score 256 cached
-// keys at a time (thread j: the f32 dot product of q with key lo + chunk + j), the chunk's
-// maximum and sum of exponentials come from workgroup reductions (an online softmax across
-// chunks, as flash attention), and thread d < HS accumulates dimension d of the weighted values
-// of the chunk in key order.
+// ---- decode_attention: one workgroup per (b, t, query head h) and key split s < S. The 256
+// threads score 256 cached keys at a time (thread j: the f32 dot product of q with key
+// a + chunk + j), the chunk's maximum and sum of exponentials come from workgroup reductions (an
+// online softmax across chunks, as flash attention), and the weighted values of the chunk are
+// summed by G = max(1, 256 / HS) groups of HS threads: thread g·HS + d (g < G) accumulates
+// dimension d over the chunk's keys g, g + G, g + 2G, ..., and the G partial sums are added in
+// group order at the end.
+// Split-K (S > 1, when there are too few rows to fill the GPU): the row's keys [lo, p] are cut
+// into S ranges of max(span, ceil(len / S)) keys (the last ones may be empty; span is 64 when the
+// host chooses S, 1 when a setting forces it, so that short caches split too); workgroup (r, s)
+// writes its range's unnormalised sum acc[0..HS), its maximum m and its sum of exponentials l to
+// part[(r·S + s)·(HS + 2)] (bound at binding 0 instead of out), and decode_attention_combine
+// rescales and adds the S partials: out = Σ_s e^(m_s − M) acc_s / Σ_s e^(m_s − M) l_s, M = max m_s.
 @group(0) @binding(0) var<storage, read_write> da_out : array<f32>;
 @group(0) @binding(1) var<storage, read> da_qkv : array<f32>;
 @group(0) @binding(2) var<storage, read> da_k : array<f32>;
@@ -98,7 +109,9 @@ var<workgroup> da_e : array<f32, 256>;   // a chunk's exp(s_j - m)
 @compute @workgroup_size(256)
 fn decode_attention(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>,
                     @builtin(num_workgroups) nwg : vec3<u32>) {
-    let r = flat_wg(wid, nwg);  // (b·T + t)·NH + h
+    let rs = flat_wg(wid, nwg);  // ((b·T + t)·NH + h)·S + s
+    let r = rs / da_p.S;
+    let split = rs % da_p.S;
     if (r >= da_p.n) { return; }
     let i = lid.x;
     let HS = da_p.HS;
@@ -126,34 +139,90 @@ fn decode_attention(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invoc
     let base = b * da_p.maxT * da_p.KV + kvh * HS;  // key 0 of this kv head in the caches
     var lo = 0u;
     if (da_p.window > 0u && p + 1u > da_p.window) { lo = p + 1u - da_p.window; }
+    // this split's keys [a, e) (S = 1: all of [lo, p])
+    let len = p + 1u - lo;
+    let per = max(min(max(da_p.span, 1u), len), (len + da_p.S - 1u) / da_p.S);
+    let a = min(lo + split * per, p + 1u);
+    let e = min(a + per, p + 1u);
     let NEG = -3.0e38;
     var m = NEG;    // running maximum of the scores
     var l = 0.0;    // running sum of exp(s - m)
-    var acc = 0.0;  // thread i < HS: running sum of exp(s - m)·v[i]
-    for (var j0 = lo; j0 <= p; j0 = j0 + 256u) {
+    var acc = 0.0;  // thread g·HS + d (g < G): running sum of exp(s - m)·v[d] over its group's keys
+    let G = max(1u, 256u / HS);
+    let grp = i / HS;
+    let dim = i % HS;
+    for (var j0 = a; j0 < e; j0 = j0 + 256u) {
         let j = j0 + i;
         var s = NEG;
-        if (j <= p) {
+        if (j < e) {
             let kr = da_p.o2 + base + j * da_p.KV;
             var dot = 0.0;
             for (var d = 0u; d < HS; d = d + 1u) { dot = dot + da_q[d] * da_k[kr + d]; }
             s = dot * da_p.scale;
         }
         let m_new = max(m, wg_reduce_max(s, i));
-        var e = 0.0;
-        if (j <= p) { e = exp(s - m_new); }
-        da_e[i] = e;
+        var ex = 0.0;
+        if (j < e) { ex = exp(s - m_new); }
+        da_e[i] = ex;
         let corr = exp(m - m_new);  // 0 on the first chunk (m = NEG)
-        l = l * corr + wg_reduce_sum(e, i);  // (its barriers also publish da_e)
-        if (i < HS) {
-            let cnt = min(256u, p + 1u - j0);
-            let vb = da_p.o3 + base + j0 * da_p.KV + i;
-            var a = acc * corr;
-            for (var jj = 0u; jj < cnt; jj = jj + 1u) { a = a + da_e[jj] * da_v[vb + jj * da_p.KV]; }
-            acc = a;
+        l = l * corr + wg_reduce_sum(ex, i);  // (its barriers also publish da_e)
+        if (grp < G) {
+            let cnt = min(256u, e - j0);
+            let vb = da_p.o3 + base + j0 * da_p.KV + dim;
+            var sum = acc * corr;
+            for (var jj = grp; jj < cnt; jj = jj + G) { sum = sum + da_e[jj] * da_v[vb + jj * da_p.KV]; }
+            acc = sum;
         }
         m = m_new;
         workgroupBarrier();  // da_e is rewritten by the next chunk
     }
-    if (i < HS) { da_out[da_p.o0 + bt * da_p.NH * HS + h * HS + i] = acc / l; }
+    da_e[i] = acc;  // the groups' partial sums (0 past the last group)
+    workgroupBarrier();
+    if (i < HS) {
+        var t = 0.0;
+        for (var k = 0u; k < G; k = k + 1u) { t = t + da_e[k * HS + i]; }
+        acc = t;
+    }
+    if (da_p.S == 1u) {
+        if (i < HS) { da_out[da_p.o0 + bt * da_p.NH * HS + h * HS + i] = acc / l; }
+        return;
+    }
+    let pb = da_p.o0 + rs * (HS + 2u);  // an empty split writes acc = 0, m = NEG, l = 0
+    if (i < HS) { da_out[pb + i] = acc; }
+    if (i == 0u) {
+        da_out[pb + HS] = m;
+        da_out[pb + HS + 1u] = l;
+    }
+}
+
+// ---- decode_attention_combine: one workgroup per row r = (b·T + t)·NH + h; thread d < HS adds
+// the S partials of decode_attention's split-K in split order.
+@group(0) @binding(0) var<storage, read_write> dc_out : array<f32>;
+@group(0) @binding(1) var<storage, read> dc_part : array<f32>;
+@group(0) @binding(2) var<storage, read> dc_pos : array<u32>;
+@group(0) @binding(3) var<uniform> dc_p : DecParams;
+
+@compute @workgroup_size(256)
+fn decode_attention_combine(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>,
+                            @builtin(num_workgroups) nwg : vec3<u32>) {
+    let r = flat_wg(wid, nwg);
+    let i = lid.x;
+    let HS = dc_p.HS;
+    if (r >= dc_p.n || i >= HS) { return; }
+    let bt = r / dc_p.NH;
+    let h = r % dc_p.NH;
+    if (dc_pos[dc_p.o2 + bt / dc_p.T] + bt % dc_p.T >= dc_p.maxT) { return; }  // skipped as decode_attention
+    let S = dc_p.S;
+    let W = HS + 2u;
+    let pb = dc_p.o1 + r * S * W;
+    var M = -3.0e38;
+    for (var s = 0u; s < S; s = s + 1u) { M = max(M, dc_part[pb + s * W + HS]); }
+    var num = 0.0;
+    var den = 0.0;
+    for (var s = 0u; s < S; s = s + 1u) {
+        let w = exp(dc_part[pb + s * W + HS] - M);  // 0 for an empty split (m = NEG)
+        num = num + w * dc_part[pb + s * W + i];
+        den = den + w * dc_part[pb + s * W + HS + 1u];
+    }
+    dc_out[dc_p.o0 + bt * dc_p.NH * HS + h * HS + i] = num / den;
 }

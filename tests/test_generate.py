@@ -4,6 +4,9 @@ loop over tests/llama_torch_ref.py's forward (float64, the whole sequence recomp
   - sample --ids --temperature 0: the generated ids equal torch's argmax ids, on the C backend and on
     WebGPU (the software GPU in CI), through the key/value cache; and for a batch of prompts of
     different lengths (--prompts FILE), each row as torch's loop on its prompt alone;
+  - sample --ids on random Qwen3 (q/k norms, head_dim 12) and Gemma-3 (sliding layers with a window of 4
+    shorter than prompt + reply, head size 16) models without a tokenizer: greedy ids equal those of
+    llama_torch_ref.py's forward / gemma3_forward in float64, on both backends;
   - chat with a JSON messages array on stdin (a pipe): the reply equals torch's greedy continuation of
     the conversation rendered with add_generation_prompt (ids from `wgtrain tokenize --chat`), decoded,
     for a first turn with --system and for a later turn with history;
@@ -68,11 +71,13 @@ def make_model(d, V):
     return {k: v.to(torch.float64) for k, v in P.items()}
 
 
-def torch_greedy(P, ids, n, stop=()):
-    """n greedy ids after ids (fewer at a stop id), recomputing the whole sequence per token."""
+def torch_greedy(P, ids, n, stop=(), fwd=None):
+    """n greedy ids after ids (fewer at a stop id), recomputing the whole sequence per token;
+    fwd(P, idx): the logits (default: this file's Qwen2-shaped model)."""
+    fwd = fwd or (lambda P_, idx: ref.forward(P_, idx, L, NH, NKV, THETA, EPS))
     ids, out, margin = list(ids), [], float("inf")
     for _ in range(n):
-        lg = ref.forward(P, torch.tensor([ids]), L, NH, NKV, THETA, EPS)[0, -1]
+        lg = fwd(P, torch.tensor([ids]))[0, -1]
         top = torch.topk(lg, 2).values
         margin = min(margin, float(top[0] - top[1]))
         nxt = int(torch.argmax(lg))
@@ -100,6 +105,32 @@ def special_id(d, text):
     ids = out.split()
     assert rc == 0 and len(ids) == 1, err
     return int(ids[0])
+
+
+def family_models(tmp):
+    """Random float32 models of the families with per-head q/k norms, written as Hugging Face directories
+    without a tokenizer (sample --ids needs none): (name, directory, float64 parameters, forward)."""
+    V, out = 300, []
+    # Qwen3: q_norm / k_norm, head_dim 12 (not hidden / heads), grouped-query attention
+    d = os.path.join(tmp, "qwen3")
+    os.makedirs(d)
+    P = ref.random_params(2, 32, 48, V, 4, 2, True, 11, torch.float32, head_dim=12, qk_norm=True)
+    fh.write_st(os.path.join(d, "model.safetensors"), P, "F32", {"format": "pt"})
+    ref.write_config(os.path.join(d, "config.json"),
+                     ref.hf_config(2, 32, 48, V, 4, 2, True, 64, theta=THETA, eps=EPS, family="qwen3", head_dim=12))
+    out.append(("qwen3", d, {k: v.to(torch.float64) for k, v in P.items()},
+                lambda P_, idx: ref.forward(P_, idx, 2, 4, 2, THETA, EPS)))
+    # Gemma-3: three layers (sliding, full, sliding) with a window of 4 (shorter than prompt + reply: the
+    # cache keeps every key, the attention masks), head size 16, one kv head, an untied lm_head
+    d = os.path.join(tmp, "gemma3")
+    os.makedirs(d)
+    P = ref.gemma3_random_params(3, 24, 40, V, 4, 1, 16, False, 13, torch.float32)
+    cfg = ref.gemma3_hf_config(3, 24, 40, V, 4, 1, 16, False, 64, window=4, pattern=2)
+    fh.write_st(os.path.join(d, "model.safetensors"), P, "F32", {"format": "pt"})
+    ref.write_config(os.path.join(d, "config.json"), cfg)
+    out.append(("gemma3_text", d, {k: v.to(torch.float64) for k, v in P.items()},
+                lambda P_, idx: ref.gemma3_forward(P_, idx, cfg)))
+    return out
 
 
 class Pty:
@@ -168,6 +199,17 @@ def main():
                                 "12", "--temperature", "0", "--ignore-eos", "--device", dev])
             got = [int(x) for x in out.split()][len(prompt):] if rc == 0 else None
             check(f"sample --model greedy ids on {dev} equal torch's", got == want, f"{got} vs {want} {err}")
+        # qwen3 and gemma3_text: greedy ids through the cache against their torch forwards
+        fprompt = [5, 77, 123, 9, 250, 31, 64]
+        for fam, fd, FP, fwd in family_models(tmp):
+            want_f, margin_f = torch_greedy(FP, fprompt, 12, fwd=fwd)
+            check(f"the random {fam} model has no near ties (margin {margin_f:.2e})", margin_f > 1e-3)
+            for dev in ("cpu", "webgpu"):
+                rc, out, err = run(["sample", "--model", fd, "--ids", "--prompt", " ".join(map(str, fprompt)),
+                                    "--max-tokens", "12", "--temperature", "0", "--device", dev])
+                got = [int(x) for x in out.split()][len(fprompt):] if rc == 0 else None
+                check(f"sample --model greedy ids of {fam} on {dev} equal torch's", got == want_f,
+                      f"{got} vs {want_f} {err}")
         # a batch of prompts (--prompts): each row equals torch's greedy ids for its own prompt
         prompts = [prompt, [1, 2, 3], [500, 600, 700, 800, 900, 1000, 1100, 1200, 1300, 1400]]
         pf = os.path.join(tmp, "prompts.txt")

@@ -25,7 +25,7 @@ static const model_config GPT2 = {.arch = "gpt2", .n_layer = 2, .n_head = 4, .d_
 
 static void one(wgt_backend *be, const char *name, const model_config *c, int B, int T, model_precision prec,
                 const model_lora_opts *lora, model_recompute rc, int step) {
-    model_opts o = {prec, lora, rc};
+    model_opts o = {prec, lora, rc, 0};
     model_plan p;
     if (model_plan_make(&p, be, c, B, T, &o) != WGT_OK) die("plan");
     uint64_t sum = 0;
@@ -84,7 +84,7 @@ int main(void) {
     one(cpu, "cpu llama lora q,v block", &LLAMA, 3, 32, MODEL_PREC_F32, &lora_qv, MODEL_RECOMPUTE_BLOCK, 0);
     one(cpu, "cpu gpt2 lora attention", &GPT2, 1, 64, MODEL_PREC_F32, &lora, MODEL_RECOMPUTE_ATTENTION, 0);
     // the largest batch under a limit: its plan fits, the next one's does not
-    model_opts o = {MODEL_PREC_F32, NULL, MODEL_RECOMPUTE_NONE};
+    model_opts o = {MODEL_PREC_F32, NULL, MODEL_RECOMPUTE_NONE, 0};
     model_plan p4, fit, next;
     if (model_plan_make(&p4, cpu, &LLAMA, 4, 48, &o) != WGT_OK) die("plan");
     int b = model_plan_largest_batch(cpu, &LLAMA, 48, &o, p4.total + 1000, 64, &fit);
@@ -93,7 +93,7 @@ int main(void) {
     CHECK(model_plan_largest_batch(cpu, &LLAMA, 48, &o, 1000, 64, NULL) == 0, "a 1000-byte limit fits a batch");
     // recomputation and LoRA plan less
     model_plan a, bl;
-    model_opts ob = {MODEL_PREC_F32, NULL, MODEL_RECOMPUTE_BLOCK}, ol = {MODEL_PREC_F32, &lora, MODEL_RECOMPUTE_NONE};
+    model_opts ob = {MODEL_PREC_F32, NULL, MODEL_RECOMPUTE_BLOCK, 0}, ol = {MODEL_PREC_F32, &lora, MODEL_RECOMPUTE_NONE, 0};
     if (model_plan_make(&a, cpu, &LLAMA, 4, 48, &ob) != WGT_OK || model_plan_make(&bl, cpu, &LLAMA, 4, 48, &ol) != WGT_OK)
         die("plan");
     CHECK(a.bytes[PLAN_ACTIVATIONS] < p4.bytes[PLAN_ACTIVATIONS] / 2, "block recomputation keeps %llu of %llu bytes",

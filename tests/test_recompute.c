@@ -37,7 +37,7 @@ static result run_case(wgt_backend *be, const model_config *cfg, model_recompute
     result r = {0};
     uint64_t live0 = 0, peak0 = 0, live1 = 0, peak1 = 0;
     if (be->bytes_allocated) be->bytes_allocated(be, &live0, &peak0);
-    model_opts o = {prec, lora, rc};
+    model_opts o = {prec, lora, rc, 0};
     wgt_model *m;
     if (model_init_opts(&m, be, cfg, B_, T_, &o) != WGT_OK) die("model_init_opts");
     if (be->bytes_allocated) be->bytes_allocated(be, &live1, &peak1);

@@ -150,8 +150,9 @@ wgt_status gen_model_open(gen_model *g, const char *run, const char *hf_dir, con
             st = wgt_fail(WGT_ERR_FORMAT, "the tokenizer %s has %d tokens but the model has %d: it is not this run's "
                           "tokenizer", text_tokenizer_source(g->tok), text_tokenizer_vocab_size(g->tok), ck.cfg.model.vocab);
         if (st == WGT_OK) st = cli_backend_open(&g->be, device, adapter, 0);
-        // one token of activations: the decoder has its own, for the cache's length
-        if (st == WGT_OK) st = run_model_open(&g->m, g->be, &ck, 1, 1, run, MODEL_PREC_F32);
+        // one token of activations (the decoder has its own, for the cache's length), and no
+        // gradients or optimizer state: the parameters alone
+        if (st == WGT_OK) st = run_model_open_inference(&g->m, g->be, &ck, 1, 1, run, MODEL_PREC_F32);
         // a LoRA run: the adapters merged into the base (base + s B A), which the decoder reads
         if (st == WGT_OK && model_lora_on(g->m)) st = model_lora_merge(g->m);
         checkpoint_free(&ck);
@@ -168,7 +169,8 @@ wgt_status gen_model_open(gen_model *g, const char *run, const char *hf_dir, con
             st = wgt_fail(WGT_ERR_FORMAT, "--model %s: its tokenizer has %d tokens but the model only %d", hf_dir,
                           text_tokenizer_vocab_size(g->tok), c.vocab);
         if (st == WGT_OK) st = cli_backend_open(&g->be, device, adapter, 0);
-        if (st == WGT_OK) st = model_init(&g->m, g->be, &c, 1, 1);
+        model_opts mo = {MODEL_PREC_F32, NULL, MODEL_RECOMPUTE_NONE, 1};  // inference-only: the parameters alone
+        if (st == WGT_OK) st = model_init_opts(&g->m, g->be, &c, 1, 1, &mo);
         if (st == WGT_OK) st = model_load_safetensors(g->m, weights);
     }
     if (st != WGT_OK) gen_model_close(g);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "model/decode.h"
 #include "model/plan.h"
 #include "train/dataset.h"
 #include "train/hf_init.h"
@@ -83,7 +84,7 @@ static wgt_status plan_main(int argc, char **argv) {
     model_lora_opts lora;
     lora_run_opts(&c, &lora);
     for (int r = MODEL_RECOMPUTE_NONE; r <= MODEL_RECOMPUTE_BLOCK; r++) {
-        model_opts o = {train_config_precision(&c), &lora, (model_recompute)r};
+        model_opts o = {train_config_precision(&c), &lora, (model_recompute)r, 0};
         model_plan p;
         char s[32], s2[32];
         wgt_status st = model_plan_make(&p, be, &c.model, c.batch, c.seq, &o);
@@ -98,6 +99,18 @@ static wgt_status plan_main(int argc, char **argv) {
                    model_plan_largest_batch(be, &c.model, c.seq, &o, (uint64_t)(c.memory_limit * 1073741824.0),
                                             1 << 16, NULL));
         printf("\n");
+    }
+    // generation (sample, chat): an inference-only model (parameters alone) and the decoder's
+    // key/value cache and activations for --batch sequences of --seq tokens
+    model_opts io = {MODEL_PREC_F32, &lora, MODEL_RECOMPUTE_NONE, 1};
+    model_plan ip;
+    if (model_plan_make(&ip, be, &c.model, 1, 1, &io) == WGT_OK) {
+        uint64_t cache, acts;
+        char s1[32], s2[32], s3[32], s4[32];
+        model_decoder_bytes(&c.model, c.batch, c.seq, &cache, &acts);
+        printf("plan: generation, %d x %d tokens: total %s (weights %s, key/value cache %s, decoder activations %s; no "
+               "gradients or optimizer state)\n", c.batch, c.seq, plan_bytes_str(s1, ip.total + cache + acts),
+               plan_bytes_str(s2, ip.bytes[PLAN_WEIGHTS]), plan_bytes_str(s3, cache), plan_bytes_str(s4, acts));
     }
     // what train would do: its plan (auto resolved) and its refusal
     model_opts mo;

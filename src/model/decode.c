@@ -6,21 +6,29 @@
 //          res2 = x + c_proj(att);  x = res2 + mlp(layernorm(res2))
 //   llama  x = embed[tok];  qkv = q|k|v_proj(rmsnorm(x)) (+ biases);  append rope(k), v;
 //          attend with rope(q);  res2 = x + o_proj(att);  x = res2 + down(silu(gate) * up)
-// then the final norm and the lm_head on the last row of each sequence only. A family's later
-// additions (per-head q/k norms, other windows) go between the qkv projection and the append.
+//          (qwen3: qkv = qk_norm(q|k|v_proj(...)), RMSNorm over each q and k head, before RoPE)
+//   gemma3 x = embed[tok] * sqrt(C);  qkv = qk_norm(q|k|v_proj(rmsnorm(x)));  append rope_l(k), v;
+//          attend with rope_l(q) (sliding layers: the last `window` keys, local RoPE base; full
+//          layers: every key, global base);  res2 = x + rmsnorm(o_proj(att));
+//          x = res2 + rmsnorm(down(gelu_tanh(gate) * up))   (every norm's weight held as 1 + w)
+// then the final norm and the lm_head on the last row of each sequence only.
 #include "model/decode.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "backend/cpu/ops.h"  // cpu_rope_inv_freq, cpu_rope_tables: the host helpers for the tables
 #include "model/model_impl.h"
 
-typedef enum { DEC_GPT2, DEC_LLAMA } dec_family;
+typedef enum { DEC_GPT2, DEC_LLAMA, DEC_GEMMA3 } dec_family;
 
 typedef struct {
     wgt_view ln1_w, ln1_b, qkv_w, qkv_b, o_w, o_b, ln2_w, ln2_b;
     wgt_view fc_w, fc_b, proj_w, proj_b;  // gpt2: c_fc, mlp.c_proj
-    wgt_view gate_w, up_w, down_w;        // llama
+    wgt_view gate_w, up_w, down_w;        // llama, gemma3
+    wgt_view q_nw, k_nw;                  // qwen3, gemma3: per-head q / k norms [HS]
+    wgt_view ln3_w, ln4_w;                // gemma3: pre_feedforward_layernorm, post_feedforward_layernorm
+    int sliding;                          // gemma3: a sliding-window layer (local RoPE base)
     wgt_view kc, vc;                      // [batch, cap, KV] this layer's caches
 } dec_layer;
 
@@ -29,14 +37,16 @@ struct model_decoder {
     wgt_backend *be;
     dec_family fam;
     int batch, cap, rows;  // rows: the activations' capacity (prefill chunk or batch)
-    uint32_t C, F, NH, NKV, HS, KV, QKV, V, L;
+    uint32_t C, F, NH, NKV, HS, QC, KV, QKV, V, L;  // QC = NH·HS (not C for qwen3 / gemma3 head sizes)
     float eps;
+    int qk_norm;  // per-head q / k norms (qwen3, gemma3)
     wgt_view wte, wpe, lnf_w, lnf_b, lm_head;
     dec_layer *lay;
-    wgt_view cos, sin;  // [cap, HS] (llama)
-    wgt_view tokens, pos, x, ln, mean, rstd, qkv, att, tmp, res2, f1, f2, f3, last, lnl, logits;
+    wgt_view cos, sin;      // [cap, HS] (llama, gemma3's full layers)
+    wgt_view cos_l, sin_l;  // [cap, HS] gemma3's sliding layers (rope_local_theta)
+    wgt_view tokens, pos, x, ln, mean, rstd, qkv, qkv_pre, rstd_qk, att, tmp, res2, f1, f2, f3, last, lnl, logits;
     wgt_buf **bufs;
-    int nbufs;
+    int nbufs, cap_bufs;
     int *len;        // [batch] tokens cached per sequence
     uint32_t *hpos;  // host copy of the positions uploaded with each call
 };
@@ -48,6 +58,7 @@ static wgt_status dalloc(model_decoder *d, wgt_view *v, size_t n, const char *la
                         d->be->max_binding_elems * 4 / 1048576.0);
     wgt_buf *b = NULL;
     WGT_TRY(d->be->buf_alloc(d->be, &b, n, label));
+    WGT_ASSERT(d->nbufs < d->cap_bufs, "decoding: more buffers than decoder_build counted");
     d->bufs[d->nbufs++] = b;
     *v = model_view(b, 0, n);
     return WGT_OK;
@@ -85,23 +96,49 @@ static void rows_of(const model_config *c, int batch, int max_len, int *rows) {
 }
 
 void model_decoder_bytes(const model_config *c, int batch, int max_len, uint64_t *cache, uint64_t *acts) {
-    const uint64_t HS = (uint64_t)(c->d_model / c->n_head), NKV = c->n_kv_heads ? (uint64_t)c->n_kv_heads : (uint64_t)c->n_head;
-    const uint64_t KV = NKV * HS, C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff, QKV = C + 2 * KV;
+    const uint64_t HS = (uint64_t)model_head_size(c), NKV = c->n_kv_heads ? (uint64_t)c->n_kv_heads : (uint64_t)c->n_head;
+    const uint64_t KV = NKV * HS, C = (uint64_t)c->d_model, F = (uint64_t)c->d_ff, QC = (uint64_t)c->n_head * HS,
+                   QKV = QC + 2 * KV;
+    const int gpt = !strcmp(c->arch, "gpt2"), gemma = !strcmp(c->arch, "gemma3_text"), qkn = gemma || c->qk_norm;
     int rows;
     rows_of(c, batch, max_len, &rows);
     *cache = 2ull * (uint64_t)c->n_layer * (uint64_t)batch * (uint64_t)max_len * KV * 4;
-    *acts = ((uint64_t)rows * (5 * C + QKV + 3 * F + 3) + (uint64_t)batch * (2 * C + (uint64_t)c->vocab + 1) +
-             2ull * (uint64_t)max_len * HS) * 4;
+    // per row: x, ln, tmp, res2 (C), att (QC), qkv (+ qkv_pre and the head norms' rstd with qk norms),
+    // f1, f2 (and f3 but GPT-2's), mean, rstd, token; per sequence: last, lnl, logits, position;
+    // the RoPE tables (none in GPT-2, two kinds in Gemma-3): what decoder_build allocates
+    *acts = ((uint64_t)rows * (4 * C + QC + QKV + (gpt ? 2 : 3) * F + 3 + (qkn ? QKV + (uint64_t)c->n_head + NKV : 0)) +
+             (uint64_t)batch * (2 * C + (uint64_t)c->vocab + 1) + (gpt ? 0ull : gemma ? 4ull : 2ull) * (uint64_t)max_len * HS) * 4;
+}
+
+// The RoPE tables [cap, HS] of base theta (with the config's scaling for LLaMA), as the families' own.
+static wgt_status rope_upload(model_decoder *d, wgt_view *cos, wgt_view *sin, double theta, int scaling) {
+    const model_config *c = &d->m->c;
+    const size_t n = (size_t)d->cap * d->HS;
+    WGT_TRY(dalloc(d, cos, n, "dec_rope_cos", 0));
+    WGT_TRY(dalloc(d, sin, n, "dec_rope_sin", 0));
+    float *ct = wgt_malloc(n * sizeof(float)), *sn = wgt_malloc(n * sizeof(float));
+    double *inv = wgt_malloc(d->HS / 2 * sizeof(double));
+    cpu_rope_inv_freq(inv, d->HS, theta, scaling, c->rope_factor, c->rope_low_freq, c->rope_high_freq, c->rope_orig_max_pos);
+    cpu_rope_tables(ct, sn, (uint32_t)d->cap, d->HS, inv);
+    wgt_status st = d->be->upload(d->be, *cos, ct, n);
+    if (st == WGT_OK) st = d->be->upload(d->be, *sin, sn, n);
+    free(ct);
+    free(sn);
+    free(inv);
+    return st;
 }
 
 static wgt_status decoder_build(model_decoder *d, int batch, int max_len) {
     wgt_model *m = d->m;
     const model_config *c = &m->c;
     if (!strcmp(c->arch, "gpt2")) d->fam = DEC_GPT2;
-    else if (!strcmp(c->arch, "llama") || !strcmp(c->arch, "mistral") || !strcmp(c->arch, "qwen2")) d->fam = DEC_LLAMA;
+    else if (!strcmp(c->arch, "llama") || !strcmp(c->arch, "mistral") || !strcmp(c->arch, "qwen2") ||
+             !strcmp(c->arch, "qwen3"))
+        d->fam = DEC_LLAMA;
+    else if (!strcmp(c->arch, "gemma3_text")) d->fam = DEC_GEMMA3;
     else
         return wgt_fail(WGT_ERR_CONFIG, "cached decoding does not cover the %s family yet (it covers gpt2, llama, "
-                        "mistral and qwen2)", c->arch);
+                        "mistral, qwen2, qwen3 and gemma3_text)", c->arch);
     if (m->prec != MODEL_PREC_F32)
         return wgt_fail(WGT_ERR_CONFIG, "cached decoding reads an f32 model; open the model with f32 precision");
     if (batch < 1 || batch > 4096) return wgt_fail(WGT_ERR_ARG, "decoding: the batch must be 1..4096, got %d", batch);
@@ -114,8 +151,9 @@ static wgt_status decoder_build(model_decoder *d, int batch, int max_len) {
     d->C = (uint32_t)c->d_model, d->F = (uint32_t)c->d_ff, d->NH = (uint32_t)c->n_head, d->V = (uint32_t)c->vocab;
     d->L = (uint32_t)c->n_layer;
     d->NKV = d->fam == DEC_GPT2 ? d->NH : (uint32_t)c->n_kv_heads;
-    d->HS = d->C / d->NH, d->KV = d->NKV * d->HS, d->QKV = d->C + 2 * d->KV;
+    d->HS = (uint32_t)model_head_size(c), d->QC = d->NH * d->HS, d->KV = d->NKV * d->HS, d->QKV = d->QC + 2 * d->KV;
     d->eps = (float)c->rms_eps;
+    d->qk_norm = d->fam == DEC_GEMMA3 || (d->fam == DEC_LLAMA && c->qk_norm);
     if (d->HS > 256) return wgt_fail(WGT_ERR_CONFIG, "decoding: head size %u is above 256", d->HS);
     // parameters
     d->lay = wgt_calloc((size_t)c->n_layer, sizeof *d->lay);
@@ -159,10 +197,25 @@ static wgt_status decoder_build(model_decoder *d, int batch, int max_len) {
             y->gate_w = pview(m, "model.layers.%d.mlp.gate_proj.weight", l);
             y->up_w = pview(m, "model.layers.%d.mlp.up_proj.weight", l);
             y->down_w = pview(m, "model.layers.%d.mlp.down_proj.weight", l);
+            if (d->qk_norm) {
+                y->q_nw = pview(m, "model.layers.%d.self_attn.q_norm.weight", l);
+                y->k_nw = pview(m, "model.layers.%d.self_attn.k_norm.weight", l);
+                WGT_TRY(need(y->q_nw, "model.layers.%d.self_attn.q_norm.weight", l));
+                WGT_TRY(need(y->k_nw, "model.layers.%d.self_attn.k_norm.weight", l));
+            }
+            if (d->fam == DEC_GEMMA3) {
+                y->ln3_w = pview(m, "model.layers.%d.pre_feedforward_layernorm.weight", l);
+                y->ln4_w = pview(m, "model.layers.%d.post_feedforward_layernorm.weight", l);
+                WGT_TRY(need(y->ln3_w, "model.layers.%d.pre_feedforward_layernorm.weight", l));
+                WGT_TRY(need(y->ln4_w, "model.layers.%d.post_feedforward_layernorm.weight", l));
+                // as gemma3.c: every sliding_pattern-th layer (counting from 1) is full attention
+                y->sliding = c->sliding_pattern > 1 && (l + 1) % c->sliding_pattern;
+            }
         }
     }
-    // buffers: 2 per layer, 18 others
-    d->bufs = wgt_calloc((size_t)(2 * c->n_layer + 20), sizeof *d->bufs);
+    // buffers: 2 per layer, 22 others at most
+    d->cap_bufs = 2 * c->n_layer + 22;
+    d->bufs = wgt_calloc((size_t)d->cap_bufs, sizeof *d->bufs);
     const size_t R = (size_t)d->rows, B = (size_t)batch, ncache = B * (size_t)max_len * d->KV;
     for (int l = 0; l < c->n_layer; l++) {
         WGT_TRY(dalloc(d, &d->lay[l].kc, ncache, "kv_cache_k", 0));
@@ -175,29 +228,24 @@ static wgt_status decoder_build(model_decoder *d, int batch, int max_len) {
     WGT_TRY(dalloc(d, &d->mean, R, "dec_mean", 0));
     WGT_TRY(dalloc(d, &d->rstd, R, "dec_rstd", 0));
     WGT_TRY(dalloc(d, &d->qkv, R * d->QKV, "dec_qkv", 0));
-    WGT_TRY(dalloc(d, &d->att, R * d->C, "dec_att", 0));
+    if (d->qk_norm) {
+        WGT_TRY(dalloc(d, &d->qkv_pre, R * d->QKV, "dec_qkv_pre", 0));
+        WGT_TRY(dalloc(d, &d->rstd_qk, R * (d->NH + d->NKV), "dec_rstd_qk", 0));
+    }
+    WGT_TRY(dalloc(d, &d->att, R * d->QC, "dec_att", 0));
     WGT_TRY(dalloc(d, &d->tmp, R * d->C, "dec_tmp", 0));
     WGT_TRY(dalloc(d, &d->res2, R * d->C, "dec_res2", 0));
     WGT_TRY(dalloc(d, &d->f1, R * d->F, "dec_f1", 0));
     WGT_TRY(dalloc(d, &d->f2, R * d->F, "dec_f2", 0));
-    if (d->fam == DEC_LLAMA) WGT_TRY(dalloc(d, &d->f3, R * d->F, "dec_f3", 0));
+    if (d->fam != DEC_GPT2) WGT_TRY(dalloc(d, &d->f3, R * d->F, "dec_f3", 0));
     WGT_TRY(dalloc(d, &d->last, B * d->C, "dec_last", 0));
     WGT_TRY(dalloc(d, &d->lnl, B * d->C, "dec_lnl", 0));
     WGT_TRY(dalloc(d, &d->logits, B * d->V, "dec_logits", 1));  // the lm_head matmul splits it
     if (d->fam == DEC_LLAMA) {
-        WGT_TRY(dalloc(d, &d->cos, (size_t)max_len * d->HS, "dec_rope_cos", 0));
-        WGT_TRY(dalloc(d, &d->sin, (size_t)max_len * d->HS, "dec_rope_sin", 0));
-        float *ct = wgt_malloc((size_t)max_len * d->HS * sizeof(float)), *sn = wgt_malloc((size_t)max_len * d->HS * sizeof(float));
-        double *inv = wgt_malloc(d->HS / 2 * sizeof(double));
-        cpu_rope_inv_freq(inv, d->HS, c->rope_theta, c->rope_scaling, c->rope_factor, c->rope_low_freq, c->rope_high_freq,
-                          c->rope_orig_max_pos);
-        cpu_rope_tables(ct, sn, (uint32_t)max_len, d->HS, inv);
-        wgt_status st = d->be->upload(d->be, d->cos, ct, (size_t)max_len * d->HS);
-        if (st == WGT_OK) st = d->be->upload(d->be, d->sin, sn, (size_t)max_len * d->HS);
-        free(ct);
-        free(sn);
-        free(inv);
-        WGT_TRY(st);
+        WGT_TRY(rope_upload(d, &d->cos, &d->sin, c->rope_theta, c->rope_scaling));
+    } else if (d->fam == DEC_GEMMA3) {  // default RoPE of each base, as gemma3.c
+        WGT_TRY(rope_upload(d, &d->cos, &d->sin, c->rope_theta, WGT_ROPE_DEFAULT));
+        WGT_TRY(rope_upload(d, &d->cos_l, &d->sin_l, c->rope_local_theta, WGT_ROPE_DEFAULT));
     }
     d->len = wgt_calloc(B, sizeof *d->len);
     d->hpos = wgt_calloc(B, sizeof *d->hpos);
@@ -246,25 +294,52 @@ static void forward_rows(model_decoder *d, uint32_t nb, uint32_t nt, size_t seq0
     const uint32_t N = nb * nt, C = d->C, F = d->F, cap = (uint32_t)d->cap;
     const size_t nc = (size_t)N * C, nf = (size_t)N * F, per_seq = (size_t)cap * d->KV;
     const wgt_view pos = model_subview(d->pos, seq0, nb), tok = model_subview(d->tokens, 0, N);
-    const wgt_view x = model_subview(d->x, 0, nc), ln = model_subview(d->ln, 0, nc), att = model_subview(d->att, 0, nc),
+    const wgt_view x = model_subview(d->x, 0, nc), ln = model_subview(d->ln, 0, nc),
                    tmp = model_subview(d->tmp, 0, nc), res2 = model_subview(d->res2, 0, nc),
                    qkv = model_subview(d->qkv, 0, (size_t)N * d->QKV), mean = model_subview(d->mean, 0, N),
                    rstd = model_subview(d->rstd, 0, N), f1 = model_subview(d->f1, 0, nf), f2 = model_subview(d->f2, 0, nf);
-    const int gpt = d->fam == DEC_GPT2;
-    const wgt_view none = model_no_view(), cosv = gpt ? none : d->cos, sinv = gpt ? none : d->sin;
-    const uint32_t window = gpt ? 0 : (uint32_t)d->m->c.sliding_window;
+    const int gpt = d->fam == DEC_GPT2, gemma = d->fam == DEC_GEMMA3;
+    const wgt_view none = model_no_view();
     be->decode_embedding(be, x, tok, d->wte, gpt ? d->wpe : none, pos, nb, nt, C, d->V, cap);
+    if (gemma) be->scale_inplace(be, x, nc, (float)sqrt((double)C));  // as gemma3.c: sqrt(hidden) rounded to f32
     for (uint32_t l = 0; l < d->L; l++) {
         const dec_layer *y = &d->lay[l];
         const wgt_view kc = model_subview(y->kc, seq0 * per_seq, nb * per_seq),
                        vc = model_subview(y->vc, seq0 * per_seq, nb * per_seq);
+        // gemma3's sliding layers: the local RoPE base and the window; its full layers none
+        const wgt_view cosv = gpt ? none : y->sliding ? d->cos_l : d->cos, sinv = gpt ? none : y->sliding ? d->sin_l : d->sin;
+        const uint32_t window = gpt || (gemma && !y->sliding) ? 0 : (uint32_t)d->m->c.sliding_window;
         if (gpt) be->layernorm_forward(be, ln, mean, rstd, x, y->ln1_w, y->ln1_b, N, C);
         else be->rmsnorm_forward(be, ln, rstd, x, y->ln1_w, N, C, d->eps);
-        be->matmul(be, qkv, ln, y->qkv_w, y->qkv_b, N, C, d->QKV);
+        if (d->qk_norm) {  // RMSNorm over each q and k head before RoPE (v copied through)
+            const wgt_view pre = model_subview(d->qkv_pre, 0, (size_t)N * d->QKV);
+            be->matmul(be, pre, ln, y->qkv_w, y->qkv_b, N, C, d->QKV);
+            be->qk_norm_forward(be, qkv, model_subview(d->rstd_qk, 0, (size_t)N * (d->NH + d->NKV)), pre, y->q_nw, y->k_nw,
+                                nb, nt, d->NH, d->NKV, d->HS, d->eps, 0.0f);
+        } else {
+            be->matmul(be, qkv, ln, y->qkv_w, y->qkv_b, N, C, d->QKV);
+        }
+        const wgt_view attq = model_subview(d->att, 0, (size_t)N * d->QC);
         be->kv_cache_append(be, kc, vc, qkv, cosv, sinv, pos, nb, nt, d->NH, d->NKV, d->HS, cap);
-        be->decode_attention(be, att, qkv, kc, vc, cosv, sinv, pos, nb, nt, d->NH, d->NKV, d->HS, cap, window);
-        be->matmul(be, tmp, att, y->o_w, y->o_b, N, C, C);
-        be->residual_forward(be, res2, x, tmp, nc);
+        be->decode_attention(be, attq, qkv, kc, vc, cosv, sinv, pos, nb, nt, d->NH, d->NKV, d->HS, cap, window);
+        be->matmul(be, tmp, attq, y->o_w, y->o_b, N, d->QC, C);
+        if (gemma) {  // the post-attention norm on the branch before its residual add
+            be->rmsnorm_forward(be, ln, rstd, tmp, y->ln2_w, N, C, d->eps);
+            be->residual_forward(be, res2, x, ln, nc);
+        } else {
+            be->residual_forward(be, res2, x, tmp, nc);
+        }
+        if (gemma) {  // GeGLU with the tanh GeLU, then the post-feedforward norm
+            const wgt_view f3 = model_subview(d->f3, 0, nf);
+            be->rmsnorm_forward(be, ln, rstd, res2, y->ln3_w, N, C, d->eps);
+            be->matmul(be, f1, ln, y->gate_w, none, N, C, F);
+            be->matmul(be, f2, ln, y->up_w, none, N, C, F);
+            be->geglu_combine(be, f3, f1, f2, nf);
+            be->matmul(be, tmp, f3, y->down_w, none, N, F, C);
+            be->rmsnorm_forward(be, ln, rstd, tmp, y->ln4_w, N, C, d->eps);
+            be->residual_forward(be, x, res2, ln, nc);
+            continue;
+        }
         if (gpt) {
             be->layernorm_forward(be, ln, mean, rstd, res2, y->ln2_w, y->ln2_b, N, C);
             be->matmul(be, f1, ln, y->fc_w, y->fc_b, N, C, F);

@@ -3,7 +3,8 @@
 // of up to `max_len` tokens each. A prompt is prefilled (in chunks of many tokens), then each new
 // token costs one row per sequence instead of a forward over the whole window. The logits equal
 // those of model_forward_logits over the same tokens within float rounding (tests/test_decode.c).
-// Families: gpt2, llama, mistral (its sliding window included), qwen2; docs/generation.md.
+// Families: gpt2, llama, mistral (its sliding window included), qwen2, qwen3, gemma3_text;
+// docs/generation.md.
 #ifndef WGT_DECODE_H
 #define WGT_DECODE_H
 #include <stddef.h>

@@ -31,6 +31,7 @@ typedef struct {
     model_precision prec;
     const model_lora_opts *lora;  // NULL: no adapters
     model_recompute recompute;
+    int inference;  // 1: parameters only, no gradients or AdamW moments (generation: forward and decoding only)
 } model_opts;
 wgt_status model_init_opts(wgt_model **out, wgt_backend *be, const model_config *c, int B, int T, const model_opts *o);
 int model_lora_on(const wgt_model *m);

@@ -646,7 +646,7 @@ wgt_status model_init_prec(wgt_model **out, wgt_backend *be, const model_config 
 
 wgt_status model_init_lora(wgt_model **out, wgt_backend *be, const model_config *cfg, int B, int T,
                            model_precision prec, const model_lora_opts *lo) {
-    model_opts o = {prec, lo, MODEL_RECOMPUTE_NONE};
+    model_opts o = {prec, lo, MODEL_RECOMPUTE_NONE, 0};
     return model_init_opts(out, be, cfg, B, T, &o);
 }
 
@@ -681,6 +681,7 @@ wgt_status model_init_opts(wgt_model **out, wgt_backend *be, const model_config 
     m->T = T;
     m->prec = prec;
     m->recompute = o->recompute;
+    m->inference = o->inference;
     if (m->recompute != MODEL_RECOMPUTE_NONE && !strcmp(cfg->arch, "gemma3_text")) {
         free(m);
         return wgt_fail(WGT_ERR_CONFIG, "--recompute %s is not implemented for gemma3_text models yet; use --recompute "
@@ -706,9 +707,11 @@ wgt_status model_init_opts(wgt_model **out, wgt_backend *be, const model_config 
     }
     const size_t BT = (size_t)B * T;
     model_alloc(m, &m->params, m->n_elems, "params", 1);
-    model_alloc(m, &m->grads, m->n_elems, "grads", 1);
-    model_alloc(m, &m->m1, m->n_elems, "adam_m", 1);
-    model_alloc(m, &m->v1, m->n_elems, "adam_v", 1);
+    if (!o->inference) {  // an inference-only model: the parameters alone (the gradient views stay empty)
+        model_alloc(m, &m->grads, m->n_elems, "grads", 1);
+        model_alloc(m, &m->m1, m->n_elems, "adam_m", 1);
+        model_alloc(m, &m->v1, m->n_elems, "adam_v", 1);
+    }
     if (prec == MODEL_PREC_F16) model_alloc(m, &m->params_h, wgt_f16_words(m->decay_end), "params_f16", 1);
     model_alloc(m, &m->tokens, BT, "tokens", 0);
     model_alloc(m, &m->targets, BT, "targets", 0);
@@ -735,8 +738,8 @@ wgt_status model_init_opts(wgt_model **out, wgt_backend *be, const model_config 
         m->pl = wgt_calloc(1, lsize ? lsize : 1);
         m->gl = wgt_calloc(1, lsize ? lsize : 1);
         bind_views(m, m->base, m->pg, m->pl);
-        if (!m->lora) bind_views(m, m->grads, m->gg, m->gl);
-        else bind_frozen_grads(m);
+        if (!m->inference && !m->lora) bind_views(m, m->grads, m->gg, m->gl);
+        else if (!m->inference) bind_frozen_grads(m);
         st = a->init(m);
         if (st == WGT_OK) st = m->alloc_st;
     }
@@ -780,6 +783,7 @@ static wgt_view tensor_view(wgt_view state, const model_param_info *p) { return 
 wgt_status model_param_get(wgt_model *m, int i, float *dst, int grad) {
     const model_param_info *p = model_param(m, i);
     WGT_ASSERT(!grad || !m->lora, "model_param_get: the frozen base of a LoRA model has no gradients");
+    WGT_ASSERT(!grad || !m->inference, "model_param_get: an inference-only model has no gradients");
     return m->be->download(m->be, dst, tensor_view(grad ? m->grads : m->base, p), p->n);
 }
 wgt_status model_param_set(wgt_model *m, int i, const float *src) {
@@ -821,7 +825,7 @@ wgt_status model_init_random(wgt_model *m, uint64_t seed) {
     free(h);
     if (st == WGT_OK && m->lora) st = lora_init_adapters(m, seed);
     m->half_stale = 1;
-    if (st == WGT_OK) {
+    if (st == WGT_OK && !m->inference) {
         m->be->fill_zero(m->be, m->m1, m->n_elems);
         m->be->fill_zero(m->be, m->v1, m->n_elems);
         m->be->fill_zero(m->be, m->grads, m->n_elems);
@@ -1050,6 +1054,7 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
 
 static wgt_status save_st(wgt_model *m, const char *path, int grads, int hf_export) {
     WGT_ASSERT(!grads || !m->lora, "model_save_safetensors: the frozen base of a LoRA model has no gradients");
+    WGT_ASSERT(!grads || !m->inference, "model_save_safetensors: an inference-only model has no gradients");
     float *h = wgt_malloc(m->n_base * 4);
     float *hf = wgt_malloc(m->n_base * 4);
     wgt_status st = m->be->download(m->be, h, grads ? m->grads : m->base, m->n_base);
@@ -1194,17 +1199,20 @@ wgt_status model_export_safetensors(wgt_model *m, const char *dir, uint64_t max_
 size_t model_state_elems(const wgt_model *m) { return m->n_elems; }
 
 wgt_status model_state_download(wgt_model *m, float *params, float *m1, float *v1) {
+    WGT_ASSERT(!m->inference, "model_state_download: an inference-only model has no optimizer state");
     WGT_TRY(m->be->download(m->be, params, m->params, m->n_elems));
     WGT_TRY(m->be->download(m->be, m1, m->m1, m->n_elems));
     return m->be->download(m->be, v1, m->v1, m->n_elems);
 }
 
 wgt_status model_grads_download(wgt_model *m, float *dst, size_t off, size_t n) {
+    WGT_ASSERT(!m->inference, "an inference-only model has no gradients");
     WGT_ASSERT(n > 0 && off <= m->n_elems && n <= m->n_elems - off, "gradient range outside the state");
     return m->be->download(m->be, dst, model_subview(m->grads, off, n), n);
 }
 
 wgt_status model_grads_upload(wgt_model *m, const float *src, size_t off, size_t n) {
+    WGT_ASSERT(!m->inference, "an inference-only model has no gradients");
     WGT_ASSERT(n > 0 && off <= m->n_elems && n <= m->n_elems - off, "gradient range outside the state");
     return m->be->upload(m->be, model_subview(m->grads, off, n), src, n);
 }
@@ -1214,8 +1222,10 @@ wgt_status model_params_download(wgt_model *m, float *dst) { return m->be->downl
 wgt_status model_state_upload(wgt_model *m, const float *params, const float *m1, const float *v1) {
     WGT_TRY(m->be->upload(m->be, m->params, params, m->n_elems));
     m->half_stale = 1;
-    WGT_TRY(m->be->upload(m->be, m->m1, m1, m->n_elems));
-    WGT_TRY(m->be->upload(m->be, m->v1, v1, m->n_elems));
+    if (!m->inference) {  // (an inference-only model keeps no moments: m1 and v1 are not read)
+        WGT_TRY(m->be->upload(m->be, m->m1, m1, m->n_elems));
+        WGT_TRY(m->be->upload(m->be, m->v1, v1, m->n_elems));
+    }
     return m->be->sync(m->be);
 }
 
@@ -1316,6 +1326,7 @@ wgt_status model_prepare_step(wgt_model *m, model_loss_opts lo, int *pipelines, 
     if (pipelines) *pipelines = 0;
     if (seconds) *seconds = 0;
     if (!be->dry_run) return WGT_OK;
+    WGT_ASSERT(!m->inference, "model_prepare_step: an inference-only model does not train");
     const double t0 = wgt_now_s();
     // what a recorded step changes on the host side, restored after it
     const int half_stale = m->half_stale, have_forward = m->have_forward;
@@ -1351,11 +1362,13 @@ wgt_status model_prepare_step(wgt_model *m, model_loss_opts lo, int *pipelines, 
 }
 
 void model_zero_grad(wgt_model *m) {
+    WGT_ASSERT(!m->inference, "an inference-only model has no gradients");
     m->be->fill_zero(m->be, m->grads, m->n_elems);
     lora_zero_sink(m);
 }
 
 void model_backward(wgt_model *m) {
+    WGT_ASSERT(!m->inference, "model_backward: an inference-only model has no gradients");
     WGT_ASSERT(m->have_forward, "model_backward needs a model_forward with targets first");
     m->have_forward = 0;
     m->arch->backward(m);
@@ -1370,6 +1383,7 @@ static size_t chunk_elems(const wgt_model *m) {
 }
 
 void model_update(wgt_model *m, float lr, float beta1, float beta2, float eps, float weight_decay, float max_norm) {
+    WGT_ASSERT(!m->inference, "model_update: an inference-only model has no optimizer state");
     wgt_backend *be = m->be;
     const size_t ch = chunk_elems(m);
     for (size_t o = 0, n; o < m->n_elems; o += n) {

@@ -128,6 +128,7 @@ struct wgt_model {
     size_t n_base, base_decay_end;
     struct model_lora *lora;   // NULL: every parameter trains
     model_recompute recompute; // what the family's init shares between blocks and its backward recomputes
+    int inference;      // parameters only: no gradients, no AdamW moments (model_opts.inference)
     // the family's view structs over the parameters and over the gradients: globals, then
     // an array of n_layer per-layer structs
     void *pg, *pl, *gg, *gl;

@@ -77,13 +77,13 @@ wgt_status run_checkpoint_read(checkpoint *ck, const char *run_dir) {
     return checkpoint_read(ck, p);
 }
 
-wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir,
-                          model_precision prec) {
+static wgt_status run_model_open_as(wgt_model **out, wgt_backend *be, const checkpoint *ck, int B, int T,
+                                    const char *run_dir, model_precision prec, int inference) {
     *out = NULL;
     wgt_model *m;
     model_lora_opts lora;
     lora_run_opts(&ck->cfg, &lora);
-    model_opts mo = {prec, &lora, train_config_recompute(&ck->cfg)};
+    model_opts mo = {prec, &lora, train_config_recompute(&ck->cfg), inference};
     WGT_TRY(model_init_opts(&m, be, &ck->cfg.model, B, T, &mo));
     char p[TRAIN_PATH_MAX];
     wgt_status st = run_path(p, sizeof p, run_dir, RUN_CKPT_FILE);
@@ -103,6 +103,15 @@ wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck
                 "nothing (was the run started with --init from broken weights?)\n", p, bad, n);
     *out = m;
     return WGT_OK;
+}
+
+wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir,
+                          model_precision prec) {
+    return run_model_open_as(out, be, ck, B, T, run_dir, prec, 0);
+}
+wgt_status run_model_open_inference(wgt_model **out, wgt_backend *be, const checkpoint *ck, int B, int T,
+                                    const char *run_dir, model_precision prec) {
+    return run_model_open_as(out, be, ck, B, T, run_dir, prec, 1);
 }
 
 wgt_status train_evaluate(wgt_model *m, const dataset *ds, int B, int T, long max_batches, double *loss, size_t *targets) {

@@ -26,6 +26,10 @@ wgt_status run_checkpoint_read(checkpoint *ck, const char *run_dir);
 // prec: the precision to run at; the checkpoint's f32 master weights load into either.
 wgt_status run_model_open(wgt_model **out, wgt_backend *be, const checkpoint *ck, int B, int T, const char *run_dir,
                           model_precision prec);
+// The same, inference-only (model_opts.inference: no gradients, no AdamW moments; the checkpoint's
+// moments are not loaded): for sample, chat and generation.
+wgt_status run_model_open_inference(wgt_model **out, wgt_backend *be, const checkpoint *ck, int B, int T,
+                                    const char *run_dir, model_precision prec);
 
 // Mean cross-entropy (no label smoothing, no z-loss: comparable to the entropy) over
 // max_batches validation batches spread evenly over the set (0: all of them), always the same

@@ -26,6 +26,10 @@ static inline int wg_ew_lanes(size_t n, const wgt_view *views, int nv, const cha
 WGT_OPS(WG_PROTO_)
 #undef WG_PROTO_
 
+// The key splits decode_attention uses for `rows` query rows (B·T·NH) against caches of maxT
+// positions (1: none; wg_ops_decode.c), for tests and benchmarks.
+uint32_t wg_decode_attention_splits(wgt_backend *be, uint64_t rows, uint32_t maxT);
+
 // attention_backward with an explicit variant (0 auto, 1 streaming, 2 split-dKdV, 3 split-short,
 // 4 fused, 5 rows: 17_attention_rows.wgsl, what auto runs where no tile fits the head size, 6 reg:
 // the register-resident split pair);

@@ -12,8 +12,8 @@ typedef struct {
     uint32_t C, V, W, KV;
     uint32_t n, group;
     float scale;
-    uint32_t p0;
-    uint32_t o[7], p1;
+    uint32_t S;
+    uint32_t o[7], span;
 } dec_params;  // DecParams of the WGSL, field for field
 
 static wg_bind placeholder(wgt_backend *be) {
@@ -41,13 +41,24 @@ void wg_decode_embedding(wgt_backend *be, wgt_view out, wgt_view tokens, wgt_vie
     if (!n) return;
     WGT_ASSERT(n <= UINT32_MAX, "decode_embedding: B·T·C exceeds u32 indexing");
     wg_ctx *ctx = wg_of(be);
-    dec_params p = {0};
-    p.B = B, p.T = T, p.C = C, p.V = V, p.maxT = maxT, p.n = (uint32_t)n, p.opt = wpe.buf != NULL;
-    wg_bind b[] = {win(be, &p, 0, out, n, "decode_embedding"), win(be, &p, 1, tokens, (uint64_t)B * T, "decode_embedding"),
-                   win(be, &p, 2, wte, (uint64_t)V * C, "decode_embedding"),
-                   win(be, &p, 3, wpe, (uint64_t)maxT * C, "decode_embedding"), win(be, &p, 4, pos, B, "decode_embedding")};
-    wg_dispatch(ctx, "decode_embedding", wg_pipeline(ctx, "16_decode_attention.wgsl", "decode_embedding", NULL), b, 5, &p,
-                sizeof p, wg_groups(n, 256));
+    // wte in windows of vocabulary rows that fit one binding (a large vocabulary's embedding may
+    // not: 151 936 x 1024 floats are 622 MB, and many devices bind 128 MiB); each dispatch writes
+    // the elements whose token is in its window
+    uint64_t rows = (wg_binding_limit(be) - WGT_VIEW_ALIGN) / C, cap = ((uint64_t)UINT32_MAX - 255) / C;
+    if (rows > cap) rows = cap;
+    WGT_ASSERT(rows >= 1, "decode_embedding: one embedding row is larger than a storage binding");
+    for (uint64_t v0 = 0; v0 < V; v0 += rows) {
+        const uint64_t nv = V - v0 < rows ? V - v0 : rows;
+        dec_params p = {0};
+        p.B = B, p.T = T, p.C = C, p.V = (uint32_t)nv, p.window = (uint32_t)v0, p.maxT = maxT, p.n = (uint32_t)n;
+        p.opt = wpe.buf != NULL;
+        wg_bind b[] = {win(be, &p, 0, out, n, "decode_embedding"),
+                       win(be, &p, 1, tokens, (uint64_t)B * T, "decode_embedding"),
+                       win(be, &p, 2, wgt_view_sub(wte, v0 * C, nv * C), nv * C, "decode_embedding"),
+                       win(be, &p, 3, wpe, (uint64_t)maxT * C, "decode_embedding"), win(be, &p, 4, pos, B, "decode_embedding")};
+        wg_dispatch(ctx, "decode_embedding", wg_pipeline(ctx, "16_decode_attention.wgsl", "decode_embedding", NULL), b, 5,
+                    &p, sizeof p, wg_groups(n, 256));
+    }
 }
 
 void wg_kv_cache_append(wgt_backend *be, wgt_view kcache, wgt_view vcache, wgt_view qkv, wgt_view cos, wgt_view sin,
@@ -68,6 +79,22 @@ void wg_kv_cache_append(wgt_backend *be, wgt_view kcache, wgt_view vcache, wgt_v
                 sizeof p, wg_groups(n, 256));
 }
 
+// decode_attention's key splits (split-K): with few query rows (batch · new tokens · heads) one
+// workgroup per row leaves most of a GPU idle while each walks the whole cache, so the keys of
+// each row are cut into S ranges of at least 64 keys, for about 256 workgroups in all (a guess
+// that fills the H200's 132 SMs twice), at most 64 ranges; many rows, or a short cache (maxT
+// bounds every row's keys), keep one workgroup a row, and so does a software adapter (its few
+// CPU cores are busy with the rows already; the second pass only costs there).
+// WGTRAIN_DECODE_SPLIT overrides.
+uint32_t wg_decode_attention_splits(wgt_backend *be, uint64_t rows, uint32_t maxT) {
+    const int set = wg_ctx_settings(wg_of(be))->decode_split;
+    if (set != WG_AUTO) return (uint32_t)set;
+    if (rows >= 128 || wg_ctx_info(wg_of(be))->type == WGPUAdapterType_CPU) return 1;
+    uint64_t s = (256 + rows - 1) / rows, by_len = ((uint64_t)maxT + 63) / 64;
+    if (s > by_len) s = by_len;
+    return s > 64 ? 64 : s < 1 ? 1 : (uint32_t)s;
+}
+
 void wg_decode_attention(wgt_backend *be, wgt_view out, wgt_view qkv, wgt_view kcache, wgt_view vcache, wgt_view cos,
                          wgt_view sin, wgt_view pos, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS,
                          uint32_t maxT, uint32_t window) {
@@ -82,11 +109,28 @@ void wg_decode_attention(wgt_backend *be, wgt_view out, wgt_view qkv, wgt_view k
     p.KV = (uint32_t)KV, p.n = (uint32_t)rows, p.group = NH / NKV, p.opt = cos.buf != NULL;
     p.scale = 1.0f / sqrtf((float)HS);  // as the C reference
     const uint64_t nc = (uint64_t)B * maxT * KV;
-    wg_bind b[] = {win(be, &p, 0, out, rows * HS, "decode_attention"),
+    uint32_t S = wg_decode_attention_splits(be, rows, maxT);
+    wgt_buf *part = NULL;
+    if (S > 1) {  // the partials (HS sums, the maximum, the sum of exponentials a split) in a scratch slot
+        const uint64_t np = rows * S * (HS + 2);
+        if (np > wg_max_binding_elems(ctx) || np > UINT32_MAX ||
+            !(part = wg_scratch(ctx, WG_SCRATCH_DECODE, (size_t)np, "decode attention partials")))
+            S = 1;  // (too many partials for one binding, or no memory for them: unsplit)
+    }
+    p.S = S;
+    p.span = wg_ctx_settings(ctx)->decode_split == WG_AUTO ? 64 : 1;  // a forced S splits short caches too
+    const wgt_view dst = S > 1 ? wgt_view_of(part, 0, rows * S * (HS + 2)) : out;
+    wg_bind b[] = {win(be, &p, 0, dst, S > 1 ? rows * S * (HS + 2) : rows * HS, "decode_attention"),
                    win(be, &p, 1, qkv, (uint64_t)B * T * W, "decode_attention"),
                    win(be, &p, 2, kcache, nc, "decode_attention"), win(be, &p, 3, vcache, nc, "decode_attention"),
                    win(be, &p, 4, cos, (uint64_t)maxT * HS, "decode_attention"),
                    win(be, &p, 5, sin, (uint64_t)maxT * HS, "decode_attention"), win(be, &p, 6, pos, B, "decode_attention")};
     wg_dispatch(ctx, "decode_attention", wg_pipeline(ctx, "16_decode_attention.wgsl", "decode_attention", NULL), b, 7,
-                &p, sizeof p, rows);
+                &p, sizeof p, rows * S);
+    if (S == 1) return;
+    dec_params c = p;  // the combine: out, the partials, the positions (a skipped row stays as it was)
+    wg_bind cb[] = {win(be, &c, 0, out, rows * HS, "decode_attention"), win(be, &c, 1, dst, rows * S * (HS + 2),
+                    "decode_attention"), win(be, &c, 2, pos, B, "decode_attention")};
+    wg_dispatch(ctx, "decode_attention_combine",
+                wg_pipeline(ctx, "16_decode_attention.wgsl", "decode_attention_combine", NULL), cb, 3, &c, sizeof c, rows);
 }

@@ -51,6 +51,10 @@
 //                                                      GPU that neither the tile table nor the
 //                                                      cache knows (auto: hardware GPUs only; 1:
 //                                                      software adapters too; 0: never)
+//   WGTRAIN_DECODE_SPLIT        auto | off | 1..64     decode_attention's key splits (split-K):
+//                                                      off or 1 never; S forces S on every call
+//                                                      (auto: few rows against a long cache,
+//                                                      on a hardware GPU)
 //   WGTRAIN_TEST_BINDING_LIMIT  0 | 256..2^62          TEST ONLY: the ops split tensors as if one
 //                                                      storage binding held at most this many
 //                                                      elements (0: the device's limit)
@@ -99,6 +103,7 @@ typedef struct {
     uint64_t binding_limit;      // WGTRAIN_TEST_BINDING_LIMIT: elements, 0 = the device's
     char tune_cache[4096];       // WGTRAIN_TUNE_CACHE: "" (auto), "off" or a path
     int autotune;                // WGTRAIN_AUTOTUNE: WG_AUTO, 0 or 1
+    int decode_split;            // WGTRAIN_DECODE_SPLIT: WG_AUTO or S in 1..64 (off: 1)
     // Not from the environment: the device's tiles from the tuning cache or this process's
     // tuning run (wg_tune.h), per op (matmul, matmul_t, matmul_at) for large and small outputs;
     // they take the place of the tile table's row when mm_tuned is set.
