@@ -105,7 +105,7 @@ static double fd_dir(ctx *c, const double *d) {
 
 static wgt_model *open_lora(wgt_backend *be, const model_config *cfg, int r, double alpha, double drop,
                             const char *targets, int rslora) {
-    model_lora_opts lo = {r, alpha, drop, rslora, ""};
+    model_lora_opts lo = {r, alpha, drop, rslora, "", MODEL_BASE_F32};
     snprintf(lo.targets, sizeof lo.targets, "%s", targets);
     wgt_model *m;
     if (model_init_lora(&m, be, cfg, B_, T_, MODEL_PREC_F32, &lo) != WGT_OK) die("model_init_lora");
@@ -281,7 +281,7 @@ static void test_cpu(wgt_backend *be) {
         model_free(base);
     }
     // ---- refusals naming the flag
-    model_lora_opts bad = {4, 8, 0, 0, "q"};
+    model_lora_opts bad = {4, 8, 0, 0, "q", MODEL_BASE_F32};
     wgt_model *m = NULL;
     CHECK(model_init_lora(&m, be, &GPT2, B_, T_, MODEL_PREC_F32, &bad) != WGT_OK && strstr(wgt_last_error(), "qkv"),
           "gpt2 with target q: %s", wgt_last_error());

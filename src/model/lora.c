@@ -15,6 +15,7 @@
 #include "backend/dropout.h"
 #include "core/fileutil.h"
 #include "core/json_strict.h"
+#include "model/base_lowbit.h"
 #include "model/lora.h"
 #include "model/model_impl.h"
 
@@ -164,7 +165,7 @@ wgt_status lora_plan(wgt_model *m, const model_lora_opts *lo, model_lora **out) 
 wgt_status lora_alloc(wgt_model *m) {
     model_lora *l = m->lora;
     const size_t N = (size_t)m->B * m->T, r = (size_t)l->o.r;
-    model_alloc(m, &m->base, m->n_base, "frozen_base", 1);
+    base_lowbit_alloc(m);  // f32, or the projections packed (--base-precision)
     model_alloc(m, &l->marker, WGT_VIEW_ALIGN, "frozen_grad_marker", 0);
     const size_t ns = m->n_base - m->base_decay_end;
     model_alloc(m, &l->sink, ns ? ns : 1, "frozen_grad_sink", 1);
@@ -288,7 +289,7 @@ static void fwd_one(wgt_model *m, const model_lora_adapter *a, int idx, uint32_t
 }
 
 void lora_matmul(wgt_model *m, wgt_view out, wgt_view inp, wgt_view w, uint32_t N, uint32_t C, uint32_t OC) {
-    if (!m->lora || w.buf != m->base.buf) return;
+    if (!m->lora || (w.buf != m->base.buf && !base_lowbit_is(m, w))) return;
     gemm_args g = {out, inp, N, C, OC};
     each_adapter(m, w, C, fwd_one, &g);
 }
@@ -316,7 +317,7 @@ static void bwd_inp_one(wgt_model *m, const model_lora_adapter *a, int idx, uint
 }
 
 void lora_matmul_t(wgt_model *m, wgt_view dinp, wgt_view dout, wgt_view w, uint32_t N, uint32_t C, uint32_t OC) {
-    if (!m->lora || w.buf != m->base.buf) return;
+    if (!m->lora || (w.buf != m->base.buf && !base_lowbit_is(m, w))) return;
     gemm_args g = {dout, dinp, N, C, OC};
     each_adapter(m, w, C, bwd_inp_one, &g);
 }
@@ -362,6 +363,7 @@ wgt_status model_lora_base_fingerprint(wgt_model *m, char hex[17]) {
 wgt_status model_lora_merge(wgt_model *m) {
     model_lora *l = m->lora;
     if (!l || l->merged) return WGT_OK;
+    WGT_TRY(base_lowbit_unpack(m));  // a packed base: the merged weights are f32
     float *st_h = wgt_malloc(m->n_elems * sizeof *st_h);
     wgt_status st = m->be->download(m->be, st_h, m->params, m->n_elems);
     const size_t r = (size_t)l->o.r;

@@ -18,6 +18,7 @@ typedef struct {
     double dropout;                 // on the adapter's input, in [0, 1)
     int rslora;                     // 1: scale alpha / sqrt(r)
     char targets[LORA_TARGETS_MAX]; // "all-linear", or a comma list of q,k,v,qkv,o,gate,up,down
+    model_base_prec base_prec;      // the frozen base's projection weights (f32 default)
 } model_lora_opts;
 
 // The targets string against family `arch`: each name must be one of the family's projections

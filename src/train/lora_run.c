@@ -21,6 +21,8 @@ void lora_run_opts(const train_config *c, model_lora_opts *o) {
     o->dropout = c->lora_dropout;
     o->rslora = c->lora_rslora;
     snprintf(o->targets, sizeof o->targets, "%s", c->lora_targets);
+    o->base_prec = MODEL_BASE_F32;  // (train_config_finish checked the name; an empty one is f32)
+    if (c->base_precision[0]) model_base_prec_parse(c->base_precision, "--base-precision", &o->base_prec);
 }
 
 wgt_status lora_run_start(wgt_model *m, train_config *c, const char *run_dir) {

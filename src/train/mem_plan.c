@@ -49,7 +49,7 @@ wgt_status train_plan_check(const train_config *c, wgt_backend *be, model_opts *
                      q.total <= limit ? ", fits" : "");
     }
     if (!lora->r) {
-        model_lora_opts l2 = {16, 32, 0, 0, "all-linear"};
+        model_lora_opts l2 = {16, 32, 0, 0, "all-linear", MODEL_BASE_F32};
         model_opts o2 = *mo;
         o2.lora = &l2;
         o2.prec = MODEL_PREC_F32;
