@@ -134,8 +134,8 @@ expect_fail "llama target lm_head" "--lora-targets" $W train --init "$T/base" --
     --lora 2 --lora-targets q,lm_head
 expect_fail "LoRA in f16" "--precision" $W train --init "$T/base" --data "$T/data" --out "$T/r3" "${R[@]}" --lora 2 \
     --precision f16
-expect_fail "--base-precision nf4 (not in this build)" "not in this build" $W train --init "$T/base" --data "$T/data" \
-    --out "$T/r5" "${R[@]}" --lora 2 --base-precision nf4
+expect_fail "--base-precision nf4 without --lora" "needs --lora" $W train --init "$T/base" --data "$T/data" \
+    --out "$T/r5" "${R[@]}" --base-precision nf4
 expect_fail "rank above the limit" "--lora" $W train --init "$T/base" --data "$T/data" --out "$T/r4" "${R[@]}" --lora 5000
 expect_fail "export --merge of a full run" "LoRA run" bash -c "'$W' train --init '$T/base' --data '$T/data' --out '$T/full' \
     ${R[*]} --steps 1 >/dev/null 2>&1; '$W' export --run '$T/full' --out '$T/fm' --merge"
