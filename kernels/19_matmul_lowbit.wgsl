@@ -11,16 +11,16 @@
 //   2 nf4   word e/8, bits 4(e%8)..+3: index into the 16 NormalFloat levels (QLoRA), times the
 //           absmax of its block of 64 (lb_s[e/64])
 //
-// Tiling, as 03_matmul.wgsl's in its simplest form: one kernel body computes C[M,N] = A[M,K]·B[K,N]
-// with A = inp (or dout) row-major, k contiguous, and B(k,n) = W[n,k] (forward: k contiguous along
-// a weight row) or W[k,n] (matmul_t: n contiguous). A workgroup of 256 threads owns a 64 x 64 tile
-// of C, each thread 4 x 4 outputs strided 16 apart (rows ty + 16i, columns tx + 16j) so that the
-// workgroup-memory reads of a k-step are broadcasts and consecutive words. Per 16-deep k-slice
-// every thread loads 4 elements of each operand (consecutive threads along the operand's
-// contiguous direction, for coalesced reads), edges zero-filled; products summed in k order.
-// Every operand carries an element (word, block) offset so the host can bind 256-byte-aligned
-// windows of larger buffers.
-
+// Tiling, as 03_matmul.wgsl's register blocking without its variants: one kernel body computes
+// C[M,N] = A[M,K]·B[K,N] with A = inp (or dout) row-major, k contiguous, and B(k,n) = W[n,k]
+// (forward: k contiguous along a weight row) or W[k,n] (matmul_t: n contiguous). A workgroup of 256
+// threads owns a 128 x 128 tile of C, each thread 8 x 8 outputs: rows 4ty..4ty+3 and 64+4ty..,
+// columns 4tx..4tx+3 and 64+4tx.., so that every workgroup-memory read is one vec4 (a k-step: 4
+// vec4 reads for 64 FMAs). Per 8-deep k-slice every thread loads 4 elements of each operand, as
+// one vec4 of workgroup memory: 4 rows at one k for a k-contiguous operand (8 neighbouring threads
+// read 8 consecutive k of those rows), 4 consecutive n for W[k,n]; edges are zero-filled. The tile
+// rows are padded by one vec4 so the transposing stores spread over banks. Products are summed in
+// k order.
 struct LBParams {
     M : u32, N : u32, K : u32, flags : u32,          // flags 1: add bias
     a_off : u32, w_off : u32, s_off : u32, bias_off : u32,
@@ -34,17 +34,18 @@ struct LBParams {
 @group(0) @binding(4) var<storage, read> lb_bias : array<f32>;
 @group(0) @binding(5) var<uniform> lb_p : LBParams;
 
-const LB_BM : u32 = 64u;
-const LB_BN : u32 = 64u;
-const LB_BK : u32 = 16u;
+const LB_BM : u32 = 128u;
+const LB_BN : u32 = 128u;
+const LB_BK : u32 = 8u;
+const LB_S : u32 = 33u;  // vec4 a k-row of the tiles: 32 and one of padding
 
 // The NF4 levels as f32 bits (model/nf4.c's nf4_levels, bit for bit).
 var<private> lb_nf4 : array<u32, 16> = array<u32, 16>(
     0xbf800000u, 0xbf3239b1u, 0xbf066b30u, 0xbeca32a0u, 0xbe91a24du, 0xbe3d353fu, 0xbdba7871u, 0x00000000u,
     0x3da2faffu, 0x3e24cae3u, 0x3e7c04ddu, 0x3ead033au, 0x3ee1a4b8u, 0x3f1007abu, 0x3f3913b3u, 0x3f800000u);
 
-var<workgroup> lb_as : array<f32, 1024>;  // [LB_BK][LB_BM]
-var<workgroup> lb_bs : array<f32, 1024>;  // [LB_BK][LB_BN]
+var<workgroup> lb_as : array<vec4<f32>, 264>;  // [LB_BK][LB_S]: 4 rows of A at one k a vec4
+var<workgroup> lb_bs : array<vec4<f32>, 264>;  // [LB_BK][LB_S]: 4 columns of B
 
 // Element e of the packed weight.
 fn lb_weight(e : u32) -> f32 {
@@ -57,58 +58,71 @@ fn lb_weight(e : u32) -> f32 {
     return unpack2x16float(h).x;
 }
 
+// Element (m, k) of A and (k, n) of B, 0 outside.
+fn lb_a_at(m : u32, k : u32) -> f32 {
+    if (m >= lb_p.M || k >= lb_p.K) { return 0.0; }
+    return lb_a[lb_p.a_off + m * lb_p.K + k];
+}
+fn lb_b_at(k : u32, n : u32, trans : bool) -> f32 {
+    if (n >= lb_p.N || k >= lb_p.K) { return 0.0; }
+    if (trans) { return lb_weight(k * lb_p.ldw + n); }  // B(k, n) = W[k, n]
+    return lb_weight(n * lb_p.ldw + k);                  // B(k, n) = W[n, k]
+}
+
 fn lb_gemm(wid : vec3<u32>, lid : u32, trans : bool) {
     let m0 = wid.y * LB_BM;
     let n0 = wid.x * LB_BN;
     let tx = lid % 16u;
     let ty = lid / 16u;
-    var acc : array<array<f32, 4>, 4>;
-    for (var i = 0u; i < 4u; i++) {
-        for (var j = 0u; j < 4u; j++) { acc[i][j] = 0.0; }
-    }
+    var acc : array<vec4<f32>, 16>;  // row r (0..7), column half h: acc[2r + h]
+    for (var i = 0u; i < 16u; i++) { acc[i] = vec4<f32>(0.0); }
+    // this thread's load slots: A (and a k-contiguous B) 4 rows 4*(lid/8).. at k lid%8; a
+    // transposed B 4 columns 4*(lid%32).. at k lid/32
+    let lk = lid % 8u;
+    let lr = (lid / 8u) * 4u;
+    let tk = lid / 32u;
+    let tn = (lid % 32u) * 4u;
     for (var k0 = 0u; k0 < lb_p.K; k0 += LB_BK) {
-        for (var q = 0u; q < 4u; q++) {
-            let s = lid + q * 256u;
-            let kk = s % LB_BK;      // k-contiguous slots: 16 threads read 16 consecutive k of a row
-            let r = s / LB_BK;
-            let k = k0 + kk;
-            var a = 0.0;
-            if (m0 + r < lb_p.M && k < lb_p.K) { a = lb_a[lb_p.a_off + (m0 + r) * lb_p.K + k]; }
-            lb_as[kk * LB_BM + r] = a;
-            var b = 0.0;
-            if (!trans) {            // B(k, n) = W[n, k]
-                if (n0 + r < lb_p.N && k < lb_p.K) { b = lb_weight((n0 + r) * lb_p.ldw + k); }
-                lb_bs[kk * LB_BN + r] = b;
-            } else {                 // B(k, n) = W[k, n]: 64 threads read 64 consecutive n
-                let nn = s % LB_BN;
-                let k2 = k0 + s / LB_BN;
-                if (n0 + nn < lb_p.N && k2 < lb_p.K) { b = lb_weight(k2 * lb_p.ldw + n0 + nn); }
-                lb_bs[(s / LB_BN) * LB_BN + nn] = b;
-            }
+        let k = k0 + lk;
+        lb_as[lk * LB_S + lid / 8u] = vec4<f32>(lb_a_at(m0 + lr, k), lb_a_at(m0 + lr + 1u, k), lb_a_at(m0 + lr + 2u, k),
+                                                lb_a_at(m0 + lr + 3u, k));
+        if (trans) {
+            let kt = k0 + tk;
+            let n = n0 + tn;
+            lb_bs[tk * LB_S + lid % 32u] = vec4<f32>(lb_b_at(kt, n, true), lb_b_at(kt, n + 1u, true),
+                                                     lb_b_at(kt, n + 2u, true), lb_b_at(kt, n + 3u, true));
+        } else {
+            let n = n0 + lr;
+            lb_bs[lk * LB_S + lid / 8u] = vec4<f32>(lb_b_at(k, n, false), lb_b_at(k, n + 1u, false),
+                                                    lb_b_at(k, n + 2u, false), lb_b_at(k, n + 3u, false));
         }
         workgroupBarrier();
         for (var kk = 0u; kk < LB_BK; kk++) {
-            var av : array<f32, 4>;
-            var bv : array<f32, 4>;
-            for (var i = 0u; i < 4u; i++) {
-                av[i] = lb_as[kk * LB_BM + ty + 16u * i];
-                bv[i] = lb_bs[kk * LB_BN + tx + 16u * i];
-            }
-            for (var i = 0u; i < 4u; i++) {
-                for (var j = 0u; j < 4u; j++) { acc[i][j] = acc[i][j] + av[i] * bv[j]; }
+            let a0 = lb_as[kk * LB_S + ty];
+            let a1 = lb_as[kk * LB_S + 16u + ty];
+            let b0 = lb_bs[kk * LB_S + tx];
+            let b1 = lb_bs[kk * LB_S + 16u + tx];
+            for (var r = 0u; r < 4u; r++) {
+                acc[2u * r] = fma(vec4<f32>(a0[r]), b0, acc[2u * r]);
+                acc[2u * r + 1u] = fma(vec4<f32>(a0[r]), b1, acc[2u * r + 1u]);
+                acc[2u * r + 8u] = fma(vec4<f32>(a1[r]), b0, acc[2u * r + 8u]);
+                acc[2u * r + 9u] = fma(vec4<f32>(a1[r]), b1, acc[2u * r + 9u]);
             }
         }
         workgroupBarrier();
     }
-    for (var i = 0u; i < 4u; i++) {
-        let m = m0 + ty + 16u * i;
+    for (var r = 0u; r < 8u; r++) {
+        let m = m0 + select(4u * ty + r, 64u + 4u * ty + r - 4u, r >= 4u);
         if (m >= lb_p.M) { continue; }
-        for (var j = 0u; j < 4u; j++) {
-            let n = n0 + tx + 16u * j;
-            if (n >= lb_p.N) { continue; }
-            var v = acc[i][j];
-            if ((lb_p.flags & 1u) != 0u) { v = v + lb_bias[lb_p.bias_off + n]; }
-            lb_c[lb_p.c_off + m * lb_p.N + n] = v;
+        for (var h = 0u; h < 2u; h++) {
+            let v = acc[2u * r + h];
+            for (var j = 0u; j < 4u; j++) {
+                let n = n0 + 64u * h + 4u * tx + j;
+                if (n >= lb_p.N) { continue; }
+                var o = v[j];
+                if ((lb_p.flags & 1u) != 0u) { o = o + lb_bias[lb_p.bias_off + n]; }
+                lb_c[lb_p.c_off + m * lb_p.N + n] = o;
+            }
         }
     }
 }

@@ -202,11 +202,12 @@ static const op_case cases[] = {
     {"matmul_at_f16", "N=33,C=130,OC=20", 1e-5, 1e-5, NULL},
     // packed frozen weights (f16, bf16, nf4): both sides decode the same values exactly, then an f32
     // GEMM each (f32 sums in another order): the f32 GEMM tolerances. Odd C (rows start mid-word),
-    // sizes off the 64-tiles, nf4 blocks of 64 that straddle rows (C = 200) or not (C = 64)
+    // sizes off the 128-tiles, nf4 blocks of 64 that straddle rows (C = 200) or not (C = 64)
     {"matmul_lowbit", "N=37,C=70,OC=53,fmt=0,WW=1855", 1e-5, 1e-5, prep_lowbit},
     {"matmul_lowbit", "N=65,C=33,OC=67,fmt=1,WW=1106", 1e-5, 1e-5, prep_lowbit},
     {"matmul_lowbit", "N=37,C=200,OC=45,fmt=2,WW=1125,NB=141", 1e-5, 1e-5, prep_lowbit},
     {"matmul_lowbit", "N=130,C=64,OC=129,fmt=2,WW=1032,NB=129", 1e-5, 1e-5, prep_lowbit},
+    {"matmul_lowbit", "N=257,C=72,OC=131,fmt=0,WW=4716", 1e-5, 1e-5, prep_lowbit},  // 3 x 2 tiles of 128
     {"matmul_t_lowbit", "N=37,C=70,OC=53,fmt=0,WW=1855", 1e-5, 1e-5, prep_lowbit},
     {"matmul_t_lowbit", "N=65,C=33,OC=67,fmt=1,WW=1106", 1e-5, 1e-5, prep_lowbit},
     {"matmul_t_lowbit", "N=37,C=200,OC=45,fmt=2,WW=1125,NB=141", 1e-5, 1e-5, prep_lowbit},

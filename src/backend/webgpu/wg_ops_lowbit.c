@@ -2,7 +2,7 @@
 // matmul_t_lowbit): the GEMMs of a frozen base stored as f16, bf16 or nf4 (backend/lowbit.h).
 // Each operand is bound as a 256-byte-aligned window with the remainder passed as an offset; the
 // model's activations and one frozen weight each fit one storage binding (the model allocates
-// them so), so one dispatch of 64 x 64 tiles covers the GEMM.
+// them so), so one dispatch of 128 x 128 tiles covers the GEMM.
 #include "backend/lowbit.h"
 #include "backend/webgpu/wg_ops.h"
 
@@ -27,7 +27,7 @@ static void lb_gemm(wgt_backend *be, const char *entry, wgt_view c, wgt_view a, 
     WGT_ASSERT(nc + WGT_VIEW_ALIGN <= lim && na + WGT_VIEW_ALIGN <= lim && words + WGT_VIEW_ALIGN <= lim,
                "lowbit GEMM: an operand above one storage binding");
     const uint64_t maxd = wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension;
-    const uint64_t gx = (N + 63) / 64, gy = (M + 63) / 64;
+    const uint64_t gx = (N + 127) / 128, gy = (M + 127) / 128;  // 128 x 128 tiles
     WGT_ASSERT(gx <= maxd && gy <= maxd, "lowbit GEMM: more than the device's workgroups a dimension");
     lb_params p = {M, N, K, bias.buf ? 1u : 0u, 0, 0, 0, 0, 0, fmt, C, 0};
     wg_bind b[5];
