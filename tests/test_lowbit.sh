@@ -100,6 +100,8 @@ sys.exit(0 if n == 14 else 1)" "$T/base/model.safetensors" "$T/adapter_$bp/adapt
 done
 
 section "refusals"
+expect_fail "a LoRA run over --memory-limit suggests an nf4 base" "--base-precision nf4 (" $W train --init "$T/base" \
+    --data "$T/data" --out "$T/x0" "${R[@]}" --steps 1 --lora 4 --memory-limit 0.0001
 expect_fail "--base-precision without --lora" "--lora" $W train --init "$T/base" --data "$T/data" --out "$T/x1" "${R[@]}" \
     --steps 1 --base-precision nf4
 expect_fail "--base-precision with a typo" "f32, f16, bf16 or nf4" $W train --init "$T/base" --data "$T/data" \
