@@ -3,7 +3,8 @@
 // in double), the packed model's loss and adapter gradients against those of an f32 base holding
 // the decoded values (bit for bit on the C backend, whose lowbit GEMMs decode and call the same
 // f32 GEMMs; within float rounding on WebGPU), the base fingerprint over the decoded values, the
-// merge of a packed base, the plan's weight bytes, and the refusals.
+// merge of a packed base, the plan's weight bytes, the refusals, and f32 -> bf16 rounding against a
+// double-precision reference.
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include "testlib.h"
 #include "backend_pair.h"
+#include "backend/lowbit.h"
 #include "model/lora.h"
 #include "model/nf4.h"
 #include "model/plan.h"
@@ -227,7 +229,44 @@ static void test_plan_and_refusals(wgt_backend *cpu) {
           "a packed base without LoRA: %s", wgt_last_error());
 }
 
+// f32 -> bf16 against round-to-nearest-even computed in double: of the two bf16 neighbours of x
+// (x's bits truncated, and the next bf16 away from zero) the nearer, the even one on a tie;
+// past the largest bf16 the rounding gives infinity as IEEE's does; NaN stays NaN. Random bit
+// patterns, exact ties, subnormals and the overflow edge.
+static void test_bf16_rounding(void) {
+    int bad = 0;
+    trng_state = 5;
+    for (int i = 0; i < 300000; i++) {
+        uint32_t u = trng_u32();
+        if (i % 4 == 1) u = (u & 0xffff0000u) | 0x8000u;         // a tie
+        if (i % 4 == 2) u &= 0x807fffffu;                        // subnormal
+        if (i == 3) u = 0x7f7fffffu;                             // the largest float: rounds up to Inf
+        float x;
+        memcpy(&x, &u, 4);
+        uint16_t got = wgt_f32_to_bf16(x);
+        if (isnan(x)) {
+            bad += !isnan(wgt_bf16_to_f32(got));
+            continue;
+        }
+        if (isinf(x)) {
+            bad += got != (uint16_t)(u >> 16);
+            continue;
+        }
+        uint32_t lo = u & 0xffff0000u, hi = lo + 0x10000u;       // hi: the next one away from zero (may be Inf)
+        float flo, fhi;
+        memcpy(&flo, &lo, 4);
+        memcpy(&fhi, &hi, 4);
+        double dlo = fabs((double)x - flo);
+        double dhi = isinf(fhi) ? fabs((double)x - copysign(ldexp(1, 128), x)) : fabs((double)x - fhi);
+        uint32_t want = dlo < dhi ? lo : dhi < dlo ? hi : (((lo >> 16) & 1) ? hi : lo);
+        if (got != (uint16_t)(want >> 16) && bad++ < 5)
+            fprintf(stderr, "bf16 of %08x: got %04x, want %04x\n", u, got, want >> 16);
+    }
+    CHECK(bad == 0, "f32 -> bf16: %d of 300000 values rounded wrongly", bad);
+}
+
 int main(void) {
+    test_bf16_rounding();
     bpair P = bpair_open();
     test_plan_and_refusals(P.cpu);
     test_prec(&P, &LLAMA, MODEL_BASE_BF16, "llama");
