@@ -17,8 +17,12 @@
 enum { WGT_LOWBIT_F16 = 0, WGT_LOWBIT_BF16 = 1, WGT_LOWBIT_NF4 = 2 };
 
 // 4-byte words (absmax blocks) that n values of format fmt take.
-static inline uint64_t wgt_lowbit_words(uint32_t fmt, uint64_t n) { return fmt == WGT_LOWBIT_NF4 ? (n + 7) / 8 : (n + 1) / 2; }
-static inline uint64_t wgt_lowbit_blocks(uint32_t fmt, uint64_t n) { return fmt == WGT_LOWBIT_NF4 ? (n + NF4_BLOCK - 1) / NF4_BLOCK : 0; }
+static inline uint64_t wgt_lowbit_words(uint32_t fmt, uint64_t n) {
+    return fmt == WGT_LOWBIT_NF4 ? (n + 7) / 8 : (n + 1) / 2;
+}
+static inline uint64_t wgt_lowbit_blocks(uint32_t fmt, uint64_t n) {
+    return fmt == WGT_LOWBIT_NF4 ? (n + NF4_BLOCK - 1) / NF4_BLOCK : 0;
+}
 
 static inline float wgt_bf16_to_f32(uint16_t h) {
     uint32_t x = (uint32_t)h << 16;

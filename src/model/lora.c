@@ -127,9 +127,8 @@ wgt_status lora_plan(wgt_model *m, const model_lora_opts *lo, model_lora **out) 
         return wgt_fail(WGT_ERR_ARG, "--lora-dropout %g must be in [0, 0.9]", lo->dropout);
     if (lo->rslora != 0 && lo->rslora != 1) return wgt_fail(WGT_ERR_ARG, "--lora-rslora must be 0 or 1");
     if (m->prec != MODEL_PREC_F32)
-        return wgt_fail(WGT_ERR_CONFIG, "--lora with --precision %s: LoRA runs in f32 in this build; use --precision f32 (--base-precision "
-                        "bf16 or nf4 shrinks the frozen base instead)",
-                        model_precision_name(m->prec));
+        return wgt_fail(WGT_ERR_CONFIG, "--lora with --precision %s: LoRA runs in f32 in this build; use --precision f32 "
+                        "(--base-precision bf16 or nf4 shrinks the frozen base instead)", model_precision_name(m->prec));
     unsigned mask;
     WGT_TRY(targets_parse(lo->targets, m->arch, "--lora-targets", &mask));
     model_lora *l = wgt_calloc(1, sizeof *l);

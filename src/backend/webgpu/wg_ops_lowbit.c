@@ -19,7 +19,8 @@ static void lb_gemm(wgt_backend *be, const char *entry, wgt_view c, wgt_view a, 
     const uint64_t n = (uint64_t)C * OC, words = wgt_lowbit_words(fmt, n), blocks = wgt_lowbit_blocks(fmt, n);
     WGT_ASSERT(fmt <= WGT_LOWBIT_NF4, "lowbit GEMM: fmt must be 0 (f16), 1 (bf16) or 2 (nf4)");
     WGT_ASSERT(words <= WW, "lowbit GEMM: the weight's WW words hold fewer than OC x C values");
-    WGT_ASSERT(fmt != WGT_LOWBIT_NF4 || (absmax.buf && blocks <= NB), "lowbit GEMM: an nf4 weight needs absmax, NB >= ceil(OC x C / 64)");
+    WGT_ASSERT(fmt != WGT_LOWBIT_NF4 || (absmax.buf && blocks <= NB),
+               "lowbit GEMM: an nf4 weight needs absmax, NB >= ceil(OC x C / 64)");
     if (M == 0 || N == 0) return;
     wg_ctx *ctx = wg_of(be);
     const uint64_t lim = wg_binding_limit(be), nc = (uint64_t)M * N, na = (uint64_t)M * K;
