@@ -27,6 +27,13 @@ static const model_config LLAMA = {.arch = "llama", .n_layer = 2, .n_head = 4, .
                                    .max_seq = 8, .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5};
 static const model_config GPT2 = {.arch = "gpt2", .n_layer = 2, .n_head = 2, .d_model = 64, .d_ff = 128, .vocab = 50,
                                   .max_seq = 8};
+static const model_config QWEN3 = {.arch = "qwen3", .n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 96, .vocab = 50,
+                                   .max_seq = 8, .n_kv_heads = 2, .rope_theta = 1e6, .rms_eps = 1e-6, .tie_embeddings = 1,
+                                   .head_dim = 32, .qk_norm = 1};
+static const model_config GEMMA3 = {.arch = "gemma3_text", .n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 96,
+                                    .vocab = 50, .max_seq = 8, .n_kv_heads = 2, .rope_theta = 1e6, .rms_eps = 1e-6,
+                                    .tie_embeddings = 1, .head_dim = 32, .sliding_window = 3, .rope_local_theta = 1e4,
+                                    .sliding_pattern = 2};
 enum { B_ = 2, T_ = 5 };
 
 static wgt_model *open_m(wgt_backend *be, const model_config *cfg, model_base_prec bp) {
@@ -273,6 +280,8 @@ int main(void) {
     test_prec(&P, &LLAMA, MODEL_BASE_NF4, "llama");
     test_prec(&P, &LLAMA, MODEL_BASE_F16, "llama");
     test_prec(&P, &GPT2, MODEL_BASE_NF4, "gpt2");
+    test_prec(&P, &QWEN3, MODEL_BASE_NF4, "qwen3");
+    test_prec(&P, &GEMMA3, MODEL_BASE_BF16, "gemma3_text");
     bpair_close(&P);
     return test_finish();
 }
