@@ -2,7 +2,7 @@
 # test_lowbit.sh — LoRA runs on a frozen base stored packed (--base-precision bf16 | nf4 | f16), end
 # to end on the CPU backend from a BF16 Hugging Face checkpoint (tests/finetune_helper.py): the run
 # records its base precision, the plan prints smaller weights, resume continues it bit for bit and
-# refuses another precision, eval and sample run, export writes the PEFT adapter and --merge the
+# refuses another precision, mixed precision on a packed base with and without recomputation, eval and sample run, export writes the PEFT adapter and --merge the
 # decoded base plus (alpha/r) B A in f32, and the flag's refusals. test_lowbit.c checks the
 # gradients against an f32 base of the decoded values.
 # Prints "N passed, N failed"; the exit code is the verdict.
@@ -50,6 +50,14 @@ check "stopped and resumed gives the uninterrupted nf4 run's adapters bit for bi
     cmp "$T/straight/adapter_model.safetensors" "$T/stopped/adapter_model.safetensors"
 expect_fail "resume with another base precision" "base" $W train --resume --out "$T/stopped" --device cpu --steps 8 \
     --base-precision bf16
+
+# mixed precision with a packed base: recomputation repeats the same ops, so the same adapters
+for rc in none block; do
+    $W train --init "$T/base" --data "$T/data" --out "$T/f16_$rc" "${R[@]}" --steps 4 --lora 4 --precision f16 \
+        --base-precision nf4 --recompute $rc >/dev/null 2>&1
+done
+check "--precision f16 on an nf4 base trains, --recompute block to --recompute none's adapters bit for bit" \
+    cmp "$T/f16_none/adapter_model.safetensors" "$T/f16_block/adapter_model.safetensors"
 
 section "eval, sample, export"
 out=$($W eval --run "$T/run_nf4" --data "$T/data" --device cpu 2>&1); rc=$?

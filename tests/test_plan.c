@@ -91,6 +91,7 @@ int main(void) {
     one(cpu, "cpu llama lora bf16 base", &LLAMA, 2, 48, MODEL_PREC_F32, &lora_bf16, MODEL_RECOMPUTE_NONE, 0);
     one(cpu, "cpu llama lora nf4 base block", &LLAMA, 2, 48, MODEL_PREC_F32, &lora_nf4, MODEL_RECOMPUTE_BLOCK, 0);
     one(cpu, "cpu llama lora f16 base q,v", &LLAMA, 2, 48, MODEL_PREC_F32, &lora_f16, MODEL_RECOMPUTE_NONE, 0);
+    one(cpu, "cpu llama lora nf4 base, precision f16", &LLAMA, 2, 48, MODEL_PREC_F16, &lora_nf4, MODEL_RECOMPUTE_NONE, 0);
     // the largest batch under a limit: its plan fits, the next one's does not
     model_opts o = {MODEL_PREC_F32, NULL, MODEL_RECOMPUTE_NONE};
     model_plan p4, fit, next;

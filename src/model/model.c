@@ -611,21 +611,31 @@ wgt_view model_half_weight(const wgt_model *m, wgt_view w) {
     return model_subview(m->params_h, w.off / 2, wgt_f16_words(w.n));
 }
 
+// LoRA in f16: a frozen weight (in the base, f32 or packed) has no f16 copy, so its GEMM and its
+// adapters take the f16 input widened to f32 (LoRA's scratch).
+static int frozen_f16(const wgt_model *m, wgt_view w) {
+    return m->lora && model_f16(m) && (w.buf == m->base.buf || base_lowbit_is(m, w));
+}
+
 void model_matmul(wgt_model *m, wgt_view out, wgt_view inp, wgt_view w, wgt_view bias, uint32_t N, uint32_t C,
                   uint32_t OC) {
+    if (frozen_f16(m, w)) inp = lora_widen(m, inp, (size_t)N * C);
     if (base_lowbit_is(m, w)) base_lowbit_matmul(m, out, inp, w, bias, N, C, OC);  // a packed frozen base
+    else if (frozen_f16(m, w)) m->be->matmul(m->be, out, inp, w, bias, N, C, OC);
     else if (model_f16(m)) m->be->matmul_f16(m->be, out, inp, model_half_weight(m, w), bias, N, C, OC);
     else m->be->matmul(m->be, out, inp, w, bias, N, C, OC);
     lora_matmul(m, out, inp, w, N, C, OC);
 }
 void model_matmul_t(wgt_model *m, wgt_view dinp, wgt_view dout, wgt_view w, uint32_t N, uint32_t C, uint32_t OC) {
     if (base_lowbit_is(m, w)) base_lowbit_matmul_t(m, dinp, dout, w, N, C, OC);
+    else if (frozen_f16(m, w)) m->be->matmul_t(m->be, dinp, dout, w, N, C, OC);  // (dout, dinp are f32)
     else if (model_f16(m)) m->be->matmul_t_f16(m->be, dinp, dout, model_half_weight(m, w), N, C, OC);
     else m->be->matmul_t(m->be, dinp, dout, w, N, C, OC);
     lora_matmul_t(m, dinp, dout, w, N, C, OC);
 }
 void model_matmul_at(wgt_model *m, wgt_view dw, wgt_view db, wgt_view dout, wgt_view inp, uint32_t N, uint32_t C,
                      uint32_t OC) {
+    if (m->lora && model_f16(m) && lora_grad_frozen(m, dw)) inp = lora_widen(m, inp, (size_t)N * C);
     if (lora_matmul_at(m, dw, dout, inp, N, C, OC)) return;  // a frozen weight: its adapters' gradients alone
     if (model_f16(m)) m->be->matmul_at_f16(m->be, dw, db, dout, inp, N, C, OC);
     else m->be->matmul_at(m->be, dw, db, dout, inp, N, C, OC);

@@ -22,7 +22,7 @@ static plan_kind kind_of(const char *label) {
     // scratch of either pass (model.c, gpt2.c, llama.c, lora.c), the token buffers and tables
     static const char *const work[] = {"tokens", "targets", "losses", "x_c", "x_f", "x_q", "scratch_c", "dres",
                                        "dtmp", "dqkv", "dhid", "dgate", "dup", "df1", "df2", "zero_pos", "dpos",
-                                       "rope_cos", "rope_sin", "lora_x", "lora_dx", "lora_u", "lora_du", "lora_y",
+                                       "rope_cos", "rope_sin", "lora_x", "lora_dx", "lora_u", "lora_du", "lora_y", "lora_x32",
                                        NULL};
     const char *const *lists[] = {weights, grads, opt, work};
     const plan_kind kinds[] = {PLAN_WEIGHTS, PLAN_GRADIENTS, PLAN_OPTIMIZER, PLAN_WORKSPACE};

@@ -594,9 +594,6 @@ wgt_status train_config_finish(train_config *c) {
     }
     if (c->lora_r > 0) {
         WGT_TRY(model_lora_targets_check(c->lora_targets, c->model.arch, "--lora-targets"));
-        if (prec != MODEL_PREC_F32)
-            return wgt_fail(WGT_ERR_CONFIG, "--lora with --precision %s: LoRA runs in f32 in this build; use --precision "
-                            "f32 (--base-precision bf16 or nf4 shrinks the frozen base instead)", c->precision);
     }
     if (c->steps < 1 && !c->init[0])
         return wgt_fail(WGT_ERR_CONFIG, "--steps must be at least 1 (0 only with --init: the model becomes a run "
