@@ -3,7 +3,8 @@
 # docs/memory.md): writes random models of real configs (Llama-3.2-1B, SmolLM2-360M; BF16 weights)
 # with bench/lora_models.py, then for each run prints wgtrain's memory plan, the device bytes its
 # training actually peaked at, and its tokens/s, beside PyTorch + PEFT (bf16 base, fp32 compute) on
-# the same shapes (bench/lora_models.py --peft). Needs transformers and peft for the PyTorch side.
+# the same shapes (bench/lora_models.py --peft). The Llama runs include --base-precision bf16 and
+# nf4 (packed frozen bases, refused up front by --memory-limit 6 / 4 GiB if their plan does not fit). Needs transformers and peft for the PyTorch side.
 #   bench/lora_1b.sh WORK_DIR
 # Env: WGTRAIN (default build/wgtrain), PYTHON (default python3), STEPS (default 20).
 set -euo pipefail
@@ -25,5 +26,10 @@ run() {  # NAME INIT [train flags...]
 }
 run llama1b_lora "$work/llama-3.2-1b" --batch 1 --seq 2048 --lora 16 --lora-targets all-linear --recompute block
 run llama1b_lora_none "$work/llama-3.2-1b" --batch 1 --seq 2048 --lora 16 --lora-targets all-linear --recompute none
+# the frozen base packed (--base-precision): the 6 GiB (bf16) and 4 GiB (nf4) targets
+run llama1b_lora_bf16 "$work/llama-3.2-1b" --batch 1 --seq 2048 --lora 16 --lora-targets all-linear --recompute block \
+    --base-precision bf16 --memory-limit 6
+run llama1b_lora_nf4 "$work/llama-3.2-1b" --batch 1 --seq 2048 --lora 16 --lora-targets all-linear --recompute block \
+    --base-precision nf4 --memory-limit 4
 run smollm360_full "$work/smollm2-360m" --batch 4 --seq 2048 --recompute block
 $PY bench/lora_models.py peft "$work" --steps "$STEPS"

@@ -10,6 +10,7 @@
 // (test_cpu_grad.c) stay beside this one.
 #include <stdint.h>
 #include "backend/cpu/ops.h"
+#include "backend/lowbit.h"
 #include "backend/opt_status.h"
 #include "backend/op_desc.h"
 #include "backend/webgpu/wg_ops.h"
@@ -37,6 +38,25 @@ static int scalar_of(const wgt_op_desc *d, const char *name) {
     for (int i = 0; i < d->ns; i++)
         if (!strcmp(d->s[i].name, name)) return i;
     return -1;
+}
+
+// a packed frozen weight (backend/lowbit.h): f16 / bf16 words of N(0,1) values (random bits
+// would hold NaN and Inf), nf4 words of random codes and absmax values in [0, 2)
+static void prep_lowbit(const wgt_op_desc *d, float **h, const double *s) {
+    const uint32_t fmt = (uint32_t)s[scalar_of(d, "fmt")], WW = (uint32_t)s[scalar_of(d, "WW")];
+    uint32_t *w = (uint32_t *)h[bind_of(d, "weight")];
+    for (uint32_t i = 0; i < WW; i++) {
+        if (fmt == WGT_LOWBIT_NF4) {
+            w[i] = trng_u32();
+            continue;
+        }
+        float a = trng_normal(), b = trng_normal();
+        uint32_t lo = fmt == WGT_LOWBIT_F16 ? wgt_f32_to_f16(a) : wgt_f32_to_bf16(a);
+        uint32_t hi = fmt == WGT_LOWBIT_F16 ? wgt_f32_to_f16(b) : wgt_f32_to_bf16(b);
+        w[i] = lo | hi << 16;
+    }
+    float *am = h[bind_of(d, "absmax")];
+    for (uint32_t i = 0; i < (uint32_t)s[scalar_of(d, "NB")]; i++) am[i] = 2.0f * (float)(trng_u32() >> 8) / 16777216.0f;
 }
 
 // layernorm_backward needs the mean and rstd of its input
@@ -180,6 +200,18 @@ static const op_case cases[] = {
     {"matmul_t_f16", "N=37,C=67,OC=50", 1e-5, 1e-5, NULL},
     {"matmul_at_f16", "N=300,C=67,OC=52", 1e-5, 1e-5, NULL},
     {"matmul_at_f16", "N=33,C=130,OC=20", 1e-5, 1e-5, NULL},
+    // packed frozen weights (f16, bf16, nf4): both sides decode the same values exactly, then an f32
+    // GEMM each (f32 sums in another order): the f32 GEMM tolerances. Odd C (rows start mid-word),
+    // sizes off the 128-tiles, nf4 blocks of 64 that straddle rows (C = 200) or not (C = 64)
+    {"matmul_lowbit", "N=37,C=70,OC=53,fmt=0,WW=1855", 1e-5, 1e-5, prep_lowbit},
+    {"matmul_lowbit", "N=65,C=33,OC=67,fmt=1,WW=1106", 1e-5, 1e-5, prep_lowbit},
+    {"matmul_lowbit", "N=37,C=200,OC=45,fmt=2,WW=1125,NB=141", 1e-5, 1e-5, prep_lowbit},
+    {"matmul_lowbit", "N=130,C=64,OC=129,fmt=2,WW=1032,NB=129", 1e-5, 1e-5, prep_lowbit},
+    {"matmul_lowbit", "N=257,C=72,OC=131,fmt=0,WW=4716", 1e-5, 1e-5, prep_lowbit},  // 3 x 2 tiles of 128
+    {"matmul_t_lowbit", "N=37,C=70,OC=53,fmt=0,WW=1855", 1e-5, 1e-5, prep_lowbit},
+    {"matmul_t_lowbit", "N=65,C=33,OC=67,fmt=1,WW=1106", 1e-5, 1e-5, prep_lowbit},
+    {"matmul_t_lowbit", "N=37,C=200,OC=45,fmt=2,WW=1125,NB=141", 1e-5, 1e-5, prep_lowbit},
+    {"matmul_t_lowbit", "N=130,C=129,OC=64,fmt=2,WW=1032,NB=129", 1e-5, 1e-5, prep_lowbit},
     // the casts are exact on both sides: bitwise
     {"cast_f16", "n=4099", 0, 0, NULL},
     {"cast_f16", "n=70000", 0, 0, NULL},

@@ -132,10 +132,14 @@ check "gpt2: 4 adapters, rsLoRA scale 8/sqrt(2)" grep -q "scale 5.65685.* 4 adap
 expect_fail "gpt2 target q" "qkv" $W train --init "$T/g" --data "$T/data" --out "$T/r1" "${R[@]}" --lora 2 --lora-targets q
 expect_fail "llama target lm_head" "--lora-targets" $W train --init "$T/base" --data "$T/data" --out "$T/r2" "${R[@]}" \
     --lora 2 --lora-targets q,lm_head
-expect_fail "LoRA in f16" "--precision" $W train --init "$T/base" --data "$T/data" --out "$T/r3" "${R[@]}" --lora 2 \
-    --precision f16
-expect_fail "--base-precision nf4 (not in this build)" "not in this build" $W train --init "$T/base" --data "$T/data" \
-    --out "$T/r5" "${R[@]}" --lora 2 --base-precision nf4
+out=$($W train --init "$T/base" --data "$T/data" --out "$T/r3" "${R[@]}" --steps 4 --lora 2 --precision f16 2>&1); rc=$?
+check "LoRA in f16 (mixed precision) trains ($out)" test $rc -eq 0
+check "LoRA in f16: the loss falls" $PY -c "
+import json, sys
+rows = [json.loads(l)['loss'] for l in open(sys.argv[1]) if '\"loss\"' in l]
+sys.exit(0 if len(rows) >= 4 and rows[-1] < rows[0] - 0.05 else 1)" "$T/r3/metrics.jsonl"
+expect_fail "--base-precision nf4 without --lora" "needs --lora" $W train --init "$T/base" --data "$T/data" \
+    --out "$T/r5" "${R[@]}" --base-precision nf4
 expect_fail "rank above the limit" "--lora" $W train --init "$T/base" --data "$T/data" --out "$T/r4" "${R[@]}" --lora 5000
 expect_fail "export --merge of a full run" "LoRA run" bash -c "'$W' train --init '$T/base' --data '$T/data' --out '$T/full' \
     ${R[*]} --steps 1 >/dev/null 2>&1; '$W' export --run '$T/full' --out '$T/fm' --merge"

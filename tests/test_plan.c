@@ -69,8 +69,8 @@ static void one(wgt_backend *be, const char *name, const model_config *c, int B,
 int main(void) {
     wgt_backend *cpu;
     if (backend_cpu_init(&cpu) != WGT_OK) die("cpu");
-    model_lora_opts lora = {8, 16, 0.1, 0, "all-linear"};
-    model_lora_opts lora_qv = {4, 8, 0, 1, "q,v"};
+    model_lora_opts lora = {8, 16, 0.1, 0, "all-linear", MODEL_BASE_F32};
+    model_lora_opts lora_qv = {4, 8, 0, 1, "q,v", MODEL_BASE_F32};
     const model_precision precs[2] = {MODEL_PREC_F32, MODEL_PREC_F16};
     for (int f = 0; f < 2; f++)
         for (int pi = 0; pi < 2; pi++)
@@ -83,6 +83,15 @@ int main(void) {
     one(cpu, "cpu llama lora all-linear", &LLAMA, 3, 32, MODEL_PREC_F32, &lora, MODEL_RECOMPUTE_NONE, 0);
     one(cpu, "cpu llama lora q,v block", &LLAMA, 3, 32, MODEL_PREC_F32, &lora_qv, MODEL_RECOMPUTE_BLOCK, 0);
     one(cpu, "cpu gpt2 lora attention", &GPT2, 1, 64, MODEL_PREC_F32, &lora, MODEL_RECOMPUTE_ATTENTION, 0);
+    // frozen bases packed (--base-precision): the packed words, absmax and marker are weights too
+    model_lora_opts lora_bf16 = lora, lora_nf4 = lora, lora_f16 = lora_qv;
+    lora_bf16.base_prec = MODEL_BASE_BF16;
+    lora_nf4.base_prec = MODEL_BASE_NF4;
+    lora_f16.base_prec = MODEL_BASE_F16;
+    one(cpu, "cpu llama lora bf16 base", &LLAMA, 2, 48, MODEL_PREC_F32, &lora_bf16, MODEL_RECOMPUTE_NONE, 0);
+    one(cpu, "cpu llama lora nf4 base block", &LLAMA, 2, 48, MODEL_PREC_F32, &lora_nf4, MODEL_RECOMPUTE_BLOCK, 0);
+    one(cpu, "cpu llama lora f16 base q,v", &LLAMA, 2, 48, MODEL_PREC_F32, &lora_f16, MODEL_RECOMPUTE_NONE, 0);
+    one(cpu, "cpu llama lora nf4 base, precision f16", &LLAMA, 2, 48, MODEL_PREC_F16, &lora_nf4, MODEL_RECOMPUTE_NONE, 0);
     // the largest batch under a limit: its plan fits, the next one's does not
     model_opts o = {MODEL_PREC_F32, NULL, MODEL_RECOMPUTE_NONE, 0};
     model_plan p4, fit, next;
@@ -102,13 +111,18 @@ int main(void) {
     cpu->free(cpu);
 
     // a fresh device each: its peak counts since it opened
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         bpair P = bpair_open();
         if (k == 0) one(P.gpu, "webgpu llama f32 step", &LLAMA, 2, 48, MODEL_PREC_F32, NULL, MODEL_RECOMPUTE_NONE, 1);
         if (k == 1) one(P.gpu, "webgpu gpt2 f16 block step", &GPT2, 2, 64, MODEL_PREC_F16, NULL, MODEL_RECOMPUTE_BLOCK, 1);
         if (k == 2)
             one(P.gpu, "webgpu llama lora attention step", &LLAMA, 2, 48, MODEL_PREC_F32, &lora, MODEL_RECOMPUTE_ATTENTION,
                 1);
+        if (k == 3) {
+            model_lora_opts lq = lora;
+            lq.base_prec = MODEL_BASE_NF4;
+            one(P.gpu, "webgpu llama lora nf4 base step", &LLAMA, 2, 48, MODEL_PREC_F32, &lq, MODEL_RECOMPUTE_NONE, 1);
+        }
         bpair_close(&P);
     }
     return test_finish();

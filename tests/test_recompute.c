@@ -100,7 +100,7 @@ static void compare(wgt_backend *be, const char *name, const model_config *cfg, 
 int main(void) {
     wgt_backend *cpu;
     if (backend_cpu_init(&cpu) != WGT_OK) die("cpu");
-    model_lora_opts lora = {4, 8, 0.2, 0, "all-linear"};
+    model_lora_opts lora = {4, 8, 0.2, 0, "all-linear", MODEL_BASE_F32};
     compare(cpu, "gpt2", &GPT2, MODEL_PREC_F32, NULL, 0.0f, 1);
     compare(cpu, "gpt2 dropout", &GPT2, MODEL_PREC_F32, NULL, 0.1f, 1);
     compare(cpu, "gpt2 f16", &GPT2, MODEL_PREC_F16, NULL, 0.0f, 1);

@@ -61,6 +61,8 @@
     X(matmul_f16, "matmul with inp and weight in f16, f32 accumulation")                       \
     X(matmul_t_f16, "matmul_t with weight in f16, f32 accumulation")                           \
     X(matmul_at_f16, "matmul_at with inp in f16, f32 accumulation")                            \
+    X(matmul_lowbit, "matmul with a packed frozen weight (fmt 0 f16, 1 bf16, 2 nf4) decoded as it is loaded") \
+    X(matmul_t_lowbit, "matmul_t with a packed frozen weight (fmt 0 f16, 1 bf16, 2 nf4) decoded as it is loaded") \
     X(cast_f16, "out (f16) = inp rounded to nearest even; +-Inf past 65504, NaN stays NaN")    \
     X(cast_f32, "out = inp (f16) widened to f32, exact")                                       \
     X(qk_norm_forward, "RMSNorm over each q head (q_weight) and k head (k_weight) of qkv, times (w_offset + w); v copied; saves rstd") \
@@ -270,6 +272,24 @@
     SCAL(NH, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NKV, U32, WGT_REQ, 1, WGT_U32_MAX)                 \
     SCAL(HS, U32, WGT_REQ, 1, 256) SCAL(maxT, U32, WGT_REQ, 1, WGT_U32_MAX)                        \
     SCAL(window, U32, 0, 0, WGT_U32_MAX)
+
+// ---- GEMMs on a packed frozen weight W [OC, C] (docs/kernels.md#matmul_lowbit; LoRA's frozen base,
+// docs/memory.md). weight: WW 4-byte words holding W's OC*C values in row-major order, element e
+// at word e/2 half e%2 (fmt 0 IEEE f16, 1 bfloat16: the top 16 bits of the f32) or word e/8 bits
+// 4(e%8).. (fmt 2 nf4: the index of one of the 16 NormalFloat levels, times absmax[e/64]); absmax
+// (NB values, fmt 2 only) may be absent for fmt 0 and 1. WW (and NB) must cover OC*C values.
+#define WGT_OP_matmul_lowbit(BIND, SCAL)                                                           \
+    BIND(out, OUT, F32, "N,OC") BIND(inp, IN, F32, "N,C") BIND(weight, IN, U32, "WW")              \
+    BIND(absmax, IN_OPT, F32, "NB") BIND(bias, IN_OPT, F32, "OC")                                  \
+    SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
+    SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(fmt, U32, WGT_REQ, 0, 2)                           \
+    SCAL(WW, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NB, U32, 0, 0, WGT_U32_MAX)
+#define WGT_OP_matmul_t_lowbit(BIND, SCAL)                                                         \
+    BIND(dinp, OUT, F32, "N,C") BIND(dout, IN, F32, "N,OC") BIND(weight, IN, U32, "WW")            \
+    BIND(absmax, IN_OPT, F32, "NB")                                                                \
+    SCAL(N, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(C, U32, WGT_REQ, 1, WGT_U32_MAX)                    \
+    SCAL(OC, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(fmt, U32, WGT_REQ, 0, 2)                           \
+    SCAL(WW, U32, WGT_REQ, 1, WGT_U32_MAX) SCAL(NB, U32, 0, 0, WGT_U32_MAX)
 
 // ---- residual, gradient norm, optimizer (docs/kernels.md#residual, #optimizer) ----
 #define WGT_OP_residual_forward(BIND, SCAL)                                                        \

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "backend/lowbit.h"
 #include "backend/op_desc.h"
 #include "backend/opt_status.h"
 #include "cli/cli.h"
@@ -253,6 +254,19 @@ static wgt_status op_checks(op_call *c) {
                                 "example, so it must be at most its position (%zu) and not below the entry before it",
                                 d->name, i / T, t, doc[i], t);
         }
+    }
+    // a packed weight: its words hold OC x C values of the format, an nf4 one has its absmax
+    if (id == WGT_OP_ID_matmul_lowbit || id == WGT_OP_ID_matmul_t_lowbit) {
+        const uint32_t fmt = (uint32_t)c->s[scalar_index(d, "fmt")];
+        const uint64_t n = (uint64_t)c->s[scalar_index(d, "C")] * (uint64_t)c->s[scalar_index(d, "OC")];
+        const uint64_t words = wgt_lowbit_words(fmt, n), blocks = wgt_lowbit_blocks(fmt, n);
+        if (c->s[scalar_index(d, "WW")] < (double)words)
+            return wgt_fail(WGT_ERR_ARG, "%s: weight holds %.0f words; OC x C = %llu values of fmt %u (%s) need %llu",
+                            d->name, c->s[scalar_index(d, "WW")], (unsigned long long)n, fmt,
+                            fmt == 0 ? "f16" : fmt == 1 ? "bf16" : "nf4", (unsigned long long)words);
+        if (fmt == WGT_LOWBIT_NF4 && (!c->have[bind_index(d, "absmax")] || c->s[scalar_index(d, "NB")] < (double)blocks))
+            return wgt_fail(WGT_ERR_ARG, "%s: an nf4 weight needs absmax, one value per 64: %llu for OC x C = %llu values "
+                            "(--in absmax=FILE)", d->name, (unsigned long long)blocks, (unsigned long long)n);
     }
     // decoding with a cache: every row's new positions inside the cache, tokens inside the
     // vocabulary, an even head size for the rotation

@@ -78,9 +78,9 @@ static wgt_status plan_main(int argc, char **argv) {
     WGT_TRY(train_config_finish(&c));
     wgt_backend *be = NULL;
     WGT_TRY(cli_backend_open(&be, device, adapter, 0));
-    printf("plan: %s on %s: %d layers, d_model %d, d_ff %d, vocabulary %d; batch %d x %d tokens, precision %s%s\n",
+    printf("plan: %s on %s: %d layers, d_model %d, d_ff %d, vocabulary %d; batch %d x %d tokens, precision %s%s%s\n",
            c.model.arch, be->name, c.model.n_layer, c.model.d_model, c.model.d_ff, c.model.vocab, c.batch, c.seq,
-           c.precision, c.lora_r ? ", LoRA" : "");
+           c.precision, c.lora_r ? ", LoRA, base " : "", c.lora_r ? (c.base_precision[0] ? c.base_precision : "f32") : "");
     model_lora_opts lora;
     lora_run_opts(&c, &lora);
     for (int r = MODEL_RECOMPUTE_NONE; r <= MODEL_RECOMPUTE_BLOCK; r++) {

@@ -366,6 +366,7 @@ static void backward(wgt_model *m) {
     be->fill_zero(be, a->dres, (size_t)BT * C);
     be->rmsnorm_backward(be, a->dres, g->norm_w, a->dtmp, a->res_final, p->norm_w, a->rstdf, BT, C);
     for (int l = m->c.n_layer - 1; l >= 0; l--) block_backward(m, l);
+    if (model_base_frozen(m)) return;  // (LoRA: the embedding is frozen)
     be->scale_inplace(be, a->dres, (size_t)BT * C, embed_scale(&m->c));                             // through * sqrt(C)
     be->fill_zero(be, a->dpos, (size_t)T * C);
     be->embedding_backward(be, g->embed, a->dpos, a->dres, m->tokens, B, T, C, V);

@@ -15,6 +15,7 @@
 #include "backend/dropout.h"
 #include "core/fileutil.h"
 #include "core/json_strict.h"
+#include "model/base_lowbit.h"
 #include "model/lora.h"
 #include "model/model_impl.h"
 
@@ -111,6 +112,7 @@ struct model_lora {
     wgt_view xd, dx;         // [N, max_in] the dropped input, an input gradient
     wgt_view u, du;          // [N, r]
     wgt_view y;              // [N, max_out] an adapter's output / its part of dout
+    wgt_view x32;            // --precision f16: [N, widest GEMM input] a frozen GEMM's f16 input widened
 };
 
 static size_t align_up(size_t n) { return (n + WGT_VIEW_ALIGN - 1) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN; }
@@ -125,9 +127,6 @@ wgt_status lora_plan(wgt_model *m, const model_lora_opts *lo, model_lora **out) 
     if (!(lo->dropout >= 0 && lo->dropout <= 0.9))
         return wgt_fail(WGT_ERR_ARG, "--lora-dropout %g must be in [0, 0.9]", lo->dropout);
     if (lo->rslora != 0 && lo->rslora != 1) return wgt_fail(WGT_ERR_ARG, "--lora-rslora must be 0 or 1");
-    if (m->prec != MODEL_PREC_F32)
-        return wgt_fail(WGT_ERR_CONFIG, "--lora with --precision %s: LoRA runs in f32 in this build; use --precision f32",
-                        model_precision_name(m->prec));
     unsigned mask;
     WGT_TRY(targets_parse(lo->targets, m->arch, "--lora-targets", &mask));
     model_lora *l = wgt_calloc(1, sizeof *l);
@@ -164,7 +163,7 @@ wgt_status lora_plan(wgt_model *m, const model_lora_opts *lo, model_lora **out) 
 wgt_status lora_alloc(wgt_model *m) {
     model_lora *l = m->lora;
     const size_t N = (size_t)m->B * m->T, r = (size_t)l->o.r;
-    model_alloc(m, &m->base, m->n_base, "frozen_base", 1);
+    base_lowbit_alloc(m);  // f32, or the projections packed (--base-precision)
     model_alloc(m, &l->marker, WGT_VIEW_ALIGN, "frozen_grad_marker", 0);
     const size_t ns = m->n_base - m->base_decay_end;
     model_alloc(m, &l->sink, ns ? ns : 1, "frozen_grad_sink", 1);
@@ -173,6 +172,12 @@ wgt_status lora_alloc(wgt_model *m) {
     model_alloc(m, &l->u, N * r, "lora_u", 0);
     model_alloc(m, &l->du, N * r, "lora_du", 0);
     model_alloc(m, &l->y, N * l->max_out, "lora_y", 0);
+    if (m->prec == MODEL_PREC_F16) {  // the widest input of a frozen GEMM (a matrix's second dimension)
+        size_t wide = 1;
+        for (int i = 0; i < m->np; i++)
+            if (m->t[i].info.ndim == 2 && m->t[i].info.shape[1] > wide) wide = m->t[i].info.shape[1];
+        model_alloc(m, &l->x32, N * wide, "lora_x32", 0);
+    }
     return m->alloc_st;
 }
 
@@ -287,8 +292,14 @@ static void fwd_one(wgt_model *m, const model_lora_adapter *a, int idx, uint32_t
     be->add_cols(be, g->out, y, g->N, g->OC, O, O, row0, 0, l->scale, 1);          // out[:, row0..] += s y
 }
 
+wgt_view lora_widen(wgt_model *m, wgt_view inp, size_t n) {
+    wgt_view x = model_subview(m->lora->x32, 0, n);
+    m->be->cast_f32(m->be, x, inp, n);
+    return x;
+}
+
 void lora_matmul(wgt_model *m, wgt_view out, wgt_view inp, wgt_view w, uint32_t N, uint32_t C, uint32_t OC) {
-    if (!m->lora || w.buf != m->base.buf) return;
+    if (!m->lora || (w.buf != m->base.buf && !base_lowbit_is(m, w))) return;
     gemm_args g = {out, inp, N, C, OC};
     each_adapter(m, w, C, fwd_one, &g);
 }
@@ -316,7 +327,7 @@ static void bwd_inp_one(wgt_model *m, const model_lora_adapter *a, int idx, uint
 }
 
 void lora_matmul_t(wgt_model *m, wgt_view dinp, wgt_view dout, wgt_view w, uint32_t N, uint32_t C, uint32_t OC) {
-    if (!m->lora || w.buf != m->base.buf) return;
+    if (!m->lora || (w.buf != m->base.buf && !base_lowbit_is(m, w))) return;
     gemm_args g = {dout, dinp, N, C, OC};
     each_adapter(m, w, C, bwd_inp_one, &g);
 }
@@ -333,6 +344,8 @@ static void bwd_w_one(wgt_model *m, const model_lora_adapter *a, int idx, uint32
     be->matmul_at(be, dB_of(m, a), model_no_view(), model_subview(l->y, 0, (size_t)g->N * O), u, g->N, r, O);
     be->matmul_at(be, dA_of(m, a), model_no_view(), model_subview(l->du, 0, (size_t)g->N * r), x, g->N, g->C, r);
 }
+
+int lora_grad_frozen(const wgt_model *m, wgt_view dw) { return m->lora && dw.buf == m->lora->marker.buf; }
 
 int lora_matmul_at(wgt_model *m, wgt_view dw, wgt_view dout, wgt_view inp, uint32_t N, uint32_t C, uint32_t OC) {
     if (!m->lora || dw.buf != m->lora->marker.buf) return 0;
@@ -362,6 +375,7 @@ wgt_status model_lora_base_fingerprint(wgt_model *m, char hex[17]) {
 wgt_status model_lora_merge(wgt_model *m) {
     model_lora *l = m->lora;
     if (!l || l->merged) return WGT_OK;
+    WGT_TRY(base_lowbit_unpack(m));  // a packed base: the merged weights are f32
     float *st_h = wgt_malloc(m->n_elems * sizeof *st_h);
     wgt_status st = m->be->download(m->be, st_h, m->params, m->n_elems);
     const size_t r = (size_t)l->o.r;

@@ -18,6 +18,7 @@ typedef struct {
     double dropout;                 // on the adapter's input, in [0, 1)
     int rslora;                     // 1: scale alpha / sqrt(r)
     char targets[LORA_TARGETS_MAX]; // "all-linear", or a comma list of q,k,v,qkv,o,gate,up,down
+    model_base_prec base_prec;      // the frozen base's projection weights (f32 default)
 } model_lora_opts;
 
 // The targets string against family `arch`: each name must be one of the family's projections
@@ -92,10 +93,15 @@ wgt_view lora_grad_view(const wgt_model *m, const model_param_info *p);
 wgt_status lora_init_adapters(wgt_model *m, uint64_t seed);
 int lora_training(const wgt_model *m);
 void lora_zero_sink(wgt_model *m);
+// --precision f16: n values of the f16 activation inp widened to f32 in LoRA's scratch (the frozen
+// GEMMs and the adapters take f32 inputs); valid until the next call.
+wgt_view lora_widen(wgt_model *m, wgt_view inp, size_t n);
 // After the base GEMM out = inp W^T: out += s B A drop(inp) for each adapter inside w.
 void lora_matmul(wgt_model *m, wgt_view out, wgt_view inp, wgt_view w, uint32_t N, uint32_t C, uint32_t OC);
 // After dinp = dout W: dinp += drop^T(s (dout B) A) for each adapter inside w.
 void lora_matmul_t(wgt_model *m, wgt_view dinp, wgt_view dout, wgt_view w, uint32_t N, uint32_t C, uint32_t OC);
+// Whether dw is a frozen weight's gradient view (lora_matmul_at takes it).
+int lora_grad_frozen(const wgt_model *m, wgt_view dw);
 // dw a frozen weight's gradient view: accumulates the gradients of its adapters and returns 1
 // (the base's own gradient is not computed); 0 when dw is a trained tensor's.
 int lora_matmul_at(wgt_model *m, wgt_view dw, wgt_view dout, wgt_view inp, uint32_t N, uint32_t C, uint32_t OC);

@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/fileutil.h"
 #include "core/json_strict.h"
+#include "model/base_lowbit.h"
 #include "model/lora.h"
 #include "model/model_impl.h"
 
@@ -610,19 +611,31 @@ wgt_view model_half_weight(const wgt_model *m, wgt_view w) {
     return model_subview(m->params_h, w.off / 2, wgt_f16_words(w.n));
 }
 
+// LoRA in f16: a frozen weight (in the base, f32 or packed) has no f16 copy, so its GEMM and its
+// adapters take the f16 input widened to f32 (LoRA's scratch).
+static int frozen_f16(const wgt_model *m, wgt_view w) {
+    return m->lora && model_f16(m) && (w.buf == m->base.buf || base_lowbit_is(m, w));
+}
+
 void model_matmul(wgt_model *m, wgt_view out, wgt_view inp, wgt_view w, wgt_view bias, uint32_t N, uint32_t C,
                   uint32_t OC) {
-    if (model_f16(m)) m->be->matmul_f16(m->be, out, inp, model_half_weight(m, w), bias, N, C, OC);
+    if (frozen_f16(m, w)) inp = lora_widen(m, inp, (size_t)N * C);
+    if (base_lowbit_is(m, w)) base_lowbit_matmul(m, out, inp, w, bias, N, C, OC);  // a packed frozen base
+    else if (frozen_f16(m, w)) m->be->matmul(m->be, out, inp, w, bias, N, C, OC);
+    else if (model_f16(m)) m->be->matmul_f16(m->be, out, inp, model_half_weight(m, w), bias, N, C, OC);
     else m->be->matmul(m->be, out, inp, w, bias, N, C, OC);
     lora_matmul(m, out, inp, w, N, C, OC);
 }
 void model_matmul_t(wgt_model *m, wgt_view dinp, wgt_view dout, wgt_view w, uint32_t N, uint32_t C, uint32_t OC) {
-    if (model_f16(m)) m->be->matmul_t_f16(m->be, dinp, dout, model_half_weight(m, w), N, C, OC);
+    if (base_lowbit_is(m, w)) base_lowbit_matmul_t(m, dinp, dout, w, N, C, OC);
+    else if (frozen_f16(m, w)) m->be->matmul_t(m->be, dinp, dout, w, N, C, OC);  // (dout, dinp are f32)
+    else if (model_f16(m)) m->be->matmul_t_f16(m->be, dinp, dout, model_half_weight(m, w), N, C, OC);
     else m->be->matmul_t(m->be, dinp, dout, w, N, C, OC);
     lora_matmul_t(m, dinp, dout, w, N, C, OC);
 }
 void model_matmul_at(wgt_model *m, wgt_view dw, wgt_view db, wgt_view dout, wgt_view inp, uint32_t N, uint32_t C,
                      uint32_t OC) {
+    if (m->lora && model_f16(m) && lora_grad_frozen(m, dw)) inp = lora_widen(m, inp, (size_t)N * C);
     if (lora_matmul_at(m, dw, dout, inp, N, C, OC)) return;  // a frozen weight: its adapters' gradients alone
     if (model_f16(m)) m->be->matmul_at_f16(m->be, dw, db, dout, inp, N, C, OC);
     else m->be->matmul_at(m->be, dw, db, dout, inp, N, C, OC);
@@ -701,6 +714,10 @@ wgt_status model_init_opts(wgt_model **out, wgt_backend *be, const model_config 
     m->n_base = m->n_elems;
     m->base_decay_end = m->decay_end;
     wgt_status lst = lora_plan(m, lo, &m->lora);  // under LoRA n_elems becomes the adapters'
+    if (lst == WGT_OK && lo && lo->base_prec != MODEL_BASE_F32 && !m->lora)
+        lst = wgt_fail(WGT_ERR_CONFIG, "--base-precision %s stores a frozen base: it needs --lora R (a model whose every "
+                       "weight trains keeps them in f32)", model_base_prec_name(lo->base_prec));
+    if (lst == WGT_OK && m->lora) lst = base_lowbit_plan(m, lo->base_prec);
     if (lst != WGT_OK) {
         model_free(m);
         return lst;
@@ -737,7 +754,8 @@ wgt_status model_init_opts(wgt_model **out, wgt_backend *be, const model_config 
         m->gg = wgt_calloc(1, a->globals_size ? a->globals_size : 1);
         m->pl = wgt_calloc(1, lsize ? lsize : 1);
         m->gl = wgt_calloc(1, lsize ? lsize : 1);
-        bind_views(m, m->base, m->pg, m->pl);
+        if (m->packed) base_lowbit_bind(m);
+        else bind_views(m, m->base, m->pg, m->pl);
         if (!m->inference && !m->lora) bind_views(m, m->grads, m->gg, m->gl);
         else if (!m->inference) bind_frozen_grads(m);
         st = a->init(m);
@@ -763,6 +781,7 @@ void model_free(wgt_model *m) {
     free(m->gl);
     free(m->acts);
     lora_free(m->lora);
+    base_lowbit_free(m);
     free(m);
 }
 
@@ -784,11 +803,12 @@ wgt_status model_param_get(wgt_model *m, int i, float *dst, int grad) {
     const model_param_info *p = model_param(m, i);
     WGT_ASSERT(!grad || !m->lora, "model_param_get: the frozen base of a LoRA model has no gradients");
     WGT_ASSERT(!grad || !m->inference, "model_param_get: an inference-only model has no gradients");
-    return m->be->download(m->be, dst, tensor_view(grad ? m->grads : m->base, p), p->n);
+    if (!grad) return base_tensor_get(m, p, dst);  // (a packed base decoded)
+    return m->be->download(m->be, dst, tensor_view(m->grads, p), p->n);
 }
 wgt_status model_param_set(wgt_model *m, int i, const float *src) {
     const model_param_info *p = model_param(m, i);
-    WGT_TRY(m->be->upload(m->be, tensor_view(m->base, p), src, p->n));
+    WGT_TRY(base_tensor_put(m, p, src));  // (a packed base quantised)
     m->half_stale = 1;
     return m->be->sync(m->be);
 }
@@ -821,7 +841,9 @@ wgt_status model_init_random(wgt_model *m, uint64_t seed) {
         case MODEL_INIT_RESIDUAL: for (size_t k = 0; k < p->n; k++) d[k] = resid_std * rng_normal(&s); break;
         }
     }
-    wgt_status st = m->be->upload(m->be, m->base, h, m->n_base);
+    wgt_status st = WGT_OK;
+    if (!m->packed) st = m->be->upload(m->be, m->base, h, m->n_base);
+    for (int i = 0; m->packed && i < m->np && st == WGT_OK; i++) st = base_tensor_put(m, &m->t[i].info, h + m->t[i].info.off);
     free(h);
     if (st == WGT_OK && m->lora) st = lora_init_adapters(m, seed);
     m->half_stale = 1;
@@ -1032,7 +1054,7 @@ wgt_status model_load_safetensors(wgt_model *m, const char *path) {
                 for (size_t c = 0; c < Cc; c++) tmp[r * Cc + c] = buf[c * R + r];
             src = tmp;
         }
-        st = m->be->upload(m->be, tensor_view(m->base, p), src, p->n);
+        st = base_tensor_put(m, p, src);  // (a packed base quantised)
     }
     free(order);
     free(src_t);
@@ -1057,7 +1079,10 @@ static wgt_status save_st(wgt_model *m, const char *path, int grads, int hf_expo
     WGT_ASSERT(!grads || !m->inference, "model_save_safetensors: an inference-only model has no gradients");
     float *h = wgt_malloc(m->n_base * 4);
     float *hf = wgt_malloc(m->n_base * 4);
-    wgt_status st = m->be->download(m->be, h, grads ? m->grads : m->base, m->n_base);
+    wgt_status st = WGT_OK;
+    if (m->packed)  // a packed base: its tensors decoded
+        for (int i = 0; i < m->np && st == WGT_OK; i++) st = base_tensor_get(m, &m->t[i].info, h + m->t[i].info.off);
+    else st = m->be->download(m->be, h, grads ? m->grads : m->base, m->n_base);
     if (st != WGT_OK) {
         free(h);
         free(hf);

@@ -115,6 +115,14 @@ const char *model_recompute_name(model_recompute r);  // "none", "attention", "b
 // "none", "attention" or "block"; anything else is WGT_ERR_ARG naming `flag` and the choices.
 wgt_status model_recompute_parse(const char *s, const char *flag, model_recompute *out);
 
+// ---- the storage of a LoRA run's frozen base (--base-precision; docs/memory.md): every per-layer
+// projection weight f32, f16, bf16 or nf4 (QLoRA's NormalFloat, blocks of 64 with their absmax);
+// the embeddings, an untied lm_head, the norms and biases stay f32.
+typedef enum { MODEL_BASE_F32, MODEL_BASE_F16, MODEL_BASE_BF16, MODEL_BASE_NF4 } model_base_prec;
+const char *model_base_prec_name(model_base_prec p);  // "f32", "f16", "bf16", "nf4"
+// one of those names; anything else is WGT_ERR_ARG naming `flag` and the choices
+wgt_status model_base_prec_parse(const char *s, const char *flag, model_base_prec *out);
+
 // ---- a model on a backend, for batches of B x T tokens
 typedef struct wgt_model wgt_model;
 // Validates the config and that the device can hold it; allocates everything once (f32).

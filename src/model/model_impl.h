@@ -127,6 +127,7 @@ struct wgt_model {
     wgt_view base;
     size_t n_base, base_decay_end;
     struct model_lora *lora;   // NULL: every parameter trains
+    struct model_packed *packed;  // LoRA with --base-precision f16|bf16|nf4 (base_lowbit.h); NULL: f32 base
     model_recompute recompute; // what the family's init shares between blocks and its backward recomputes
     int inference;      // parameters only: no gradients, no AdamW moments (model_opts.inference)
     // the family's view structs over the parameters and over the gradients: globals, then
@@ -167,6 +168,16 @@ wgt_view model_branch_dropout_grad(wgt_model *m, wgt_view tmp, wgt_view dres, in
 // Whether the parameter table is frozen (LoRA): a family then skips the gradients that are no
 // GEMM's (the embedding's), which have nowhere to go; the GEMM helpers skip the frozen weights'.
 static inline int model_base_frozen(const wgt_model *m) { return m->lora != NULL; }
+
+// The packed frozen base (base_lowbit.c): the span of the table's layout it covers, its format
+// (backend/lowbit.h), the buffers, and the marker the packed weights' views point into.
+typedef struct model_packed {
+    model_base_prec prec;
+    uint32_t fmt;
+    size_t p0, p1;   // packed span [p0, p1) of the layout; the f32 base leaves out [p0, align(p1))
+    size_t cut;      // align(p1) - p0
+    wgt_view words, absmax, marker;
+} model_packed;
 
 // Allocates a zeroed device buffer of n elements as *v, named `label` in messages. It must fit
 // one storage binding unless may_exceed. After a failure it does nothing more; the first

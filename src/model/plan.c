@@ -15,13 +15,14 @@ const char *plan_kind_name(plan_kind k) { return k >= 0 && k < PLAN_KINDS ? kind
 
 // The kind of a buffer by the label the model gave it.
 static plan_kind kind_of(const char *label) {
-    static const char *const weights[] = {"params", "params_f16", "frozen_base", NULL};
+    static const char *const weights[] = {"params", "params_f16", "frozen_base", "frozen_base_packed",
+                                          "frozen_base_absmax", "frozen_base_marker", NULL};
     static const char *const grads[] = {"grads", "frozen_grad_marker", "frozen_grad_sink", NULL};
     static const char *const opt[] = {"adam_m", "adam_v", "optimizer_status", NULL};
     // scratch of either pass (model.c, gpt2.c, llama.c, lora.c), the token buffers and tables
     static const char *const work[] = {"tokens", "targets", "losses", "x_c", "x_f", "x_q", "scratch_c", "dres",
                                        "dtmp", "dqkv", "dhid", "dgate", "dup", "df1", "df2", "zero_pos", "dpos",
-                                       "rope_cos", "rope_sin", "lora_x", "lora_dx", "lora_u", "lora_du", "lora_y",
+                                       "rope_cos", "rope_sin", "lora_x", "lora_dx", "lora_u", "lora_du", "lora_y", "lora_x32",
                                        NULL};
     const char *const *lists[] = {weights, grads, opt, work};
     const plan_kind kinds[] = {PLAN_WEIGHTS, PLAN_GRADIENTS, PLAN_OPTIMIZER, PLAN_WORKSPACE};

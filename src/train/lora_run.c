@@ -21,14 +21,16 @@ void lora_run_opts(const train_config *c, model_lora_opts *o) {
     o->dropout = c->lora_dropout;
     o->rslora = c->lora_rslora;
     snprintf(o->targets, sizeof o->targets, "%s", c->lora_targets);
+    o->base_prec = MODEL_BASE_F32;  // (train_config_finish checked the name; an empty one is f32)
+    if (c->base_precision[0]) model_base_prec_parse(c->base_precision, "--base-precision", &o->base_prec);
 }
 
 wgt_status lora_run_start(wgt_model *m, train_config *c, const char *run_dir) {
     WGT_TRY(model_lora_base_fingerprint(m, c->lora_base_hash));
     printf("train: LoRA rank %d, alpha %g (scale %g), dropout %g, %d adapters on %s: %zu trained parameters beside "
-           "%.2f M frozen (base fingerprint %s)\n", c->lora_r, c->lora_alpha, (double)model_lora_scale(m),
+           "%.2f M frozen (base %s, fingerprint %s)\n", c->lora_r, c->lora_alpha, (double)model_lora_scale(m),
            c->lora_dropout, model_lora_count(m), c->lora_targets, model_state_elems(m), model_num_params(m) / 1e6,
-           c->lora_base_hash);
+           c->base_precision[0] ? c->base_precision : "f32", c->lora_base_hash);
     if (dist_rank() != 0) return WGT_OK;
     char p[TRAIN_PATH_MAX];
     WGT_TRY(run_path(p, sizeof p, run_dir, RUN_CONFIG_FILE));

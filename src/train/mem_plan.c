@@ -36,7 +36,8 @@ wgt_status train_plan_check(const train_config *c, wgt_backend *be, model_opts *
     int bmax = model_plan_largest_batch(be, &c->model, c->seq, mo, limit, 1 << 16, &fit);
     printf("train: --memory-limit %g GiB: the largest batch that fits is %d\n", c->memory_limit, bmax);
     if (p.total <= limit) return WGT_OK;
-    // what would fit: a smaller batch, block recomputation, LoRA on every projection (rank 16)
+    // what would fit: a smaller batch, block recomputation, LoRA on every projection (rank 16), an
+    // nf4 frozen base
     char alt[1024] = "", s1[32], s2[32];
     if (bmax > 0)
         snprintf(alt + strlen(alt), sizeof alt - strlen(alt), "--batch %d (%s); ", bmax, plan_bytes_str(s1, fit.total));
@@ -49,7 +50,7 @@ wgt_status train_plan_check(const train_config *c, wgt_backend *be, model_opts *
                      q.total <= limit ? ", fits" : "");
     }
     if (!lora->r) {
-        model_lora_opts l2 = {16, 32, 0, 0, "all-linear"};
+        model_lora_opts l2 = {16, 32, 0, 0, "all-linear", MODEL_BASE_F32};
         model_opts o2 = *mo;
         o2.lora = &l2;
         o2.prec = MODEL_PREC_F32;
@@ -57,6 +58,16 @@ wgt_status train_plan_check(const train_config *c, wgt_backend *be, model_opts *
         if (model_plan_make(&q, be, &c->model, c->batch, c->seq, &o2) == WGT_OK)
             snprintf(alt + strlen(alt), sizeof alt - strlen(alt), "--lora 16 with --init (%s%s); ", plan_bytes_str(s1, q.total),
                      q.total <= limit ? ", fits" : "");
+    }
+    if (lora->r && lora->base_prec != MODEL_BASE_NF4) {  // a packed frozen base
+        model_lora_opts l2 = *lora;
+        l2.base_prec = MODEL_BASE_NF4;
+        model_opts o2 = *mo;
+        o2.lora = &l2;
+        model_plan q;
+        if (model_plan_make(&q, be, &c->model, c->batch, c->seq, &o2) == WGT_OK)
+            snprintf(alt + strlen(alt), sizeof alt - strlen(alt), "--base-precision nf4 (%s%s); ",
+                     plan_bytes_str(s1, q.total), q.total <= limit ? ", fits" : "");
     }
     if (c->seq > 1) {
         model_plan q;

@@ -94,8 +94,9 @@ static const field fields[] = {
      "gradients, less memory, more compute; auto (default): none, or with --memory-limit the least recomputation "
      "whose plan fits (may change on --resume)"},
     {"lora", "base_precision", "--base-precision", FT_STR, OFF(base_precision),
-     sizeof(((train_config *)0)->base_precision), 0, 0, 0, 0, "f32",
-     "LoRA: the frozen base's storage; f32 (default; f16, bf16 and nf4 are not in this build yet)"},
+     sizeof(((train_config *)0)->base_precision), 0, 0, 0, 0, "f32|f16|bf16|nf4",
+     "LoRA: the frozen base's projection weights stored in f32 (default), f16, bf16 or nf4 (QLoRA's 4-bit "
+     "NormalFloat, blocks of 64); computed in f32; embeddings, lm_head and norms stay f32"},
     {"train", "memory_limit", "--memory-limit", FT_DOUBLE, OFF(memory_limit), 0, 0, 1e6, 1, 0, "GIB",
      "refuse before allocating anything a run whose device buffers (the plan printed before step 1) exceed GIB "
      "GiB, naming what to change (default 0: no limit)"},
@@ -584,19 +585,15 @@ wgt_status train_config_finish(train_config *c) {
             return wgt_fail(WGT_ERR_CONFIG, "--loss-scale '%s': use off, dynamic, auto or a fixed scale between 2^-126 and "
                             "2^128 (a power of two, e.g. 1024, keeps f32 results exact)", ls);
     }
-    if (strcmp(c->base_precision, "f32") && c->base_precision[0]) {
-        int known = !strcmp(c->base_precision, "f16") || !strcmp(c->base_precision, "bf16") ||
-                    !strcmp(c->base_precision, "nf4");
-        return wgt_fail(WGT_ERR_CONFIG, "--base-precision %s: %s; use --base-precision f32 (with --lora and "
-                        "--recompute block to save memory)", c->base_precision,
-                        known ? "frozen bases in f16, bf16 and nf4 are not in this build yet (docs/memory.md)"
-                              : "the choices are f32, f16, bf16 and nf4");
+    if (c->base_precision[0]) {
+        model_base_prec bp;
+        WGT_TRY(model_base_prec_parse(c->base_precision, "--base-precision", &bp));
+        if (bp != MODEL_BASE_F32 && c->lora_r <= 0)
+            return wgt_fail(WGT_ERR_CONFIG, "--base-precision %s stores a frozen base: it needs --lora R (and --init HF_DIR "
+                            "for a pretrained base); without LoRA every weight trains in f32", c->base_precision);
     }
     if (c->lora_r > 0) {
         WGT_TRY(model_lora_targets_check(c->lora_targets, c->model.arch, "--lora-targets"));
-        if (prec != MODEL_PREC_F32)
-            return wgt_fail(WGT_ERR_CONFIG, "--lora with --precision %s: LoRA runs in f32 in this build; use --precision "
-                            "f32", c->precision);
     }
     if (c->steps < 1 && !c->init[0])
         return wgt_fail(WGT_ERR_CONFIG, "--steps must be at least 1 (0 only with --init: the model becomes a run "

@@ -33,8 +33,8 @@ typedef struct {
     // --memory-limit GIB: the device buffers a run may plan (model/plan.h); a run whose plan is larger
     // is refused before anything is allocated (0: no limit; WebGPU does not report a device's memory)
     double memory_limit;
-    // --base-precision: the storage of a LoRA run's frozen base; f32 only in this build (f16, bf16 and
-    // nf4 are refused by name: docs/memory.md#low-precision-bases)
+    // --base-precision f32|f16|bf16|nf4: the storage of a LoRA run's frozen projection weights
+    // (model_base_prec; docs/memory.md#low-precision-frozen-bases)
     char base_precision[8];
     long seed;                 // < 2^53 so that JSON numbers hold it exactly
     long val_every, val_batches, ckpt_every, log_every;
