@@ -27,8 +27,8 @@ WEB_OBJ   := $(WEB_SRC:%.c=$(WEB_BUILD)/%.o) $(WEB_BUILD)/gen/wgsl_sources.o $(W
 # the wgpu* functions and wgt_web_* are imported from JavaScript (web/wgpu.js); malloc/free are
 # exported so that JavaScript can place mapped GPU memory and strings in the wasm memory; the
 # stack is 1 MiB (the CLI keeps path buffers of a few KiB on it)
-WEB_LDFLAGS := --target=wasm32-wasi -Wl,--allow-undefined-file=web/imports.txt -Wl,--export=malloc \
-               -Wl,--export=free -Wl,--export=trainer_request_stop -Wl,-z,stack-size=1048576 \
+WEB_LDFLAGS := --target=wasm32-wasi -mexec-model=reactor -Wl,--allow-undefined-file=web/imports.txt -Wl,--export=malloc \
+               -Wl,--export=free -Wl,--export=trainer_request_stop -Wl,--export-table -Wl,-z,stack-size=1048576 \
                -Wl,--error-limit=0 -lwasi-emulated-signal -lwasi-emulated-getpid
 WEB_FILES := index.html app.js wgtrain.js wgpu.js corpus.txt
 

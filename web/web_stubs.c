@@ -116,3 +116,10 @@ int chmod(const char *path, mode_t mode) {
     struct stat sb;
     return stat(path, &sb);
 }
+
+// The browser build is a WASI reactor (web/web.mk: -mexec-model=reactor): JavaScript calls
+// _initialize once, then this, and may call the other exports (malloc for mapped GPU memory,
+// trainer_request_stop) while it runs; a command module would rerun its constructors on every
+// such call. main's arguments come from WASI's args_get, as in a command.
+int __main_void(void);  // wasi-libc
+__attribute__((export_name("wgt_web_main"))) void wgt_web_main(void) { exit(__main_void()); }
