@@ -20,6 +20,9 @@ let points = [];            // [{step, loss}] and val points
 let valPoints = [];
 let lastCkptStep = 0;
 let sampling = false;
+// stop_at=N (with auto=1): press Stop at step N, then Resume: the headless test of both buttons
+const stopAt = Number(params.get('stop_at') || 0);
+let stopSent = false;
 
 function log(line) {
   if (auto) console.log(line);  // a headless run's log (run_headless.mjs --verbose shows it)
@@ -78,11 +81,12 @@ function plot() {
 // ------------------------------------------------------------------ running commands
 function onTrainLine(line) {
   log(line);
-  let m = /^step (\d+)\/(\d+) \| loss ([0-9.eE+-]+|nan|inf)/.exec(line);
+  let m = /^step +(\d+)\/(\d+) \| loss ([0-9.eE+-]+|nan|inf)/.exec(line);
   if (m) {
     points.push({ step: +m[1], loss: +m[3] });
     status(`step ${m[1]} of ${m[2]}, loss ${(+m[3]).toFixed(4)}`);
     plot();
+    if (auto && stopAt && +m[1] === stopAt && !stopSent) { stopSent = true; wg.stop(); }
     return;
   }
   m = /^step (\d+): val loss ([0-9.eE+-]+)/.exec(line);
@@ -139,7 +143,8 @@ async function train(resume) {
     if (steps != null) args.push('--steps', String(steps));
     status(resume ? 'resuming…' : 'compiling the kernels…');
     rc = await wg.run(args, onTrainLine, onTrainLine);
-    if (rc !== 0) fail(`wgtrain train stopped with exit status ${rc}; the log says why`);
+    if (rc === 130) status(`stopped at step ${lastCkptStep}: Resume continues from there`);  // Stop, as Ctrl-C
+    else if (rc !== 0) fail(`wgtrain train stopped with exit status ${rc}; the log says why`);
     else status(`done: ${points.length ? points[points.length - 1].step : 0} steps in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   } catch (e) {
     fail(String(e && e.message ? e.message : e));
@@ -148,7 +153,7 @@ async function train(resume) {
   buttons(false);
   if (wg.list('/run').includes('ckpt.bin')) {
     offerDownload('ckpt.bin', wg.readFile('/run/ckpt.bin'));
-    await sample();
+    if (!auto) await sample();
   }
   return { rc, seconds: (performance.now() - t0) / 1000, preset };
 }
@@ -240,14 +245,21 @@ async function main() {
   $('export').addEventListener('click', () => exportHf());
 
   if (auto) {
-    const r = await train(false);
+    let r = await train(false);
+    const stopped = r.rc === 130 ? lastCkptStep : null;
+    if (stopAt && r.rc === 130) {
+      const first = r.seconds;
+      r = await train(true);
+      r.seconds += first;
+    }
+    if (r.rc === 0) await sample();
     const metrics = new TextDecoder().decode(wg.readFile('/run/metrics.jsonl') || new Uint8Array());
     const rows = metrics.split('\n').filter(Boolean).map((l) => JSON.parse(l));
     const vals = rows.filter((x) => x.val_loss !== undefined);
     const text = $('sample').textContent;
     const files = r.rc === 0 ? await exportHf() : [];
     console.log('wgtrain-result ' + JSON.stringify({
-      rc: r.rc, preset: r.preset, steps: rows.length ? rows[rows.length - 1].step : 0,
+      rc: r.rc, preset: r.preset, stopped_at: stopped, steps: rows.length ? rows[rows.length - 1].step : 0,
       losses: rows.map((x) => x.loss), val_loss: vals.length ? vals[vals.length - 1].val_loss : null,
       seconds: r.seconds, step_s: rows.length > 1 ? (rows[rows.length - 1].time_s - rows[0].time_s) / (rows.length - 1) : null,
       adapter: wg.adapterInfo, sample: text, plotted: points.length + valPoints.length, export: files,
