@@ -205,7 +205,9 @@ export class Wgpu {
 
       wgpuAdapterGetInfo(h, p) {
         const a = w.get(h), info = a.info || {};
-        const strs = [info.vendor, info.architecture, info.device || info.description, info.description];
+        // the name: the device, else its description, else vendor and architecture (SwiftShader gives only these)
+        const name = info.device || info.description || [info.vendor, info.architecture].filter(Boolean).join(' ');
+        const strs = [info.vendor, info.architecture, name, info.description];
         for (let i = 0; i < 4; i++) {
           const [data, len] = w.allocStr(strs[i] || '');
           w.setU32(p + 4 + 8 * i, data);
