@@ -19,7 +19,7 @@ cleanup() { [[ -n $server ]] && kill "$server" 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
 
 section "make web"
-out=$(make web 2>&1); rc=$?
+out=$(make -j"$(nproc)" web 2>&1); rc=$?
 check "make web exits 0 ($(tail -5 <<<"$out"))" test $rc -eq 0
 for f in index.html app.js wgtrain.js wgpu.js wgtrain.wasm corpus.txt wasi/index.js; do
     check "build/web/$f exists" test -s "build/web/$f"

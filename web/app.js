@@ -197,6 +197,14 @@ async function exportHf() {
   return files.map((f) => ({ name: f, bytes: wg.readFile(`/hf/${f}`).length }));
 }
 
+// the median time between consecutive steps of metrics.jsonl (a resume's restart is one outlier)
+function medianStep(rows) {
+  const d = [];
+  for (let i = 1; i < rows.length; i++) if (rows[i].time_s > rows[i - 1].time_s) d.push(rows[i].time_s - rows[i - 1].time_s);
+  d.sort((a, b) => a - b);
+  return d.length ? d[d.length >> 1] : null;
+}
+
 // ------------------------------------------------------------------ start
 async function main() {
   if (!navigator.gpu) {
@@ -261,7 +269,7 @@ async function main() {
     console.log('wgtrain-result ' + JSON.stringify({
       rc: r.rc, preset: r.preset, stopped_at: stopped, steps: rows.length ? rows[rows.length - 1].step : 0,
       losses: rows.map((x) => x.loss), val_loss: vals.length ? vals[vals.length - 1].val_loss : null,
-      seconds: r.seconds, step_s: rows.length > 1 ? (rows[rows.length - 1].time_s - rows[0].time_s) / (rows.length - 1) : null,
+      seconds: r.seconds, step_s: medianStep(rows),
       adapter: wg.adapterInfo, sample: text, plotted: points.length + valPoints.length, export: files,
     }));
   }
