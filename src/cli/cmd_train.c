@@ -1,6 +1,7 @@
 // cmd_train.c — `wgtrain train`: turns the command line into a run configuration and hands
 // it to the trainer. Config flags come from train_config's table (shared with config.json and
 // the checkpoint); only the session options (--out, --resume, --device...) live here.
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +84,7 @@ static wgt_status train_main(int argc, char **argv, int *exit_code, int *reached
         else if (!strcmp(a, "--config")) config = v;
         else if (!strcmp(a, "--device")) device = v;
         else if (!strcmp(a, "--adapter")) adapter = v;
-        else if (!strcmp(a, "--stop-at")) WGT_TRY(cli_parse_long(a, v, 1, 1000000000000L, &o.stop_at));
+        else if (!strcmp(a, "--stop-at")) WGT_TRY(cli_parse_long(a, v, 1, (long)(LONG_MAX < 1000000000000LL ? LONG_MAX : 1000000000000LL), &o.stop_at));
         else return cli_unknown_flag("train", a, known);
     }
     if (config) {

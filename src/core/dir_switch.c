@@ -142,7 +142,12 @@ wgt_status dir_switch_commit(dir_switch *s) {
         return WGT_OK;
     }
     const char *olddir = s->fresh;  // after an exchange the old contents are at the new one's name
-    if (renameat2(AT_FDCWD, s->fresh, AT_FDCWD, s->dir, RENAME_EXCHANGE) != 0) {
+#ifdef RENAME_EXCHANGE
+    int exchanged = renameat2(AT_FDCWD, s->fresh, AT_FDCWD, s->dir, RENAME_EXCHANGE);
+#else  // a C library without renameat2 (wasi-libc): the two renames below
+    int exchanged = (errno = ENOSYS, -1);
+#endif
+    if (exchanged != 0) {
         if (errno != EINVAL && errno != ENOSYS) {
             wgt_status st = wgt_fail(WGT_ERR_IO, "cannot switch %s in for %s: %s", s->fresh, s->dir, strerror(errno));
             rm_tree(s->fresh);

@@ -36,7 +36,11 @@ wgt_status file_check_replaceable(const char *path) {
 static void random_suffix(char out[13]) {
     static const char alphabet[] = "0123456789abcdefghijklmnopqrstuvwxyz";
     unsigned char r[12];
+#ifdef GRND_NONBLOCK
     if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+#else  // wasi-libc (the browser build): getentropy, the WASI random source
+    if (getentropy(r, sizeof r) != 0) {
+#endif
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)r;

@@ -8,13 +8,16 @@
 // exactly what the header describes.
 #include "core/npy.h"
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/fileutil.h"
 
 #define NPY_MAX_HEADER 10000            // NumPy's own default limit (np.load max_header_size)
-#define NPY_MAX_ELEMS ((size_t)1 << 40)  // 4 TiB of data: beyond anything a kernel test needs
+// 4 TiB of data: beyond anything a kernel test needs (and a quarter of the address space where
+// size_t is 32 bits, as in the browser build)
+#define NPY_MAX_ELEMS ((size_t)(SIZE_MAX / 4 < (1ull << 40) ? SIZE_MAX / 4 : (1ull << 40)))
 
 size_t npy_words(const npy_array *a) { return a->dtype == NPY_F16 ? (a->n + 1) / 2 : a->n; }
 static size_t elem_bytes(npy_dtype t) { return t == NPY_F16 ? 2 : 4; }

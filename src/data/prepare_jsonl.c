@@ -22,7 +22,8 @@
 #include "data/shard.h"
 #include "data/text_tokenizer.h"
 
-#define JSONL_MAX_FILE_BYTES ((size_t)1 << 34)  // 16 GiB: a file is read whole
+// 16 GiB (all of a 32-bit address space in the browser build): a file is read whole
+#define JSONL_MAX_FILE_BYTES ((size_t)(SIZE_MAX < (1ull << 34) ? SIZE_MAX : (1ull << 34)))
 
 // One tokenized example: its ids and, per id, whether it is trained (as a target).
 typedef struct { uint32_t *ids; uint8_t *mask; size_t n; } example;

@@ -11,8 +11,10 @@ extern const text_tok_kind text_tok_kind_hf;    // hf_tokenizer_kind.c
 
 const text_tok_kind *const text_tok_kinds[] = {
     &text_tok_kind_bpe,  // first: the kind `wgtrain prepare` trains
+#ifndef WGT_NO_PCRE2     // the browser build has no PCRE2 or utf8proc (docs/web.md)
     &text_tok_kind_gpt2,
     &text_tok_kind_hf,
+#endif
     NULL,
 };
 

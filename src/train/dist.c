@@ -3,7 +3,11 @@
 // ending the whole job when one rank fails. The one file of the program that includes mpi.h.
 #include "train/dist.h"
 #include <limits.h>
+#ifdef WGT_NO_MPI
+#include "train/dist_nompi.h"  // a build of one process
+#else
 #include <mpi.h>
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +23,9 @@ static int g_fail_mode = FAIL_ABORT;
 static int g_failed_here;
 
 static int launched_by_mpirun(void) {
+#ifdef WGT_NO_MPI
+    return 0;
+#endif
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
 }
 

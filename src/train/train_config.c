@@ -136,7 +136,7 @@ static const field fields[] = {
 #define N_FIELDS (int)(sizeof fields / sizeof fields[0])
 _Static_assert(sizeof fields / sizeof fields[0] <= sizeof(((train_flags *)0)->given), "train_flags too small");
 
-const char *const train_preset_names[] = {"tiny", "small", "gpt2-124m", "llama-tiny", "llama-124m", NULL};
+const char *const train_preset_names[] = {"tiny", "small", "gpt2-124m", "llama-tiny", "llama-124m", "micro", NULL};
 
 wgt_status train_config_preset(train_config *c, const char *name) {
     memset(c, 0, sizeof *c);
@@ -163,7 +163,13 @@ wgt_status train_config_preset(train_config *c, const char *name) {
     c->val_batches = 8;
     c->log_every = 10;
     model_config *m = &c->model;
-    if (!strcmp(name, "tiny")) {
+    if (!strcmp(name, "micro")) {
+        // A smoke-test size: trains in seconds on a software GPU (lavapipe, or SwiftShader in a
+        // browser, docs/web.md) and still shows the loss falling within its 60 updates.
+        *m = (model_config){.arch = "gpt2", .n_layer = 2, .n_head = 2, .d_model = 64, .d_ff = 256, .max_seq = 32};
+        c->batch = 4, c->seq = 32, c->steps = 60, c->warmup = 5, c->lr = 3e-3;
+        c->val_every = 20, c->val_batches = 4, c->ckpt_every = 0;
+    } else if (!strcmp(name, "tiny")) {
         // Sized for a 2-core CPU (measured on the Brown corpus, vocabulary 16384): about 2.7 K
         // tokens/s, so 600 updates of 8 x 64 tokens take 2-3 minutes and bring the validation
         // loss from 9.7 to about 6.3, a nat below the unigram entropy (7.26). Sequences of 64
@@ -195,7 +201,7 @@ wgt_status train_config_preset(train_config *c, const char *name) {
         c->batch = 8, c->seq = 1024, c->steps = 10000, c->warmup = 700, c->lr = 6e-4;
         c->val_every = 250, c->val_batches = 16, c->ckpt_every = 1000;
     } else {
-        return wgt_fail(WGT_ERR_ARG, "unknown preset '%s'; use tiny, small, gpt2-124m, llama-tiny or llama-124m", name);
+        return wgt_fail(WGT_ERR_ARG, "unknown preset '%s'; use tiny, small, gpt2-124m, llama-tiny, llama-124m or micro", name);
     }
     snprintf(c->preset, sizeof c->preset, "%s", name);
     return WGT_OK;

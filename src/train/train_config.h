@@ -60,7 +60,7 @@ typedef struct {
 // Names of the presets, NULL-terminated, for --help and error messages.
 extern const char *const train_preset_names[];
 
-// Fills every field from a preset ("tiny", "small", "gpt2-124m", "llama-tiny", "llama-124m");
+// Fills every field from a preset ("tiny", "small", "gpt2-124m", "llama-tiny", "llama-124m", "micro");
 // vocab stays 0 (the data decides it) and data_dir empty.
 wgt_status train_config_preset(train_config *c, const char *name);
 

@@ -195,7 +195,11 @@ wgt_status train_dist_agree(const train_config *c, const dataset *ds, const ckpt
     WGT_TRY(model_params_download(m, host));
     mine.weights = dist_hash(host, n * 4, DIST_HASH_SEED);
     mine.local_rank = dist_local_rank();
+#ifdef WGT_NO_MPI
+    snprintf(mine.host, sizeof mine.host, "local");  // one process (no gethostname in wasi-libc)
+#else
     if (gethostname(mine.host, sizeof mine.host - 1)) snprintf(mine.host, sizeof mine.host, "?");
+#endif
     snprintf(mine.device, sizeof mine.device, "%s%s%s%s", be->name, be->device_name ? " (" : "",
              be->device_name ? be->device_name(be) : "", be->device_name ? ")" : "");
     if (g_pick[0] && strlen(mine.device) + strlen(g_pick) + 4 < sizeof mine.device)

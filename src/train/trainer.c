@@ -431,6 +431,8 @@ static void on_signal(int sig) {
     (void)r;
 }
 
+void trainer_request_stop(void) { g_stop = SIGINT; }
+
 static void fmt_duration(char *buf, size_t n, double s) {
     if (!isfinite(s) || s < 0) snprintf(buf, n, "?");
     else if (s < 60) snprintf(buf, n, "%.0fs", s);

@@ -58,4 +58,7 @@ wgt_status trainer_init(trainer **out, const train_config *flags, const train_fl
 // metrics, plot and checkpoints. *interrupted is set when stopped early by a signal.
 wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted);
 void trainer_free(trainer *t);
+// Stops the running trainer_run after its current step, as SIGINT does (a checkpoint follows):
+// for a host without signals (the browser page's Stop button, docs/web.md).
+void trainer_request_stop(void);
 #endif

@@ -6,7 +6,7 @@
 // unset and the fallback happened on a CPU with AVX2 or AVX-512, the program sets it and
 // re-executes itself, before it has done anything else (docs/architecture.md#the-cpu-backend).
 #include "backend/cpu/blas_core.h"
-#include <cblas.h>
+#include "backend/cpu/cpu_nothreads.h"  // cblas.h, or the stand-ins of a build without BLAS
 #include <stdlib.h>
 #include <strings.h>
 #include <unistd.h>

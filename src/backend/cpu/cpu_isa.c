@@ -2,7 +2,7 @@
 // or forced by WGTRAIN_CPU_ISA so that every variant the machine has can be tested against the
 // others.
 #include "backend/cpu/cpu_isa.h"
-#include <pthread.h>
+#include "backend/cpu/cpu_nothreads.h"  // pthread_once, or a flag in a build of one thread
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +11,7 @@ static const char *const isa_names[CPU_ISA_COUNT] = {"baseline", "avx2", "avx512
 static cpu_isa isa_chosen;
 static wgt_status isa_status = WGT_OK;
 static char isa_msg[256];
-static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+static CPU_ONCE_T isa_once = CPU_ONCE_INIT;
 
 const char *cpu_isa_name(cpu_isa isa) { return (unsigned)isa < CPU_ISA_COUNT ? isa_names[isa] : "unknown"; }
 
@@ -54,18 +54,18 @@ static void isa_decide(void) {
 }
 
 wgt_status cpu_isa_init(void) {
-    pthread_once(&isa_once, isa_decide);
+    cpu_once(&isa_once, isa_decide);
     return isa_status == WGT_OK ? WGT_OK : wgt_fail(isa_status, "%s", isa_msg);
 }
 
 cpu_isa cpu_isa_active(void) {
-    pthread_once(&isa_once, isa_decide);
+    cpu_once(&isa_once, isa_decide);
     WGT_ASSERT(isa_status == WGT_OK, isa_msg);
     return isa_chosen;
 }
 
 wgt_status cpu_isa_set(cpu_isa isa) {
-    pthread_once(&isa_once, isa_decide);
+    cpu_once(&isa_once, isa_decide);
     if ((unsigned)isa >= CPU_ISA_COUNT || !cpu_isa_supported(isa))
         return wgt_fail(WGT_ERR_CONFIG, "the CPU backend cannot run its %s variant on this CPU", cpu_isa_name(isa));
     isa_chosen = isa;

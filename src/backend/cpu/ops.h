@@ -8,7 +8,7 @@
 #ifndef WGT_CPU_OPS_H
 #define WGT_CPU_OPS_H
 #include <math.h>
-#include <omp.h>
+#include "backend/cpu/cpu_nothreads.h"  // omp.h, or a team of one without -fopenmp
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

@@ -8,18 +8,16 @@
 // region ends): measured on 2 cores, a step's GEMMs ran 4-8x slower that way. Output blocks
 // never overlap and no GEMM is split along its reduction dimension, so results do not depend
 // on the thread count.
-#include <cblas.h>
 #include <limits.h>
-#include <omp.h>
-#include <pthread.h>
+#include "backend/cpu/cpu_nothreads.h"  // OpenMP, pthread_once and cblas, or their stand-ins
 #include "backend/cpu/ops.h"
 
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static CPU_ONCE_T blas_once = CPU_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
 
 static void check_dims(uint32_t N, uint32_t C, uint32_t OC) {
     WGT_ASSERT(N <= INT_MAX && C <= INT_MAX && OC <= INT_MAX, "matmul dimension exceeds BLAS int");
-    pthread_once(&blas_once, blas_single_thread);
+    cpu_once(&blas_once, blas_single_thread);
 }
 
 // Below this many multiply-adds a GEMM is not worth waking the thread team for.
