@@ -201,7 +201,7 @@ static void test_plan_and_refusals(wgt_backend *cpu) {
     size_t proj = 0;
     for (int bp = 0; bp < 4; bp++) {
         model_lora_opts lo = {4, 8, 0, 0, "all-linear", (model_base_prec)bp};
-        model_opts o = {MODEL_PREC_F32, &lo, MODEL_RECOMPUTE_NONE};
+        model_opts o = {MODEL_PREC_F32, &lo, MODEL_RECOMPUTE_NONE, 0};
         model_plan p;
         if (model_plan_make(&p, cpu, &LLAMA, B_, T_, &o) != WGT_OK) die("plan");
         w[bp] = p.bytes[PLAN_WEIGHTS];
