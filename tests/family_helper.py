@@ -80,7 +80,7 @@ def main():
     g.add_argument("--tie", type=int, default=0)
     g.add_argument("--bias", type=int, default=0)  # llama: attention_bias
     g.add_argument("--rope", choices=["", "llama3", "linear"], default="")
-    g.add_argument("--window", type=int, default=0)  # mistral: sliding_window (0: null)
+    g.add_argument("--window", type=int, default=0)  # mistral: sliding_window (0: null); gemma3_text: (0: T)
     g.add_argument("--head-dim", type=int, default=0)  # qwen3: head_dim (0: C / NH)
     g.add_argument("--seed", type=int, default=1)
     g.add_argument("--dtype", choices=["F32", "F16", "BF16"], default="F32")

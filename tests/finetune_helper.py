@@ -174,9 +174,10 @@ def ref_logits(d, idx, st=None):
         return gref.forward(P, idx, cfg["n_layer"], cfg["n_head"])
     if fam == "gemma3_text":
         return lref.gemma3_forward(P, idx, cfg)
+    window = (cfg.get("sliding_window") or 0) if fam == "mistral" else 0  # (qwen2/3: use_sliding_window false)
     return lref.forward(P, idx, cfg["num_hidden_layers"], cfg["num_attention_heads"],
                         cfg.get("num_key_value_heads", cfg["num_attention_heads"]), cfg.get("rope_theta", 10000.0),
-                        cfg.get("rms_norm_eps", 1e-6), cfg.get("rope_scaling"))
+                        cfg.get("rms_norm_eps", 1e-6), cfg.get("rope_scaling"), window)
 
 
 def cmd_check_loss(a):
