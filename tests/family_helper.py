@@ -1,18 +1,19 @@
 # family_helper.py — the Python side of tests/test_families.sh: writes a random Hugging Face model
 # directory of the LLaMA-computation families (llama with or without attention_bias and RoPE
 # scaling, mistral, qwen2, qwen3 with its q/k norms and a head_dim; tied or untied) with llama_torch_ref.py, and compares an export's
-# config.json and tensor names with the original's.
+# config.json and tensor names with the original's. `batch OUTDIR` runs many commands of this
+# helper and of finetune_helper.py in one process (finetune_helper.run_batch).
 import argparse
 import json
 import os
 import sys
 
-import torch
-
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import finetune_helper as fh  # noqa: E402
-import llama_torch_ref as ref  # noqa: E402
+
+torch = fh.torch  # imported at first use (check-export needs neither)
+ref = fh.lref
 
 L, C, F, V, NH, NKV, T = 2, 32, 40, 96, 4, 2, 16
 LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -71,7 +72,10 @@ def cmd_check_export(a):
     sys.exit(1 if bad else 0)
 
 
-def main():
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["batch"] and len(argv) == 2:  # lines of this helper ("family ...") or finetune_helper's ("fh ...")
+        return fh.run_batch({"family": main, "fh": fh.main}, argv[1])
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("make")
@@ -87,7 +91,7 @@ def main():
     g = sub.add_parser("check-export")
     g.add_argument("orig")
     g.add_argument("export")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     globals()["cmd_" + a.cmd.replace("-", "_")](a)
 
 
