@@ -12,17 +12,9 @@
 # Prints "N passed, N failed"; the exit code is the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-W=${WGT:-$PWD/build/wgtrain}
-PY=${PYTHON:-python3}
-H="$PY $PWD/tests/finetune_helper.py"
-FH="$PY $PWD/tests/family_helper.py"
-if [[ ! -x $W ]]; then echo "build/wgtrain is missing: run make first"; echo "0 passed, 1 failed"; exit 1; fi
-T=$(mktemp -d /tmp/wgt_families_XXXXXX)
-trap 'rm -rf "$T"' EXIT
 . tests/shell_lib.sh
-R=(--device cpu --batch 2 --z-loss 0 --label-smoothing 0 --val-batches 1)
-$H shards "$T/data" --V 96 --T 16 --seed 1
-$H tokens "$T/tok.npy" --V 96 --B 2 --T 16
+hf_setup families  # W, PY, H, T, R, T/data, T/tok.npy
+FH="$PY $PWD/tests/family_helper.py"
 
 # The Python side runs in two processes (tests/family_helper.py batch: torch imported once): every
 # model is written first, every comparison with the reference made last.
