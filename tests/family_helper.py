@@ -1,18 +1,19 @@
 # family_helper.py — the Python side of tests/test_families.sh: writes a random Hugging Face model
 # directory of the LLaMA-computation families (llama with or without attention_bias and RoPE
 # scaling, mistral, qwen2, qwen3 with its q/k norms and a head_dim; tied or untied) with llama_torch_ref.py, and compares an export's
-# config.json and tensor names with the original's.
+# config.json and tensor names with the original's. `batch OUTDIR` runs many commands of this
+# helper and of finetune_helper.py in one process (finetune_helper.run_batch).
 import argparse
 import json
 import os
 import sys
 
-import torch
-
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import finetune_helper as fh  # noqa: E402
-import llama_torch_ref as ref  # noqa: E402
+
+torch = fh.torch  # imported at first use (check-export needs neither)
+ref = fh.lref
 
 L, C, F, V, NH, NKV, T = 2, 32, 40, 96, 4, 2, 16
 LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -71,7 +72,10 @@ def cmd_check_export(a):
     sys.exit(1 if bad else 0)
 
 
-def main():
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["batch"] and len(argv) == 2:  # lines of this helper ("family ...") or finetune_helper's ("fh ...")
+        return fh.run_batch({"family": main, "fh": fh.main}, argv[1])
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("make")
@@ -80,14 +84,14 @@ def main():
     g.add_argument("--tie", type=int, default=0)
     g.add_argument("--bias", type=int, default=0)  # llama: attention_bias
     g.add_argument("--rope", choices=["", "llama3", "linear"], default="")
-    g.add_argument("--window", type=int, default=0)  # mistral: sliding_window (0: null)
+    g.add_argument("--window", type=int, default=0)  # mistral: sliding_window (0: null); gemma3_text: (0: T)
     g.add_argument("--head-dim", type=int, default=0)  # qwen3: head_dim (0: C / NH)
     g.add_argument("--seed", type=int, default=1)
     g.add_argument("--dtype", choices=["F32", "F16", "BF16"], default="F32")
     g = sub.add_parser("check-export")
     g.add_argument("orig")
     g.add_argument("export")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     globals()["cmd_" + a.cmd.replace("-", "_")](a)
 
 

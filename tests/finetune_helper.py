@@ -11,20 +11,42 @@ import shutil
 import struct
 import sys
 
+import importlib
+
 import numpy as np
-import torch
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpt2_torch_ref as gref  # noqa: E402
-import llama_torch_ref as lref  # noqa: E402
 
-torch.set_grad_enabled(False)
+
+class LazyModule:
+    """A module imported at its first use: importing torch costs about 2 s of CPU, and most of the
+    commands here (and in shard_helper.py) only read or write files with numpy."""
+
+    def __init__(self, name, on_load=None):
+        self._name, self._mod, self._on_load = name, None, on_load
+
+    def __getattr__(self, attr):
+        if self._mod is None:
+            self._mod = importlib.import_module(self._name)
+            if self._on_load:
+                self._on_load(self._mod)
+        return getattr(self._mod, attr)
+
+
+torch = LazyModule("torch", lambda t: t.set_grad_enabled(False))
+gref = LazyModule("gpt2_torch_ref")
+lref = LazyModule("llama_torch_ref")
 
 
 # ------------------------------------------------------------------ safetensors
-to_bf16_bits = gref.to_bf16_bits
-write_st = gref.save_safetensors  # name -> array, in F32, F16 or BF16, with optional metadata
+def to_bf16_bits(a):
+    return gref.to_bf16_bits(a)
+
+
+def write_st(path, tensors, dtype="F32", metadata=None):
+    """name -> array, in F32, F16 or BF16, with optional metadata"""
+    return gref.save_safetensors(path, tensors, dtype, metadata)
 
 def from_bf16_bits(u):
     return (u.astype(np.uint32) << 16).view(np.float32)
@@ -174,9 +196,10 @@ def ref_logits(d, idx, st=None):
         return gref.forward(P, idx, cfg["n_layer"], cfg["n_head"])
     if fam == "gemma3_text":
         return lref.gemma3_forward(P, idx, cfg)
+    window = (cfg.get("sliding_window") or 0) if fam == "mistral" else 0  # (qwen2/3: use_sliding_window false)
     return lref.forward(P, idx, cfg["num_hidden_layers"], cfg["num_attention_heads"],
                         cfg.get("num_key_value_heads", cfg["num_attention_heads"]), cfg.get("rope_theta", 10000.0),
-                        cfg.get("rms_norm_eps", 1e-6), cfg.get("rope_scaling"))
+                        cfg.get("rms_norm_eps", 1e-6), cfg.get("rope_scaling"), window)
 
 
 def cmd_check_loss(a):
@@ -333,7 +356,10 @@ def cmd_st_info(a):
     print(json.dumps({"names": sorted(T), "dtypes": sorted({v[0] for v in T.values()}), "metadata": meta}))
 
 
-def main():
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["batch"] and len(argv) == 2:
+        return run_batch({"fh": main}, argv[1])
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("gpt2")
@@ -386,8 +412,34 @@ def main():
     g.add_argument("ckpt")
     g = sub.add_parser("st-info")
     g.add_argument("path")
-    a = ap.parse_args()
+    g = sub.add_parser("batch")  # (handled by run_batch before this parser)
+    g.add_argument("outdir")
+    a = ap.parse_args(argv)
     globals()["cmd_" + a.cmd.replace("-", "_")](a)
+
+
+def run_batch(mains, outdir):
+    """`batch OUTDIR`: runs the commands on stdin, one a line (`HELPER COMMAND ARGS...`, HELPER a key
+    of mains), in this one process, so that torch is imported once; command N's output goes to
+    OUTDIR/N.out and its exit status to OUTDIR/N.rc."""
+    import contextlib
+    import shlex
+    import traceback
+    os.makedirs(outdir, exist_ok=True)
+    for n, line in enumerate(l for l in sys.stdin.read().splitlines() if l.strip()):
+        argv = shlex.split(line)
+        rc = 0
+        with open(os.path.join(outdir, f"{n}.out"), "w") as f, contextlib.redirect_stdout(f), \
+                contextlib.redirect_stderr(f):
+            try:
+                mains[argv[0]](argv[1:])
+            except SystemExit as e:
+                rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            except Exception:  # noqa: BLE001  (the command fails; the batch goes on)
+                traceback.print_exc()
+                rc = 1
+        with open(os.path.join(outdir, f"{n}.rc"), "w") as f:
+            f.write(f"{rc}\n")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,11 @@
 #   python3 tests/hf_verify.py HF_DIR [--run RUN_DIR] [--wgtrain build/wgtrain] [--device cpu|webgpu]
 # With --families WORK_DIR (instead of HF_DIR) it checks every family of the LLaMA computation
 # against transformers itself: for each of llama (plain, llama3 and linear RoPE scaling,
-# attention_bias; tied and untied), mistral (with a sliding window the sequence fits in, and
-# none), qwen2 (tied and untied), qwen3 (q/k norms; head_dim other than hidden / heads, and equal
-# to it with attention_bias), gemma3_text (head_dim 256 tied, 16 untied; sliding and full layers), it builds a random small model with transformers' own class,
+# attention_bias; tied and untied), mistral (with a sliding window the sequence fits in, one
+# shorter than the sequence, and none), qwen2 (tied and untied), qwen3 (q/k norms; head_dim other
+# than hidden / heads, and equal to it with attention_bias), gemma3_text (head_dim 256 tied, 16
+# untied, 16 tied with a window shorter than the sequence; sliding and full layers), it builds a
+# random small model with transformers' own class,
 # saves it with save_pretrained in BF16 with a small max_shard_size (a sharded checkpoint with its
 # index), and requires: `wgtrain grad --logits` on the shards equals transformers' logits of the
 # same BF16 weights in float32; `train --init` + `export` gives a directory that from_pretrained
@@ -89,6 +91,12 @@ FAMILY_CASES = [
     ("gemma3_text", "head_dim 16, untied", {"tie_word_embeddings": False, "head_dim": 16, "query_pre_attn_scalar": 16,
                                             "sliding_window": 48, "layer_types": ["sliding_attention", "full_attention"],
                                             "hidden_activation": "gelu_pytorch_tanh"}),
+    # a window (16) shorter than the sequence (48): the windowed mask decides the logits (Mistral's
+    # every layer, Gemma-3's sliding layer)
+    ("mistral", "sliding window 16 below the sequence", {"tie_word_embeddings": False, "sliding_window": 16}),
+    ("gemma3_text", "head_dim 16, window 16 below the sequence, tied",
+     {"tie_word_embeddings": True, "head_dim": 16, "query_pre_attn_scalar": 16, "sliding_window": 16,
+      "layer_types": ["sliding_attention", "full_attention"], "hidden_activation": "gelu_pytorch_tanh"}),
 ]
 
 

@@ -16,11 +16,12 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 if [[ ! -x $B/wgtrain ]]; then echo "$B/wgtrain is missing: run make sanitize"; echo "0 passed, 1 failed"; exit 1; fi
 RUN_SANITIZER=1
 . tests/run_lib.sh
-for t in test_files test_data test_checkpoint test_cpu_isa test_chat_template test_hf_tokenizer test_decode; do run "san/$t" "$B/tests/$t"; done
+# (the longest first: with RUN_JOBS > 1 none is left running alone at the end)
 run "san/test_train.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_train.sh
+run "san/test_tune.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_tune.sh
+for t in test_files test_data test_checkpoint test_cpu_isa test_chat_template test_hf_tokenizer test_decode; do run "san/$t" "$B/tests/$t"; done
 run "san/test_op_cli.sh" env WGT="$B/wgtrain" bash tests/test_op_cli.sh
 run "san/test_cli_conventions.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_cli_conventions.sh
-run "san/test_tune.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_tune.sh
 run "san/test_hf_prepare.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_hf_prepare.sh
 run "san/test_hf_chat_cli.py" env WGT="$PWD/$B/wgtrain" "$PYTHON" tests/test_hf_chat_cli.py
 run "san/test_fault_cli.sh" env WGT="$PWD/$B/wgtrain" bash tests/test_fault_cli.sh

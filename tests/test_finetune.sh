@@ -11,18 +11,25 @@
 # Prints "N passed, N failed"; the exit code is the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-W=${WGT:-$PWD/build/wgtrain}
-PY=${PYTHON:-python3}
-H="$PY $PWD/tests/finetune_helper.py"
-if [[ ! -x $W ]]; then echo "build/wgtrain is missing: run make first"; echo "0 passed, 1 failed"; exit 1; fi
-T=$(mktemp -d /tmp/wgt_finetune_XXXXXX)
-trap 'rm -rf "$T"' EXIT
 . tests/shell_lib.sh  # pass/fail counters, check, expect_fail, section
-# the flags of every short run: one step on the one window, no z-loss (the reference has none)
-R=(--device cpu --batch 2 --z-loss 0 --label-smoothing 0 --val-batches 1)
+hf_setup finetune  # W, PY, H, T, R (the flags of every short run), T/data (the one window), T/tok.npy
 
-$H shards "$T/data" --V 96 --T 16 --seed 1
-$H tokens "$T/tok.npy" --V 96 --B 2 --T 16
+# every model the cases start from, written by one Python process (torch imported once)
+$H batch "$T/mk" <<EOF
+fh gpt2 $T/g_hub --layout hub
+fh gpt2 $T/g_pre --layout pretrained --seed 2
+fh gpt2 $T/g_hub16 --layout hub --dtype F16 --seed 3
+fh gpt2 $T/g_prebf --layout pretrained --dtype BF16 --seed 4
+fh gpt2 $T/g_prebf16 --layout pretrained --dtype F16 --seed 5
+fh gpt2 $T/cfg_gpt2_file --layout hub --seed 6
+fh llama $T/l_untied --tie 0 --seed 7
+fh llama $T/l_tied --tie 1 --seed 8
+fh llama $T/l_tiedcopy --tie 1 --lm-head-copy --seed 9 --theta 500
+fh llama $T/l_bf16 --tie 0 --dtype BF16 --seed 10 --NKV 4
+fh gpt2 $T/m_cfg --layout hub --seed 12
+EOF
+check "the $(ls "$T"/mk/*.rc | wc -l) models are written ($(cat "$T"/mk/*.out))" \
+    bash -c "test \$(cat '$T'/mk/*.rc | grep -cx 0) -eq 11"
 
 # init_case NAME MODEL_PATH [train flags...]: trains 2 steps from MODEL_PATH; the first loss must be PyTorch's
 init_case() {
@@ -39,11 +46,6 @@ init_case() {
 }
 
 section "GPT-2: hub and save_pretrained layouts, F32 / F16 / BF16"
-$H gpt2 "$T/g_hub" --layout hub
-$H gpt2 "$T/g_pre" --layout pretrained --seed 2
-$H gpt2 "$T/g_hub16" --layout hub --dtype F16 --seed 3
-$H gpt2 "$T/g_prebf" --layout pretrained --dtype BF16 --seed 4
-$H gpt2 "$T/g_prebf16" --layout pretrained --dtype F16 --seed 5
 init_case gpt2_hub "$T/g_hub"
 init_case gpt2_pretrained "$T/g_pre"
 init_case gpt2_hub_f16 "$T/g_hub16"
@@ -52,14 +54,9 @@ init_case gpt2_pretrained_f16 "$T/g_prebf16"
 check "the run records the init source in config.json" $PY -c "
 import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))['init'] == sys.argv[2] else 1)" "$T/run_gpt2_hub/config.json" "$(realpath "$T/g_hub")"
 # a bare file: the sizes from the tensors, the heads from --heads (the reference reads config.json)
-$H gpt2 "$T/cfg_gpt2_file" --layout hub --seed 6
 init_case gpt2_file "$T/cfg_gpt2_file/model.safetensors" --heads 4
 
 section "LLaMA: untied, tied, tied with an lm_head copy, BF16"
-$H llama "$T/l_untied" --tie 0 --seed 7
-$H llama "$T/l_tied" --tie 1 --seed 8
-$H llama "$T/l_tiedcopy" --tie 1 --lm-head-copy --seed 9 --theta 500
-$H llama "$T/l_bf16" --tie 0 --dtype BF16 --seed 10 --NKV 4
 init_case llama_untied "$T/l_untied"
 init_case llama_tied "$T/l_tied"
 init_case llama_tied_copy "$T/l_tiedcopy"
@@ -202,7 +199,7 @@ expect_fail "a missing --init" "not found" "$W" train --init "$T/nope" "${B[@]}"
 expect_fail "--init with --resume" "drop one of them" "$W" train --init "$T/g_hub" --out "$T/run_gpt2_hub" --resume --device cpu
 expect_fail "--steps 0 without --init" "--steps must be at least 1" "$W" train --data "$T/data" --out "$T/bad0" --vocab 96 --device cpu --steps 0
 # a config.json that contradicts the tensors
-$H gpt2 "$T/m_cfg" --layout hub --seed 12 && $PY -c "
+$PY -c "
 import json, sys; p = sys.argv[1] + '/config.json'; c = json.load(open(p)); c['n_layer'] = 3; json.dump(c, open(p, 'w'))" "$T/m_cfg"
 expect_fail "config.json with more layers than the file" "lacks tensor 'h.2.ln_1.weight'" "$W" train --init "$T/m_cfg" "${B[@]}"
 # a config.json far larger than its file (3.2 GB of parameters and AdamW state) is refused from the

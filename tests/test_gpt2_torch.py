@@ -2,7 +2,6 @@
 # loss, every parameter gradient, then the losses of 10 AdamW steps; on the C reference and on
 # WebGPU (lavapipe in CI). PyTorch runs in float64, so the tolerances below are float32 error.
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -11,25 +10,12 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt2_torch_ref as ref  # noqa: E402
-
-WGTRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "wgtrain")
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL", what)
+import torch_test_lib  # noqa: E402
+from torch_test_lib import check, finish  # noqa: E402
 
 
 def run(args):
-    r = subprocess.run([WGTRAIN] + args, capture_output=True, text=True)
-    if r.returncode != 0:
-        print(r.stdout, r.stderr)
-    return r
+    return torch_test_lib.run(args, show_failure=True)
 
 
 def case(L, NH, C, F, V, maxT, B, T, seed, backends, steps=10, ignore=False):
@@ -111,5 +97,4 @@ torch.set_default_dtype(torch.float64)
 case(L=2, NH=2, C=16, F=64, V=37, maxT=12, B=2, T=8, seed=1, backends=backends)
 case(L=1, NH=4, C=32, F=48, V=300, maxT=20, B=3, T=17, seed=2, backends=backends, steps=0, ignore=True)
 case(L=3, NH=1, C=8, F=40, V=5, maxT=4, B=1, T=1, seed=3, backends=backends, steps=3)
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(finish())

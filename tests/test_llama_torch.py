@@ -8,7 +8,6 @@
 # are float32 error.
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -17,24 +16,10 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama_torch_ref as ref  # noqa: E402
+from torch_test_lib import check, finish, run  # noqa: E402
 
-WGTRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "wgtrain")
 VERBOSE = bool(os.environ.get("WGT_TEST_VERBOSE"))
-passed = failed = 0
 worst = {}  # backend -> largest gradient error relative to its tensor's largest entry
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL", what)
-
-
-def run(args):
-    return subprocess.run([WGTRAIN] + args, capture_output=True, text=True)
 
 
 def case(L, NH, NKV, C, F, V, maxT, B, T, tie, seed, backends, theta=10000.0, eps=1e-5, steps=10, ignore=False,
@@ -380,5 +365,4 @@ gemma3_refusals()
 gpt2_config()
 for be, w in worst.items():
     print(f"{be}: largest gradient error {w:.2e} of its tensor's largest entry (bound 2e-4)")
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(finish())

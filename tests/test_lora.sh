@@ -9,18 +9,10 @@
 # Prints "N passed, N failed"; the exit code is the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-W=${WGT:-$PWD/build/wgtrain}
-PY=${PYTHON:-python3}
-H="$PY $PWD/tests/finetune_helper.py"
-if [[ ! -x $W ]]; then echo "build/wgtrain is missing: run make first"; echo "0 passed, 1 failed"; exit 1; fi
-T=$(mktemp -d /tmp/wgt_lora_XXXXXX)
-trap 'rm -rf "$T"' EXIT
 . tests/shell_lib.sh
+hf_setup lora  # W, PY, H, T, T/data, T/tok.npy
 R=(--device cpu --batch 2 --seq 16 --val-batches 1 --lr 1e-2 --warmup 0)
-
-$H shards "$T/data" --V 96 --T 16 --seed 1
 $H llama "$T/base" --tie 0 --seed 7
-$H tokens "$T/tok.npy" --V 96 --B 2 --T 16
 
 section "train --lora: the adapters train, the base stays"
 out=$($W train --init "$T/base" --data "$T/data" --out "$T/run" "${R[@]}" --steps 4 --ckpt-every 2 --lora 4 \

@@ -10,7 +10,6 @@
 # Also: adapter directories this build cannot read are refused by name.
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -21,23 +20,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt2_torch_ref as gref  # noqa: E402
 import llama_torch_ref as lref  # noqa: E402
-
-WGTRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "wgtrain")
-passed = failed = 0
-
-
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL", what)
-
-
-def run(args):
-    return subprocess.run([WGTRAIN] + args, capture_output=True, text=True)
-
+from torch_test_lib import check, finish, run  # noqa: E402
 
 def write_adapter(d, targets, r, alpha, adapters, rslora=False, extra=None):
     os.makedirs(d, exist_ok=True)
@@ -180,8 +163,7 @@ def main():
         write_adapter(adir, ["c_attn"], 2, 4.0, {"base_model.model.transformer.h.0.attn.c_attn.lora_A.weight": A})
         res = run(["grad", "--model", gpath, "--heads", str(NH), "--tokens", tpath, "--lora-adapter", adir])
         check(res.returncode != 0 and "lora_B" in res.stderr, f"a missing lora_B is refused: {res.stderr}")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return finish()
 
 
 def targets_of(tok):

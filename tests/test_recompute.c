@@ -3,7 +3,7 @@
 // gradient must be those of no recomputation: bit for bit on the C backend (the same ops on the
 // same inputs in the same order), within float rounding on WebGPU (1e-5 of the largest gradient:
 // the recomputed forward is the same kernels on the same inputs, so in practice also exact). Cases:
-// GPT-2 and LLaMA, with dropout (its masks regenerated), f16 mixed precision, and LoRA adapters
+// GPT-2, LLaMA and Gemma-3, with dropout (its masks regenerated), f16 mixed precision, and LoRA adapters
 // (whose gradients are the whole training state). Also: recomputation keeps fewer bytes.
 #include <math.h>
 #include <stdint.h>
@@ -21,6 +21,12 @@ static void die(const char *what) {
 
 static const model_config LLAMA = {.arch = "llama", .n_layer = 3, .n_head = 4, .d_model = 32, .d_ff = 40, .vocab = 23,
                                    .max_seq = 12, .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5};
+// Gemma-3: a sliding (window 4 of T = 9), a full and a sliding layer with their own RoPE bases, the
+// four norms a block, q/k norms, head_dim 6 (d_model / n_head is 8), tied
+static const model_config GEMMA3 = {.arch = "gemma3_text", .n_layer = 3, .n_head = 4, .d_model = 32, .d_ff = 40,
+                                    .vocab = 23, .max_seq = 12, .n_kv_heads = 2, .rope_theta = 1e6, .rms_eps = 1e-6,
+                                    .tie_embeddings = 1, .head_dim = 6, .sliding_window = 4, .rope_local_theta = 1e4,
+                                    .sliding_pattern = 2};
 static const model_config GPT2 = {.arch = "gpt2", .n_layer = 3, .n_head = 2, .d_model = 16, .d_ff = 32, .vocab = 19,
                                   .max_seq = 12};
 enum { B_ = 2, T_ = 9 };
@@ -108,10 +114,14 @@ int main(void) {
     compare(cpu, "llama f16", &LLAMA, MODEL_PREC_F16, NULL, 0.0f, 1);
     compare(cpu, "llama lora", &LLAMA, MODEL_PREC_F32, &lora, 0.1f, 1);
     compare(cpu, "gpt2 lora", &GPT2, MODEL_PREC_F32, &lora, 0.0f, 1);
+    compare(cpu, "gemma3 dropout", &GEMMA3, MODEL_PREC_F32, NULL, 0.1f, 1);
+    compare(cpu, "gemma3 f16", &GEMMA3, MODEL_PREC_F16, NULL, 0.0f, 1);
+    compare(cpu, "gemma3 lora", &GEMMA3, MODEL_PREC_F32, &lora, 0.1f, 1);
     cpu->free(cpu);
     bpair P = bpair_open();
     compare(P.gpu, "llama dropout", &LLAMA, MODEL_PREC_F32, NULL, 0.1f, 0);
     compare(P.gpu, "gpt2 lora", &GPT2, MODEL_PREC_F32, &lora, 0.1f, 0);
+    compare(P.gpu, "gemma3 dropout", &GEMMA3, MODEL_PREC_F32, NULL, 0.1f, 0);
     bpair_close(&P);
     return test_finish();
 }

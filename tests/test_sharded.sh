@@ -9,17 +9,9 @@
 # Prints "N passed, N failed"; the exit code is the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-W=${WGT:-$PWD/build/wgtrain}
-PY=${PYTHON:-python3}
-H="$PY $PWD/tests/finetune_helper.py"
-S="$PY $PWD/tests/shard_helper.py"
-if [[ ! -x $W ]]; then echo "build/wgtrain is missing: run make first"; echo "0 passed, 1 failed"; exit 1; fi
-T=$(mktemp -d /tmp/wgt_sharded_XXXXXX)
-trap 'rm -rf "$T"' EXIT
 . tests/shell_lib.sh
-R=(--device cpu --batch 2 --z-loss 0 --label-smoothing 0 --val-batches 1)
-$H shards "$T/data" --V 96 --T 16 --seed 1
-$H tokens "$T/tok.npy" --V 96 --B 2 --T 16
+hf_setup sharded  # W, PY, H, T, R, T/data, T/tok.npy
+S="$PY $PWD/tests/shard_helper.py"
 
 first_loss() { $PY -c "import json,sys; print(repr(json.loads(open(sys.argv[1]).readline())['loss']))" "$1"; }
 

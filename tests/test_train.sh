@@ -196,12 +196,19 @@ fi
 check "resume after SIGTERM" $W train --out "$T/S" --resume --device cpu >/dev/null 2>&1
 check "after SIGTERM, losses equal the reference" diff <(losses "$T/R/metrics.jsonl") <(losses "$T/S/metrics.jsonl")
 
+# The delays suit a machine where a run's first checkpoint is written within 0.5 s of its start; a
+# slower one (the sanitizer build, a CPU shared with other tests) stretches them in proportion, so
+# that the kills still land before, between and inside checkpoint writes
+t0=$(date +%s.%N)
+$W train "${K[@]}" --out "$T/X1" --steps 1 --ckpt-every 1 >/dev/null 2>&1
+stretch=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { s = (b - a) / 0.5; print (s > 1 ? s : 1) }')
+echo "first checkpoint after $(awk -v s="$stretch" 'BEGIN { print s * 0.5 }') s or less: the kill delays x $stretch"
 kills=0; torn=0; loads=0
 for delay in 0.3 0.55 0.8 1.05 0.45 0.7 0.95 0.35 0.6 0.85; do
     resume=(); [[ -f $T/X/ckpt.bin ]] && resume=(--resume)
     $W train "${K[@]}" --out "$T/X" --ckpt-every 1 "${resume[@]}" >/dev/null 2>&1 &
     pid=$!
-    sleep $delay
+    sleep "$(awk -v d="$delay" -v s="$stretch" 'BEGIN { print d * s }')"
     kill -KILL $pid 2>/dev/null && kills=$((kills + 1))
     wait $pid 2>/dev/null
     ls "$T"/X/*.tmp.* >/dev/null 2>&1 && torn=$((torn + 1))

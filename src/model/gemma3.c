@@ -19,6 +19,8 @@
 //   h = x + post_attention_norm(o_proj(attention(rope(qk_norm(q|k|v_proj(input_norm(x)))))))
 //   out = h + post_ffn_norm(down_proj(gelu(gate_proj(pre_ffn_norm(h))) * up_proj(pre_ffn_norm(h))))
 // and logits = lm_head(norm(x_L)), lm_head tied to the embedding unless the config says not.
+// --recompute attention / block share and recompute the activations as llama.c does
+// (docs/memory.md).
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -204,13 +206,24 @@ static wgt_status init(wgt_model *m) {
     for (int l = 0; l < c->n_layer; l++) {
         block_acts *h = &a->h[l];
         model_alloc(m, &h->res, BT * C, "res", 0);
-        model_alloc_act(m, &h->ln1, BT * C, "ln1");
-        model_alloc(m, &h->rstd1, BT, "rstd1", 0);
-        model_alloc(m, &h->qkv_pre, BT * QKV, "qkv_pre", 0);
-        model_alloc(m, &h->rstd_qk, BT * (NH + c->n_kv_heads), "rstd_qk", 0);
-        model_alloc_act(m, &h->qkv, BT * QKV, "qkv");
-        model_alloc_act(m, &h->atty, BT * QC, "atty");
-        model_alloc(m, &h->lse, (size_t)m->B * NH * T, "lse", 0);
+        if (l > 0 && m->recompute == MODEL_RECOMPUTE_BLOCK) {  // one set for all blocks but the inputs
+            wgt_view res = h->res;
+            *h = a->h[0];
+            h->res = res;
+            continue;
+        }
+        if (l > 0 && m->recompute == MODEL_RECOMPUTE_ATTENTION) {  // the attention's: one set
+            h->ln1 = a->h[0].ln1, h->rstd1 = a->h[0].rstd1, h->qkv_pre = a->h[0].qkv_pre;
+            h->rstd_qk = a->h[0].rstd_qk, h->qkv = a->h[0].qkv, h->atty = a->h[0].atty, h->lse = a->h[0].lse;
+        } else {
+            model_alloc_act(m, &h->ln1, BT * C, "ln1");
+            model_alloc(m, &h->rstd1, BT, "rstd1", 0);
+            model_alloc(m, &h->qkv_pre, BT * QKV, "qkv_pre", 0);
+            model_alloc(m, &h->rstd_qk, BT * (NH + c->n_kv_heads), "rstd_qk", 0);
+            model_alloc_act(m, &h->qkv, BT * QKV, "qkv");
+            model_alloc_act(m, &h->atty, BT * QC, "atty");
+            model_alloc(m, &h->lse, (size_t)m->B * NH * T, "lse", 0);
+        }
         model_alloc(m, &h->ao, BT * C, "attn_out", 0);
         model_alloc(m, &h->rstd_pa, BT, "rstd_pa", 0);
         model_alloc(m, &h->res2, BT * C, "res2", 0);
@@ -255,22 +268,22 @@ static float embed_scale(const model_config *c) { return (float)sqrt((double)c->
 
 // ------------------------------------------------------------------ forward
 
-static void block_forward(wgt_model *m, int l) {
+// The attention of block l up to its output: ln1, qkv_pre, rstd_qk, qkv (normed, rotated), atty,
+// lse (what --recompute attention recomputes in the backward).
+static void attn_forward(wgt_model *m, int l) {
     wgt_backend *be = m->be;
-    const uint32_t B = m->B, T = m->T, C = m->c.d_model, F = m->c.d_ff, NH = m->c.n_head, NKV = m->c.n_kv_heads,
-                   HS = HS_OF(&m->c), QC = NH * HS, QKV = QC + 2 * NKV * HS, BT = B * T;
+    const uint32_t B = m->B, T = m->T, C = m->c.d_model, NH = m->c.n_head, NKV = m->c.n_kv_heads, HS = HS_OF(&m->c),
+                   QC = NH * HS, QKV = QC + 2 * NKV * HS, BT = B * T;
     const float eps = (float)m->c.rms_eps;
     const block_params *p = PL(m, l);
     acts *a = A(m);
     const block_acts *h = &a->h[l];
-    const wgt_view none = model_no_view();
     const int sl = is_sliding(&m->c, l);
-    wgt_view out = l + 1 < m->c.n_layer ? a->h[l + 1].res : a->res_final;
-    const size_t nc = (size_t)BT * C, nf = (size_t)BT * F, nq = (size_t)BT * QKV;
+    const size_t nc = (size_t)BT * C, nq = (size_t)BT * QKV;
     wgt_view ln1 = model_act_out(m, h->ln1, a->x_c);
     be->rmsnorm_forward(be, ln1, h->rstd1, h->res, p->ln_in, BT, C, eps);                    // ln1 [B,T,C]
     model_act_keep(m, h->ln1, ln1, nc);
-    model_matmul(m, h->qkv_pre, h->ln1, qkv_of(p), none, BT, C, QKV);                          // [B,T,Q+2KV]
+    model_matmul(m, h->qkv_pre, h->ln1, qkv_of(p), model_no_view(), BT, C, QKV);             // [B,T,Q+2KV]
     wgt_view qkv = model_act_out(m, h->qkv, a->x_q);
     be->qk_norm_forward(be, qkv, h->rstd_qk, h->qkv_pre, p->q_nw, p->k_nw, B, T, NH, NKV, HS, eps, 0.0f);
     be->rope_forward(be, qkv, sl ? a->cos_l : a->cos_g, sl ? a->sin_l : a->sin_g, m->doc_view, B, T, NH, NKV, HS);
@@ -280,6 +293,19 @@ static void block_forward(wgt_model *m, int l) {
     be->attention_forward(be, atty, h->lse, qkv, m->doc_view, B, T, NH, NKV, HS, m->drop_p, model_dropout_seed(m, l, 0),
                           sl ? (uint32_t)m->c.sliding_window : 0);
     model_act_keep(m, h->atty, atty, (size_t)BT * QC);
+}
+
+static void block_forward(wgt_model *m, int l) {
+    wgt_backend *be = m->be;
+    const uint32_t B = m->B, T = m->T, C = m->c.d_model, F = m->c.d_ff, QC = m->c.n_head * HS_OF(&m->c), BT = B * T;
+    const float eps = (float)m->c.rms_eps;
+    const block_params *p = PL(m, l);
+    acts *a = A(m);
+    const block_acts *h = &a->h[l];
+    const wgt_view none = model_no_view();
+    wgt_view out = l + 1 < m->c.n_layer ? a->h[l + 1].res : a->res_final;
+    const size_t nc = (size_t)BT * C, nf = (size_t)BT * F;
+    attn_forward(m, l);
     model_matmul(m, h->ao, h->atty, p->o_w, none, BT, QC, C);                                   // o_proj [B,T,C]
     be->rmsnorm_forward(be, a->scratch_c, h->rstd_pa, h->ao, p->ln_pa, BT, C, eps);           // post-attention norm
     model_branch_dropout(m, a->scratch_c, l, 1);
@@ -365,7 +391,12 @@ static void backward(wgt_model *m) {
     model_matmul_at(m, lm_head_of(m, g), model_no_view(), m->logits, a->lnf, BT, C, V);
     be->fill_zero(be, a->dres, (size_t)BT * C);
     be->rmsnorm_backward(be, a->dres, g->norm_w, a->dtmp, a->res_final, p->norm_w, a->rstdf, BT, C);
-    for (int l = m->c.n_layer - 1; l >= 0; l--) block_backward(m, l);
+    for (int l = m->c.n_layer - 1; l >= 0; l--) {
+        // --recompute: the shared activations hold the last block's; the others are recomputed
+        if (l + 1 < m->c.n_layer && m->recompute == MODEL_RECOMPUTE_BLOCK) block_forward(m, l);
+        if (l + 1 < m->c.n_layer && m->recompute == MODEL_RECOMPUTE_ATTENTION) attn_forward(m, l);
+        block_backward(m, l);
+    }
     if (model_base_frozen(m)) return;  // (LoRA: the embedding is frozen)
     be->scale_inplace(be, a->dres, (size_t)BT * C, embed_scale(&m->c));                             // through * sqrt(C)
     be->fill_zero(be, a->dpos, (size_t)T * C);

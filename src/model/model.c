@@ -695,11 +695,6 @@ wgt_status model_init_opts(wgt_model **out, wgt_backend *be, const model_config 
     m->prec = prec;
     m->recompute = o->recompute;
     m->inference = o->inference;
-    if (m->recompute != MODEL_RECOMPUTE_NONE && !strcmp(cfg->arch, "gemma3_text")) {
-        free(m);
-        return wgt_fail(WGT_ERR_CONFIG, "--recompute %s is not implemented for gemma3_text models yet; use --recompute "
-                        "none (or a smaller --batch or --seq to save memory)", model_recompute_name(o->recompute));
-    }
     m->half_stale = 1;
     layout(m);
     for (int i = 0; i < m->np; i++) {
