@@ -13,7 +13,6 @@
 # Needs transformers and a CUDA GPU.
 #   python3 bench/families_1b.py WORK_DIR [--wgtrain build/wgtrain] [--steps 10] [--batch 4] [--seq 1024]
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -22,13 +21,10 @@ import time
 import numpy as np
 import torch
 
-LLAMA_1B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
-            "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
-            "head_dim": 64, "vocab_size": 128256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-5,
-            "rope_theta": 500000.0, "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
-                                                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
-            "tie_word_embeddings": True, "hidden_act": "silu", "attention_bias": False, "mlp_bias": False,
-            "bos_token_id": 128000, "eos_token_id": 128001, "torch_dtype": "bfloat16"}
+import lora_models  # beside this file: the shared configs and the token shards
+
+# Llama-3.2-1B's published config (bench/lora_models.py), with its token ids
+LLAMA_1B = dict(lora_models.LLAMA_1B, bos_token_id=128000, eos_token_id=128001)
 QWEN3_06B = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 1024,
              "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
              "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960, "rms_norm_eps": 1e-6,
@@ -52,15 +48,7 @@ def write_models(work):
         m.save_pretrained(d, max_shard_size="1GB")
         del m
         torch.cuda.empty_cache()
-    d = os.path.join(work, "data")
-    os.makedirs(d, exist_ok=True)
-    r = np.random.RandomState(0)
-    for name, n in (("train_000.bin", 1 << 21), ("val_000.bin", 1 << 16)):
-        hdr = np.zeros(256, np.int32)
-        hdr[0], hdr[1], hdr[2] = 20240520, 1, n
-        with open(os.path.join(d, name), "wb") as f:
-            f.write(hdr.tobytes())
-            f.write(r.randint(0, DATA_VOCAB, n).astype("<u2").tobytes())
+    lora_models.write_tokens(os.path.join(work, "data"), 1 << 21, DATA_VOCAB)
 
 
 def torch_peer(work, name, B, T, steps):

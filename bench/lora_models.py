@@ -67,15 +67,19 @@ def cmd_write(a):
         json.dump(c, open(os.path.join(d, "config.json"), "w"), indent=2)
         if not os.path.exists(os.path.join(d, "model.safetensors")):
             write_bf16(os.path.join(d, "model.safetensors"), c, seed)
-    d = os.path.join(a.work, "data")
+    write_tokens(os.path.join(a.work, "data"), 1 << 20)
+
+
+def write_tokens(d, n_train, vocab=49152):
+    """llm.c token shards of uniform random ids below vocab in d: n_train train tokens, 65536 val."""
     os.makedirs(d, exist_ok=True)
     r = np.random.RandomState(0)
-    for name, n in (("train_000.bin", 1 << 20), ("val_000.bin", 1 << 16)):
+    for name, n in (("train_000.bin", n_train), ("val_000.bin", 1 << 16)):
         hdr = np.zeros(256, np.int32)
         hdr[0], hdr[1], hdr[2] = 20240520, 1, n
         with open(os.path.join(d, name), "wb") as f:
             f.write(hdr.tobytes())
-            f.write(r.randint(0, 49152, n).astype("<u2").tobytes())
+            f.write(r.randint(0, vocab, n).astype("<u2").tobytes())
 
 
 def timed(model, params, B, T, V, steps, dtype_ctx=None):
