@@ -35,7 +35,7 @@ sys.exit(0 if len(rows) >= 4 and rows[-1] < rows[0] - 0.1 else 1)" "$T/run_$bp/m
 done
 # the plan's weights: nf4 below bf16 below f32
 w() { $W plan --init "$T/base" --data "$T/data" "${R[@]}" --lora 4 --base-precision "$1" 2>&1 |
-      awk '/weights/ {print $(NF-1) * ($NF == "GiB" ? 1024 : 1); exit}'; }
+      awk '/^train: +weights/ {print $(NF-1) * ($NF == "GiB" ? 1024 : 1); exit}'; }
 w32=$(w f32); w16=$(w bf16); w4=$(w nf4)
 check "plan weights f32 $w32 > bf16 $w16 > nf4 $w4 MiB" $PY -c "
 import sys; a, b, c = map(float, sys.argv[1:]); sys.exit(0 if a > b > c > 0 else 1)" "$w32" "$w16" "$w4"
