@@ -335,7 +335,7 @@ static void forward(wgt_model *m) {
     wgt_view lnf = model_act_out(m, a->lnf, a->x_c);
     be->rmsnorm_forward(be, lnf, a->rstdf, a->res_final, p->norm_w, BT, C, (float)m->c.rms_eps);
     model_act_keep(m, a->lnf, lnf, (size_t)BT * C);
-    model_matmul(m, m->logits, a->lnf, lm_head_of(m, p), model_no_view(), BT, C, V);           // logits [B,T,V]
+    model_head_forward(m, a->lnf, lm_head_of(m, p));                                            // logits [B,T,V]
 }
 
 // ------------------------------------------------------------------ backward
@@ -387,8 +387,7 @@ static void backward(wgt_model *m) {
     const uint32_t B = m->B, T = m->T, C = m->c.d_model, BT = B * T, V = m->c.vocab;
     const top_params *p = P(m), *g = G(m);
     acts *a = A(m);
-    model_matmul_t(m, a->dtmp, m->logits, lm_head_of(m, p), BT, C, V);                            // dlnf [B,T,C]
-    model_matmul_at(m, lm_head_of(m, g), model_no_view(), m->logits, a->lnf, BT, C, V);
+    model_head_backward(m, a->dtmp, a->lnf, lm_head_of(m, p), lm_head_of(m, g));                 // dlnf [B,T,C], dlm_head
     be->fill_zero(be, a->dres, (size_t)BT * C);
     be->rmsnorm_backward(be, a->dres, g->norm_w, a->dtmp, a->res_final, p->norm_w, a->rstdf, BT, C);
     for (int l = m->c.n_layer - 1; l >= 0; l--) {

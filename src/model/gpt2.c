@@ -209,7 +209,7 @@ static void forward(wgt_model *m) {
     wgt_view lnf = model_act_out(m, a->lnf, a->x_c);
     be->layernorm_forward(be, lnf, a->lnf_mean, a->lnf_rstd, a->res_final, p->lnf_w, p->lnf_b, BT, C);   // lnf [B,T,C]
     model_act_keep(m, a->lnf, lnf, (size_t)BT * C);
-    model_matmul(m, m->logits, a->lnf, p->wte, model_no_view(), BT, C, m->c.vocab);                // logits [B,T,V]
+    model_head_forward(m, a->lnf, p->wte);                                                            // logits [B,T,V]
 }
 
 // ------------------------------------------------------------------ backward
@@ -250,9 +250,7 @@ static void backward(wgt_model *m) {
     const uint32_t B = m->B, T = m->T, C = m->c.d_model, BT = B * T, V = m->c.vocab;
     const top_params *p = P(m), *g = G(m);
     acts *a = A(m);
-    // m->logits holds dlogits [B,T,V]
-    model_matmul_t(m, a->dtmp, m->logits, p->wte, BT, C, V);                                        // dlnf [B,T,C]
-    model_matmul_at(m, g->wte, model_no_view(), m->logits, a->lnf, BT, C, V);                          // dwte [V,C]
+    model_head_backward(m, a->dtmp, a->lnf, p->wte, g->wte);                                        // dlnf [B,T,C], dwte
     be->fill_zero(be, a->dres, (size_t)BT * C);
     be->layernorm_backward(be, a->dres, g->lnf_w, g->lnf_b, a->dtmp, a->res_final, p->lnf_w, a->lnf_mean, a->lnf_rstd,
                            BT, C);                                                                  // dres [B,T,C]

@@ -7,6 +7,7 @@
 // Memory: parameters, gradients and the two AdamW moments are each one buffer with every
 // tensor at a 256-byte aligned offset, weight-decayed tensors first so that AdamW runs as two
 // contiguous ranges; activations are one buffer per tensor.
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -641,6 +642,85 @@ void model_matmul_at(wgt_model *m, wgt_view dw, wgt_view db, wgt_view dout, wgt_
     else m->be->matmul_at(m->be, dw, db, dout, inp, N, C, OC);
 }
 
+// ------------------------------------------------------------------ the head in row chunks
+
+// The logits [B*T, V] are the largest buffer of a model with a large vocabulary at a long
+// sequence (SmolLM2-360M at B=4, T=2048: 1.5 GiB). Past HEAD_WHOLE_MAX_BYTES the head runs in
+// chunks of rows of HEAD_CHUNK_BYTES each, so that one chunk of logits exists at a time.
+#define HEAD_WHOLE_MAX_BYTES (256ull << 20)
+#define HEAD_CHUNK_BYTES (64ull << 20)
+
+// m->head_rows: 0 (whole) or the rows of a chunk; WGTRAIN_LOGITS_CHUNK_ROWS=N forces chunks of N
+// rows (tests cover the chunking on small models with it; 0 or unset: chosen by size).
+static wgt_status head_rows_pick(const wgt_model *m, uint32_t *rows) {
+    const uint64_t BT = (uint64_t)m->B * (uint64_t)m->T, V = (uint64_t)m->c.vocab;
+    uint64_t r = 0;
+    *rows = 0;
+    const char *e = getenv("WGTRAIN_LOGITS_CHUNK_ROWS");
+    if (e && *e) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(e, &end, 10);
+        if (*e < '0' || *e > '9' || *end || errno || v > UINT32_MAX)
+            return wgt_fail(WGT_ERR_ARG, "WGTRAIN_LOGITS_CHUNK_ROWS must be a number of rows from 0 (chosen by size) "
+                            "to %u, got '%s'", UINT32_MAX, e);
+        r = v;
+    }
+    if (!r && BT * V * 4 > HEAD_WHOLE_MAX_BYTES) {
+        r = HEAD_CHUNK_BYTES / (V * 4);
+        if (r < 1) r = 1;
+    }
+    // f16: lnf holds two values a word, so each chunk's rows must start on a whole word
+    if (r && model_f16(m) && m->c.d_model % 2 && r % 2) r++;
+    *rows = r && r < BT ? (uint32_t)r : 0;
+    return WGT_OK;
+}
+
+// Rows [r0, r0 + rows) of the saved lnf [B*T, C] (f32, or f16 two a word).
+static wgt_view head_lnf_rows(const wgt_model *m, wgt_view lnf, size_t r0, size_t rows) {
+    const size_t C = (size_t)m->c.d_model;
+    if (!model_f16(m)) return model_subview(lnf, r0 * C, rows * C);
+    WGT_ASSERT(r0 * C % 2 == 0, "an f16 chunk of lnf must start on a whole word");
+    return model_subview(lnf, r0 * C / 2, wgt_f16_words(rows * C));
+}
+
+// One chunk's logits into m->logits and its loss (the logits become dlogits), as the loss step.
+static void head_chunk_loss(wgt_model *m, size_t r0, uint32_t rows) {
+    wgt_backend *be = m->be;
+    const uint32_t C = (uint32_t)m->c.d_model, V = (uint32_t)m->c.vocab;
+    model_matmul(m, m->logits, head_lnf_rows(m, m->head_lnf, r0, rows), m->head_w, model_no_view(), rows, C, V);
+    be->cross_entropy(be, m->logits, model_subview(m->losses, r0, rows), model_subview(m->targets, r0, rows),
+                      wgt_view_sub(m->status, WGT_ST_LOSS_SCALE, 1), rows, V, m->ce_alpha, m->ce_beta, m->ce_inv_norm);
+}
+
+void model_head_forward(wgt_model *m, wgt_view lnf, wgt_view w) {
+    const uint32_t BT = (uint32_t)m->B * (uint32_t)m->T;
+    m->head_lnf = lnf;
+    m->head_w = w;
+    if (!m->head_rows)
+        model_matmul(m, m->logits, lnf, w, model_no_view(), BT, (uint32_t)m->c.d_model, (uint32_t)m->c.vocab);
+    // chunked: the loss step (model_forward) or model_forward_logits runs the chunks
+}
+
+void model_head_backward(wgt_model *m, wgt_view dlnf, wgt_view lnf, wgt_view w, wgt_view gw) {
+    const uint32_t BT = (uint32_t)m->B * (uint32_t)m->T, C = (uint32_t)m->c.d_model, V = (uint32_t)m->c.vocab;
+    if (!m->head_rows) {  // m->logits holds dlogits [B*T, V]
+        model_matmul_t(m, dlnf, m->logits, w, BT, C, V);                          // dlnf [B*T, C]
+        model_matmul_at(m, gw, model_no_view(), m->logits, lnf, BT, C, V);         // dW [V, C]
+        return;
+    }
+    // each chunk's dlogits again (the forward kept only the last chunk's), then its two GEMMs; W's
+    // gradient accumulates chunk after chunk
+    WGT_ASSERT(lnf.buf == m->head_lnf.buf && lnf.off == m->head_lnf.off && w.buf == m->head_w.buf &&
+               w.off == m->head_w.off, "the head's backward must take the forward's lnf and lm_head");
+    for (size_t r0 = 0; r0 < BT; r0 += m->head_rows) {
+        const uint32_t rows = (uint32_t)(BT - r0 < m->head_rows ? BT - r0 : m->head_rows);
+        head_chunk_loss(m, r0, rows);
+        model_matmul_t(m, model_subview(dlnf, r0 * C, (size_t)rows * C), m->logits, w, rows, C, V);
+        model_matmul_at(m, gw, model_no_view(), m->logits, head_lnf_rows(m, lnf, r0, rows), rows, C, V);
+    }
+}
+
 // f16: the weights' f16 copy from the f32 masters, when they changed since the last cast.
 static void refresh_half(wgt_model *m) {
     if (!model_f16(m) || !m->half_stale) return;
@@ -728,7 +808,15 @@ wgt_status model_init_opts(wgt_model **out, wgt_backend *be, const model_config 
     model_alloc(m, &m->tokens, BT, "tokens", 0);
     model_alloc(m, &m->targets, BT, "targets", 0);
     model_alloc(m, &m->doc_start, BT, "doc_start", 0);
-    model_alloc(m, &m->logits, BT * cfg->vocab, "logits", 1);  // the lm_head matmuls and the loss split it
+    {
+        wgt_status hst = head_rows_pick(m, &m->head_rows);
+        if (hst != WGT_OK) {
+            model_free(m);
+            return hst;
+        }
+    }
+    // (the lm_head matmuls and the loss split it)
+    model_alloc(m, &m->logits, (m->head_rows ? m->head_rows : BT) * (size_t)cfg->vocab, "logits", 1);
     model_alloc(m, &m->losses, BT, "losses", 0);
     model_alloc(m, &m->status, WGT_ST_WORDS, "optimizer_status", 0);
     if (m->lora) lora_alloc(m);
@@ -1316,9 +1404,17 @@ wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *tar
     m->arch->forward(m);
     wgt_backend *be = m->be;
     const uint32_t BT = (uint32_t)m->B * (uint32_t)m->T;
+    m->ce_alpha = lo.alpha;
+    m->ce_beta = lo.beta;
+    m->ce_inv_norm = inv_norm;
     // the gradient seed carries the loss scale of the optimizer status (1 without scaling)
-    be->cross_entropy(be, m->logits, m->losses, m->targets, status_word(m, WGT_ST_LOSS_SCALE), BT,
-                      (uint32_t)m->c.vocab, lo.alpha, lo.beta, inv_norm);
+    if (m->head_rows) {  // chunk by chunk: the losses (model_head_backward recomputes the dlogits)
+        for (size_t r0 = 0; r0 < BT; r0 += m->head_rows)
+            head_chunk_loss(m, r0, (uint32_t)(BT - r0 < m->head_rows ? BT - r0 : m->head_rows));
+    } else {
+        be->cross_entropy(be, m->logits, m->losses, m->targets, status_word(m, WGT_ST_LOSS_SCALE), BT,
+                          (uint32_t)m->c.vocab, lo.alpha, lo.beta, inv_norm);
+    }
     be->sum_losses(be, status_word(m, WGT_ST_LOSS_SUM), m->losses, BT, lo.accumulate_loss ? 1u : 0u);
     m->have_forward = 1;
     return WGT_OK;
@@ -1331,7 +1427,15 @@ wgt_status model_forward_logits(wgt_model *m, const int32_t *tokens, float *logi
     refresh_half(m);
     m->arch->forward(m);
     m->have_forward = 0;  // logits are not dlogits: no backward from here
-    return m->be->download(m->be, logits, m->logits, (size_t)m->B * m->T * m->c.vocab);
+    const size_t BT = (size_t)m->B * m->T, V = (size_t)m->c.vocab;
+    if (!m->head_rows) return m->be->download(m->be, logits, m->logits, BT * V);
+    for (size_t r0 = 0; r0 < BT; r0 += m->head_rows) {  // chunked: each chunk's logits, downloaded in turn
+        const uint32_t rows = (uint32_t)(BT - r0 < m->head_rows ? BT - r0 : m->head_rows);
+        model_matmul(m, m->logits, head_lnf_rows(m, m->head_lnf, r0, rows), m->head_w, model_no_view(), rows,
+                     (uint32_t)m->c.d_model, (uint32_t)V);
+        WGT_TRY(m->be->download(m->be, logits + r0 * V, m->logits, rows * V));
+    }
+    return WGT_OK;
 }
 
 wgt_status model_loss_sum(wgt_model *m, double *sum) {

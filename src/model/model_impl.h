@@ -139,7 +139,13 @@ struct wgt_model {
     // packed examples (model_set_doc_start): doc_start [B*T] u32, the first position of each
     // token's example; doc_view is it while a batch is packed, else no view (plain causal)
     wgt_view doc_start, doc_view;
-    wgt_view logits;           // [B*T, V] (dlogits after the loss)
+    wgt_view logits;           // [B*T, V] (dlogits after the loss); [head_rows, V] when the head is chunked
+    // The head in row chunks (model_head_forward): 0, or the rows of one chunk of logits. The
+    // family's forward leaves the head to the loss step (it records the final norm's output and the
+    // lm_head here), and its backward recomputes each chunk's logits and loss before their GEMMs.
+    uint32_t head_rows;
+    wgt_view head_lnf, head_w;
+    float ce_alpha, ce_beta, ce_inv_norm;  // the last forward's loss settings, which the backward repeats
     wgt_view losses;           // [B*T]
     // the optimizer status (backend/opt_status.h): loss sum, gradient norm, clip multiplier,
     // update and skip counts, loss scale; its loss scaling settings (model_set_loss_scale)
@@ -164,6 +170,14 @@ void model_branch_dropout(wgt_model *m, wgt_view x, int l, int site);
 // The gradient of that branch before its dropout: dropout_backward(tmp <- dres) and tmp, or dres
 // itself when p = 0.
 wgt_view model_branch_dropout_grad(wgt_model *m, wgt_view tmp, wgt_view dres, int l, int site);
+
+// The lm_head of every family (logits = lnf W^T, lnf [B*T, C] a saved activation, W [V, C]):
+// the family's forward ends with model_head_forward and its backward starts with
+// model_head_backward (dlnf [B*T, C] f32 out, W's gradient gw accumulated). Unchunked they are
+// the plain GEMMs over m->logits; chunked (m->head_rows) the loss step and the backward run them
+// chunk by chunk (docs/memory.md#chunked-logits).
+void model_head_forward(wgt_model *m, wgt_view lnf, wgt_view w);
+void model_head_backward(wgt_model *m, wgt_view dlnf, wgt_view lnf, wgt_view w, wgt_view gw);
 
 // Whether the parameter table is frozen (LoRA): a family then skips the gradients that are no
 // GEMM's (the embedding's), which have nowhere to go; the GEMM helpers skip the frozen weights'.
