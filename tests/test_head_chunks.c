@@ -152,7 +152,8 @@ static void compare(wgt_backend *be, const hcase *c) {
 }
 
 // The size rule, on the memory plan: SmolLM2's vocabulary (49152) at B=4, T=2048 has 1.5 GiB of
-// logits, so they come in chunks of 64 MiB (341 rows); at T=256 (48 MiB) they stay whole.
+// logits, so under recomputation they come in chunks of 64 MiB (341 rows); at T=256 (48 MiB), or
+// without recomputation, they stay whole.
 static void check_size_rule(wgt_backend *be) {
     unsetenv("WGTRAIN_LOGITS_CHUNK_ROWS");
     model_config c = LLAMA;
@@ -163,6 +164,11 @@ static void check_size_rule(wgt_backend *be) {
     if (model_plan_make(&p, be, &c, 4, 2048, &o) != WGT_OK) die("plan");
     CHECK(p.bytes[PLAN_LOGITS] == 341ull * 49152 * 4, "B=4, T=2048, V=49152: %llu bytes of logits planned, expected "
           "one chunk of 341 rows", (unsigned long long)p.bytes[PLAN_LOGITS]);
+    model_opts o_none = o;
+    o_none.recompute = MODEL_RECOMPUTE_NONE;
+    if (model_plan_make(&p, be, &c, 4, 2048, &o_none) != WGT_OK) die("plan");
+    CHECK(p.bytes[PLAN_LOGITS] == 8192ull * 49152 * 4, "B=4, T=2048, --recompute none: %llu bytes of logits planned, "
+          "expected all 8192 rows", (unsigned long long)p.bytes[PLAN_LOGITS]);
     if (model_plan_make(&p, be, &c, 1, 256, &o) != WGT_OK) die("plan");
     CHECK(p.bytes[PLAN_LOGITS] == 256ull * 49152 * 4, "B=1, T=256: %llu bytes of logits planned, expected all 256 rows",
           (unsigned long long)p.bytes[PLAN_LOGITS]);

@@ -645,8 +645,11 @@ void model_matmul_at(wgt_model *m, wgt_view dw, wgt_view db, wgt_view dout, wgt_
 // ------------------------------------------------------------------ the head in row chunks
 
 // The logits [B*T, V] are the largest buffer of a model with a large vocabulary at a long
-// sequence (SmolLM2-360M at B=4, T=2048: 1.5 GiB). Past HEAD_WHOLE_MAX_BYTES the head runs in
-// chunks of rows of HEAD_CHUNK_BYTES each, so that one chunk of logits exists at a time.
+// sequence (SmolLM2-360M at B=4, T=2048: 1.5 GiB). Under --recompute (a run that trades compute
+// for memory) and past HEAD_WHOLE_MAX_BYTES the head runs in chunks of rows of HEAD_CHUNK_BYTES
+// each, so that one chunk of logits exists at a time; the backward computes each chunk's logits
+// again (one more lm_head GEMM a step) and the chunks' GEMMs are thinner, so without
+// recomputation the logits stay whole and the step as fast as before.
 #define HEAD_WHOLE_MAX_BYTES (256ull << 20)
 #define HEAD_CHUNK_BYTES (64ull << 20)
 
@@ -666,7 +669,7 @@ static wgt_status head_rows_pick(const wgt_model *m, uint32_t *rows) {
                             "to %u, got '%s'", UINT32_MAX, e);
         r = v;
     }
-    if (!r && BT * V * 4 > HEAD_WHOLE_MAX_BYTES) {
+    if (!r && m->recompute != MODEL_RECOMPUTE_NONE && BT * V * 4 > HEAD_WHOLE_MAX_BYTES) {
         r = HEAD_CHUNK_BYTES / (V * 4);
         if (r < 1) r = 1;
     }
