@@ -10,6 +10,7 @@
 
 wgt_status train_plan_check(const train_config *c, wgt_backend *be, model_opts *mo, model_lora_opts *lora) {
     lora_run_opts(c, lora);
+    memset(mo, 0, sizeof *mo);  // a training model: every option not set below is off (inference among them)
     mo->prec = train_config_precision(c);
     mo->lora = lora;
     mo->recompute = train_config_recompute(c);

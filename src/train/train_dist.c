@@ -202,8 +202,11 @@ wgt_status train_dist_agree(const train_config *c, const dataset *ds, const ckpt
 #endif
     snprintf(mine.device, sizeof mine.device, "%s%s%s%s", be->name, be->device_name ? " (" : "",
              be->device_name ? be->device_name(be) : "", be->device_name ? ")" : "");
-    if (g_pick[0] && strlen(mine.device) + strlen(g_pick) + 4 < sizeof mine.device)
-        snprintf(mine.device + strlen(mine.device), sizeof mine.device - strlen(mine.device), ", %s", g_pick);
+    const size_t used = strlen(mine.device), pick = strlen(g_pick);
+    if (pick && used + pick + 4 < sizeof mine.device) {  // ", <pick>" when it fits whole
+        memcpy(mine.device + used, ", ", 2);
+        memcpy(mine.device + used + 2, g_pick, pick + 1);
+    }
 
     rank_record *all = wgt_malloc((size_t)N * sizeof *all);
     WGT_TRY(dist_allgather(&mine, all, sizeof mine));

@@ -142,7 +142,7 @@ int main(int argc, char **argv) {
         }
         FZ_CHECK(same, "input %ld: the pieces differ from the pattern's (%zu and %zu pieces)", it, np, nw);
         free(ends);
-        uint16_t *ids;
+        uint32_t *ids;
         size_t n_ids, n_back;
         uint8_t *back;
         if (gpt2_bpe_encode(g, b.p, b.n, &ids, &n_ids) == WGT_OK) {
