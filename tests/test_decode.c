@@ -38,11 +38,6 @@
 #define NSEQ 3
 #define TMAX 13
 
-static void die(const char *what) {
-    fprintf(stderr, "%s: %s\n", what, wgt_last_error());
-    exit(1);
-}
-
 // O(1)-scale parameters (as test_model_webgpu.c): the attention far from uniform
 static void set_params(wgt_model *m, uint64_t seed) {
     trng_state = seed;

@@ -18,11 +18,6 @@
 #include "model/lora.h"
 #include "model/plan.h"
 
-static void die(const char *what) {
-    fprintf(stderr, "%s: %s\n", what, wgt_last_error());
-    exit(1);
-}
-
 static const model_config LLAMA = {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 32, .d_ff = 40, .vocab = 23,
                                    .max_seq = 12, .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5};
 static const model_config GEMMA3 = {.arch = "gemma3_text", .n_layer = 2, .n_head = 4, .d_model = 32, .d_ff = 40,

@@ -30,11 +30,6 @@ static double urand(void) {
     return (double)(z >> 11) * (1.0 / 9007199254740992.0);
 }
 static double nrand(void) { return sqrt(-2.0 * log(urand() + 1e-300)) * cos(6.283185307179586 * urand()); }
-static void die(const char *what) {
-    fprintf(stderr, "%s: %s\n", what, wgt_last_error());
-    exit(1);
-}
-
 static const model_config LLAMA = {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 16, .d_ff = 24, .vocab = 13,
                                    .max_seq = 8, .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5};
 static const model_config GPT2 = {.arch = "gpt2", .n_layer = 2, .n_head = 2, .d_model = 8, .d_ff = 16, .vocab = 11,

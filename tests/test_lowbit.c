@@ -17,11 +17,6 @@
 #include "model/nf4.h"
 #include "model/plan.h"
 
-static void die(const char *what) {
-    fprintf(stderr, "%s: %s\n", what, wgt_last_error());
-    exit(1);
-}
-
 // Every projection a multiple of 64 values (nf4's block): d_model 64, kv 2 x 16, d_ff 96.
 static const model_config LLAMA = {.arch = "llama", .n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 96, .vocab = 50,
                                    .max_seq = 8, .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5};

@@ -146,11 +146,6 @@ static void test_json(void) {
           "a huge size is named in a short form: %s", wgt_last_error());
 }
 
-static void die(const char *what) {
-    fprintf(stderr, "%s: %s\n", what, wgt_last_error());
-    exit(1);
-}
-
 // The LLaMA parameter table, and exact round trips through the host and safetensors.
 static void test_table(wgt_backend *be, int tie) {
     model_config c = LLAMA;

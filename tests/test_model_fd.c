@@ -65,11 +65,6 @@ typedef struct {
     float inv_norm;
 } fdctx;
 
-static void die(const char *what) {
-    fprintf(stderr, "%s: %s\n", what, wgt_last_error());
-    exit(1);
-}
-
 // O(1) parameters: matrices N(0, 1/fan_in)·2 (so activations stay O(1) through the layers),
 // embeddings N(0, 0.5), biases N(0, 0.1), norm weights 1 + N(0, 0.1); the roles come from the
 // parameter table (matrices are [out, in], so fan_in is shape[1]).

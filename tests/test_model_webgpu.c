@@ -100,11 +100,6 @@ typedef struct {
 static double tscale = 1.0;
 
 
-static void die(const char *what) {
-    fprintf(stderr, "%s: %s\n", what, wgt_last_error());
-    exit(1);
-}
-
 static double max_abs(const float *x, size_t n) {
     double m = 0;
     for (size_t i = 0; i < n; i++) if (fabs(x[i]) > m) m = fabs(x[i]);

@@ -13,11 +13,6 @@
 #include "backend_pair.h"
 #include "model/plan.h"
 
-static void die(const char *what) {
-    fprintf(stderr, "%s: %s\n", what, wgt_last_error());
-    exit(1);
-}
-
 static const model_config LLAMA = {.arch = "llama", .n_layer = 3, .n_head = 4, .d_model = 64, .d_ff = 96, .vocab = 300,
                                    .max_seq = 64, .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5};
 static const model_config GPT2 = {.arch = "gpt2", .n_layer = 2, .n_head = 4, .d_model = 64, .d_ff = 256, .vocab = 257,

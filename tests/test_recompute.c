@@ -14,11 +14,6 @@
 #include "backend_pair.h"
 #include "model/lora.h"
 
-static void die(const char *what) {
-    fprintf(stderr, "%s: %s\n", what, wgt_last_error());
-    exit(1);
-}
-
 static const model_config LLAMA = {.arch = "llama", .n_layer = 3, .n_head = 4, .d_model = 32, .d_ff = 40, .vocab = 23,
                                    .max_seq = 12, .n_kv_heads = 2, .rope_theta = 10000, .rms_eps = 1e-5};
 // Gemma-3: a sliding (window 4 of T = 9), a full and a sliding layer with their own RoPE bases, the

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/error.h"
 
 // The whole file at path, NUL-terminated, its length in *n; NULL (and *n = 0) when it cannot be
 // opened.
@@ -32,6 +33,12 @@ static inline void test_spit(const char *path, const void *p, size_t n) {
     if (!f) { perror(path); exit(2); }
     if (n && fwrite(p, 1, n, f) != n) { perror(path); exit(2); }
     fclose(f);
+}
+
+// A setup step that failed (not a checked result): its name and the library's message, exit 1.
+static inline void die(const char *what) {
+    fprintf(stderr, "%s: %s\n", what, wgt_last_error());
+    exit(1);
 }
 
 static int t_pass_ = 0, t_fail_ = 0, t_skip_ = 0;

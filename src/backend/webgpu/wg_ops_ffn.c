@@ -17,8 +17,9 @@ void wg_ffn_gelu_backward(wgt_backend *be, wgt_view grad_pre, wgt_view grad_hidd
                 &p, sizeof p, wg_groups(n / lanes, 256));
 }
 
-void wg_ffn_swiglu_backward(wgt_backend *be, wgt_view grad_gate, wgt_view grad_up, wgt_view grad_hidden, wgt_view gate,
-                            wgt_view up, size_t n) {
+// The gated MLPs' backward (SwiGLU, GeGLU): one binding layout, the kernel named by entry.
+static void gated_backward(wgt_backend *be, const char *entry, wgt_view grad_gate, wgt_view grad_up,
+                           wgt_view grad_hidden, wgt_view gate, wgt_view up, size_t n) {
     wg_ctx *ctx = wg_of(be);
     WGT_ASSERT(n <= UINT32_MAX, "element-wise kernels index with u32");
     const char *defs;
@@ -26,19 +27,16 @@ void wg_ffn_swiglu_backward(wgt_backend *be, wgt_view grad_gate, wgt_view grad_u
     int lanes = wg_ew_lanes(n, vs, 5, &defs);
     ffn_params p = {(uint32_t)(n / lanes), 0, 0, 0};
     wg_bind b[] = {wg_b(grad_gate, n), wg_b(grad_up, n), wg_b(grad_hidden, n), wg_b(gate, n), wg_b(up, n)};
-    wg_dispatch(ctx, "ffn_swiglu_backward", wg_pipeline(ctx, "09_backward_ffn.wgsl", "ffn_swiglu_backward", defs), b,
-                5, &p, sizeof p, wg_groups(n / lanes, 256));
+    wg_dispatch(ctx, entry, wg_pipeline(ctx, "09_backward_ffn.wgsl", entry, defs), b, 5, &p, sizeof p,
+                wg_groups(n / lanes, 256));
+}
+
+void wg_ffn_swiglu_backward(wgt_backend *be, wgt_view grad_gate, wgt_view grad_up, wgt_view grad_hidden, wgt_view gate,
+                            wgt_view up, size_t n) {
+    gated_backward(be, "ffn_swiglu_backward", grad_gate, grad_up, grad_hidden, gate, up, n);
 }
 
 void wg_ffn_geglu_backward(wgt_backend *be, wgt_view grad_gate, wgt_view grad_up, wgt_view grad_hidden, wgt_view gate,
                            wgt_view up, size_t n) {
-    wg_ctx *ctx = wg_of(be);
-    WGT_ASSERT(n <= UINT32_MAX, "element-wise kernels index with u32");
-    const char *defs;
-    wgt_view vs[] = {grad_gate, grad_up, grad_hidden, gate, up};
-    int lanes = wg_ew_lanes(n, vs, 5, &defs);
-    ffn_params p = {(uint32_t)(n / lanes), 0, 0, 0};
-    wg_bind b[] = {wg_b(grad_gate, n), wg_b(grad_up, n), wg_b(grad_hidden, n), wg_b(gate, n), wg_b(up, n)};
-    wg_dispatch(ctx, "ffn_geglu_backward", wg_pipeline(ctx, "09_backward_ffn.wgsl", "ffn_geglu_backward", defs), b,
-                5, &p, sizeof p, wg_groups(n / lanes, 256));
+    gated_backward(be, "ffn_geglu_backward", grad_gate, grad_up, grad_hidden, gate, up, n);
 }
