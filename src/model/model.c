@@ -687,6 +687,12 @@ static wgt_view head_lnf_rows(const wgt_model *m, wgt_view lnf, size_t r0, size_
     return model_subview(lnf, r0 * C / 2, wgt_f16_words(rows * C));
 }
 
+// The rows of the chunk that starts at row r0 (the last one may be short).
+static uint32_t head_chunk_rows(const wgt_model *m, size_t r0) {
+    const size_t BT = (size_t)m->B * m->T;
+    return (uint32_t)(BT - r0 < m->head_rows ? BT - r0 : m->head_rows);
+}
+
 // One chunk's logits into m->logits and its loss (the logits become dlogits), as the loss step.
 static void head_chunk_loss(wgt_model *m, size_t r0, uint32_t rows) {
     wgt_backend *be = m->be;
@@ -717,7 +723,7 @@ void model_head_backward(wgt_model *m, wgt_view dlnf, wgt_view lnf, wgt_view w, 
     WGT_ASSERT(lnf.buf == m->head_lnf.buf && lnf.off == m->head_lnf.off && w.buf == m->head_w.buf &&
                w.off == m->head_w.off, "the head's backward must take the forward's lnf and lm_head");
     for (size_t r0 = 0; r0 < BT; r0 += m->head_rows) {
-        const uint32_t rows = (uint32_t)(BT - r0 < m->head_rows ? BT - r0 : m->head_rows);
+        const uint32_t rows = head_chunk_rows(m, r0);
         head_chunk_loss(m, r0, rows);
         model_matmul_t(m, model_subview(dlnf, r0 * C, (size_t)rows * C), m->logits, w, rows, C, V);
         model_matmul_at(m, gw, model_no_view(), m->logits, head_lnf_rows(m, lnf, r0, rows), rows, C, V);
@@ -1413,7 +1419,7 @@ wgt_status model_forward(wgt_model *m, const int32_t *tokens, const int32_t *tar
     // the gradient seed carries the loss scale of the optimizer status (1 without scaling)
     if (m->head_rows) {  // chunk by chunk: the losses (model_head_backward recomputes the dlogits)
         for (size_t r0 = 0; r0 < BT; r0 += m->head_rows)
-            head_chunk_loss(m, r0, (uint32_t)(BT - r0 < m->head_rows ? BT - r0 : m->head_rows));
+            head_chunk_loss(m, r0, head_chunk_rows(m, r0));
     } else {
         be->cross_entropy(be, m->logits, m->losses, m->targets, status_word(m, WGT_ST_LOSS_SCALE), BT,
                           (uint32_t)m->c.vocab, lo.alpha, lo.beta, inv_norm);
@@ -1433,7 +1439,7 @@ wgt_status model_forward_logits(wgt_model *m, const int32_t *tokens, float *logi
     const size_t BT = (size_t)m->B * m->T, V = (size_t)m->c.vocab;
     if (!m->head_rows) return m->be->download(m->be, logits, m->logits, BT * V);
     for (size_t r0 = 0; r0 < BT; r0 += m->head_rows) {  // chunked: each chunk's logits, downloaded in turn
-        const uint32_t rows = (uint32_t)(BT - r0 < m->head_rows ? BT - r0 : m->head_rows);
+        const uint32_t rows = head_chunk_rows(m, r0);
         model_matmul(m, m->logits, head_lnf_rows(m, m->head_lnf, r0, rows), m->head_w, model_no_view(), rows,
                      (uint32_t)m->c.d_model, (uint32_t)V);
         WGT_TRY(m->be->download(m->be, logits + r0 * V, m->logits, rows * V));
