@@ -270,6 +270,9 @@ def main():
         t.read_until(b" ", len(t.buf), limit=1.0)  # the reply has begun
         t.send(b"\x03")
         check("Ctrl-C stops the reply", t.read_until(b"[stopped]", start, limit=60), t.buf[start:][-300:])
+        # keys typed before the line editor reads again can be lost: the prompt first, as end() does
+        t.read_until(b"> ", max(0, len(t.buf) - 2))
+        time.sleep(0.5)
         start = t.send(b"more\r")
         t.read_until(b"more\r\n", start)
         t.read_until(b" ", len(t.buf), limit=1.0)
