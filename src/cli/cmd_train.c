@@ -106,7 +106,10 @@ static wgt_status train_main(int argc, char **argv, int *exit_code, int *reached
     WGT_TRY(dist_check_all(trainer_init(&t, &flags, &given, &o)));
     wgt_backend *be = NULL;
     train_dist_pick_gpu(device, adapter);  // under mpirun: this rank's GPU among the host's
-    wgt_status st = dist_check_all(cli_backend_open(&be, device, adapter, 0));
+    // WGTRAIN_PROFILE=1 (webgpu): each kernel's GPU time over the updates after the first, printed at
+    // the end (docs/architecture.md, Profiling); timestamp queries slow the run a little
+    const char *prof = getenv("WGTRAIN_PROFILE");
+    wgt_status st = dist_check_all(cli_backend_open(&be, device, adapter, prof && !strcmp(prof, "1")));
     // a GPU without measured tiles is tuned once (docs/tuning.md); every rank reaches the check
     if (st == WGT_OK) st = dist_check_all(be->tune_auto ? be->tune_auto(be) : WGT_OK);
     int interrupted = 0;

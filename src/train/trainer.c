@@ -535,6 +535,7 @@ typedef struct {
     size_t win_tokens;
     size_t tokens_per_update;  // of all ranks
     float *host;        // [dist] model_state_elems floats of scratch for the gradient reduction
+    wgt_backend *profiled;  // WGTRAIN_PROFILE: a backend timing its kernels, reset after the first update
 } run_state;
 
 // Records update `step`: K micro-batches of forward and backward, the update, the start of its
@@ -726,6 +727,8 @@ static wgt_status finish_oldest(trainer *t, wgt_model *m, run_state *rs, step_qu
     sq->n--;
     metrics_row row;
     WGT_TRY(collect_step(t, m, rs, &p, &row));
+    // the first update compiles pipelines and allocates: the profile times the ones after it
+    if (rs->profiled && row.step == rs->step0 + 1) rs->profiled->profile_reset(rs->profiled);
     int last = row.step == t->cfg.steps || (t->o.stop_at > 0 && row.step >= t->o.stop_at);
     return report_step(t, rs, &row, last);
 }
@@ -806,6 +809,7 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
     rs.tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // [dist] mpirun gives ranks a pty even when its output is a file
     rs.scaled = train_loss_scale_on(c);
     rs.dynamic = dynamic;
+    if (be->profile_reset && be->profile_report) rs.profiled = be;  // opened so by WGTRAIN_PROFILE=1
     rs.tokens_per_update = BT * (size_t)K * (size_t)dist_size();  // [dist] every rank's tokens
     rs.host = sb.params;
     g_stop = 0;
@@ -883,6 +887,10 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         uint64_t live = 0, peak = 0;
         be->bytes_allocated(be, &live, &peak);
         printf("train: device buffers: peak %.2f MiB allocated\n", peak / 1048576.0);
+    }
+    if (st == WGT_OK && rs.profiled && dist_rank() == 0) {
+        printf("train: per-kernel GPU time of the updates after the first (timestamp queries):\n");
+        rs.profiled->profile_report(rs.profiled, stdout);
     }
     signal(SIGINT, old_int);
     signal(SIGTERM, old_term);
