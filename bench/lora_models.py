@@ -3,7 +3,8 @@
 #     as published, weights N(0, 0.02)) in WORK/llama-3.2-1b and WORK/smollm2-360m, and llm.c token
 #     shards in WORK/data (vocabulary 49152, which both accept).
 #   peft WORK [--steps N]: PyTorch + PEFT on the same shapes (bf16 base, fp32 compute: the adapters
-#     and the activations in fp32, the frozen weights bf16 upcast per GEMM), LoRA r=16 on every linear
+#     and the activations in fp32, the frozen weights bf16 upcast per GEMM, TF32 off; then, for
+#     context, the bf16-compute run PEFT users usually make), LoRA r=16 on every linear
 #     layer at B=1, T=2048 with gradient checkpointing, and the SmolLM2-360M shape's full fine-tuning
 #     at B=4, T=2048 (fp32); prints tokens/s and torch.cuda.max_memory_allocated.
 import argparse
@@ -99,23 +100,41 @@ def timed(model, params, B, T, V, steps, dtype_ctx=None):
     return B * T * steps / (time.time() - t0), torch.cuda.max_memory_allocated() / 2 ** 30
 
 
+def upcast_frozen_linears(model):
+    """The frozen base as wgtrain's --base-precision bf16 holds it: every nn.Linear weight stored in
+    bf16 and widened to fp32 per GEMM (TF32 off, so the GEMMs are strict fp32); everything else fp32."""
+    import torch.nn.functional as F
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.Linear):
+            mod.weight.data = mod.weight.data.to(torch.bfloat16)
+            mod.forward = (lambda m: lambda x, *_, **__: F.linear(x, m.weight.float(), m.bias))(mod)
+
+
 def cmd_peft(a):
     from peft import LoraConfig, get_peft_model
     from transformers import LlamaConfig, LlamaForCausalLM
     torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     c = {k: v for k, v in LLAMA_1B.items() if k not in ("architectures", "model_type")}
-    m = LlamaForCausalLM(LlamaConfig(**c)).to(torch.bfloat16).cuda()
-    m.gradient_checkpointing_enable()
-    m.enable_input_require_grads()
-    pm = get_peft_model(m, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"))
-    for n, p in pm.named_parameters():
-        if "lora_" in n:
-            p.data = p.data.float()  # fp32 adapters; the frozen base stays bf16
-    with torch.autocast("cuda", dtype=torch.float32, enabled=False):
+    for compute in ("fp32", "bf16"):
+        # fp32: wgtrain's configuration (bf16 storage, fp32 GEMMs); bf16: what PEFT users usually run
+        # (bf16 GEMMs on tensor cores, which WebGPU cannot reach here), for context only
+        m = LlamaForCausalLM(LlamaConfig(**c))
+        if compute == "fp32":
+            upcast_frozen_linears(m)
+        else:
+            m = m.to(torch.bfloat16)
+        m = m.cuda()
+        m.gradient_checkpointing_enable()
+        m.enable_input_require_grads()
+        pm = get_peft_model(m, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"))
+        for n, p in pm.named_parameters():
+            if "lora_" in n:
+                p.data = p.data.float()  # fp32 adapters; the frozen base stays bf16
         tps, mem = timed(pm, [p for p in pm.parameters() if p.requires_grad], 1, 2048, c["vocab_size"], a.steps)
-    print(f"peft llama-3.2-1b lora r16 bf16 base: {tps:.0f} tokens/s, peak {mem:.2f} GiB")
-    del pm, m
-    torch.cuda.empty_cache()
+        print(f"peft llama-3.2-1b lora r16 bf16 base, {compute} compute: {tps:.0f} tokens/s, peak {mem:.2f} GiB")
+        del pm, m
+        torch.cuda.empty_cache()
     c = {k: v for k, v in SMOLLM_360M.items() if k not in ("architectures", "model_type")}
     m = LlamaForCausalLM(LlamaConfig(**c)).float().cuda()
     m.gradient_checkpointing_enable()

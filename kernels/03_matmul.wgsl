@@ -53,19 +53,27 @@
 // B and 32/WX of A, fewer bytes per k than a row-major warp's). Results do not depend on it.
 // An f16 operand is widened to f32 as it is loaded: the tiles in workgroup memory, the FMAs and
 // the accumulators stay f32.
+//
+// A frozen weight stored packed (LoRA's --base-precision; the host labels these dispatches
+// `matmul_lowbit` and `matmul_t_lowbit`, docs/kernels.md) is a B operand of type u32 whose mm_b_el
+// decodes element i: f16 and bf16 pairs (half i&1 of word i/2), or nf4 (nibble i&7 of word i/8, a
+// level of the 16-entry table mm_lut, times the block's absmax mm_s[s_off + (i - b_off)/64]; the
+// host binds the whole weight, so i - b_off is the element's index in it). const MM_LUT: the
+// kernel first fills the workgroup table (mm_lut_init, from the host's levels); MM_PB: the
+// uniform's binding, 5 when the absmax takes binding 4.
 
 struct MMParams {
     M : u32, N : u32, K : u32, flags : u32,   // flags: 1 add bias, 2 accumulate into C, 4 row sums of A
     a_off : u32, b_off : u32, c_off : u32, bias_off : u32,
     lda : u32, ldb : u32, ldc : u32, ks : u32,  // ks: k-range of one grid layer (a multiple of MM_BK)
-    zs : u32, rs_off : u32, group : u32, pad0 : u32,  // zs: C offset a layer; rs_off: row sums' place in C
-};
+    zs : u32, rs_off : u32, group : u32, s_off : u32,  // zs: C offset a layer; rs_off: row sums' place in C;
+};                                                     // s_off: an nf4 weight's absmax in mm_s
 
 @group(0) @binding(0) var<storage, read_write> mm_c : array<f32>;
 @group(0) @binding(1) var<storage, read> mm_a : array<MM_A_T>;
 @group(0) @binding(2) var<storage, read> mm_b : array<MM_B_T>;
 @group(0) @binding(3) var<storage, read> mm_bias : array<f32>;
-@group(0) @binding(4) var<uniform> mm_p : MMParams;
+@group(0) @binding(MM_PB) var<uniform> mm_p : MMParams;
 
 const MM_TX : u32 = MM_BN / MM_TN;       // threads along n
 const MM_TY : u32 = MM_BM / MM_TM;       // threads along m
@@ -337,6 +345,10 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
     // prefetch registers: one vec4 per pass of each tile (at most 4; unused ones fold away)
     var ra0 = z; var ra1 = z; var ra2 = z; var ra3 = z; var rb0 = z; var rb1 = z; var rb2 = z; var rb3 = z;
     var rs = z;                                           // row sums of A (MM_RS, m-contiguous A)
+    if (MM_LUT) {  // an nf4 weight: its levels into workgroup memory before the first decode
+        mm_lut_init(lid);
+        workgroupBarrier();
+    }
 
     // first k-slice straight into buffer 0
     const W = MM_WG;

@@ -212,6 +212,13 @@ static const op_case cases[] = {
     {"matmul_t_lowbit", "N=65,C=33,OC=67,fmt=1,WW=1106", 1e-5, 1e-5, prep_lowbit},
     {"matmul_t_lowbit", "N=37,C=200,OC=45,fmt=2,WW=1125,NB=141", 1e-5, 1e-5, prep_lowbit},
     {"matmul_t_lowbit", "N=130,C=129,OC=64,fmt=2,WW=1032,NB=129", 1e-5, 1e-5, prep_lowbit},
+    // whole tiles (the kernel's unchecked loads), and one output tile with a long K: split-K on GPUs
+    {"matmul_lowbit", "N=260,C=256,OC=384,fmt=1,WW=49152", 1e-5, 1e-5, prep_lowbit},
+    {"matmul_lowbit", "N=260,C=256,OC=384,fmt=2,WW=12288,NB=1536", 1e-5, 1e-5, prep_lowbit},
+    {"matmul_t_lowbit", "N=260,C=384,OC=256,fmt=1,WW=49152", 1e-5, 1e-5, prep_lowbit},
+    {"matmul_t_lowbit", "N=260,C=384,OC=256,fmt=2,WW=12288,NB=1536", 1e-5, 1e-5, prep_lowbit},
+    {"matmul_lowbit", "N=16,C=1024,OC=64,fmt=2,WW=8192,NB=1024", 1e-5, 1e-5, prep_lowbit},
+    {"matmul_t_lowbit", "N=16,C=64,OC=1024,fmt=0,WW=32768", 1e-5, 1e-5, prep_lowbit},
     // the casts are exact on both sides: bitwise
     {"cast_f16", "n=4099", 0, 0, NULL},
     {"cast_f16", "n=70000", 0, 0, NULL},

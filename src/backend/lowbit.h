@@ -1,6 +1,6 @@
 // lowbit.h — the packed weight formats of a frozen base (matmul_lowbit, matmul_t_lowbit;
 // docs/memory.md#low-precision-frozen-bases): element e of a packed matrix, decoded exactly as
-// kernels/19_matmul_lowbit.wgsl decodes it, and the words and blocks a matrix of n values needs.
+// kernels/03_matmul.wgsl decodes it (the accessors wg_ops_matmul.c writes), and the words and blocks a matrix of n values needs.
 //   fmt 0 f16   word e/2, half e%2 (low half first), IEEE binary16 (backend/half.h)
 //   fmt 1 bf16  word e/2, half e%2, the top 16 bits of an f32
 //   fmt 2 nf4   word e/8, bits 4(e%8)..4(e%8)+3: the index of an NF4 level (model/nf4.h), times

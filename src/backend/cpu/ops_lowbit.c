@@ -1,5 +1,5 @@
-// ops_lowbit.c — C reference of kernels/19_matmul_lowbit.wgsl: the forward GEMM and the input
-// gradient GEMM on a packed frozen weight (f16, bf16 or nf4; backend/lowbit.h). The weight is
+// ops_lowbit.c — C reference of matmul_lowbit and matmul_t_lowbit (kernels/03_matmul.wgsl): the
+// forward GEMM and the input gradient GEMM on a packed frozen weight (f16, bf16 or nf4; backend/lowbit.h). The weight is
 // decoded into a temporary f32 matrix (one weight, never the model) and handed to the f32 GEMMs
 // of ops_matmul.c, so a packed base computes exactly what an f32 base holding the decoded values
 // computes (tests/test_lowbit.c checks that bit for bit).

@@ -10,6 +10,9 @@
 //   - vec4 global loads for each operand whose leading dimension and offset are multiples of 4;
 //   - the raster order of the tiles (groups of row blocks, so neighbours share L2 tiles).
 // The WGTRAIN_MM_* settings of the context (wg_settings.h) can force each choice.
+// matmul_lowbit and matmul_t_lowbit (a frozen weight packed as f16, bf16 or nf4, LoRA's
+// --base-precision) are matmul and matmul_t with a B operand that the kernel decodes as it loads it,
+// through the same tiles, split-K and raster order.
 // It also splits any operand larger than one storage binding (the lm_head's logits and wte) into
 // windows (the runtime's wg_binding_window): rows of the operand's slow dimension, bound at a
 // 256-byte-aligned start with the remainder passed to the kernel as an element offset. A split
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 #include <stdio.h>
+#include "backend/lowbit.h"
 #include "backend/webgpu/wg_ops.h"
 #include "backend/webgpu/wg_ops_gpt.h"
 
@@ -238,8 +242,9 @@ static mm_plan plan_pick(wg_ctx *ctx, mm_variant var, uint32_t M, uint32_t N, ui
     return p;
 }
 
-// How an operand is bound: f32, vec4<f32>, or f16 (native array<f16> or packed pairs in u32).
-typedef enum { MM_OP_F32, MM_OP_V4, MM_OP_F16, MM_OP_F16_PACKED } mm_optype;
+// How an operand is bound: f32, vec4<f32>, or f16 (native array<f16> or packed pairs in u32);
+// B alone may also be a packed frozen weight of bf16 pairs or nf4 codes (f16 ones are F16_PACKED).
+typedef enum { MM_OP_F32, MM_OP_V4, MM_OP_F16, MM_OP_F16_PACKED, MM_OP_BF16, MM_OP_NF4 } mm_optype;
 
 // The operand's binding type, V4 flag and accessors (x = a or b; see 03_matmul.wgsl).
 static int mm_operand_defs(char *buf, size_t cap, char x, mm_optype t) {
@@ -255,6 +260,15 @@ static int mm_operand_defs(char *buf, size_t cap, char x, mm_optype t) {
         return snprintf(buf, cap, "alias MM_%c_T=u32;const MM_%c_V4=false;fn mm_%c_at(i:u32)->vec4<f32>%s"
                         "fn mm_%c_el(i:u32)->f32{return unpack2x16float(mm_%c[i>>1u])[i&1u];}", x - 32, x - 32, x, zero,
                         x, x);
+    case MM_OP_BF16:  // the top 16 bits of an f32
+        return snprintf(buf, cap, "alias MM_%c_T=u32;const MM_%c_V4=false;fn mm_%c_at(i:u32)->vec4<f32>%s"
+                        "fn mm_%c_el(i:u32)->f32{return bitcast<f32>((mm_%c[i>>1u]>>((i&1u)*16u))<<16u);}", x - 32,
+                        x - 32, x, zero, x, x);
+    case MM_OP_NF4:  // a level times its block's absmax (mm_s, binding 4; the uniform moves to 5)
+        return snprintf(buf, cap, "alias MM_%c_T=u32;const MM_%c_V4=false;fn mm_%c_at(i:u32)->vec4<f32>%s"
+                        "@group(0) @binding(4) var<storage,read> mm_s:array<f32>;"
+                        "fn mm_%c_el(i:u32)->f32{return mm_lut[(mm_%c[i>>3u]>>((i&7u)*4u))&15u]*"
+                        "mm_s[mm_p.s_off+((i-mm_p.%c_off)>>6u)];}", x - 32, x - 32, x, zero, x, x, x);
     default:
         return snprintf(buf, cap, "alias MM_%c_T=f32;const MM_%c_V4=false;fn mm_%c_at(i:u32)->vec4<f32>{return vec4<f32>(mm_%c[i]);}"
                         "fn mm_%c_el(i:u32)->f32{return mm_%c[i];}", x - 32, x - 32, x, x, x, x);
@@ -262,22 +276,36 @@ static int mm_operand_defs(char *buf, size_t cap, char x, mm_optype t) {
 }
 
 // The module's constants (every entry point of 03_matmul.wgsl needs them to compile): the tile,
-// how each operand is bound and whether the kernel writes row sums (dbias).
+// how each operand is bound and whether the kernel writes row sums (dbias). An nf4 B operand also
+// brings the workgroup table of its 16 levels, filled from nf4_levels (the C reference's) bit for bit.
+#define MM_DEFINES_CAP 1600
 static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int rs, char *buf, size_t cap) {
+    const int lut = tb == MM_OP_NF4;
     int n = snprintf(buf, cap,
                      "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;const MM_WG=%uu;"
-                     "const MM_PF=%s;const MM_RS=%s;const MM_WX=%uu;\n",
+                     "const MM_PF=%s;const MM_RS=%s;const MM_WX=%uu;const MM_PB=%uu;const MM_LUT=%s;\n",
                      t.bm, t.bn, t.bk, t.tm, t.tn, tile_threads(t), t.pf ? "true" : "false", rs ? "true" : "false",
-                     tile_warp(t));
+                     tile_warp(t), lut ? 5u : 4u, lut ? "true" : "false");
     n += mm_operand_defs(buf + n, cap - (size_t)n, 'a', ta);
     n += snprintf(buf + n, cap - (size_t)n, "\n");
     n += mm_operand_defs(buf + n, cap - (size_t)n, 'b', tb);
+    if (lut) {
+        n += snprintf(buf + n, cap - (size_t)n, "\nvar<workgroup> mm_lut:array<f32,16>;"
+                      "fn mm_lut_init(lid:u32){if(lid<16u){mm_lut[lid]=bitcast<f32>(array<u32,16>(");
+        for (int i = 0; i < 16; i++) {
+            uint32_t bits;
+            memcpy(&bits, &nf4_levels[i], 4);
+            n += snprintf(buf + n, cap - (size_t)n, "0x%08xu%s", bits, i < 15 ? "," : ")[lid]);}}");
+        }
+    } else {
+        n += snprintf(buf + n, cap - (size_t)n, "\nfn mm_lut_init(lid:u32){}");
+    }
     WGT_ASSERT(n > 0 && (size_t)n < cap, "matmul defines overflow their buffer");
     return buf;
 }
 
 static WGPUComputePipeline aux_pipeline(wg_ctx *ctx, const char *entry) {
-    char defs[700];
+    char defs[MM_DEFINES_CAP];
     return wg_pipeline(ctx, "03_matmul.wgsl", entry, mm_defines(TILE_SMALL, MM_OP_F32, MM_OP_F32, 0, defs, sizeof defs));
 }
 
@@ -318,7 +346,7 @@ typedef struct {
     uint32_t M, N, K, flags;
     uint32_t a_off, b_off, c_off, bias_off;
     uint32_t lda, ldb, ldc, ks;
-    uint32_t zs, rs_off, group, pad0;
+    uint32_t zs, rs_off, group, s_off;
 } mm_params;
 
 typedef struct {
@@ -373,6 +401,10 @@ typedef struct {
     int accumulate, fuse_db, want_v4;
     uint32_t group;
     int a_h, b_h;                   // the operand is f16 (then mm_window_h, no vec4)
+    int b_fmt;                      // -1, or B is a packed frozen weight of that format (lowbit.h)
+    wgt_view absmax;                // an nf4 B's block scales
+    uint64_t b_words, b_blocks;     // the packed weight's words and absmax values, bound whole
+    const char *label;              // the profile's name of the dispatch
 } mm_call;
 
 // One chunk: C[m0:+mc, n0:+nc] (+)= A[m0:+mc, k0:+kc]·B[k0:+kc, n0:+nc]
@@ -393,24 +425,36 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
                                 : mm_window_h(g->a, k0, kc, m0, mc, g->lda, &p.a_off);
     else if (a_kc) bd[MM_A] = mm_window(g->a, m0, mc, k0, kc, g->lda, &p.a_off, &v4a);
     else bd[MM_A] = mm_window(g->a, k0, kc, m0, mc, g->lda, &p.a_off, &v4a);
-    if (g->b_h) bd[MM_B] = b_kc ? mm_window_h(g->b, n0, nc, k0, kc, g->ldb, &p.b_off)
+    wg_bind sb = {0};  // an nf4 weight's absmax (binding 4)
+    if (g->b_fmt >= 0) {  // a packed weight, bound whole (mm_gemm keeps it one chunk): i = b_off + element
+        uint32_t rem;
+        bd[MM_B] = wg_binding_window(g->b, 0, g->b_words, &rem);
+        p.b_off = rem * (g->b_fmt == WGT_LOWBIT_NF4 ? 8u : 2u);
+        if (g->b_fmt == WGT_LOWBIT_NF4) sb = wg_binding_window(g->absmax, 0, g->b_blocks, &p.s_off);
+    } else if (g->b_h) bd[MM_B] = b_kc ? mm_window_h(g->b, n0, nc, k0, kc, g->ldb, &p.b_off)
                                 : mm_window_h(g->b, k0, kc, n0, nc, g->ldb, &p.b_off);
     else if (b_kc) bd[MM_B] = mm_window(g->b, n0, nc, k0, kc, g->ldb, &p.b_off, &v4b);
     else bd[MM_B] = mm_window(g->b, k0, kc, n0, nc, g->ldb, &p.b_off, &v4b);
     bd[MM_BIAS] = wg_b(bd[MM_A].v, 0);  // an unread placeholder; read-only like A, so no usage conflict
     const mm_optype h = wg_f16_native(ctx) ? MM_OP_F16 : MM_OP_F16_PACKED;
-    const mm_optype ta = g->a_h ? h : v4a ? MM_OP_V4 : MM_OP_F32, tb = g->b_h ? h : v4b ? MM_OP_V4 : MM_OP_F32;
-    char defs[700];
+    static const mm_optype lowbit_type[] = {MM_OP_F16_PACKED, MM_OP_BF16, MM_OP_NF4};  // by WGT_LOWBIT_*
+    const mm_optype ta = g->a_h ? h : v4a ? MM_OP_V4 : MM_OP_F32,
+                    tb = g->b_fmt >= 0 ? lowbit_type[g->b_fmt] : g->b_h ? h : v4b ? MM_OP_V4 : MM_OP_F32;
+    char defs[MM_DEFINES_CAP];
     WGPUComputePipeline pipe =
         wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[g->var], mm_defines(t, ta, tb, db_here, defs, sizeof defs));
     const uint32_t gx = (nc + t.bn - 1) / t.bn, gy = (mc + t.bm - 1) / t.bm;
     int no_v4 = 0;
+    wg_bind bd5[5];  // bd, then an nf4 weight's absmax: the uniform follows at binding 5
+    const int nbind = tb == MM_OP_NF4 ? 5 : 4;
 
     if (!g->plan.splits) {  // direct: the kernel writes C
         if (bias_here) { p.flags |= MMF_BIAS; bd[MM_BIAS] = wg_binding_window(g->bias, n0, nc, &p.bias_off); }
         if (acc_here) p.flags |= MMF_ACC;
         bd[MM_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &p.c_off, &no_v4);
-        wg_dispatch3(ctx, mm_entry[g->var], pipe, bd, 4, &p, sizeof p, gx, gy, 1);
+        memcpy(bd5, bd, sizeof bd);
+        bd5[4] = sb;
+        wg_dispatch3(ctx, g->label, pipe, bd5, nbind, &p, sizeof p, gx, gy, 1);
         return;
     }
 
@@ -427,7 +471,9 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     p.rs_off = (uint32_t)(S * mc * nc);
     if (db_here) p.flags |= MMF_ROWSUM;
     bd[MM_C] = wg_b(scr, (size_t)(S * per));
-    wg_dispatch3(ctx, mm_entry[g->var], pipe, bd, 4, &p, sizeof p, gx, gy, (uint32_t)S);
+    memcpy(bd5, bd, sizeof bd);
+    bd5[4] = sb;
+    wg_dispatch3(ctx, g->label, pipe, bd5, nbind, &p, sizeof p, gx, gy, (uint32_t)S);
 
     sk_params q = {mc, nc, (uint32_t)S, 0, g->ldc, 0, 0, p.zs, p.rs_off, 0, 0, 0};
     wg_bind rb[4];
@@ -453,15 +499,24 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
 // variant. The kernel indexes each binding window with u32, which every window (at most one
 // binding) satisfies.
 // a_h, b_h: that operand is f16 (its view counts words of two halves; chunks of it fit a binding
-// whenever the f32 chunks below do).
-static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias, wgt_view dbias,
-                   uint32_t M, uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate,
-                   int a_h, int b_h) {
+// whenever the f32 chunks below do). lb: B is a packed frozen weight (NULL: it is not), which one
+// binding holds whole: only A and C are cut into chunks (of rows).
+typedef struct {
+    uint32_t fmt;       // WGT_LOWBIT_*
+    wgt_view absmax;    // nf4's block scales
+    uint64_t words, blocks;
+    const char *label;  // matmul_lowbit or matmul_t_lowbit
+} mm_lowbit;
+
+static int mm_gemm_any(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias,
+                       wgt_view dbias, uint32_t M, uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc,
+                       int accumulate, int a_h, int b_h, const mm_lowbit *lb) {
     wg_ctx *ctx = wg_of(be);
     if (M == 0 || N == 0) return 0;
     const int a_kc = var != MM_TN, b_kc = var == MM_NT;
     mm_call g = {be, var, plan_pick(ctx, var, M, N, K), a, b, c, bias, dbias, lda, ldb, ldc, accumulate, 0, vec4_on(ctx),
-                 group_setting(ctx), a_h, b_h};
+                 group_setting(ctx), a_h, b_h, lb ? (int)lb->fmt : -1, lb ? lb->absmax : wgt_view_none(),
+                 lb ? lb->words : 0, lb ? lb->blocks : 0, lb ? lb->label : mm_entry[var]};
     const mm_tile t = g.plan.t;
 
     // chunk sizes: every operand's window must fit one binding; grids stay within 65535 a side
@@ -471,7 +526,9 @@ static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_
     cM = min_u64(cM, chunk_rows(lim, ldc, t.bm));
     if (a_kc) cM = min_u64(cM, chunk_rows(lim, lda, t.bm));
     else cK = min_u64(cK, chunk_rows(lim, lda, t.bk));
-    if (b_kc) cN = min_u64(cN, chunk_rows(lim, ldb, t.bn));
+    if (lb) WGT_ASSERT(cN == N && lb->words + WGT_VIEW_ALIGN <= lim && lb->blocks + WGT_VIEW_ALIGN <= lim,
+                       "lowbit GEMM: the packed weight must be one chunk within one storage binding");
+    else if (b_kc) cN = min_u64(cN, chunk_rows(lim, ldb, t.bn));
     else cK = min_u64(cK, chunk_rows(lim, ldb, t.bk));
 
     // the split path needs room for one layer of the largest chunk (and its row sums)
@@ -491,6 +548,40 @@ static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_
         }
     }
     return g.fuse_db;
+}
+
+static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias, wgt_view dbias,
+                   uint32_t M, uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate,
+                   int a_h, int b_h) {
+    return mm_gemm_any(be, var, c, a, b, bias, dbias, M, N, K, lda, ldb, ldc, accumulate, a_h, b_h, NULL);
+}
+
+// ------------------------------------------------------------------ GEMMs on a packed frozen weight
+// W [OC, C] as WW words (and NB absmax values for nf4): out = inp·Wᵀ + bias, dinp = dout·W.
+static void lowbit_gemm(wgt_backend *be, mm_variant var, const char *label, wgt_view c, wgt_view a, wgt_view weight,
+                        wgt_view absmax, wgt_view bias, uint32_t N, uint32_t C, uint32_t OC, uint32_t fmt, uint32_t WW,
+                        uint32_t NB) {
+    const uint64_t n = (uint64_t)C * OC, words = wgt_lowbit_words(fmt, n), blocks = wgt_lowbit_blocks(fmt, n);
+    WGT_ASSERT(fmt <= WGT_LOWBIT_NF4, "lowbit GEMM: fmt must be 0 (f16), 1 (bf16) or 2 (nf4)");
+    WGT_ASSERT(words <= WW, "lowbit GEMM: the weight's WW words hold fewer than OC x C values");
+    WGT_ASSERT(fmt != WGT_LOWBIT_NF4 || (absmax.buf && blocks <= NB),
+               "lowbit GEMM: an nf4 weight needs absmax, NB >= ceil(OC x C / 64)");
+    // the kernel's element index b_off + e (b_off < 512) stays within u32
+    WGT_ASSERT(n <= UINT32_MAX - 1024, "lowbit GEMM: a weight above 2^32 elements");
+    mm_lowbit lb = {fmt, absmax, words, blocks, label};
+    wgt_view none = wgt_view_none();
+    if (var == MM_NT) mm_gemm_any(be, MM_NT, c, a, weight, bias, none, N, OC, C, C, C, OC, 0, 0, 0, &lb);
+    else mm_gemm_any(be, MM_NN, c, a, weight, none, none, N, C, OC, OC, C, C, 0, 0, 0, &lb);
+}
+
+void wg_matmul_lowbit(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view absmax, wgt_view bias,
+                      uint32_t N, uint32_t C, uint32_t OC, uint32_t fmt, uint32_t WW, uint32_t NB) {
+    lowbit_gemm(be, MM_NT, "matmul_lowbit", out, inp, weight, absmax, bias, N, C, OC, fmt, WW, NB);
+}
+
+void wg_matmul_t_lowbit(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, wgt_view absmax, uint32_t N,
+                        uint32_t C, uint32_t OC, uint32_t fmt, uint32_t WW, uint32_t NB) {
+    lowbit_gemm(be, MM_NN, "matmul_t_lowbit", dinp, dout, weight, absmax, wgt_view_none(), N, C, OC, fmt, WW, NB);
 }
 
 static void matmul_fwd(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N,
