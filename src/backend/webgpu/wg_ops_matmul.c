@@ -279,6 +279,11 @@ static int mm_operand_defs(char *buf, size_t cap, char x, mm_optype t) {
 // how each operand is bound and whether the kernel writes row sums (dbias). An nf4 B operand also
 // brings the workgroup table of its 16 levels, filled from nf4_levels (the C reference's) bit for bit.
 #define MM_DEFINES_CAP 1600
+// What is left of the defines buffer after n characters (a truncated append is a broken invariant).
+static size_t mm_room(int n, size_t cap) {
+    WGT_ASSERT(n >= 0 && (size_t)n < cap, "matmul defines overflow their buffer");
+    return cap - (size_t)n;
+}
 static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int rs, char *buf, size_t cap) {
     const int lut = tb == MM_OP_NF4;
     int n = snprintf(buf, cap,
@@ -286,19 +291,19 @@ static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int rs, cha
                      "const MM_PF=%s;const MM_RS=%s;const MM_WX=%uu;const MM_PB=%uu;const MM_LUT=%s;\n",
                      t.bm, t.bn, t.bk, t.tm, t.tn, tile_threads(t), t.pf ? "true" : "false", rs ? "true" : "false",
                      tile_warp(t), lut ? 5u : 4u, lut ? "true" : "false");
-    n += mm_operand_defs(buf + n, cap - (size_t)n, 'a', ta);
-    n += snprintf(buf + n, cap - (size_t)n, "\n");
-    n += mm_operand_defs(buf + n, cap - (size_t)n, 'b', tb);
+    n += mm_operand_defs(buf + n, mm_room(n, cap), 'a', ta);
+    n += snprintf(buf + n, mm_room(n, cap), "\n");
+    n += mm_operand_defs(buf + n, mm_room(n, cap), 'b', tb);
     if (lut) {
-        n += snprintf(buf + n, cap - (size_t)n, "\nvar<workgroup> mm_lut:array<f32,16>;"
+        n += snprintf(buf + n, mm_room(n, cap), "\nvar<workgroup> mm_lut:array<f32,16>;"
                       "fn mm_lut_init(lid:u32){if(lid<16u){mm_lut[lid]=bitcast<f32>(array<u32,16>(");
         for (int i = 0; i < 16; i++) {
             uint32_t bits;
             memcpy(&bits, &nf4_levels[i], 4);
-            n += snprintf(buf + n, cap - (size_t)n, "0x%08xu%s", bits, i < 15 ? "," : ")[lid]);}}");
+            n += snprintf(buf + n, mm_room(n, cap), "0x%08xu%s", bits, i < 15 ? "," : ")[lid]);}}");
         }
     } else {
-        n += snprintf(buf + n, cap - (size_t)n, "\nfn mm_lut_init(lid:u32){}");
+        n += snprintf(buf + n, mm_room(n, cap), "\nfn mm_lut_init(lid:u32){}");
     }
     WGT_ASSERT(n > 0 && (size_t)n < cap, "matmul defines overflow their buffer");
     return buf;
