@@ -59,8 +59,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "unknown --shape %s (gpt2-124m, llama-1b, tiny)\n", shape);
         return 2;
     }
-    if (P + N > c.max_seq) {
-        fprintf(stderr, "--prompt + --tokens exceed the shape's %d positions\n", c.max_seq);
+    // the cache holds the prompt and the new tokens (the warm-up's prompt and two steps at least)
+    const int cap = P + (N > 2 ? N : 2);
+    if (cap > c.max_seq) {
+        fprintf(stderr, "--prompt + --tokens (2 at least) exceed the shape's %d positions\n", c.max_seq);
         return 2;
     }
     model_config_defaults(&c);
@@ -80,7 +82,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 2; k++) {
         const int B = batches[k];
         model_decoder *d = NULL;
-        if (model_decoder_init(&d, m, B, P + N + 1) != WGT_OK) fail("decoder_init");
+        if (model_decoder_init(&d, m, B, cap) != WGT_OK) fail("decoder_init");
         // warm-up: every pipeline compiled, one prefill and two steps
         if (model_decoder_prefill(d, 0, prompt, P, NULL) != WGT_OK) fail("prefill");
         for (int b = 1; b < B; b++)
@@ -98,7 +100,7 @@ int main(int argc, char **argv) {
             if (model_decoder_step(d, B, tok, lg) != WGT_OK) fail("step");
         }
         double t2 = wgt_now_s();
-        const unsigned splits = strcmp(device, "cpu") ? wg_decode_attention_splits(be, (uint64_t)B * c.n_head, P + N + 1) : 1;
+        const unsigned splits = strcmp(device, "cpu") ? wg_decode_attention_splits(be, (uint64_t)B * c.n_head, (uint32_t)cap) : 1;
         printf("%-6d %14.1f %14.1f %12u\n", B, B * P / (t1 - t0), B * N / (t2 - t1), splits);
         free(lg);
         model_decoder_free(d);
