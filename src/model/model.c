@@ -918,12 +918,13 @@ static float rng_normal(uint64_t *s) {
     return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
 }
 
-wgt_status model_init_random(wgt_model *m, uint64_t seed) {
+// random_base 0: the base is zeros (a checkpoint is about to replace every parameter)
+static wgt_status init_state(wgt_model *m, uint64_t seed, int random_base) {
     float *h = wgt_calloc(m->n_base, sizeof(float));
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
     const float resid_std = 0.02f / sqrtf(2.0f * m->c.n_layer);
     // one random stream through the tensors in table order
-    for (int i = 0; i < m->np; i++) {
+    for (int i = 0; random_base && i < m->np; i++) {
         const model_param_info *p = &m->t[i].info;
         float *d = h + p->off;
         switch (p->init) {
@@ -947,6 +948,9 @@ wgt_status model_init_random(wgt_model *m, uint64_t seed) {
     }
     return st;
 }
+
+wgt_status model_init_random(wgt_model *m, uint64_t seed) { return init_state(m, seed, 1); }
+wgt_status model_init_for_load(wgt_model *m, uint64_t seed) { return init_state(m, seed, 0); }
 
 // ------------------------------------------------------------------ safetensors
 

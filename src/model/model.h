@@ -138,6 +138,10 @@ size_t model_num_params(const wgt_model *m);
 // biases 0, norm weights 1; LLaMA as Hugging Face's LlamaPreTrainedModel: every matrix and the
 // embedding N(0, 0.02), norm weights 1); zeroes the gradients and the AdamW moments.
 wgt_status model_init_random(wgt_model *m, uint64_t seed);
+// The same state with the base zeroed instead of drawn (the adapters and moments as above), for a
+// model whose every parameter a checkpoint is about to replace (model_load_safetensors refuses a
+// file that lacks one): a 1B model's hundreds of millions of normals cost most of its start-up.
+wgt_status model_init_for_load(wgt_model *m, uint64_t seed);
 
 // ---- the parameter table
 enum {

@@ -757,8 +757,9 @@ wgt_status trainer_run(trainer *t, wgt_backend *be, int *interrupted) {
         checkpoint_free(&t->ck);  // uploaded: the host copy is no longer needed
     } else {
         st = model_init_opts(&m, be, &c->model, B, T, &mo);
-        if (st == WGT_OK) st = model_init_random(m, rng_seed_stream((uint64_t)c->seed, STREAM_INIT));
-        // --init: its weights replace the random ones; the gradients and AdamW moments stay zero
+        const uint64_t seed = rng_seed_stream((uint64_t)c->seed, STREAM_INIT);
+        if (st == WGT_OK) st = c->init[0] ? model_init_for_load(m, seed) : model_init_random(m, seed);
+        // --init: its weights replace the zeros; the gradients and AdamW moments stay zero
         if (st == WGT_OK && c->init[0]) {
             st = model_load_safetensors(m, t->init_weights);
             if (st == WGT_OK) printf("train: weights from %s (optimizer state fresh, step 0)\n", t->init_weights);
