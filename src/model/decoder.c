@@ -235,6 +235,17 @@ void decoder_forward(wgt_model *m) {
 
 // ------------------------------------------------------------------ backward
 
+// A branch's gradient through the norm on its output (sandwich): d(norm(x)) -> dx in a->dbr
+// [B,T,C], which it returns; the norm weight w's gradient gw accumulates.
+static wgt_view out_norm_backward(wgt_model *m, wgt_view dout, wgt_view x, wgt_view w, wgt_view gw, wgt_view rstd) {
+    wgt_backend *be = m->be;
+    const uint32_t BT = (uint32_t)m->B * (uint32_t)m->T, C = m->c.d_model;
+    acts *a = A(m);
+    be->fill_zero(be, a->dbr, (size_t)BT * C);
+    be->rmsnorm_backward(be, a->dbr, gw, dout, x, w, rstd, BT, C);
+    return a->dbr;
+}
+
 // a->dres holds d(out) on entry and d(x) on return; parameter gradients accumulate.
 static void block_backward(wgt_model *m, int l) {
     wgt_backend *be = m->be;
@@ -248,11 +259,7 @@ static void block_backward(wgt_model *m, int l) {
     const size_t nc = (size_t)BT * C;
     // MLP: out = res2 + [mlp_out_norm](down_proj(act(gate) * up)), gate = gate_proj(ln2), up = up_proj(ln2)
     wgt_view dmlp = model_branch_dropout_grad(m, a->scratch_c, a->dres, l, 2);                   // ddown [B,T,C]
-    if (sandwich) {  // through the output's norm
-        be->fill_zero(be, a->dbr, nc);
-        be->rmsnorm_backward(be, a->dbr, g.mlp_out_w, dmlp, h->mo, p.mlp_out_w, h->rstd_mo, BT, C);  // dmo [B,T,C]
-        dmlp = a->dbr;
-    }
+    if (sandwich) dmlp = out_norm_backward(m, dmlp, h->mo, p.mlp_out_w, g.mlp_out_w, h->rstd_mo);      // dmo [B,T,C]
     model_matmul_t(m, a->dhid, dmlp, p.down_w, BT, F, C);                                          // dhid [B,T,F]
     model_matmul_at(m, g.down_w, none, dmlp, h->hid, BT, F, C);
     if (a->f->geglu) be->ffn_geglu_backward(be, a->dgate, a->dup, a->dhid, h->gate, h->up, (size_t)BT * F);
@@ -265,11 +272,7 @@ static void block_backward(wgt_model *m, int l) {
     be->rmsnorm_backward(be, a->dres, g.ln2_w, a->dtmp, h->res2, p.ln2_w, h->rstd2, BT, C);        // dres2 [B,T,C]
     // attention: res2 = x + [attn_out_norm](o_proj(attention(rope(qkv(ln1(x))))))
     wgt_view dattn = model_branch_dropout_grad(m, a->scratch_c, a->dres, l, 1);                  // do_proj [B,T,C]
-    if (sandwich) {  // through the output's norm
-        be->fill_zero(be, a->dbr, nc);
-        be->rmsnorm_backward(be, a->dbr, g.attn_out_w, dattn, h->ao, p.attn_out_w, h->rstd_ao, BT, C);  // dao [B,T,C]
-        dattn = a->dbr;
-    }
+    if (sandwich) dattn = out_norm_backward(m, dattn, h->ao, p.attn_out_w, g.attn_out_w, h->rstd_ao);  // dao [B,T,C]
     model_matmul_t(m, a->dtmp, dattn, p.o_w, BT, QC, C);                                          // datty [B,T,Q]
     model_matmul_at(m, g.o_w, g.o_b, dattn, h->atty, BT, QC, C);
     wgt_view atty = model_act_f32(m, h->atty, a->x_c, (size_t)BT * QC);  // (f16: the rounded out, widened)
@@ -359,4 +362,9 @@ void decoder_sizes_to_hf(cJSON *o, const model_config *c) {
     model_hf_add_number(o, "num_attention_heads", c->n_head);
     model_hf_add_number(o, "num_key_value_heads", c->n_kv_heads);
     model_hf_add_number(o, "head_dim", HS_OF(c));
+}
+
+wgt_status decoder_config_from_safetensors(model_config *c, const st_file *f, const char *path, int n_head) {
+    return wgt_fail(WGT_ERR_ARG, "'%s': a %s checkpoint does not record its heads, RoPE base, window or norm epsilon; "
+                    "pass its Hugging Face config.json with --config", path, c->arch);
 }

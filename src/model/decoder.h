@@ -57,7 +57,71 @@ wgt_status decoder_init(wgt_model *m, const decoder_family *f);
 void decoder_forward(wgt_model *m);
 void decoder_backward(wgt_model *m);
 
-// ---- what these families' configs and tables have alike
+// ---- what these families' configs, tables and descriptors have alike
+// The first rows of their config_fields: the model.h fields they share.
+#define DECODER_CONFIG_FIELDS                                                                  \
+    {"n_kv_heads", offsetof(model_config, n_kv_heads), MODEL_CF_INT, 4096, 0},                 \
+    {"rope_theta", offsetof(model_config, rope_theta), MODEL_CF_DOUBLE, 1e12, 0},              \
+    {"rms_eps", offsetof(model_config, rms_eps), MODEL_CF_DOUBLE, DECODER_RMS_EPS_MAX, 0},     \
+    {"tie_embeddings", offsetof(model_config, tie_embeddings), MODEL_CF_INT, 1, 0}
+// Rows of their tensor tables, in the Hugging Face names both classes use (LlamaForCausalLM's;
+// Gemma3ForCausalLM keeps them): matrices and the embedding N(0, 0.02) and decayed, every one
+// split by the ops that touch it where it exceeds one storage binding (the embedding kernels
+// into windows of vocabulary rows, the lm_head GEMMs into chunks). BLOCK is the family's
+// per-layer struct: its views q_w, k_w, v_w, o_w and gate_w, up_w, down_w.
+#define DECODER_T_EMBED                                                                               \
+    {"model.embed_tokens.weight", 0, {DIM_V, DIM_C}, MODEL_T_DECAY | MODEL_T_EMBEDDING | MODEL_T_MAY_EXCEED_BINDING, \
+     MODEL_INIT_NORMAL, offsetof(decoder_top, embed)}
+// q [Q, C], k and v [KV, C] packed after it (one [Q + 2 KV, C] matrix), o [C, Q]
+#define DECODER_T_ATTN_PROJ(BLOCK)                                                                         \
+    {"model.layers.%d.self_attn.q_proj.weight", 1, {DIM_Q, DIM_C}, MODEL_T_DECAY | MODEL_T_MAY_EXCEED_BINDING, \
+     MODEL_INIT_NORMAL, offsetof(BLOCK, q_w)},                                                             \
+    {"model.layers.%d.self_attn.k_proj.weight", 1, {DIM_KV, DIM_C},                                        \
+     MODEL_T_DECAY | MODEL_T_MAY_EXCEED_BINDING | MODEL_T_PACKED, MODEL_INIT_NORMAL, offsetof(BLOCK, k_w)}, \
+    {"model.layers.%d.self_attn.v_proj.weight", 1, {DIM_KV, DIM_C},                                        \
+     MODEL_T_DECAY | MODEL_T_MAY_EXCEED_BINDING | MODEL_T_PACKED, MODEL_INIT_NORMAL, offsetof(BLOCK, v_w)}, \
+    {"model.layers.%d.self_attn.o_proj.weight", 1, {DIM_C, DIM_Q}, MODEL_T_DECAY | MODEL_T_MAY_EXCEED_BINDING, \
+     MODEL_INIT_NORMAL, offsetof(BLOCK, o_w)}
+// gate [F, C], up [F, C], down [C, F]
+#define DECODER_T_MLP(BLOCK)                                                                             \
+    {"model.layers.%d.mlp.gate_proj.weight", 1, {DIM_F, DIM_C}, MODEL_T_DECAY | MODEL_T_MAY_EXCEED_BINDING, \
+     MODEL_INIT_NORMAL, offsetof(BLOCK, gate_w)},                                                        \
+    {"model.layers.%d.mlp.up_proj.weight", 1, {DIM_F, DIM_C}, MODEL_T_DECAY | MODEL_T_MAY_EXCEED_BINDING,   \
+     MODEL_INIT_NORMAL, offsetof(BLOCK, up_w)},                                                          \
+    {"model.layers.%d.mlp.down_proj.weight", 1, {DIM_C, DIM_F}, MODEL_T_DECAY | MODEL_T_MAY_EXCEED_BINDING, \
+     MODEL_INIT_NORMAL, offsetof(BLOCK, down_w)}
+// [V, C], absent when tied (decoder_lm_head_absent)
+#define DECODER_T_LM_HEAD                                                                              \
+    {"lm_head.weight", 0, {DIM_V, DIM_C}, MODEL_T_DECAY | MODEL_T_MAY_EXCEED_BINDING, MODEL_INIT_NORMAL, \
+     offsetof(decoder_top, lm_head)}
+// A family's descriptor, from the statics of its file that these names give (tensors,
+// config_fields, config_check, tensor_absent, absent_copy_of, config_from_hf, config_to_hf,
+// defaults, init) and its Hugging Face model_type NAME; IGNORED, N_IGNORED: its hf_ignored.
+#define DECODER_ARCH(var, NAME, IGNORED, N_IGNORED)                       \
+    const model_arch var = {                                              \
+        .name = NAME,                                                     \
+        .tensors = tensors,                                               \
+        .n_tensors = sizeof tensors / sizeof tensors[0],                  \
+        .globals_size = sizeof(decoder_top),                              \
+        .layer_size = sizeof(block_params),                               \
+        .config_fields = config_fields,                                   \
+        .n_config_fields = sizeof config_fields / sizeof config_fields[0], \
+        .hf_prefix = NULL,                                                \
+        .hf_ignored = IGNORED,                                            \
+        .n_hf_ignored = N_IGNORED,                                        \
+        .config_check = config_check,                                     \
+        .tensor_absent = tensor_absent,                                   \
+        .absent_copy_of = absent_copy_of,                                 \
+        .config_from_safetensors = decoder_config_from_safetensors,       \
+        .hf_model_type = NAME,                                            \
+        .config_from_hf = config_from_hf,                                 \
+        .config_to_hf = config_to_hf,                                     \
+        .defaults = defaults,                                             \
+        .init = init,                                                     \
+        .forward = decoder_forward,                                       \
+        .backward = decoder_backward,                                     \
+    }
+
 // The checks that hold in each: n_kv_heads divides n_head, an even head size, head_dim set only
 // where it is not d_model / n_head, rms_eps in [1e-30, DECODER_RMS_EPS_MAX], tie_embeddings 0 or 1.
 #define DECODER_RMS_EPS_MAX 0.5
@@ -75,4 +139,8 @@ wgt_status decoder_sizes_from_hf(model_config *c, const cJSON *o, const char *wh
                                  int max_pos_default, double eps_default, int tie_default);
 // Writes the first seven of them (through num_key_value_heads) and head_dim.
 void decoder_sizes_to_hf(cJSON *o, const model_config *c);
+// A safetensors file of these families shows the sizes but not the heads, the RoPE base(s), the
+// window or the norm epsilon: guessing them would give a model that computes something else, so
+// this refuses and asks for the config.json.
+wgt_status decoder_config_from_safetensors(model_config *c, const st_file *f, const char *path, int n_head);
 #endif

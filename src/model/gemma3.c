@@ -31,10 +31,7 @@
 // ------------------------------------------------------------------ config
 
 static const model_config_field config_fields[] = {
-    {"n_kv_heads", offsetof(model_config, n_kv_heads), MODEL_CF_INT, 4096, 0},
-    {"rope_theta", offsetof(model_config, rope_theta), MODEL_CF_DOUBLE, 1e12, 0},
-    {"rms_eps", offsetof(model_config, rms_eps), MODEL_CF_DOUBLE, DECODER_RMS_EPS_MAX, 0},
-    {"tie_embeddings", offsetof(model_config, tie_embeddings), MODEL_CF_INT, 1, 0},
+    DECODER_CONFIG_FIELDS,  // n_kv_heads, rope_theta (the full-attention layers'), rms_eps, tie_embeddings
     {"head_dim", offsetof(model_config, head_dim), MODEL_CF_INT, 4096, 0},
     {"sliding_window", offsetof(model_config, sliding_window), MODEL_CF_INT, 1 << 24, 0},
     {"rope_local_theta", offsetof(model_config, rope_local_theta), MODEL_CF_DOUBLE, 1e12, 0},
@@ -79,34 +76,22 @@ typedef struct {
     wgt_view ln_pf, ln_pff;  // [C] pre_feedforward_layernorm, post_feedforward_layernorm (1 + w)
 } block_params;
 
-enum {
-    D = MODEL_T_DECAY,
-    X = MODEL_T_MAY_EXCEED_BINDING,
-    E = MODEL_T_EMBEDDING,
-    PK = MODEL_T_PACKED,
-    P1 = MODEL_T_HF_PLUS_ONE,
-};
-#define TOP(f) offsetof(decoder_top, f)  // the globals: decoder.h
+enum { P1 = MODEL_T_HF_PLUS_ONE };
 #define BLK(f) offsetof(block_params, f)
-// Gemma3ForCausalLM's state dict. Matrices and the embedding N(0, 0.02), decayed; norm weights
-// w = 0 at init (held as 1 + w = 1), not decayed.
+// Gemma3ForCausalLM's state dict (the DECODER_T_* rows: decoder.h). Matrices and the embedding
+// N(0, 0.02), decayed; norm weights w = 0 at init (held as 1 + w = 1), not decayed.
 static const model_tensor_desc tensors[] = {
-    {"model.embed_tokens.weight", 0, {DIM_V, DIM_C}, D | E | X, MODEL_INIT_NORMAL, TOP(embed)},
-    {"model.layers.%d.self_attn.q_proj.weight", 1, {DIM_Q, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(q_w)},
-    {"model.layers.%d.self_attn.k_proj.weight", 1, {DIM_KV, DIM_C}, D | X | PK, MODEL_INIT_NORMAL, BLK(k_w)},
-    {"model.layers.%d.self_attn.v_proj.weight", 1, {DIM_KV, DIM_C}, D | X | PK, MODEL_INIT_NORMAL, BLK(v_w)},
-    {"model.layers.%d.self_attn.o_proj.weight", 1, {DIM_C, DIM_Q}, D | X, MODEL_INIT_NORMAL, BLK(o_w)},
+    DECODER_T_EMBED,                  // model.embed_tokens.weight
+    DECODER_T_ATTN_PROJ(block_params),  // model.layers.%d.self_attn.{q,k,v,o}_proj.weight
     {"model.layers.%d.self_attn.q_norm.weight", 1, {DIM_HS}, P1, MODEL_INIT_ONES, BLK(q_nw)},
     {"model.layers.%d.self_attn.k_norm.weight", 1, {DIM_HS}, P1, MODEL_INIT_ONES, BLK(k_nw)},
-    {"model.layers.%d.mlp.gate_proj.weight", 1, {DIM_F, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(gate_w)},
-    {"model.layers.%d.mlp.up_proj.weight", 1, {DIM_F, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(up_w)},
-    {"model.layers.%d.mlp.down_proj.weight", 1, {DIM_C, DIM_F}, D | X, MODEL_INIT_NORMAL, BLK(down_w)},
+    DECODER_T_MLP(block_params),        // model.layers.%d.mlp.{gate,up,down}_proj.weight
     {"model.layers.%d.input_layernorm.weight", 1, {DIM_C}, P1, MODEL_INIT_ONES, BLK(ln_in)},
     {"model.layers.%d.post_attention_layernorm.weight", 1, {DIM_C}, P1, MODEL_INIT_ONES, BLK(ln_pa)},
     {"model.layers.%d.pre_feedforward_layernorm.weight", 1, {DIM_C}, P1, MODEL_INIT_ONES, BLK(ln_pf)},
     {"model.layers.%d.post_feedforward_layernorm.weight", 1, {DIM_C}, P1, MODEL_INIT_ONES, BLK(ln_pff)},
-    {"model.norm.weight", 0, {DIM_C}, P1, MODEL_INIT_ONES, TOP(norm_w)},
-    {"lm_head.weight", 0, {DIM_V, DIM_C}, D | X, MODEL_INIT_NORMAL, TOP(lm_head)},  // absent when tied
+    {"model.norm.weight", 0, {DIM_C}, P1, MODEL_INIT_ONES, offsetof(decoder_top, norm_w)},
+    DECODER_T_LM_HEAD,  // lm_head.weight, absent when tied
 };
 
 static const char *tensor_absent(const model_config *c, const model_tensor_desc *d) {
@@ -138,11 +123,6 @@ static const decoder_family family = {.weights = block_weights, .sliding = is_sl
 static wgt_status init(wgt_model *m) { return decoder_init(m, &family); }
 
 // ------------------------------------------------------------------ Hugging Face files
-
-static wgt_status config_from_safetensors(model_config *c, const st_file *f, const char *path, int n_head) {
-    return wgt_fail(WGT_ERR_ARG, "'%s': a Gemma-3 checkpoint does not record its heads, RoPE bases, window or norm "
-                    "epsilon; pass its Hugging Face config.json with --config", path);
-}
 
 // One RoPE parameter object of transformers' newer "rope_parameters" ({"rope_type": "default",
 // "rope_theta": ...}): only the default type is computed here.
@@ -264,26 +244,4 @@ static cJSON *config_to_hf(const model_config *c) {
     return o;
 }
 
-const model_arch model_arch_gemma3_text = {
-    .name = "gemma3_text",
-    .tensors = tensors,
-    .n_tensors = sizeof tensors / sizeof tensors[0],
-    .globals_size = sizeof(decoder_top),
-    .layer_size = sizeof(block_params),
-    .config_fields = config_fields,
-    .n_config_fields = sizeof config_fields / sizeof config_fields[0],
-    .hf_prefix = NULL,
-    .hf_ignored = NULL,
-    .n_hf_ignored = 0,
-    .config_check = config_check,
-    .tensor_absent = tensor_absent,
-    .absent_copy_of = absent_copy_of,
-    .config_from_safetensors = config_from_safetensors,
-    .hf_model_type = "gemma3_text",
-    .config_from_hf = config_from_hf,
-    .config_to_hf = config_to_hf,
-    .defaults = defaults,
-    .init = init,
-    .forward = decoder_forward,
-    .backward = decoder_backward,
-};
+DECODER_ARCH(model_arch_gemma3_text, "gemma3_text", NULL, 0);

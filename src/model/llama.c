@@ -28,10 +28,7 @@
 
 // (the fields from rope_scaling on came later: a run config without them reads them as 0)
 static const model_config_field config_fields[] = {
-    {"n_kv_heads", offsetof(model_config, n_kv_heads), MODEL_CF_INT, 4096, 0},
-    {"rope_theta", offsetof(model_config, rope_theta), MODEL_CF_DOUBLE, 1e12, 0},
-    {"rms_eps", offsetof(model_config, rms_eps), MODEL_CF_DOUBLE, DECODER_RMS_EPS_MAX, 0},
-    {"tie_embeddings", offsetof(model_config, tie_embeddings), MODEL_CF_INT, 1, 0},
+    DECODER_CONFIG_FIELDS,  // n_kv_heads, rope_theta, rms_eps, tie_embeddings
     {"rope_scaling", offsetof(model_config, rope_scaling), MODEL_CF_INT, 2, 1},
     {"rope_factor", offsetof(model_config, rope_factor), MODEL_CF_DOUBLE, ROPE_FACTOR_MAX, 1},
     {"rope_low_freq", offsetof(model_config, rope_low_freq), MODEL_CF_DOUBLE, ROPE_FREQ_FACTOR_MAX, 1},
@@ -138,28 +135,16 @@ typedef struct {            // one block's tensors (parameters, or their gradien
     wgt_view q_nw, k_nw;    // [HS], [HS] q_norm, k_norm (qk_norm; else empty)
 } block_params;
 
-enum {
-    D = MODEL_T_DECAY,
-    X = MODEL_T_MAY_EXCEED_BINDING,
-    E = MODEL_T_EMBEDDING,
-    PK = MODEL_T_PACKED,
-};
-#define TOP(f) offsetof(decoder_top, f)  // the globals: decoder.h
+enum { X = MODEL_T_MAY_EXCEED_BINDING, PK = MODEL_T_PACKED };
 #define BLK(f) offsetof(block_params, f)
-// In the order of LlamaForCausalLM's state dict. Matrices and the embedding are decayed, norm
-// weights not; everything is N(0, 0.02) (initializer_range) but the norm weights, which are 1.
-// Every op that touches a tensor here splits it where it exceeds one storage binding (the
-// embedding kernels into windows of vocabulary rows, the lm_head GEMMs into chunks) but the
-// per-head norm weights, which are HS long.
+// In the order of LlamaForCausalLM's state dict (the DECODER_T_* rows: decoder.h). Matrices and the
+// embedding are decayed, norm weights not; everything is N(0, 0.02) (initializer_range) but the
+// norm weights, which are 1. Every op that touches a tensor here splits it where it exceeds one
+// storage binding but the per-head norm weights, which are HS long.
 static const model_tensor_desc tensors[] = {
-    {"model.embed_tokens.weight", 0, {DIM_V, DIM_C}, D | E | X, MODEL_INIT_NORMAL, TOP(embed)},
-    {"model.layers.%d.self_attn.q_proj.weight", 1, {DIM_Q, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(q_w)},
-    {"model.layers.%d.self_attn.k_proj.weight", 1, {DIM_KV, DIM_C}, D | X | PK, MODEL_INIT_NORMAL, BLK(k_w)},
-    {"model.layers.%d.self_attn.v_proj.weight", 1, {DIM_KV, DIM_C}, D | X | PK, MODEL_INIT_NORMAL, BLK(v_w)},
-    {"model.layers.%d.self_attn.o_proj.weight", 1, {DIM_C, DIM_Q}, D | X, MODEL_INIT_NORMAL, BLK(o_w)},
-    {"model.layers.%d.mlp.gate_proj.weight", 1, {DIM_F, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(gate_w)},
-    {"model.layers.%d.mlp.up_proj.weight", 1, {DIM_F, DIM_C}, D | X, MODEL_INIT_NORMAL, BLK(up_w)},
-    {"model.layers.%d.mlp.down_proj.weight", 1, {DIM_C, DIM_F}, D | X, MODEL_INIT_NORMAL, BLK(down_w)},
+    DECODER_T_EMBED,                  // model.embed_tokens.weight
+    DECODER_T_ATTN_PROJ(block_params),  // model.layers.%d.self_attn.{q,k,v,o}_proj.weight
+    DECODER_T_MLP(block_params),        // model.layers.%d.mlp.{gate,up,down}_proj.weight
     {"model.layers.%d.input_layernorm.weight", 1, {DIM_C}, X, MODEL_INIT_ONES, BLK(ln1_w)},
     {"model.layers.%d.post_attention_layernorm.weight", 1, {DIM_C}, X, MODEL_INIT_ONES, BLK(ln2_w)},
     // biases (absent unless the config has them), not decayed, 0 at init as in transformers
@@ -170,8 +155,8 @@ static const model_tensor_desc tensors[] = {
     // Qwen3's per-head norms (absent unless qk_norm): 1 at init; qk_norm_forward binds them whole
     {"model.layers.%d.self_attn.q_norm.weight", 1, {DIM_HS}, 0, MODEL_INIT_ONES, BLK(q_nw)},
     {"model.layers.%d.self_attn.k_norm.weight", 1, {DIM_HS}, 0, MODEL_INIT_ONES, BLK(k_nw)},
-    {"model.norm.weight", 0, {DIM_C}, X, MODEL_INIT_ONES, TOP(norm_w)},
-    {"lm_head.weight", 0, {DIM_V, DIM_C}, D | X, MODEL_INIT_NORMAL, TOP(lm_head)},  // absent when tied
+    {"model.norm.weight", 0, {DIM_C}, X, MODEL_INIT_ONES, offsetof(decoder_top, norm_w)},
+    DECODER_T_LM_HEAD,  // lm_head.weight, absent when tied
 };
 
 // A tied config has no lm_head.weight; a file may still hold one that is an exact copy of the
@@ -220,13 +205,6 @@ static const decoder_family family = {.weights = block_weights, .sliding = NULL,
 static wgt_status init(wgt_model *m) { return decoder_init(m, &family); }
 
 // ------------------------------------------------------------------ Hugging Face files
-
-// A LLaMA safetensors file shows the sizes but not rope_theta or rms_norm_eps (nor the number of
-// heads): guessing them would give a model that computes something else.
-static wgt_status config_from_safetensors(model_config *c, const st_file *f, const char *path, int n_head) {
-    return wgt_fail(WGT_ERR_ARG, "'%s': a LLaMA checkpoint does not record its heads, RoPE base or RMSNorm epsilon; "
-                    "pass its Hugging Face config.json with --config", path);
-}
 
 // One rope_scaling / rope_parameters object: its rope_type (or the older "type") must be one this
 // build computes, and that type's factors are read (the rest of the object is ignored only where
@@ -409,31 +387,8 @@ static cJSON *config_to_hf(const model_config *c) {
     return o;
 }
 
-#define LLAMA_ARCH(var, NAME)                                     \
-    const model_arch var = {                                      \
-        .name = NAME,                                             \
-        .tensors = tensors,                                       \
-        .n_tensors = sizeof tensors / sizeof tensors[0],          \
-        .globals_size = sizeof(decoder_top),                      \
-        .layer_size = sizeof(block_params),                       \
-        .config_fields = config_fields,                           \
-        .n_config_fields = sizeof config_fields / sizeof config_fields[0], \
-        .hf_prefix = NULL,                                        \
-        .hf_ignored = hf_ignored,                                 \
-        .n_hf_ignored = sizeof hf_ignored / sizeof hf_ignored[0], \
-        .config_check = config_check,                             \
-        .tensor_absent = tensor_absent,                           \
-        .absent_copy_of = absent_copy_of,                         \
-        .config_from_safetensors = config_from_safetensors,       \
-        .hf_model_type = NAME,                                    \
-        .config_from_hf = config_from_hf,                         \
-        .config_to_hf = config_to_hf,                             \
-        .defaults = defaults,                                     \
-        .init = init,                                             \
-        .forward = decoder_forward,                               \
-        .backward = decoder_backward,                             \
-    }
 // one descriptor per line of `variants`
+#define LLAMA_ARCH(var, NAME) DECODER_ARCH(var, NAME, hf_ignored, sizeof hf_ignored / sizeof hf_ignored[0])
 LLAMA_ARCH(model_arch_llama, "llama");
 LLAMA_ARCH(model_arch_mistral, "mistral");
 LLAMA_ARCH(model_arch_qwen2, "qwen2");
