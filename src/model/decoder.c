@@ -355,13 +355,12 @@ wgt_status decoder_sizes_from_hf(model_config *c, const cJSON *o, const char *wh
 }
 
 void decoder_sizes_to_hf(cJSON *o, const model_config *c) {
-    model_hf_add_number(o, "vocab_size", c->vocab);
-    model_hf_add_number(o, "hidden_size", c->d_model);
-    model_hf_add_number(o, "intermediate_size", c->d_ff);
-    model_hf_add_number(o, "num_hidden_layers", c->n_layer);
-    model_hf_add_number(o, "num_attention_heads", c->n_head);
-    model_hf_add_number(o, "num_key_value_heads", c->n_kv_heads);
-    model_hf_add_number(o, "head_dim", HS_OF(c));
+    const struct { const char *key; int v; } sizes[] = {
+        {"vocab_size", c->vocab},          {"hidden_size", c->d_model},         {"intermediate_size", c->d_ff},
+        {"num_hidden_layers", c->n_layer}, {"num_attention_heads", c->n_head},  {"num_key_value_heads", c->n_kv_heads},
+        {"head_dim", HS_OF(c)},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) model_hf_add_number(o, sizes[i].key, sizes[i].v);
 }
 
 wgt_status decoder_config_from_safetensors(model_config *c, const st_file *f, const char *path, int n_head) {
