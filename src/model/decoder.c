@@ -161,8 +161,8 @@ static void attn_forward(wgt_model *m, int l) {
     const uint32_t B = m->B, T = m->T, C = m->c.d_model, NH = m->c.n_head, NKV = m->c.n_kv_heads, HS = HS_OF(&m->c),
                    QC = NH * HS, QKV = QC + 2 * NKV * HS, BT = B * T;
     const float eps = (float)m->c.rms_eps;
-    const decoder_weights p = A(m)->f->weights(m, l, 0);
     acts *a = A(m);
+    const decoder_weights p = a->f->weights(m, l, 0);
     const block_acts *h = &a->h[l];
     const int loc = is_local(m, l);
     const size_t nc = (size_t)BT * C, nq = (size_t)BT * QKV;

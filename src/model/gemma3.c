@@ -22,8 +22,6 @@
 // The activations, forward and backward are the decoder that llama.c shares (decoder.c, with the
 // options above); this file holds the tensors, the config and its Hugging Face form.
 #include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include "model/decoder.h"
 
@@ -81,7 +79,7 @@ enum { P1 = MODEL_T_HF_PLUS_ONE };
 // Gemma3ForCausalLM's state dict (the DECODER_T_* rows: decoder.h). Matrices and the embedding
 // N(0, 0.02), decayed; norm weights w = 0 at init (held as 1 + w = 1), not decayed.
 static const model_tensor_desc tensors[] = {
-    DECODER_T_EMBED,                  // model.embed_tokens.weight
+    DECODER_T_EMBED,                    // model.embed_tokens.weight
     DECODER_T_ATTN_PROJ(block_params),  // model.layers.%d.self_attn.{q,k,v,o}_proj.weight
     {"model.layers.%d.self_attn.q_norm.weight", 1, {DIM_HS}, P1, MODEL_INIT_ONES, BLK(q_nw)},
     {"model.layers.%d.self_attn.k_norm.weight", 1, {DIM_HS}, P1, MODEL_INIT_ONES, BLK(k_nw)},

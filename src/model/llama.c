@@ -14,15 +14,12 @@
 // and logits = lm_head(rmsnorm(x_L)). The activations, forward and backward are the decoder that
 // gemma3.c shares (decoder.c); this file holds the tensors, the config and its Hugging Face form.
 #include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include "backend/cpu/ops.h"  // WGT_ROPE_*: the rope types
 #include "model/decoder.h"
 
 // ------------------------------------------------------------------ config
 
-#define HS_OF(c) model_head_size(c)
 #define ROPE_FACTOR_MAX 1e6       // rope_scaling.factor: 1 .. this
 #define ROPE_FREQ_FACTOR_MAX 1e6  // low_freq_factor, high_freq_factor: above 0 .. this
 
@@ -142,7 +139,7 @@ enum { X = MODEL_T_MAY_EXCEED_BINDING, PK = MODEL_T_PACKED };
 // norm weights, which are 1. Every op that touches a tensor here splits it where it exceeds one
 // storage binding but the per-head norm weights, which are HS long.
 static const model_tensor_desc tensors[] = {
-    DECODER_T_EMBED,                  // model.embed_tokens.weight
+    DECODER_T_EMBED,                    // model.embed_tokens.weight
     DECODER_T_ATTN_PROJ(block_params),  // model.layers.%d.self_attn.{q,k,v,o}_proj.weight
     DECODER_T_MLP(block_params),        // model.layers.%d.mlp.{gate,up,down}_proj.weight
     {"model.layers.%d.input_layernorm.weight", 1, {DIM_C}, X, MODEL_INIT_ONES, BLK(ln1_w)},
@@ -335,7 +332,7 @@ static wgt_status config_from_hf(model_config *c, const cJSON *o, const char *wh
         return wgt_fail(WGT_ERR_CONFIG, "%s: num_key_value_heads (%d) does not divide num_attention_heads (%d)", what,
                         c->n_kv_heads, c->n_head);
     c->head_dim = head_dim && (int64_t)head_dim * c->n_head != c->d_model ? head_dim : 0;
-    const int hs = HS_OF(c);
+    const int hs = model_head_size(c);
     const char *hs_name = head_dim ? "head_dim" : "hidden_size / num_attention_heads";
     if (hs % 2)
         return wgt_fail(WGT_ERR_CONFIG, "%s: the head size %s = %d is odd; RoPE needs an even head size", what, hs_name,
