@@ -91,8 +91,8 @@ wgt_status decoder_init(wgt_model *m, const decoder_family *f) {
         block_acts *h = &a->h[l];
         model_alloc(m, &h->res, BT * C, "res", 0);
         const model_acts_own own = model_block_acts_share(m, l, h, &a->h[0], offsetof(block_acts, ao), sizeof *h);
-        if (own == MODEL_ACTS_INPUT) continue;
-        if (own == MODEL_ACTS_ALL) {
+        if (own == MODEL_ACTS_INPUT) continue;  // block recompute: the rest are block 0's
+        if (own == MODEL_ACTS_ALL) {  // (attention recompute: the attention's are block 0's)
             model_alloc_act(m, &h->ln1, BT * C, "ln1");
             model_alloc(m, &h->rstd1, BT, "rstd1", 0);
             if (qkn) {

@@ -105,9 +105,9 @@ static wgt_status init(wgt_model *m) {
         block_acts *h = &a->h[l];
         model_alloc(m, &h->res, BT * C, "res", 0);
         const model_acts_own own = model_block_acts_share(m, l, h, &a->h[0], offsetof(block_acts, res2), sizeof *h);
-        if (own == MODEL_ACTS_INPUT) continue;
+        if (own == MODEL_ACTS_INPUT) continue;  // block recompute: the rest are block 0's
         model_alloc(m, &h->res2, BT * C, "res2", 0);
-        if (own == MODEL_ACTS_ALL) {
+        if (own == MODEL_ACTS_ALL) {  // (attention recompute: the attention's are block 0's)
             model_alloc_act(m, &h->ln1, BT * C, "ln1");
             model_alloc(m, &h->ln1_mean, BT, "ln1_mean", 0);
             model_alloc(m, &h->ln1_rstd, BT, "ln1_rstd", 0);
