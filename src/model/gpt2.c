@@ -70,7 +70,7 @@ static block_params *GL(wgt_model *m, int l) { return (block_params *)m->gl + l;
 
 // ------------------------------------------------------------------ activations
 
-typedef struct {
+typedef struct {  // (model_block_acts_share: the input, the attention's through lse, the rest)
     wgt_view res;                      // [B,T,C] the block's input: the residual stream
     wgt_view ln1, ln1_mean, ln1_rstd;  // [B,T,C], [B,T], [B,T]
     wgt_view qkv;                      // [B,T,3C]
@@ -104,17 +104,10 @@ static wgt_status init(wgt_model *m) {
     for (int l = 0; l < c->n_layer; l++) {
         block_acts *h = &a->h[l];
         model_alloc(m, &h->res, BT * C, "res", 0);
-        if (l > 0 && m->recompute == MODEL_RECOMPUTE_BLOCK) {  // one set for all blocks but the inputs
-            wgt_view res = h->res;
-            *h = a->h[0];
-            h->res = res;
-            continue;
-        }
+        const model_acts_own own = model_block_acts_share(m, l, h, &a->h[0], offsetof(block_acts, res2), sizeof *h);
+        if (own == MODEL_ACTS_INPUT) continue;  // block recompute: the rest are block 0's
         model_alloc(m, &h->res2, BT * C, "res2", 0);
-        if (l > 0 && m->recompute == MODEL_RECOMPUTE_ATTENTION) {  // the attention's: one set
-            h->ln1 = a->h[0].ln1, h->ln1_mean = a->h[0].ln1_mean, h->ln1_rstd = a->h[0].ln1_rstd;
-            h->qkv = a->h[0].qkv, h->atty = a->h[0].atty, h->lse = a->h[0].lse;
-        } else {
+        if (own == MODEL_ACTS_ALL) {  // (attention recompute: the attention's are block 0's)
             model_alloc_act(m, &h->ln1, BT * C, "ln1");
             model_alloc(m, &h->ln1_mean, BT, "ln1_mean", 0);
             model_alloc(m, &h->ln1_rstd, BT, "ln1_rstd", 0);
@@ -254,12 +247,7 @@ static void backward(wgt_model *m) {
     be->fill_zero(be, a->dres, (size_t)BT * C);
     be->layernorm_backward(be, a->dres, g->lnf_w, g->lnf_b, a->dtmp, a->res_final, p->lnf_w, a->lnf_mean, a->lnf_rstd,
                            BT, C);                                                                  // dres [B,T,C]
-    for (int l = m->c.n_layer - 1; l >= 0; l--) {
-        // --recompute: the shared activations hold the last block's; the others are recomputed
-        if (l + 1 < m->c.n_layer && m->recompute == MODEL_RECOMPUTE_BLOCK) block_forward(m, l);
-        if (l + 1 < m->c.n_layer && m->recompute == MODEL_RECOMPUTE_ATTENTION) attn_forward(m, l);
-        block_backward(m, l);
-    }
+    model_blocks_backward(m, block_forward, attn_forward, block_backward);
     if (!model_base_frozen(m))  // (LoRA: the embeddings are frozen)
         be->embedding_backward(be, g->wte, g->wpe, a->dres, m->tokens, B, T, C, V);                 // dwte, dwpe
 }

@@ -221,6 +221,24 @@ void model_matmul_t(wgt_model *m, wgt_view dinp, wgt_view dout, wgt_view w, uint
 void model_matmul_at(wgt_model *m, wgt_view dw, wgt_view db, wgt_view dout, wgt_view inp, uint32_t N, uint32_t C,
                      uint32_t OC);
 
+// ---- what the families' blocks do alike (family_common.c); their structs stay private
+// Block l's activations under --recompute (docs/memory.md). The family's per-block struct holds
+// only views: first the block's input, then the attention's (those before byte offset attn_end),
+// then the rest (size bytes in all). Block 0 allocates every one; under block recompute a later
+// block shares all but its input with block 0, under attention recompute the attention's. This
+// copies the shared ones from block 0's struct h0 into h and says what block l allocates itself.
+typedef enum { MODEL_ACTS_ALL, MODEL_ACTS_NOT_ATTENTION, MODEL_ACTS_INPUT } model_acts_own;
+model_acts_own model_block_acts_share(const wgt_model *m, int l, void *h, const void *h0, size_t attn_end, size_t size);
+// The blocks' backward, last to first (block_backward(m, l): d(out) in m's residual gradient to
+// d(in)). Under --recompute the shared activations hold the last block's, so each earlier block's
+// forward (block) or attention (attention) runs again before its backward.
+typedef void (*model_block_fn)(wgt_model *m, int l);
+void model_blocks_backward(wgt_model *m, model_block_fn block_forward, model_block_fn attn_forward,
+                           model_block_fn block_backward);
+// Three tensors stored back to back (MODEL_T_PACKED: a q | k | v projection) as one view; where
+// they are not (a broken invariant) it aborts with `what` ("the q, k and v projections are not packed").
+wgt_view model_packed_view(wgt_view a, wgt_view b, wgt_view c, const char *what);
+
 // A tensor of a Hugging Face file by its name, with or without the family's prefix.
 const st_tensor *model_st_find(const model_arch *a, const st_file *f, const char *name);
 
