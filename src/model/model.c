@@ -918,20 +918,39 @@ static float rng_normal(uint64_t *s) {
     return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
 }
 
+// Normal number j of the stream that starts at state s0: splitmix64 adds a constant to its state
+// per draw and a normal takes two draws, so the j-th needs none of the others, and the threads
+// below fill a tensor with exactly the values of one sequential stream.
+static float rng_normal_at(uint64_t s0, uint64_t j) {
+    uint64_t s = s0 + 2 * j * 0x9e3779b97f4a7c15ull;
+    return rng_normal(&s);
+}
+
 // random_base 0: the base is zeros (a checkpoint is about to replace every parameter)
 static wgt_status init_state(wgt_model *m, uint64_t seed, int random_base) {
     float *h = wgt_calloc(m->n_base, sizeof(float));
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    const uint64_t s0 = seed * 0x9E3779B97F4A7C15ull + 1;
     const float resid_std = 0.02f / sqrtf(2.0f * m->c.n_layer);
-    // one random stream through the tensors in table order
+    // one random stream through the tensors in table order (`drawn`: its normals so far)
+    uint64_t drawn = 0;
     for (int i = 0; random_base && i < m->np; i++) {
         const model_param_info *p = &m->t[i].info;
         float *d = h + p->off;
+        const long long n = (long long)p->n;
+        const uint64_t j0 = drawn;
         switch (p->init) {
         case MODEL_INIT_ZEROS: break;
         case MODEL_INIT_ONES: for (size_t k = 0; k < p->n; k++) d[k] = 1.0f; break;
-        case MODEL_INIT_NORMAL: for (size_t k = 0; k < p->n; k++) d[k] = 0.02f * rng_normal(&s); break;
-        case MODEL_INIT_RESIDUAL: for (size_t k = 0; k < p->n; k++) d[k] = resid_std * rng_normal(&s); break;
+        case MODEL_INIT_NORMAL:
+            #pragma omp parallel for schedule(static) if (n > 65536)
+            for (long long k = 0; k < n; k++) d[k] = 0.02f * rng_normal_at(s0, j0 + (uint64_t)k);
+            drawn += p->n;
+            break;
+        case MODEL_INIT_RESIDUAL:
+            #pragma omp parallel for schedule(static) if (n > 65536)
+            for (long long k = 0; k < n; k++) d[k] = resid_std * rng_normal_at(s0, j0 + (uint64_t)k);
+            drawn += p->n;
+            break;
         }
     }
     wgt_status st = WGT_OK;
