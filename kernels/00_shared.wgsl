@@ -97,6 +97,22 @@ fn attn_lo(has_doc : u32, d : u32, t : u32, window : u32) -> u32 {
     return lo;
 }
 
+// Workgroup w of an attention grid of (block, b, head) with n heads a sequence, the B·n (b, head)
+// of one block adjacent: (b, head, block).
+fn attn_grid(w : u32, B : u32, n : u32) -> vec3<u32> {
+    let bn = B * n;
+    return vec3<u32>((w % bn) / n, (w % bn) % n, w / bn);
+}
+
+// Query-block workgroup w of nblk blocks of `rows` rows × B × NH heads, the last blocks (the
+// longest causal loops) first: sequence b, query head h, its kv head g = h / gq, bh = b·NH + h and
+// the block's first row r0.
+struct AttnBlock { b : u32, h : u32, g : u32, bh : u32, r0 : u32 };
+fn attn_qblock(w : u32, B : u32, NH : u32, gq : u32, nblk : u32, rows : u32) -> AttnBlock {
+    let x = attn_grid(w, B, NH);
+    return AttnBlock(x.x, x.y, x.y / gq, w % (B * NH), (nblk - 1u - x.z) * rows);
+}
+
 // whether query t, whose first key is lo, attends key
 fn attn_sees(key : u32, t : u32, lo : u32) -> bool {
     return key <= t && key >= lo;

@@ -171,15 +171,11 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
                      @builtin(num_workgroups) nwg : vec3<u32>) {
     let w = flat_wg(wid, nwg);
     let T = fa_p.T;
-    let BNH = fa_p.B * fa_p.NH;
-    if (w >= fa_p.nblk * BNH) { return; }
+    if (w >= fa_p.nblk * fa_p.B * fa_p.NH) { return; }
     // the heaviest (last) query blocks of every head go first: the causal triangle is uneven
-    let bh = w % BNH;
-    let qb = fa_p.nblk - 1u - w / BNH;
-    let b = bh / fa_p.NH;
-    let h = bh % fa_p.NH;
-    let g = h / GQ;  // kv head
-    let q0 = qb * BR;
+    let blk = attn_qblock(w, fa_p.B, fa_p.NH, GQ, fa_p.nblk, BR);
+    let b = blk.b;
+    let q0 = blk.r0;
     let tid = lid.x;
     let rg = tid / NL;
     let kl = tid % NL;
@@ -190,7 +186,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
         let r = i / HS4;
         let t = q0 + r;
         var v = vec4<f32>(0.0);
-        if (t < T) { v = fa_q4(b, h, t, i % HS4); }
+        if (t < T) { v = fa_q4(b, blk.h, t, i % HS4); }
         fa_q[r * HS4 + ((i % HS4) ^ ((r / TR) & SWM))] = v;
     }
 
@@ -200,7 +196,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
     for (var r = 0u; r < TR; r++) { m[r] = FA_NEG; }
     var rkey = array<u32, TR>();    // dropout: the key of each row
     if (DROP) {
-        for (var r = 0u; r < TR; r++) { rkey[r] = dropout_key(fa_p.dseed, bh * T + q0 + row0 + r, DROPOUT_ATTN); }
+        for (var r = 0u; r < TR; r++) { rkey[r] = dropout_key(fa_p.dseed, blk.bh * T + q0 + row0 + r, DROPOUT_ATTN); }
     }
 
     var rlo = array<u32, TR>();     // each row's first key (rows past T: none masked below)
@@ -214,7 +210,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
     // latency is hidden behind a tile of FMAs instead of stalling every tile)
     var kr = array<vec4<f32>, NKV>();
     var vr = array<vec4<f32>, NKV>();
-    fa_fetch_kv(tid, b, g, kt0 * BC, &kr, &vr);
+    fa_fetch_kv(tid, b, blk.g, kt0 * BC, &kr, &vr);
     for (var kt = kt0; kt < n_tiles; kt++) {
         let k0 = kt * BC;
         workgroupBarrier();  // the previous tile's P·V reads are done
@@ -227,7 +223,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
             }
         }
         workgroupBarrier();
-        if (kt + 1u < n_tiles) { fa_fetch_kv(tid, b, g, k0 + BC, &kr, &vr); }
+        if (kt + 1u < n_tiles) { fa_fetch_kv(tid, b, blk.g, k0 + BC, &kr, &vr); }
 
         // scores (explicitly zeroed: a var in a loop is not reliably re-zeroed on every driver)
         var s = array<array<f32, KPT>, TR>();
@@ -309,12 +305,12 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
         }
         if (t >= T) { continue; }
         let inv = 1.0 / lt[r];  // >= 1: the row's max term contributes exp2(0)
-        let ob = (b * T + t) * fa_p.C + h * HS;
+        let ob = (b * T + t) * fa_p.C + blk.h * HS;
         for (var i = 0u; i < CPT; i++) {
             let c = kl + NL * i;
             if (c < HS4) { fa_put4(ob, c, o[r][i] * inv); }
         }
-        if (kl == 0u) { fa_put_lse(bh * T + t, m[r], lt[r]); }
+        if (kl == 0u) { fa_put_lse(blk.bh * T + t, m[r], lt[r]); }
     }
 }
 
@@ -355,13 +351,10 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
                          @builtin(num_workgroups) nwg : vec3<u32>) {
     let w = flat_wg(wid, nwg);
     let T = fa_p.T;
-    let BNH = fa_p.B * fa_p.NH;
-    if (w >= fa_p.nblk * BNH) { return; }
-    let bh = w % BNH;
-    let q0 = (fa_p.nblk - 1u - w / BNH) * RBLK;  // the heaviest (last) query blocks first
-    let b = bh / fa_p.NH;
-    let h = bh % fa_p.NH;
-    let g = h / GQ;  // kv head
+    if (w >= fa_p.nblk * fa_p.B * fa_p.NH) { return; }
+    let blk = attn_qblock(w, fa_p.B, fa_p.NH, GQ, fa_p.nblk, RBLK);  // the heaviest (last) query blocks first
+    let b = blk.b;
+    let q0 = blk.r0;
     let tid = lid.x;
     let rg = tid / RL;
     let ln = tid % RL;
@@ -378,10 +371,10 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
         if (t < T) {
             for (var c = 0u; c < RC; c++) {
                 let c4 = ln + RL * c;
-                if (c4 < HS4) { qr[r][c] = fa_q4(b, h, t, c4); }
+                if (c4 < HS4) { qr[r][c] = fa_q4(b, blk.h, t, c4); }
             }
             rlo[r] = fa_lo(b, t);
-            if (DROP) { rkey[r] = dropout_key(fa_p.dseed, bh * T + t, DROPOUT_ATTN); }
+            if (DROP) { rkey[r] = dropout_key(fa_p.dseed, blk.bh * T + t, DROPOUT_ATTN); }
         }
     }
     let n_tiles = (min(q0 + RBLK, T) - 1u) / RB + 1u;
@@ -393,14 +386,14 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
     // loads' latency hidden behind the tile's FMAs, for 8·RSN more registers)
     var pk = array<vec4<f32>, RSN>();
     var pv = array<vec4<f32>, RSN>();
-    if (PF) { fr_fetch(tid, b, g, kt0 * RB, &pk, &pv); }
+    if (PF) { fr_fetch(tid, b, blk.g, kt0 * RB, &pk, &pv); }
     for (var kt = kt0; kt < n_tiles; kt++) {
         let k0 = kt * RB;
         // every key of the tile is attended by every row of the block (rows past T compute
         // values never stored): the softmax skips the mask tests
         let full = k0 + RB <= q0 + 1u && k0 >= lo_last;
         workgroupBarrier();  // the previous tile's reads are done
-        if (!PF) { fr_fetch(tid, b, g, k0, &pk, &pv); }
+        if (!PF) { fr_fetch(tid, b, blk.g, k0, &pk, &pv); }
         for (var n = 0u; n < RSN; n++) {
             let i = tid + RT * n;
             if (i < RB * HS4) {
@@ -409,7 +402,7 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
             }
         }
         workgroupBarrier();
-        if (PF && kt + 1u < n_tiles) { fr_fetch(tid, b, g, k0 + RB, &pk, &pv); }
+        if (PF && kt + 1u < n_tiles) { fr_fetch(tid, b, blk.g, k0 + RB, &pk, &pv); }
         // scores (explicitly zeroed: a var in a loop is not reliably re-zeroed on every driver)
         var s = array<array<f32, RB>, RR>();
         for (var i = 0u; i < nb; i++) {
@@ -457,11 +450,11 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
         let t = q0 + rg + RNG * r;
         if (t >= T) { continue; }
         let inv = 1.0 / l[r];  // >= 1: the row's max term contributes exp2(0)
-        let ob = (b * T + t) * fa_p.C + h * HS;
+        let ob = (b * T + t) * fa_p.C + blk.h * HS;
         for (var c = 0u; c < RC; c++) {
             let c4 = ln + RL * c;
             if (c4 < HS4) { fa_put4(ob, c4, o[r][c] * inv); }
         }
-        if (ln == 0u) { fa_put_lse(bh * T + t, m[r], l[r]); }
+        if (ln == 0u) { fa_put_lse(blk.bh * T + t, m[r], l[r]); }
     }
 }

@@ -287,13 +287,6 @@ fn ab_prob(u : AttnParams, s : f32, lse2 : f32) -> f32 { return exp2(s * u.scale
 // The dropout multiplier of key j in the row with dropout key rk (DROP).
 fn ab_mult(u : AttnParams, rk : u32, j : u32) -> f32 { return dropout_mult(rk, j, u.dthr, u.dscale); }
 
-// Workgroup w of a grid of (block, b, head) with n heads a sequence, the B·n (b, head) of one
-// block adjacent: (b, head, block).
-fn ab_grid(w : u32, B : u32, n : u32) -> vec3<u32> {
-    let bn = B * n;
-    return vec3<u32>((w % bn) / n, (w % bn) % n, w / bn);
-}
-
 // The query blocks from qb0 whose rows can see key block k0: they end before the first block whose
 // first row's lo is past the block (lo is non-decreasing). qb0's block holds row k0, so it is one.
 fn ab_q_end(u : AttnParams, b : u32, qb0 : u32, k0 : u32) -> u32 {
@@ -557,7 +550,7 @@ fn attention_backward_dkdv(@builtin(local_invocation_id) lid : vec3<u32>, @built
     let u = ab_p;
     let w = flat_wg(wid, nwg);
     if (w >= u.nblk * u.B * u.nkv) { return; }
-    let x = ab_grid(w, u.B, u.nkv);  // (b, g, key block)
+    let x = attn_grid(w, u.B, u.nkv);  // (b, g, key block)
     let k0 = x.z * BK;
     let qb0 = k0 / BQ;
     let nqb = ab_kv_begin(u, lid.x, x.x, x.y, k0);
@@ -578,7 +571,7 @@ fn attention_backward_fused(@builtin(local_invocation_id) lid : vec3<u32>, @buil
     let w = flat_wg(wid, nwg);
     let T = u.T;
     if (w >= u.nblk * u.B * u.nkv) { return; }
-    let x = ab_grid(w, u.B, u.nkv);  // (b, g, key block)
+    let x = attn_grid(w, u.B, u.nkv);  // (b, g, key block)
     let b = x.x;
     let g = x.y;
     let kb = x.z;
@@ -646,11 +639,10 @@ fn attention_backward_dq(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
     let w = flat_wg(wid, nwg);
     let T = u.T;
     if (w >= u.nblk * u.B * u.NH) { return; }
-    let x = ab_grid(w, u.B, u.NH);  // (b, h, block)
-    let b = x.x;
-    let h = x.y;
-    let g = h / GQ;  // kv head
-    let q0 = (u.nblk - 1u - x.z) * BQ;
+    let blk = attn_qblock(w, u.B, u.NH, GQ, u.nblk, BQ);
+    let b = blk.b;
+    let h = blk.h;
+    let q0 = blk.r0;
     let tid = lid.x;
     ab_fetch_q(u, tid, b, h, q0);
     ab_put_q(tid);
@@ -658,13 +650,13 @@ fn attention_backward_dq(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
     ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
     let nkb = (min(q0 + BQ, T) + BK - 1u) / BK;
     let kb0 = ab_lo(u, b, q0) / BK;  // key blocks before it are masked for the whole query block
-    ab_fetch_k(u, tid, b, g, kb0 * BK);
+    ab_fetch_k(u, tid, b, blk.g, kb0 * BK);
     for (var kb = kb0; kb < nkb; kb++) {
         let k0 = kb * BK;
         workgroupBarrier();  // the previous tile's products are done with ab_kv, ab_pp, ab_ds
         ab_put_k(tid);
         workgroupBarrier();
-        if (kb + 1u < nkb) { ab_fetch_k(u, tid, b, g, k0 + BK); }
+        if (kb + 1u < nkb) { ab_fetch_k(u, tid, b, blk.g, k0 + BK); }
         ab_ds_tile(u, tid, q0, k0, st);
         ab_acc_q(u, tid);
     }
@@ -919,7 +911,7 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
     let w = flat_wg(wid, nwg);
     let T = u.T;
     if (w >= u.nblk * u.B * u.nkv) { return; }
-    let x3 = ab_grid(w, u.B, u.nkv);  // (b, g, key block)
+    let x3 = attn_grid(w, u.B, u.nkv);  // (b, g, key block)
     let b = x3.x;
     let g = x3.y;
     let k0 = x3.z * RBLK;
@@ -1034,11 +1026,10 @@ fn attention_backward_dq_reg(@builtin(local_invocation_id) lid : vec3<u32>, @bui
     let w = flat_wg(wid, nwg);
     let T = u.T;
     if (w >= u.nblk * u.B * u.NH) { return; }
-    let x3 = ab_grid(w, u.B, u.NH);  // (b, h, block)
-    let b = x3.x;
-    let h = x3.y;
-    let g = h / GQ;  // kv head
-    let q0 = (u.nblk - 1u - x3.z) * RBLK;
+    let blk = attn_qblock(w, u.B, u.NH, GQ, u.nblk, RBLK);
+    let b = blk.b;
+    let h = blk.h;
+    let q0 = blk.r0;
     let tid = lid.x;
     let rg = tid / RL;
     let ln = tid % RL;
@@ -1070,8 +1061,8 @@ fn attention_backward_dq_reg(@builtin(local_invocation_id) lid : vec3<u32>, @bui
     let nkb = (min(q0 + RBLK, T) - 1u) / RB + 1u;
     let kb0 = ab_lo(u, b, q0) / RB;  // key tiles before it are masked for the whole block
     let nb = ar_nb(u);
-    let kbase = b * T * u.W + g * HS + u.C;
-    let vbase = b * T * u.W + g * HS + u.vc;
+    let kbase = b * T * u.W + blk.g * HS + u.C;
+    let vbase = b * T * u.W + blk.g * HS + u.vc;
     var x = ARegs();  // the streamed K and V rows (PF: the next tile's, fetched during this one)
     if (PF) { ar_fetch(u, tid, kb0 * RB, kbase, u.W, vbase, u.W, false, &x); }
     for (var kb = kb0; kb < nkb; kb++) {
