@@ -551,13 +551,16 @@ fn attention_backward_dkdv(@builtin(local_invocation_id) lid : vec3<u32>, @built
     let w = flat_wg(wid, nwg);
     if (w >= u.nblk * u.B * u.nkv) { return; }
     let x = attn_grid(w, u.B, u.nkv);  // (b, g, key block)
+    let b = x.x;
+    let g = x.y;
     let k0 = x.z * BK;
+    let tid = lid.x;
     let qb0 = k0 / BQ;
-    let nqb = ab_kv_begin(u, lid.x, x.x, x.y, k0);
+    let nqb = ab_kv_begin(u, tid, b, g, k0);
     for (var j = 0u; j < GQ; j++) {
-        for (var qb = qb0; qb < nqb; qb++) { ab_kv_step(u, lid.x, x.x, x.y * GQ + j, j, qb, qb0, nqb, k0); }
+        for (var qb = qb0; qb < nqb; qb++) { ab_kv_step(u, tid, b, g * GQ + j, j, qb, qb0, nqb, k0); }
     }
-    ab_store_kv(u, lid.x, x.x, x.y, k0, false);
+    ab_store_kv(u, tid, b, g, k0, false);
 }
 
 // ------------------------------------------------------------------ fused: dK, dV and dQ slots
