@@ -936,22 +936,16 @@ static wgt_status init_state(wgt_model *m, uint64_t seed, int random_base) {
     for (int i = 0; random_base && i < m->np; i++) {
         const model_param_info *p = &m->t[i].info;
         float *d = h + p->off;
-        const long long n = (long long)p->n;
-        const uint64_t j0 = drawn;
-        switch (p->init) {
-        case MODEL_INIT_ZEROS: break;
-        case MODEL_INIT_ONES: for (size_t k = 0; k < p->n; k++) d[k] = 1.0f; break;
-        case MODEL_INIT_NORMAL:
+        if (p->init == MODEL_INIT_ONES) {
+            for (size_t k = 0; k < p->n; k++) d[k] = 1.0f;
+        } else if (p->init == MODEL_INIT_NORMAL || p->init == MODEL_INIT_RESIDUAL) {
+            const float sd = p->init == MODEL_INIT_NORMAL ? 0.02f : resid_std;
+            const long long n = (long long)p->n;
+            const uint64_t j0 = drawn;
             #pragma omp parallel for schedule(static) if (n > 65536)
-            for (long long k = 0; k < n; k++) d[k] = 0.02f * rng_normal_at(s0, j0 + (uint64_t)k);
+            for (long long k = 0; k < n; k++) d[k] = sd * rng_normal_at(s0, j0 + (uint64_t)k);
             drawn += p->n;
-            break;
-        case MODEL_INIT_RESIDUAL:
-            #pragma omp parallel for schedule(static) if (n > 65536)
-            for (long long k = 0; k < n; k++) d[k] = resid_std * rng_normal_at(s0, j0 + (uint64_t)k);
-            drawn += p->n;
-            break;
-        }
+        }  // MODEL_INIT_ZEROS: h is zeroed
     }
     wgt_status st = WGT_OK;
     if (!m->packed) st = m->be->upload(m->be, m->base, h, m->n_base);

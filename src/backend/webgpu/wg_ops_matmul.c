@@ -340,6 +340,15 @@ static wgt_buf *mm_placeholder(wgt_backend *be) {
 }
 
 // ------------------------------------------------------------------ the GEMM
+// B as a packed frozen weight (matmul_lowbit, matmul_t_lowbit): one binding holds it whole, so only
+// A and C are cut into chunks (of rows).
+typedef struct {
+    uint32_t fmt;       // WGT_LOWBIT_*
+    wgt_view absmax;    // nf4's block scales
+    uint64_t words, blocks;
+    const char *label;  // matmul_lowbit or matmul_t_lowbit
+} mm_lowbit;
+
 static const char *const mm_entry[] = {"matmul", "matmul_t", "matmul_at"};
 
 const char *wg_mm_op_name(int op) {
@@ -406,10 +415,7 @@ typedef struct {
     int accumulate, fuse_db, want_v4;
     uint32_t group;
     int a_h, b_h;                   // the operand is f16 (then mm_window_h, no vec4)
-    int b_fmt;                      // -1, or B is a packed frozen weight of that format (lowbit.h)
-    wgt_view absmax;                // an nf4 B's block scales
-    uint64_t b_words, b_blocks;     // the packed weight's words and absmax values, bound whole
-    const char *label;              // the profile's name of the dispatch
+    const mm_lowbit *lb;            // B is a packed frozen weight (NULL: it is not)
 } mm_call;
 
 // One chunk: C[m0:+mc, n0:+nc] (+)= A[m0:+mc, k0:+kc]·B[k0:+kc, n0:+nc]
@@ -421,21 +427,21 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     const int acc_here = g->accumulate || !first_k;
     const int db_here = g->fuse_db && n0 == 0;  // dbias rows come from the first column block
     mm_params p = {mc, nc, kc, 0, 0, 0, 0, 0, g->lda, g->ldb, g->ldc, kc, 0, 0, g->group, 0};
-    enum { MM_C, MM_A, MM_B, MM_BIAS };        // 03_matmul.wgsl bindings: outputs first
+    enum { MM_C, MM_A, MM_B, MM_BIAS, MM_S };  // 03_matmul.wgsl bindings: outputs first; MM_S: nf4's absmax
     enum { SK_C, SK_DB, SK_PART, SK_BIAS };    // and those of matmul_splitk_reduce
-    wg_bind bd[4];
+    wg_bind bd[5];
     const int v4ok = g->want_v4 && t.bk % 8 == 0;  // vec4 slots need 8-deep k-slices
     int v4a = v4ok && !g->a_h, v4b = v4ok && !g->b_h;
     if (g->a_h) bd[MM_A] = a_kc ? mm_window_h(g->a, m0, mc, k0, kc, g->lda, &p.a_off)
                                 : mm_window_h(g->a, k0, kc, m0, mc, g->lda, &p.a_off);
     else if (a_kc) bd[MM_A] = mm_window(g->a, m0, mc, k0, kc, g->lda, &p.a_off, &v4a);
     else bd[MM_A] = mm_window(g->a, k0, kc, m0, mc, g->lda, &p.a_off, &v4a);
-    wg_bind sb = {0};  // an nf4 weight's absmax (binding 4)
-    if (g->b_fmt >= 0) {  // a packed weight, bound whole (mm_gemm keeps it one chunk): i = b_off + element
+    const mm_lowbit *lb = g->lb;
+    if (lb) {  // a packed weight, bound whole (mm_gemm keeps it one chunk): i = b_off + element
         uint32_t rem;
-        bd[MM_B] = wg_binding_window(g->b, 0, g->b_words, &rem);
-        p.b_off = rem * (g->b_fmt == WGT_LOWBIT_NF4 ? 8u : 2u);
-        if (g->b_fmt == WGT_LOWBIT_NF4) sb = wg_binding_window(g->absmax, 0, g->b_blocks, &p.s_off);
+        bd[MM_B] = wg_binding_window(g->b, 0, lb->words, &rem);
+        p.b_off = rem * (lb->fmt == WGT_LOWBIT_NF4 ? 8u : 2u);
+        if (lb->fmt == WGT_LOWBIT_NF4) bd[MM_S] = wg_binding_window(lb->absmax, 0, lb->blocks, &p.s_off);
     } else if (g->b_h) bd[MM_B] = b_kc ? mm_window_h(g->b, n0, nc, k0, kc, g->ldb, &p.b_off)
                                 : mm_window_h(g->b, k0, kc, n0, nc, g->ldb, &p.b_off);
     else if (b_kc) bd[MM_B] = mm_window(g->b, n0, nc, k0, kc, g->ldb, &p.b_off, &v4b);
@@ -444,22 +450,20 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     const mm_optype h = wg_f16_native(ctx) ? MM_OP_F16 : MM_OP_F16_PACKED;
     static const mm_optype lowbit_type[] = {MM_OP_F16_PACKED, MM_OP_BF16, MM_OP_NF4};  // by WGT_LOWBIT_*
     const mm_optype ta = g->a_h ? h : v4a ? MM_OP_V4 : MM_OP_F32,
-                    tb = g->b_fmt >= 0 ? lowbit_type[g->b_fmt] : g->b_h ? h : v4b ? MM_OP_V4 : MM_OP_F32;
+                    tb = lb ? lowbit_type[lb->fmt] : g->b_h ? h : v4b ? MM_OP_V4 : MM_OP_F32;
     char defs[MM_DEFINES_CAP];
     WGPUComputePipeline pipe =
         wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[g->var], mm_defines(t, ta, tb, db_here, defs, sizeof defs));
     const uint32_t gx = (nc + t.bn - 1) / t.bn, gy = (mc + t.bm - 1) / t.bm;
     int no_v4 = 0;
-    wg_bind bd5[5];  // bd, then an nf4 weight's absmax: the uniform follows at binding 5
-    const int nbind = tb == MM_OP_NF4 ? 5 : 4;
+    const int nbind = tb == MM_OP_NF4 ? 5 : 4;  // with the absmax the uniform follows at binding 5
+    const char *label = lb ? lb->label : mm_entry[g->var];
 
     if (!g->plan.splits) {  // direct: the kernel writes C
         if (bias_here) { p.flags |= MMF_BIAS; bd[MM_BIAS] = wg_binding_window(g->bias, n0, nc, &p.bias_off); }
         if (acc_here) p.flags |= MMF_ACC;
         bd[MM_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &p.c_off, &no_v4);
-        memcpy(bd5, bd, sizeof bd);
-        bd5[4] = sb;
-        wg_dispatch3(ctx, g->label, pipe, bd5, nbind, &p, sizeof p, gx, gy, 1);
+        wg_dispatch3(ctx, label, pipe, bd, nbind, &p, sizeof p, gx, gy, 1);
         return;
     }
 
@@ -476,9 +480,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     p.rs_off = (uint32_t)(S * mc * nc);
     if (db_here) p.flags |= MMF_ROWSUM;
     bd[MM_C] = wg_b(scr, (size_t)(S * per));
-    memcpy(bd5, bd, sizeof bd);
-    bd5[4] = sb;
-    wg_dispatch3(ctx, g->label, pipe, bd5, nbind, &p, sizeof p, gx, gy, (uint32_t)S);
+    wg_dispatch3(ctx, label, pipe, bd, nbind, &p, sizeof p, gx, gy, (uint32_t)S);
 
     sk_params q = {mc, nc, (uint32_t)S, 0, g->ldc, 0, 0, p.zs, p.rs_off, 0, 0, 0};
     wg_bind rb[4];
@@ -504,24 +506,15 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
 // variant. The kernel indexes each binding window with u32, which every window (at most one
 // binding) satisfies.
 // a_h, b_h: that operand is f16 (its view counts words of two halves; chunks of it fit a binding
-// whenever the f32 chunks below do). lb: B is a packed frozen weight (NULL: it is not), which one
-// binding holds whole: only A and C are cut into chunks (of rows).
-typedef struct {
-    uint32_t fmt;       // WGT_LOWBIT_*
-    wgt_view absmax;    // nf4's block scales
-    uint64_t words, blocks;
-    const char *label;  // matmul_lowbit or matmul_t_lowbit
-} mm_lowbit;
-
-static int mm_gemm_any(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias,
-                       wgt_view dbias, uint32_t M, uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc,
-                       int accumulate, int a_h, int b_h, const mm_lowbit *lb) {
+// whenever the f32 chunks below do). lb: B is a packed frozen weight (NULL: it is not).
+static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias, wgt_view dbias,
+                   uint32_t M, uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate,
+                   int a_h, int b_h, const mm_lowbit *lb) {
     wg_ctx *ctx = wg_of(be);
     if (M == 0 || N == 0) return 0;
     const int a_kc = var != MM_TN, b_kc = var == MM_NT;
     mm_call g = {be, var, plan_pick(ctx, var, M, N, K), a, b, c, bias, dbias, lda, ldb, ldc, accumulate, 0, vec4_on(ctx),
-                 group_setting(ctx), a_h, b_h, lb ? (int)lb->fmt : -1, lb ? lb->absmax : wgt_view_none(),
-                 lb ? lb->words : 0, lb ? lb->blocks : 0, lb ? lb->label : mm_entry[var]};
+                 group_setting(ctx), a_h, b_h, lb};
     const mm_tile t = g.plan.t;
 
     // chunk sizes: every operand's window must fit one binding; grids stay within 65535 a side
@@ -555,12 +548,6 @@ static int mm_gemm_any(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, 
     return g.fuse_db;
 }
 
-static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias, wgt_view dbias,
-                   uint32_t M, uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate,
-                   int a_h, int b_h) {
-    return mm_gemm_any(be, var, c, a, b, bias, dbias, M, N, K, lda, ldb, ldc, accumulate, a_h, b_h, NULL);
-}
-
 // ------------------------------------------------------------------ GEMMs on a packed frozen weight
 // W [OC, C] as WW words (and NB absmax values for nf4): out = inp·Wᵀ + bias, dinp = dout·W.
 static void lowbit_gemm(wgt_backend *be, mm_variant var, const char *label, wgt_view c, wgt_view a, wgt_view weight,
@@ -575,8 +562,8 @@ static void lowbit_gemm(wgt_backend *be, mm_variant var, const char *label, wgt_
     WGT_ASSERT(n <= UINT32_MAX - 1024, "lowbit GEMM: a weight above 2^32 elements");
     mm_lowbit lb = {fmt, absmax, words, blocks, label};
     wgt_view none = wgt_view_none();
-    if (var == MM_NT) mm_gemm_any(be, MM_NT, c, a, weight, bias, none, N, OC, C, C, C, OC, 0, 0, 0, &lb);
-    else mm_gemm_any(be, MM_NN, c, a, weight, none, none, N, C, OC, OC, C, C, 0, 0, 0, &lb);
+    if (var == MM_NT) mm_gemm(be, MM_NT, c, a, weight, bias, none, N, OC, C, C, C, OC, 0, 0, 0, &lb);
+    else mm_gemm(be, MM_NN, c, a, weight, none, none, N, C, OC, OC, C, C, 0, 0, 0, &lb);
 }
 
 void wg_matmul_lowbit(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view absmax, wgt_view bias,
@@ -592,7 +579,7 @@ void wg_matmul_t_lowbit(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view 
 static void matmul_fwd(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N,
                        uint32_t C, uint32_t OC, int h) {
     wgt_view none = wgt_view_none();
-    mm_gemm(be, MM_NT, out, inp, weight, bias, none, N, OC, C, C, C, OC, 0, h, h);
+    mm_gemm(be, MM_NT, out, inp, weight, bias, none, N, OC, C, C, C, OC, 0, h, h, NULL);
 }
 void wg_matmul(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N, uint32_t C,
                uint32_t OC) {
@@ -605,11 +592,11 @@ void wg_matmul_f16(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight,
 
 void wg_matmul_t(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t N, uint32_t C, uint32_t OC) {
     wgt_view none = wgt_view_none();
-    mm_gemm(be, MM_NN, dinp, dout, weight, none, none, N, C, OC, OC, C, C, 0, 0, 0);
+    mm_gemm(be, MM_NN, dinp, dout, weight, none, none, N, C, OC, OC, C, C, 0, 0, 0, NULL);
 }
 void wg_matmul_t_f16(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t N, uint32_t C, uint32_t OC) {
     wgt_view none = wgt_view_none();
-    mm_gemm(be, MM_NN, dinp, dout, weight, none, none, N, C, OC, OC, C, C, 0, 0, 1);
+    mm_gemm(be, MM_NN, dinp, dout, weight, none, none, N, C, OC, OC, C, C, 0, 0, 1, NULL);
 }
 
 typedef struct { uint32_t R, N, ld, x_off, out_off, p0, p1, p2; } colsum_params;
@@ -628,7 +615,7 @@ void wg_matmul_at_f16(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_vie
 static void matmul_at_any(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view dout, wgt_view inp, uint32_t N,
                           uint32_t C, uint32_t OC, int h) {
     wgt_view none = wgt_view_none();
-    if (mm_gemm(be, MM_TN, dweight, dout, inp, none, dbias, OC, C, N, OC, C, C, 1, 0, h)) return;  // dbias fused
+    if (mm_gemm(be, MM_TN, dweight, dout, inp, none, dbias, OC, C, N, OC, C, C, 1, 0, h, NULL)) return;  // dbias fused
     if (!dbias.buf || N == 0 || OC == 0) return;
     // dbias[OC] += column sums of dout[N,OC], over row chunks that fit one binding
     wg_ctx *ctx = wg_of(be);
