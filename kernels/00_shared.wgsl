@@ -76,3 +76,49 @@ fn dropout_key(seed : u32, a : u32, b : u32) -> u32 {
 fn dropout_bits(key : u32, i : u32) -> u32 {
     return hash32(key + i * 0x9e3779b9u);
 }
+
+// kept: the dropout bits of element i under key reach the threshold; the multiplier is then the
+// host's scale 1/(1 - p), else 0.
+fn dropout_kept(key : u32, i : u32, thr : u32) -> bool {
+    return dropout_bits(key, i) >= thr;
+}
+
+fn dropout_mult(key : u32, i : u32, thr : u32, scale : f32) -> f32 {
+    return select(0.0, scale, dropout_kept(key, i, thr));
+}
+
+// Attention's mask (docs/kernels.md#attention-mask), shared by 05, 10 and 17: query t attends keys
+// [attn_lo, t]. d is t's example's first position (doc_start; read by the caller only when has_doc
+// is 1), window the sliding window (0: none). Never above t.
+fn attn_lo(has_doc : u32, d : u32, t : u32, window : u32) -> u32 {
+    var lo = 0u;
+    if (has_doc != 0u) { lo = min(d, t); }
+    if (window != 0u && t + 1u > window) { lo = max(lo, t + 1u - window); }
+    return lo;
+}
+
+// Workgroup w of an attention grid of (block, b, head) with n heads a sequence, the B·n (b, head)
+// of one block adjacent: (b, head, block).
+fn attn_grid(w : u32, B : u32, n : u32) -> vec3<u32> {
+    let bn = B * n;
+    return vec3<u32>((w % bn) / n, (w % bn) % n, w / bn);
+}
+
+// Query-block workgroup w of nblk blocks of `rows` rows × B × NH heads, the last blocks (the
+// longest causal loops) first: sequence b, query head h, its kv head g = h / gq, bh = b·NH + h and
+// the block's first row r0.
+struct AttnBlock { b : u32, h : u32, g : u32, bh : u32, r0 : u32 };
+fn attn_qblock(w : u32, B : u32, NH : u32, gq : u32, nblk : u32, rows : u32) -> AttnBlock {
+    let x = attn_grid(w, B, NH);
+    return AttnBlock(x.x, x.y, x.y / gq, w % (B * NH), (nblk - 1u - x.z) * rows);
+}
+
+// whether query t, whose first key is lo, attends key
+fn attn_sees(key : u32, t : u32, lo : u32) -> bool {
+    return key <= t && key >= lo;
+}
+
+// s + a·b as one FMA chain (s + dot(a, b) would cost a separate add)
+fn fma_dot4(s : f32, a : vec4<f32>, b : vec4<f32>) -> f32 {
+    return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, s))));
+}

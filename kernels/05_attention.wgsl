@@ -103,37 +103,57 @@ fn fa_load4(base : u32, c4 : u32) -> vec4<f32> {
     return v;
 }
 
-// This thread's share of the K and V rows k0.. of kv head g (element i = tid + 256·n of the tile,
-// zero past T).
+// Element i of a tile of `rows` key rows from k0 of kv head g (vec4 i % HS4 of key k0 + i / HS4):
+// K where col is C, V where it is vc; zero past the tile and past T.
+fn fa_tile4(b : u32, g : u32, k0 : u32, i : u32, rows : u32, col : u32) -> vec4<f32> {
+    let t = k0 + i / HS4;
+    if (i >= rows * HS4 || t >= fa_p.T) { return vec4<f32>(0.0); }
+    return fa_load4((b * fa_p.T + t) * fa_p.W + g * HS + col, i % HS4);
+}
+
+// This thread's share of the K and V rows k0.. of kv head g (element i = tid + 256·n of the tile).
 fn fa_fetch_kv(tid : u32, b : u32, g : u32, k0 : u32, kr : ptr<function, array<vec4<f32>, NKV>>,
                vr : ptr<function, array<vec4<f32>, NKV>>) {
     for (var n = 0u; n < NKV; n++) {
-        let i = tid + 256u * n;
-        let t = k0 + i / HS4;
-        var kv = vec4<f32>(0.0);
-        var vv = vec4<f32>(0.0);
-        if (i < BC * HS4 && t < fa_p.T) {
-            let base = (b * fa_p.T + t) * fa_p.W + g * HS;
-            kv = fa_load4(base + fa_p.C, i % HS4);
-            vv = fa_load4(base + fa_p.vc, i % HS4);
-        }
-        (*kr)[n] = kv;
-        (*vr)[n] = vv;
+        (*kr)[n] = fa_tile4(b, g, k0, tid + 256u * n, BC, fa_p.C);
+        (*vr)[n] = fa_tile4(b, g, k0, tid + 256u * n, BC, fa_p.vc);
     }
+}
+
+// vec4 c4 of query t of head h, prescaled by scale·log2(e) (the softmax runs on exp2)
+fn fa_q4(b : u32, h : u32, t : u32, c4 : u32) -> vec4<f32> {
+    return fa_load4((b * fa_p.T + t) * fa_p.W + h * HS, c4) * fa_p.scale_log2;
 }
 
 // The first key query t (< T) of sequence b attends (see Mask above); never above t.
 fn fa_lo(b : u32, t : u32) -> u32 {
-    var lo = 0u;
-    if (fa_p.has_doc != 0u) { lo = min(fa_doc[b * fa_p.T + t], t); }
-    if (fa_p.window != 0u && t + 1u > fa_p.window) { lo = max(lo, t + 1u - fa_p.window); }
-    return lo;
+    var d = 0u;
+    if (fa_p.has_doc != 0u) { d = fa_doc[b * fa_p.T + t]; }
+    return attn_lo(fa_p.has_doc, d, t, fa_p.window);
 }
 
-// s + a·b as one FMA chain (s + dot(a, b) would cost a separate add)
-fn fa_dot_acc(s : f32, a : vec4<f32>, b : vec4<f32>) -> f32 {
-    return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, s))));
+// P of a score s against the row max m (log2 units): 0 where the row does not see the key
+fn fa_exp(sees : bool, s : f32, m : f32) -> f32 {
+    if (sees) { return exp2(s - m); }
+    return 0.0;
 }
+
+// P after dropout (DROP): kept entries scaled by dscale, the others 0; rkey the row's key
+fn fa_drop(p : f32, rkey : u32, key : u32) -> f32 {
+    if (DROP) { return select(0.0, p * fa_p.dscale, dropout_kept(rkey, key, fa_p.dthr)); }
+    return p;
+}
+
+// out[ob + 4·c4 ..] = v within the head's HS columns; lse of row i from the row max (log2 units)
+// and sum
+fn fa_put4(ob : u32, c4 : u32, v : vec4<f32>) {
+    let col = c4 * 4u;
+    if (col < HS) { fa_out[ob + col] = v.x; }
+    if (col + 1u < HS) { fa_out[ob + col + 1u] = v.y; }
+    if (col + 2u < HS) { fa_out[ob + col + 2u] = v.z; }
+    if (col + 3u < HS) { fa_out[ob + col + 3u] = v.w; }
+}
+fn fa_put_lse(i : u32, m : f32, l : f32) { fa_lse[i] = (m + log2(l)) * FA_LN2; }
 
 // lane partials (without SG) at row·NL + lane of the reduction area
 fn fa_red_put(i : u32, x : f32) { fa_kp[KP_MAIN + i / 4u][i % 4u] = x; }
@@ -151,15 +171,11 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
                      @builtin(num_workgroups) nwg : vec3<u32>) {
     let w = flat_wg(wid, nwg);
     let T = fa_p.T;
-    let BNH = fa_p.B * fa_p.NH;
-    if (w >= fa_p.nblk * BNH) { return; }
+    if (w >= fa_p.nblk * fa_p.B * fa_p.NH) { return; }
     // the heaviest (last) query blocks of every head go first: the causal triangle is uneven
-    let bh = w % BNH;
-    let qb = fa_p.nblk - 1u - w / BNH;
-    let b = bh / fa_p.NH;
-    let h = bh % fa_p.NH;
-    let g = h / GQ;  // kv head
-    let q0 = qb * BR;
+    let blk = attn_qblock(w, fa_p.B, fa_p.NH, GQ, fa_p.nblk, BR);
+    let b = blk.b;
+    let q0 = blk.r0;
     let tid = lid.x;
     let rg = tid / NL;
     let kl = tid % NL;
@@ -170,7 +186,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
         let r = i / HS4;
         let t = q0 + r;
         var v = vec4<f32>(0.0);
-        if (t < T) { v = fa_load4((b * T + t) * fa_p.W + h * HS, i % HS4) * fa_p.scale_log2; }
+        if (t < T) { v = fa_q4(b, blk.h, t, i % HS4); }
         fa_q[r * HS4 + ((i % HS4) ^ ((r / TR) & SWM))] = v;
     }
 
@@ -180,7 +196,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
     for (var r = 0u; r < TR; r++) { m[r] = FA_NEG; }
     var rkey = array<u32, TR>();    // dropout: the key of each row
     if (DROP) {
-        for (var r = 0u; r < TR; r++) { rkey[r] = dropout_key(fa_p.dseed, bh * T + q0 + row0 + r, DROPOUT_ATTN); }
+        for (var r = 0u; r < TR; r++) { rkey[r] = dropout_key(fa_p.dseed, blk.bh * T + q0 + row0 + r, DROPOUT_ATTN); }
     }
 
     var rlo = array<u32, TR>();     // each row's first key (rows past T: none masked below)
@@ -194,7 +210,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
     // latency is hidden behind a tile of FMAs instead of stalling every tile)
     var kr = array<vec4<f32>, NKV>();
     var vr = array<vec4<f32>, NKV>();
-    fa_fetch_kv(tid, b, g, kt0 * BC, &kr, &vr);
+    fa_fetch_kv(tid, b, blk.g, kt0 * BC, &kr, &vr);
     for (var kt = kt0; kt < n_tiles; kt++) {
         let k0 = kt * BC;
         workgroupBarrier();  // the previous tile's P·V reads are done
@@ -207,7 +223,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
             }
         }
         workgroupBarrier();
-        if (kt + 1u < n_tiles) { fa_fetch_kv(tid, b, g, k0 + BC, &kr, &vr); }
+        if (kt + 1u < n_tiles) { fa_fetch_kv(tid, b, blk.g, k0 + BC, &kr, &vr); }
 
         // scores (explicitly zeroed: a var in a loop is not reliably re-zeroed on every driver)
         var s = array<array<f32, KPT>, TR>();
@@ -217,7 +233,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
             for (var j = 0u; j < KPT; j++) {
                 let key = kl + NL * j;
                 let kv = fa_kp[key * HS4 + (d4 ^ (key & SWM))];
-                for (var r = 0u; r < TR; r++) { s[r][j] = fa_dot_acc(s[r][j], qv[r], kv); }
+                for (var r = 0u; r < TR; r++) { s[r][j] = fma_dot4(s[r][j], qv[r], kv); }
             }
         }
         // causal mask and the row maxima
@@ -227,7 +243,7 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
             var lm = FA_NEG;
             for (var j = 0u; j < KPT; j++) {
                 let key = k0 + kl + NL * j;
-                if (key <= t && key >= rlo[r] && key < T) { lm = max(lm, s[r][j]); }
+                if (attn_sees(key, t, rlo[r]) && key < T) { lm = max(lm, s[r][j]); }
             }
             if (SG) { mt[r] = fa_sg(lm, true); } else { fa_red_put((row0 + r) * NL + kl, lm); }
         }
@@ -250,11 +266,9 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
             for (var j = 0u; j < KPT; j++) {
                 let kk = kl + NL * j;
                 let key = k0 + kk;
-                var p = 0.0;
-                if (key <= t && key >= rlo[r] && key < T) { p = exp2(s[r][j] - m_new); }
+                let p = fa_exp(attn_sees(key, t, rlo[r]) && key < T, s[r][j], m_new);
                 l[r] = l[r] + p;
-                if (DROP) { p = select(0.0, p * fa_p.dscale, dropout_bits(rkey[r], key) >= fa_p.dthr); }
-                fa_kp[fa_pidx(row, kk / 4u)][kk % 4u] = p;
+                fa_kp[fa_pidx(row, kk / 4u)][kk % 4u] = fa_drop(p, rkey[r], key);
             }
         }
         workgroupBarrier();  // P is complete
@@ -291,18 +305,12 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
         }
         if (t >= T) { continue; }
         let inv = 1.0 / lt[r];  // >= 1: the row's max term contributes exp2(0)
-        let ob = (b * T + t) * fa_p.C + h * HS;
+        let ob = (b * T + t) * fa_p.C + blk.h * HS;
         for (var i = 0u; i < CPT; i++) {
             let c = kl + NL * i;
-            if (c >= HS4) { continue; }
-            let v = o[r][i] * inv;
-            let col = c * 4u;
-            if (col < HS) { fa_out[ob + col] = v.x; }
-            if (col + 1u < HS) { fa_out[ob + col + 1u] = v.y; }
-            if (col + 2u < HS) { fa_out[ob + col + 2u] = v.z; }
-            if (col + 3u < HS) { fa_out[ob + col + 3u] = v.w; }
+            if (c < HS4) { fa_put4(ob, c, o[r][i] * inv); }
         }
-        if (kl == 0u) { fa_lse[bh * T + t] = (m[r] + log2(lt[r])) * FA_LN2; }
+        if (kl == 0u) { fa_put_lse(blk.bh * T + t, m[r], lt[r]); }
     }
 }
 
@@ -329,22 +337,12 @@ const FR_NOROW : u32 = 0xffffffffu;            // lo of a row past T: no key att
 
 var<workgroup> fr_kv : array<vec4<f32>, 2u * RB * HS4>;  // K rows, then V rows [key][d4]
 
-// This thread's share of the K and V rows k0.. of kv head g (element i = tid + RT·n of the
-// tile, zero past T).
+// This thread's share of the K and V rows k0.. of kv head g (element i = tid + RT·n of the tile).
 fn fr_fetch(tid : u32, b : u32, g : u32, k0 : u32, kr : ptr<function, array<vec4<f32>, RSN>>,
             vr : ptr<function, array<vec4<f32>, RSN>>) {
     for (var n = 0u; n < RSN; n++) {
-        let i = tid + RT * n;
-        let t = k0 + i / HS4;
-        var kv = vec4<f32>(0.0);
-        var vv = vec4<f32>(0.0);
-        if (i < RB * HS4 && t < fa_p.T) {
-            let base = (b * fa_p.T + t) * fa_p.W + g * HS;
-            kv = fa_load4(base + fa_p.C, i % HS4);
-            vv = fa_load4(base + fa_p.vc, i % HS4);
-        }
-        (*kr)[n] = kv;
-        (*vr)[n] = vv;
+        (*kr)[n] = fa_tile4(b, g, k0, tid + RT * n, RB, fa_p.C);
+        (*vr)[n] = fa_tile4(b, g, k0, tid + RT * n, RB, fa_p.vc);
     }
 }
 
@@ -353,13 +351,10 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
                          @builtin(num_workgroups) nwg : vec3<u32>) {
     let w = flat_wg(wid, nwg);
     let T = fa_p.T;
-    let BNH = fa_p.B * fa_p.NH;
-    if (w >= fa_p.nblk * BNH) { return; }
-    let bh = w % BNH;
-    let q0 = (fa_p.nblk - 1u - w / BNH) * RBLK;  // the heaviest (last) query blocks first
-    let b = bh / fa_p.NH;
-    let h = bh % fa_p.NH;
-    let g = h / GQ;  // kv head
+    if (w >= fa_p.nblk * fa_p.B * fa_p.NH) { return; }
+    let blk = attn_qblock(w, fa_p.B, fa_p.NH, GQ, fa_p.nblk, RBLK);  // the heaviest (last) query blocks first
+    let b = blk.b;
+    let q0 = blk.r0;
     let tid = lid.x;
     let rg = tid / RL;
     let ln = tid % RL;
@@ -376,10 +371,10 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
         if (t < T) {
             for (var c = 0u; c < RC; c++) {
                 let c4 = ln + RL * c;
-                if (c4 < HS4) { qr[r][c] = fa_load4((b * T + t) * fa_p.W + h * HS, c4) * fa_p.scale_log2; }
+                if (c4 < HS4) { qr[r][c] = fa_q4(b, blk.h, t, c4); }
             }
             rlo[r] = fa_lo(b, t);
-            if (DROP) { rkey[r] = dropout_key(fa_p.dseed, bh * T + t, DROPOUT_ATTN); }
+            if (DROP) { rkey[r] = dropout_key(fa_p.dseed, blk.bh * T + t, DROPOUT_ATTN); }
         }
     }
     let n_tiles = (min(q0 + RBLK, T) - 1u) / RB + 1u;
@@ -391,14 +386,14 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
     // loads' latency hidden behind the tile's FMAs, for 8·RSN more registers)
     var pk = array<vec4<f32>, RSN>();
     var pv = array<vec4<f32>, RSN>();
-    if (PF) { fr_fetch(tid, b, g, kt0 * RB, &pk, &pv); }
+    if (PF) { fr_fetch(tid, b, blk.g, kt0 * RB, &pk, &pv); }
     for (var kt = kt0; kt < n_tiles; kt++) {
         let k0 = kt * RB;
         // every key of the tile is attended by every row of the block (rows past T compute
         // values never stored): the softmax skips the mask tests
         let full = k0 + RB <= q0 + 1u && k0 >= lo_last;
         workgroupBarrier();  // the previous tile's reads are done
-        if (!PF) { fr_fetch(tid, b, g, k0, &pk, &pv); }
+        if (!PF) { fr_fetch(tid, b, blk.g, k0, &pk, &pv); }
         for (var n = 0u; n < RSN; n++) {
             let i = tid + RT * n;
             if (i < RB * HS4) {
@@ -407,7 +402,7 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
             }
         }
         workgroupBarrier();
-        if (PF && kt + 1u < n_tiles) { fr_fetch(tid, b, g, k0 + RB, &pk, &pv); }
+        if (PF && kt + 1u < n_tiles) { fr_fetch(tid, b, blk.g, k0 + RB, &pk, &pv); }
         // scores (explicitly zeroed: a var in a loop is not reliably re-zeroed on every driver)
         var s = array<array<f32, RB>, RR>();
         for (var i = 0u; i < nb; i++) {
@@ -415,7 +410,7 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
             for (var c = 0u; c < RC; c++) { kv[c] = fr_kv[i * HS4 + min(ln + RL * c, HS4 - 1u)]; }  // q is 0 past HS4
             for (var r = 0u; r < RR; r++) {
                 var x = array<f32, 2>();  // two FMA chains (latency)
-                for (var c = 0u; c < RC; c++) { x[c % 2u] = fa_dot_acc(x[c % 2u], qr[r][c], kv[c]); }
+                for (var c = 0u; c < RC; c++) { x[c % 2u] = fma_dot4(x[c % 2u], qr[r][c], kv[c]); }
                 s[r][i] = fa_rsum(x[0] + x[1]);
             }
         }
@@ -428,7 +423,7 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
             } else {
                 for (var i = 0u; i < nb; i++) {
                     let key = k0 + i;
-                    if (key <= t && key >= rlo[r]) { mt = max(mt, s[r][i]); }
+                    if (attn_sees(key, t, rlo[r])) { mt = max(mt, s[r][i]); }
                 }
             }
             let m_new = max(m[r], mt);
@@ -438,11 +433,9 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
             for (var c = 0u; c < RC; c++) { o[r][c] = o[r][c] * alpha; }
             for (var i = 0u; i < nb; i++) {
                 let key = k0 + i;
-                var p = 0.0;
-                if (full || (key <= t && key >= rlo[r])) { p = exp2(s[r][i] - m_new); }
+                let p = fa_exp(full || attn_sees(key, t, rlo[r]), s[r][i], m_new);
                 l[r] = l[r] + p;
-                if (DROP) { p = select(0.0, p * fa_p.dscale, dropout_bits(rkey[r], key) >= fa_p.dthr); }
-                s[r][i] = p;
+                s[r][i] = fa_drop(p, rkey[r], key);
             }
         }
         for (var i = 0u; i < nb; i++) {
@@ -457,17 +450,11 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
         let t = q0 + rg + RNG * r;
         if (t >= T) { continue; }
         let inv = 1.0 / l[r];  // >= 1: the row's max term contributes exp2(0)
-        let ob = (b * T + t) * fa_p.C + h * HS;
+        let ob = (b * T + t) * fa_p.C + blk.h * HS;
         for (var c = 0u; c < RC; c++) {
             let c4 = ln + RL * c;
-            if (c4 >= HS4) { continue; }
-            let v = o[r][c] * inv;
-            let col = c4 * 4u;
-            if (col < HS) { fa_out[ob + col] = v.x; }
-            if (col + 1u < HS) { fa_out[ob + col + 1u] = v.y; }
-            if (col + 2u < HS) { fa_out[ob + col + 2u] = v.z; }
-            if (col + 3u < HS) { fa_out[ob + col + 3u] = v.w; }
+            if (c4 < HS4) { fa_put4(ob, c4, o[r][c] * inv); }
         }
-        if (ln == 0u) { fa_lse[bh * T + t] = (m[r] + log2(l[r])) * FA_LN2; }
+        if (ln == 0u) { fa_put_lse(blk.bh * T + t, m[r], l[r]); }
     }
 }

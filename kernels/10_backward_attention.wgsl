@@ -150,6 +150,14 @@ fn ab_ld(is_dout : bool, base : u32, c4 : u32) -> vec4<f32> {
     return v;
 }
 
+// Element i of a tile of `rows` rows from r0 (vec4 i % HS4 of row r0 + i / HS4) of qkv (dout when
+// is_dout) whose row t has its head column 0 at base + t·stride; zero past the tile and past T.
+fn ab_tile4(u : AttnParams, is_dout : bool, base : u32, stride : u32, r0 : u32, i : u32, rows : u32) -> vec4<f32> {
+    let t = r0 + i / HS4;
+    if (i >= rows * HS4 || t >= u.T) { return vec4<f32>(0.0); }
+    return ab_ld(is_dout, base + t * stride, i % HS4);
+}
+
 // dqkv[base + 4·c4 ..] = v (or += v when add), within the head's HS columns
 fn ab_st(base : u32, c4 : u32, v : vec4<f32>, add : bool) {
     let c = c4 * 4u;
@@ -169,22 +177,20 @@ fn ab_qslot(q : u32, d4 : u32) -> u32 { return q * HS4 + (d4 ^ ((q / RQS) & SWM)
 fn ab_kslot(k : u32, d4 : u32) -> u32 { return k * HS4 + (d4 ^ ((k / RKS) & SWM)); }
 fn ab_pslot(q : u32, k4 : u32) -> u32 { return q * BK4 + (k4 ^ ((q / RQP) & (BK4 - 1u))); }
 
-// s + a·b as one FMA chain (s + dot(a, b) would cost a separate add)
-fn ab_dot_acc(s : f32, a : vec4<f32>, b : vec4<f32>) -> f32 {
-    return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, s))));
-}
-
 // Staging goes through registers: the fetch functions load this thread's share of a tile (element
 // i = tid + 256·n) from global memory, the put functions store it into workgroup memory. The
 // streamed tile of the next iteration is fetched while the current one is computed, so the
 // loads' latency hides behind a tile of FMAs instead of stalling every tile.
-struct QRegs {
-    q : array<vec4<f32>, NQV>,     // Q and dout rows
-    g : array<vec4<f32>, NQV>,
+struct QStats {
     lse2 : array<f32, RQS>,        // lse·log2e of this thread's score rows (used by the S half)
     lo : array<u32, RQS>,          // their first keys (the mask)
     dd : array<f32, NFX>,          // D of this thread's fix-up elements
     rk : array<u32, NFX>,          // their rows' dropout keys (DROP)
+};
+struct QRegs {
+    q : array<vec4<f32>, NQV>,     // Q and dout rows
+    g : array<vec4<f32>, NQV>,
+    st : QStats,                   // the row statistics this thread needs
 };
 struct KRegs { k : array<vec4<f32>, NKV>, v : array<vec4<f32>, NKV> };
 // module-scope private, like the accumulators below (cheaper to compile on the software
@@ -198,26 +204,20 @@ fn ab_fetch_q(u : AttnParams, tid : u32, b : u32, h : u32, q0 : u32) {
     ab_xq = QRegs();
     let x = &ab_xq;
     for (var n = 0u; n < NQV; n++) {
-        let i = tid + 256u * n;
-        let t = q0 + i / HS4;
-        if (i < BQ * HS4 && t < T) {
-            x.q[n] = ab_ld(false, (b * T + t) * u.W + h * HS, i % HS4);
-            x.g[n] = ab_ld(true, (b * T + t) * u.C + h * HS, i % HS4);
-        }
+        x.q[n] = ab_tile4(u, false, b * T * u.W + h * HS, u.W, q0, tid + 256u * n, BQ);
+        x.g[n] = ab_tile4(u, true, b * T * u.C + h * HS, u.C, q0, tid + 256u * n, BQ);
     }
     let qa = ab_map(tid % 128u, NXS).x * RQS;
     for (var r = 0u; r < RQS; r++) {
         let t = q0 + qa + r;
         if (t < T) {
-            x.lse2[r] = ab_lse[(b * u.NH + h) * T + t] * AB_LOG2E;
-            x.lo[r] = ab_lo(u, b, t);
+            x.st.lse2[r] = ab_lse2(u, b * u.NH + h, t);
+            x.st.lo[r] = ab_lo(u, b, t);
         }
     }
-    for (var n = 0u; n < NFX; n++) { x.dd[n] = ab_dval(u, b, h, q0 + (tid + 256u * n) / BK4); }
+    for (var n = 0u; n < NFX; n++) { x.st.dd[n] = ab_dval(u, b, h, q0 + (tid + 256u * n) / BK4); }
     if (DROP) {
-        for (var n = 0u; n < NFX; n++) {
-            x.rk[n] = dropout_key(u.dseed, (b * u.NH + h) * T + q0 + (tid + 256u * n) / BK4, DROPOUT_ATTN);
-        }
+        for (var n = 0u; n < NFX; n++) { x.st.rk[n] = ab_rkey(u, b * u.NH + h, q0 + (tid + 256u * n) / BK4); }
     }
 }
 
@@ -235,17 +235,11 @@ fn ab_put_q(tid : u32) {
 
 // Key rows k0.. of K and V of kv head g (zero past T), into ab_xk.
 fn ab_fetch_k(u : AttnParams, tid : u32, b : u32, g : u32, k0 : u32) {
-    let T = u.T;
-    ab_xk = KRegs();
     let x = &ab_xk;
+    let base = b * u.T * u.W + g * HS;
     for (var n = 0u; n < NKV; n++) {
-        let i = tid + 256u * n;
-        let t = k0 + i / HS4;
-        if (i < BK * HS4 && t < T) {
-            let base = (b * T + t) * u.W + g * HS;
-            x.k[n] = ab_ld(false, base + u.C, i % HS4);
-            x.v[n] = ab_ld(false, base + u.vc, i % HS4);
-        }
+        x.k[n] = ab_tile4(u, false, base + u.C, u.W, k0, tid + 256u * n, BK);
+        x.v[n] = ab_tile4(u, false, base + u.vc, u.W, k0, tid + 256u * n, BK);
     }
 }
 
@@ -276,13 +270,22 @@ fn ab_nk4(u : AttnParams) -> u32 {
     return u.bk4;
 }
 
-// The first key query t (< T) of sequence b attends (the mask above); never above t.
+// The first key query t (< T) of sequence b attends (the mask above, attn_lo); never above t.
 fn ab_lo(u : AttnParams, b : u32, t : u32) -> u32 {
-    var lo = 0u;
-    if (u.has_doc != 0u) { lo = min(ab_doc[b * u.T + t], t); }
-    if (u.window != 0u && t + 1u > u.window) { lo = max(lo, t + 1u - u.window); }
-    return lo;
+    var d = 0u;
+    if (u.has_doc != 0u) { d = ab_doc[b * u.T + t]; }
+    return attn_lo(u.has_doc, d, t, u.window);
 }
+
+// Row t of head bh = b·NH + h: its lse·log2e and its dropout key.
+fn ab_lse2(u : AttnParams, bh : u32, t : u32) -> f32 { return ab_lse[bh * u.T + t] * AB_LOG2E; }
+fn ab_rkey(u : AttnParams, bh : u32, t : u32) -> u32 { return dropout_key(u.dseed, bh * u.T + t, DROPOUT_ATTN); }
+
+// P of score s (q·k, unscaled) in a row with lse·log2e = lse2
+fn ab_prob(u : AttnParams, s : f32, lse2 : f32) -> f32 { return exp2(s * u.scale_log2 - lse2); }
+
+// The dropout multiplier of key j in the row with dropout key rk (DROP).
+fn ab_mult(u : AttnParams, rk : u32, j : u32) -> f32 { return dropout_mult(rk, j, u.dthr, u.dscale); }
 
 // The query blocks from qb0 whose rows can see key block k0: they end before the first block whose
 // first row's lo is past the block (lo is non-decreasing). qb0's block holds row k0, so it is one.
@@ -314,7 +317,7 @@ fn ab_score(u : AttnParams, tid : u32, q0 : u32, k0 : u32, lse2 : array<f32, RQS
         for (var r = 0u; r < RQS; r++) { av[r] = ab_qd[abase + ab_qslot(qa + r, d4)]; }
         for (var j = 0u; j < RKS; j++) {
             let bv = ab_kv[bbase + ab_kslot(ka + j, d4)];
-            for (var r = 0u; r < RQS; r++) { acc[r][j] = ab_dot_acc(acc[r][j], av[r], bv); }
+            for (var r = 0u; r < RQS; r++) { acc[r][j] = fma_dot4(acc[r][j], av[r], bv); }
         }
     }
     for (var r = 0u; r < RQS; r++) {
@@ -323,7 +326,7 @@ fn ab_score(u : AttnParams, tid : u32, q0 : u32, k0 : u32, lse2 : array<f32, RQS
         if (half == 0u) {
             for (var j = 0u; j < RKS; j++) {
                 let key = k0 + ka + j;
-                if (key <= t && key >= rlo[r] && t < u.T) { x[j] = exp2(acc[r][j] * u.scale_log2 - lse2[r]); }
+                if (attn_sees(key, t, rlo[r]) && t < u.T) { x[j] = ab_prob(u, acc[r][j], lse2[r]); }
             }
         } else {
             x = acc[r];
@@ -354,7 +357,7 @@ fn ab_fixup(u : AttnParams, tid : u32, k0 : u32, dd : array<f32, NFX>, rk : arra
                 let key0 = k0 + 4u * ((i % BK4) ^ ((q / RQP) & (BK4 - 1u)));
                 var m = vec4<f32>(0.0);
                 for (var e = 0u; e < 4u; e++) {
-                    m[e] = select(0.0, u.dscale, dropout_bits(rk[n], key0 + e) >= u.dthr);
+                    m[e] = ab_mult(u, rk[n], key0 + e);
                 }
                 let pp = ab_pp[i];
                 ab_ds[i] = pp * (ab_ds[i] * m - dd[n]);
@@ -364,6 +367,15 @@ fn ab_fixup(u : AttnParams, tid : u32, k0 : u32, dd : array<f32, NFX>, rk : arra
             }
         }
     }
+}
+
+// P and dS of the staged tiles (query rows q0.., key rows k0..) into ab_pp / ab_ds, between the
+// caller's barrier after staging and the products.
+fn ab_ds_tile(u : AttnParams, tid : u32, q0 : u32, k0 : u32, st : QStats) {
+    ab_score(u, tid, q0, k0, st.lse2, st.lo);
+    workgroupBarrier();
+    ab_fixup(u, tid, k0, st.dd, st.rk);
+    workgroupBarrier();
 }
 
 // ------------------------------------------------------------------ product phases
@@ -469,6 +481,32 @@ fn ab_zero_kv() {
     ab_dv_acc = array<array<vec4<f32>, CP>, RKP>();
 }
 
+// The dK/dV pass over the resident key block k0 of kv head g (split-dKdV's first kernel, fused):
+// stages K and V, zeroes the accumulators and fetches the group's first query tile (the block
+// holding k0); returns the end of the query blocks that see the key block (ab_q_end).
+fn ab_kv_begin(u : AttnParams, tid : u32, b : u32, g : u32, k0 : u32) -> u32 {
+    ab_fetch_k(u, tid, b, g, k0);
+    ab_put_k(tid);
+    ab_zero_kv();
+    let qb0 = k0 / BQ;
+    ab_fetch_q(u, tid, b, g * GQ, qb0 * BQ);
+    return ab_q_end(u, b, qb0, k0);  // the later blocks are masked off this key block
+}
+
+// Query block qb of head h (the group's j-th): stages its fetched rows, fetches the next tile (the
+// next block, or the next head's first block qb0) and adds its dV, dK to the accumulators.
+fn ab_kv_step(u : AttnParams, tid : u32, b : u32, h : u32, j : u32, qb : u32, qb0 : u32, nqb : u32, k0 : u32) {
+    let q0 = qb * BQ;
+    workgroupBarrier();  // the previous tile's products are done with ab_qd, ab_pp, ab_ds
+    ab_put_q(tid);
+    let st = ab_xq.st;
+    workgroupBarrier();
+    if (qb + 1u < nqb) { ab_fetch_q(u, tid, b, h, q0 + BQ); }
+    else if (j + 1u < GQ) { ab_fetch_q(u, tid, b, h + 1u, qb0 * BQ); }  // the next head's first block
+    ab_ds_tile(u, tid, q0, k0, st);
+    ab_acc_kv(u, tid);
+}
+
 // ------------------------------------------------------------------ D = rowsum(dout ∘ out)
 // Threads of a row: the next power of 2 >= HS4 (at most 32), each one vec4 of the row, added
 // through workgroup memory; rows of one workgroup are consecutive (b, t, h), so loads coalesce.
@@ -511,39 +549,16 @@ fn attention_backward_dkdv(@builtin(local_invocation_id) lid : vec3<u32>, @built
                            @builtin(num_workgroups) nwg : vec3<u32>) {
     let u = ab_p;
     let w = flat_wg(wid, nwg);
-    let T = u.T;
-    let BNK = u.B * u.nkv;
-    if (w >= u.nblk * BNK) { return; }
-    let bg = w % BNK;
-    let b = bg / u.nkv;
-    let g = bg % u.nkv;
-    let k0 = (w / BNK) * BK;
+    if (w >= u.nblk * u.B * u.nkv) { return; }
+    let x = attn_grid(w, u.B, u.nkv);  // (b, g, key block)
+    let b = x.x;
+    let g = x.y;
+    let k0 = x.z * BK;
     let tid = lid.x;
-    ab_fetch_k(u, tid, b, g, k0);
-    ab_put_k(tid);
-    ab_zero_kv();
     let qb0 = k0 / BQ;
-    let nqb = ab_q_end(u, b, qb0, k0);  // the later blocks are masked off this key block
-    ab_fetch_q(u, tid, b, g * GQ, qb0 * BQ);
+    let nqb = ab_kv_begin(u, tid, b, g, k0);
     for (var j = 0u; j < GQ; j++) {
-        let h = g * GQ + j;
-        for (var qb = qb0; qb < nqb; qb++) {
-            let q0 = qb * BQ;
-            workgroupBarrier();  // the previous tile's products are done with ab_qd, ab_pp, ab_ds
-            ab_put_q(tid);
-            let lse2 = ab_xq.lse2;
-            let rlo = ab_xq.lo;
-            let dd = ab_xq.dd;
-            let rk = ab_xq.rk;
-            workgroupBarrier();
-            if (qb + 1u < nqb) { ab_fetch_q(u, tid, b, h, q0 + BQ); }
-            else if (j + 1u < GQ) { ab_fetch_q(u, tid, b, h + 1u, qb0 * BQ); }  // the next head's first block
-            ab_score(u, tid, q0, k0, lse2, rlo);
-            workgroupBarrier();
-            ab_fixup(u, tid, k0, dd, rk);
-            workgroupBarrier();
-            ab_acc_kv(u, tid);
-        }
+        for (var qb = qb0; qb < nqb; qb++) { ab_kv_step(u, tid, b, g * GQ + j, j, qb, qb0, nqb, k0); }
     }
     ab_store_kv(u, tid, b, g, k0, false);
 }
@@ -558,41 +573,23 @@ fn attention_backward_fused(@builtin(local_invocation_id) lid : vec3<u32>, @buil
     let u = ab_pf;
     let w = flat_wg(wid, nwg);
     let T = u.T;
-    let BNK = u.B * u.nkv;
-    if (w >= u.nblk * BNK) { return; }
-    let bg = w % BNK;
-    let b = bg / u.nkv;
-    let g = bg % u.nkv;
-    let kb = w / BNK;
+    if (w >= u.nblk * u.B * u.nkv) { return; }
+    let x = attn_grid(w, u.B, u.nkv);  // (b, g, key block)
+    let b = x.x;
+    let g = x.y;
+    let kb = x.z;
     let k0 = kb * BK;
     let tid = lid.x;
     let yx = ab_map(tid, NCP);
     let soff = kb * T - BK * (kb * (kb - 1u) / 2u) - k0;  // scratch row of t = 0 inside a head's rows
-    ab_fetch_k(u, tid, b, g, k0);
-    ab_put_k(tid);
-    ab_zero_kv();
     let qb0 = k0 / BQ;
-    let nqb = ab_q_end(u, b, qb0, k0);  // the later blocks are masked off this key block
-    ab_fetch_q(u, tid, b, g * GQ, qb0 * BQ);
+    let nqb = ab_kv_begin(u, tid, b, g, k0);
     for (var j = 0u; j < GQ; j++) {
         let h = g * GQ + j;
         let srow0 = (b * u.NH + h) * u.ntri + soff;
         for (var qb = qb0; qb < nqb; qb++) {
             let q0 = qb * BQ;
-            workgroupBarrier();
-            ab_put_q(tid);
-            let lse2 = ab_xq.lse2;
-            let rlo = ab_xq.lo;
-            let dd = ab_xq.dd;
-            let rk = ab_xq.rk;
-            workgroupBarrier();
-            if (qb + 1u < nqb) { ab_fetch_q(u, tid, b, h, q0 + BQ); }
-            else if (j + 1u < GQ) { ab_fetch_q(u, tid, b, h + 1u, qb0 * BQ); }
-            ab_score(u, tid, q0, k0, lse2, rlo);
-            workgroupBarrier();
-            ab_fixup(u, tid, k0, dd, rk);
-            workgroupBarrier();
-            ab_acc_kv(u, tid);
+            ab_kv_step(u, tid, b, h, j, qb, qb0, nqb, k0);
             ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
             ab_acc_q(u, tid);
             for (var r = 0u; r < RQP; r++) {
@@ -625,9 +622,9 @@ fn attention_backward_dq_reduce(@builtin(global_invocation_id) gid : vec3<u32>,
     let h = bh % ab_pr.NH;
     let nk = min(t / BK + 1u, ab_pr.nkb);
     // the key blocks before lo(t)'s skipped this row (their slots were not written)
-    var lo = 0u;
-    if (ab_pr.has_doc != 0u) { lo = min(ab_doc_r[b * T + t], t); }
-    if (ab_pr.window != 0u && t + 1u > ab_pr.window) { lo = max(lo, t + 1u - ab_pr.window); }
+    var d = 0u;
+    if (ab_pr.has_doc != 0u) { d = ab_doc_r[b * T + t]; }
+    let lo = attn_lo(ab_pr.has_doc, d, t, ab_pr.window);
     var acc = vec4<f32>(0.0);
     for (var kb = lo / BK; kb < nk; kb++) {
         let srow = bh * ab_pr.ntri + kb * T - BK * (kb * (kb - 1u) / 2u) + t - kb * BK;
@@ -644,34 +641,26 @@ fn attention_backward_dq(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
     let u = ab_p;
     let w = flat_wg(wid, nwg);
     let T = u.T;
-    let BNH = u.B * u.NH;
-    if (w >= u.nblk * BNH) { return; }
-    let bh = w % BNH;
-    let b = bh / u.NH;
-    let h = bh % u.NH;
-    let g = h / GQ;  // kv head
-    let q0 = (u.nblk - 1u - w / BNH) * BQ;
+    if (w >= u.nblk * u.B * u.NH) { return; }
+    let blk = attn_qblock(w, u.B, u.NH, GQ, u.nblk, BQ);
+    let b = blk.b;
+    let h = blk.h;
+    let q0 = blk.r0;
     let tid = lid.x;
     ab_fetch_q(u, tid, b, h, q0);
     ab_put_q(tid);
-    let lse2 = ab_xq.lse2;
-    let rlo = ab_xq.lo;
-    let dd = ab_xq.dd;
-    let rk = ab_xq.rk;
+    let st = ab_xq.st;
     ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
     let nkb = (min(q0 + BQ, T) + BK - 1u) / BK;
     let kb0 = ab_lo(u, b, q0) / BK;  // key blocks before it are masked for the whole query block
-    ab_fetch_k(u, tid, b, g, kb0 * BK);
+    ab_fetch_k(u, tid, b, blk.g, kb0 * BK);
     for (var kb = kb0; kb < nkb; kb++) {
         let k0 = kb * BK;
         workgroupBarrier();  // the previous tile's products are done with ab_kv, ab_pp, ab_ds
         ab_put_k(tid);
         workgroupBarrier();
-        if (kb + 1u < nkb) { ab_fetch_k(u, tid, b, g, k0 + BK); }
-        ab_score(u, tid, q0, k0, lse2, rlo);
-        workgroupBarrier();
-        ab_fixup(u, tid, k0, dd, rk);
-        workgroupBarrier();
+        if (kb + 1u < nkb) { ab_fetch_k(u, tid, b, blk.g, k0 + BK); }
+        ab_ds_tile(u, tid, q0, k0, st);
         ab_acc_q(u, tid);
     }
     storageBarrier();  // every thread has read its D (in the dQ slots) before any dQ is written
@@ -699,10 +688,7 @@ fn attention_backward_stream(@builtin(local_invocation_id) lid : vec3<u32>, @bui
         for (var qb = 0u; qb < nqb; qb++) {
             let q0 = qb * BQ;
             ab_fetch_q(u, tid, b, h, q0);
-            let lse2 = ab_xq.lse2;
-            let rlo = ab_xq.lo;
-            let dd = ab_xq.dd;
-            let rk = ab_xq.rk;
+            let st = ab_xq.st;
             workgroupBarrier();
             ab_put_q(tid);
             ab_dq_acc = array<array<vec4<f32>, CP>, RQP>();
@@ -715,10 +701,7 @@ fn attention_backward_stream(@builtin(local_invocation_id) lid : vec3<u32>, @bui
                 workgroupBarrier();
                 ab_put_k(tid);
                 workgroupBarrier();
-                ab_score(u, tid, q0, k0, lse2, rlo);
-                workgroupBarrier();
-                ab_fixup(u, tid, k0, dd, rk);
-                workgroupBarrier();
+                ab_ds_tile(u, tid, q0, k0, st);
                 ab_acc_q(u, tid);
                 ab_zero_kv();
                 ab_acc_kv(u, tid);
@@ -770,7 +753,7 @@ fn attention_backward_short(@builtin(local_invocation_id) lid : vec3<u32>, @buil
         // (the previous head's last phase reads neither as_l nor as_d, and the barrier below
         // orders its reads of as_p, as_ds before this head's writes)
         for (var t = lid.x; t < T; t = t + 256u) {
-            as_l[t] = ab_lse[bh * T + t] * AB_LOG2E;
+            as_l[t] = ab_lse2(ab_p, bh, t);
             as_d[t] = ab_dqkv[(rows + t) * W + h * HS];
         }
         workgroupBarrier();
@@ -790,10 +773,9 @@ fn attention_backward_short(@builtin(local_invocation_id) lid : vec3<u32>, @buil
                     s = s + as_qkv(qb + c) * as_qkv(kb + c);
                     dp = dp + as_dout(gb + c) * as_qkv(vb + c);
                 }
-                p = exp2(s * ab_p.scale_log2 - as_l[i]);
+                p = ab_prob(ab_p, s, as_l[i]);
                 if (DROP) {
-                    let key = dropout_key(ab_p.dseed, bh * T + i, DROPOUT_ATTN);
-                    let m = select(0.0, ab_p.dscale, dropout_bits(key, j) >= ab_p.dthr);
+                    let m = ab_mult(ab_p, ab_rkey(ab_p, bh, i), j);
                     ds = p * (dp * m - as_d[i]);
                     p = p * m;
                 } else {
@@ -876,37 +858,34 @@ struct ARegs {
 fn ar_fetch(u : AttnParams, tid : u32, r0 : u32, a_base : u32, a_w : u32, b_base : u32, b_w : u32, b_dout : bool,
             x : ptr<function, ARegs>) {
     for (var n = 0u; n < RSN; n++) {
-        let i = tid + RT * n;
-        let t = r0 + i / HS4;
-        var av = vec4<f32>(0.0);
-        var bv = vec4<f32>(0.0);
-        if (i < RB * HS4 && t < u.T) {
-            av = ab_ld(false, a_base + t * a_w, i % HS4);
-            bv = ab_ld(b_dout, b_base + t * b_w, i % HS4);
-        }
-        (*x).a[n] = av;
-        (*x).b[n] = bv;
+        (*x).a[n] = ab_tile4(u, false, a_base, a_w, r0, tid + RT * n, RB);
+        (*x).b[n] = ab_tile4(u, b_dout, b_base, b_w, r0, tid + RT * n, RB);
     }
+}
+
+// The statistics of query row t (< T) of head h: (lse·log2e, D as bits, lo, dropout key (DROP)).
+fn ar_row_st(u : AttnParams, b : u32, h : u32, t : u32) -> vec4<u32> {
+    var rk = 0u;
+    if (DROP) { rk = ab_rkey(u, b * u.NH + h, t); }
+    return vec4<u32>(bitcast<u32>(ab_lse2(u, b * u.NH + h, t)), bitcast<u32>(ab_dval(u, b, h, t)), ab_lo(u, b, t), rk);
 }
 
 // The dK/dV pass's streamed query rows q0..: Q, dout and each row's statistics (a row past T:
 // lo = AR_NOROW, so that it attends nothing).
 fn ar_fetch_q(u : AttnParams, tid : u32, b : u32, h : u32, q0 : u32, x : ptr<function, ARegs>) {
     let T = u.T;
-    let bh = b * u.NH + h;
     ar_fetch(u, tid, q0, b * T * u.W + h * HS, u.W, b * T * u.C + h * HS, u.C, true, x);
     for (var n = 0u; n < RST; n++) {
         let t = q0 + tid + RT * n;
         var st = vec4<u32>(0u, 0u, AR_NOROW, 0u);
-        if (t < T && tid + RT * n < RB) {
-            var rk = 0u;
-            if (DROP) { rk = dropout_key(u.dseed, bh * T + t, DROPOUT_ATTN); }
-            st = vec4<u32>(bitcast<u32>(ab_lse[bh * T + t] * AB_LOG2E), bitcast<u32>(ab_dval(u, b, h, t)),
-                           ab_lo(u, b, t), rk);
-        }
+        if (t < T && tid + RT * n < RB) { st = ar_row_st(u, b, h, t); }
         (*x).st[n] = st;
     }
 }
+
+// The vec4 column of lane ln's c-th column group, clamped to the head (a lane's columns past HS4
+// compute a copy of the last one, never stored: their resident operands are 0 there).
+fn ar_col(ln : u32, c : u32) -> u32 { return min(ln + RL * c, HS4 - 1u); }
 
 fn ar_put(tid : u32, x : ptr<function, ARegs>) {
     for (var n = 0u; n < RSN; n++) {
@@ -934,12 +913,11 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
     let u = ab_p;
     let w = flat_wg(wid, nwg);
     let T = u.T;
-    let BNK = u.B * u.nkv;
-    if (w >= u.nblk * BNK) { return; }
-    let bg = w % BNK;
-    let b = bg / u.nkv;
-    let g = bg % u.nkv;
-    let k0 = (w / BNK) * RBLK;
+    if (w >= u.nblk * u.B * u.nkv) { return; }
+    let x3 = attn_grid(w, u.B, u.nkv);  // (b, g, key block)
+    let b = x3.x;
+    let g = x3.y;
+    let k0 = x3.z * RBLK;
     let tid = lid.x;
     let rg = tid / RL;
     let ln = tid % RL;
@@ -991,17 +969,16 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
                 var qv = array<vec4<f32>, RC>();
                 var gv = array<vec4<f32>, RC>();
                 for (var c = 0u; c < RC; c++) {
-                    let c4 = min(ln + RL * c, HS4 - 1u);  // columns past HS4: k, v are 0 there
-                    qv[c] = ar_x[i * HS4 + c4];
-                    gv[c] = ar_x[(RB + i) * HS4 + c4];
+                    qv[c] = ar_x[i * HS4 + ar_col(ln, c)];
+                    gv[c] = ar_x[(RB + i) * HS4 + ar_col(ln, c)];
                 }
                 var s = array<f32, RR>();
                 var dp = array<f32, RR>();
                 for (var r = 0u; r < RR; r++) {
                     var x = array<f32, 4>();  // two FMA chains each (latency)
                     for (var c = 0u; c < RC; c++) {
-                        x[c % 2u] = ab_dot_acc(x[c % 2u], qv[c], kr[r][c]);
-                        x[2u + c % 2u] = ab_dot_acc(x[2u + c % 2u], gv[c], vr[r][c]);
+                        x[c % 2u] = fma_dot4(x[c % 2u], qv[c], kr[r][c]);
+                        x[2u + c % 2u] = fma_dot4(x[2u + c % 2u], gv[c], vr[r][c]);
                     }
                     s[r] = x[0] + x[1];
                     dp[r] = x[2] + x[3];
@@ -1013,11 +990,11 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
                 for (var r = 0u; r < RR; r++) {
                     let key = k0 + rg + RNG * r;
                     var p = 0.0;
-                    if (key <= t && key >= lo) { p = exp2(s[r] * u.scale_log2 - lse2); }
+                    if (attn_sees(key, t, lo)) { p = ab_prob(u, s[r], lse2); }
                     var pm = p;
                     var dpm = dp[r];
                     if (DROP) {
-                        let m = select(0.0, u.dscale, dropout_bits(st.w, key) >= u.dthr);
+                        let m = ab_mult(u, st.w, key);
                         pm = p * m;
                         dpm = dpm * m;
                     }
@@ -1051,13 +1028,11 @@ fn attention_backward_dq_reg(@builtin(local_invocation_id) lid : vec3<u32>, @bui
     let u = ab_p;
     let w = flat_wg(wid, nwg);
     let T = u.T;
-    let BNH = u.B * u.NH;
-    if (w >= u.nblk * BNH) { return; }
-    let bh = w % BNH;
-    let b = bh / u.NH;
-    let h = bh % u.NH;
-    let g = h / GQ;  // kv head
-    let q0 = (u.nblk - 1u - w / BNH) * RBLK;
+    if (w >= u.nblk * u.B * u.NH) { return; }
+    let blk = attn_qblock(w, u.B, u.NH, GQ, u.nblk, RBLK);
+    let b = blk.b;
+    let h = blk.h;
+    let q0 = blk.r0;
     let tid = lid.x;
     let rg = tid / RL;
     let ln = tid % RL;
@@ -1079,17 +1054,18 @@ fn attention_backward_dq_reg(@builtin(local_invocation_id) lid : vec3<u32>, @bui
                     gr[r][c] = ab_ld(true, (b * T + t) * u.C + h * HS, c4);
                 }
             }
-            lse2[r] = ab_lse[bh * T + t] * AB_LOG2E;
-            dd[r] = ab_dval(u, b, h, t);
-            rlo[r] = ab_lo(u, b, t);
-            if (DROP) { rk[r] = dropout_key(u.dseed, bh * T + t, DROPOUT_ATTN); }
+            let st = ar_row_st(u, b, h, t);
+            lse2[r] = bitcast<f32>(st.x);
+            dd[r] = bitcast<f32>(st.y);
+            rlo[r] = st.z;
+            rk[r] = st.w;
         }
     }
     let nkb = (min(q0 + RBLK, T) - 1u) / RB + 1u;
     let kb0 = ab_lo(u, b, q0) / RB;  // key tiles before it are masked for the whole block
     let nb = ar_nb(u);
-    let kbase = b * T * u.W + g * HS + u.C;
-    let vbase = b * T * u.W + g * HS + u.vc;
+    let kbase = b * T * u.W + blk.g * HS + u.C;
+    let vbase = b * T * u.W + blk.g * HS + u.vc;
     var x = ARegs();  // the streamed K and V rows (PF: the next tile's, fetched during this one)
     if (PF) { ar_fetch(u, tid, kb0 * RB, kbase, u.W, vbase, u.W, false, &x); }
     for (var kb = kb0; kb < nkb; kb++) {
@@ -1104,17 +1080,16 @@ fn attention_backward_dq_reg(@builtin(local_invocation_id) lid : vec3<u32>, @bui
             var kv = array<vec4<f32>, RC>();
             var vv = array<vec4<f32>, RC>();
             for (var c = 0u; c < RC; c++) {
-                let c4 = min(ln + RL * c, HS4 - 1u);  // columns past HS4: q, dout are 0 there
-                kv[c] = ar_x[i * HS4 + c4];
-                vv[c] = ar_x[(RB + i) * HS4 + c4];
+                kv[c] = ar_x[i * HS4 + ar_col(ln, c)];
+                vv[c] = ar_x[(RB + i) * HS4 + ar_col(ln, c)];
             }
             var s = array<f32, RR>();
             var dp = array<f32, RR>();
             for (var r = 0u; r < RR; r++) {
                 var x = array<f32, 4>();  // two FMA chains each (latency)
                 for (var c = 0u; c < RC; c++) {
-                    x[c % 2u] = ab_dot_acc(x[c % 2u], qr[r][c], kv[c]);
-                    x[2u + c % 2u] = ab_dot_acc(x[2u + c % 2u], gr[r][c], vv[c]);
+                    x[c % 2u] = fma_dot4(x[c % 2u], qr[r][c], kv[c]);
+                    x[2u + c % 2u] = fma_dot4(x[2u + c % 2u], gr[r][c], vv[c]);
                 }
                 s[r] = x[0] + x[1];
                 dp[r] = x[2] + x[3];
@@ -1126,9 +1101,9 @@ fn attention_backward_dq_reg(@builtin(local_invocation_id) lid : vec3<u32>, @bui
             for (var r = 0u; r < RR; r++) {
                 let t = q0 + rg + RNG * r;
                 var p = 0.0;
-                if (key <= t && key >= rlo[r]) { p = exp2(s[r] - lse2[r]); }
+                if (attn_sees(key, t, rlo[r])) { p = exp2(s[r] - lse2[r]); }
                 var dpm = dp[r];
-                if (DROP) { dpm = dpm * select(0.0, u.dscale, dropout_bits(rk[r], key) >= u.dthr); }
+                if (DROP) { dpm = dpm * ab_mult(u, rk[r], key); }
                 let ds = p * (dpm - dd[r]);
                 for (var c = 0u; c < RC; c++) { dq[r][c] = fma(vec4<f32>(ds), kv[c], dq[r][c]); }
             }

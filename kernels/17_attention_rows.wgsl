@@ -58,28 +58,29 @@ var<workgroup> ar_s : array<f32, 256>;         // the chunk's weights
 var<workgroup> ar_s2 : array<f32, 256>;        // a second set (dK's dS beside dV's P̃)
 
 // dropout multiplier of key j in the row with key rkey (1 without dropout)
-fn ar_mult(drop : u32, rkey : u32, j : u32, dthr : u32, dscale : f32) -> f32 {
-    if (drop == 0u) { return 1.0; }
-    return select(0.0, dscale, dropout_bits(rkey, j) >= dthr);
+fn ar_mult(u : RowParams, rkey : u32, j : u32) -> f32 {
+    if (u.drop == 0u) { return 1.0; }
+    return dropout_mult(rkey, j, u.dthr, u.dscale);
 }
 
-// The first key query t (< T) of sequence b attends (the mask above); never above t. doc is the
-// entry point's doc_start binding, read only when u.has_doc is 1.
-fn ar_lo_of(u : RowParams, d : u32, t : u32) -> u32 {
-    var lo = 0u;
-    if (u.has_doc != 0u) { lo = min(d, t); }
-    if (u.window != 0u && t + 1u > u.window) { lo = max(lo, t + 1u - u.window); }
-    return lo;
-}
+// The first key query t (< T) of sequence b attends (the mask above, attn_lo); never above t.
+// The forward reads its own doc_start binding, the backward kernels theirs (only when has_doc is 1).
 fn ar_lo(u : RowParams, b : u32, t : u32) -> u32 {
     var d = 0u;
     if (u.has_doc != 0u) { d = ar_doc[b * u.T + t]; }
-    return ar_lo_of(u, d, t);
+    return attn_lo(u.has_doc, d, t, u.window);
 }
 fn arb_lo(u : RowParams, b : u32, t : u32) -> u32 {
     var d = 0u;
     if (u.has_doc != 0u) { d = arb_doc[b * u.T + t]; }
-    return ar_lo_of(u, d, t);
+    return attn_lo(u.has_doc, d, t, u.window);
+}
+
+// The backward's P = exp(scale·q·k - lse) from the dot product sq, and dS = P·(dP·m - D) from
+// dout·v = dp, the dropout multiplier m and the row's D: (P, dS).
+fn arb_pds(u : RowParams, sq : f32, dp : f32, lse : f32, m : f32, D : f32) -> vec2<f32> {
+    let p = exp(sq * u.scale - lse);
+    return vec2<f32>(p, p * (dp * m - D));
 }
 
 @compute @workgroup_size(256)
@@ -114,7 +115,7 @@ fn attention_rows_forward(@builtin(local_invocation_index) lid : u32, @builtin(w
         if (j <= t) { p = exp(s - mn); }
         let alpha = exp(m - mn);
         l = l * alpha + wg_reduce_sum(p, lid);
-        if (j <= t) { p = p * ar_mult(u.drop, rkey, j, u.dthr, u.dscale); }
+        if (j <= t) { p = p * ar_mult(u, rkey, j); }
         ar_s[lid] = p;
         workgroupBarrier();
         acc = acc * alpha;
@@ -178,10 +179,10 @@ fn attention_rows_backward_dkdv(@builtin(local_invocation_index) lid : u32, @bui
                     dp += arb_dout[ob + c] * ar_b[c];
                 }
                 let r = (b * u.NH + h) * u.T + t;
-                let p = exp(sq * u.scale - arb_lse[r]);
-                let mult = ar_mult(u.drop, dropout_key(u.dseed, r, DROPOUT_ATTN), j, u.dthr, u.dscale);
-                pt = p * mult;
-                ds = p * (dp * mult - arb_dqkv[qb]);  // D of row t (attention_rows_dsum)
+                let mult = ar_mult(u, dropout_key(u.dseed, r, DROPOUT_ATTN), j);
+                let x = arb_pds(u, sq, dp, arb_lse[r], mult, arb_dqkv[qb]);  // D of row t (attention_rows_dsum)
+                pt = x.x * mult;
+                ds = x.y;
             }
             ar_s[lid] = pt;
             ar_s2[lid] = ds;
@@ -236,8 +237,7 @@ fn attention_rows_backward_dq(@builtin(local_invocation_index) lid : u32, @built
                 sq += ar_a[c] * arb_qkv[kb + u.C + c];
                 dp += ar_b[c] * arb_qkv[kb + u.vc + c];
             }
-            let p = exp(sq * u.scale - lse);
-            ds = p * (dp * ar_mult(u.drop, rkey, j, u.dthr, u.dscale) - D);
+            ds = arb_pds(u, sq, dp, lse, ar_mult(u, rkey, j), D).y;
         }
         ar_s[lid] = ds;
         workgroupBarrier();
