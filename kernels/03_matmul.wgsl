@@ -141,22 +141,32 @@ fn mm_slot_kc4(s : u32) -> vec2<u32> {  // (kk, row)
     return vec2<u32>(((s / 16u) % kq) * 4u, (s / (16u * kq)) * 16u + s % 16u);
 }
 
+// The part of slot s's first element index that does not change from slice to slice (k0 = 0),
+// computed once before the k-loop so that a whole-tile load costs an add, not a multiply-add
+// chain, per slice (the loads are a fixed share of a slice's instructions, the FMAs the rest).
+fn mm_base_a(s : u32, m0 : u32, a_kc : bool) -> u32 {
+    let q = mm_slot_a(s, a_kc);
+    let m = m0 + q.y * 4u;
+    return mm_p.a_off + select(q.x * mm_p.lda + m, m * mm_p.lda + q.x, a_kc);
+}
+fn mm_base_b(s : u32, n0 : u32, b_kc : bool) -> u32 {
+    let q = mm_slot_b(s, b_kc);
+    let n = n0 + q.y * 4u;
+    return mm_p.b_off + select(q.x * mm_p.ldb + n, n * mm_p.ldb + q.x, b_kc);
+}
+
 // Tiles wholly inside the matrices (nearly all of them) load without any bounds test: the test
 // of every element costs issue slots that the FMAs need. inside: the whole BM x BK (BN x BK) tile
 // of this k-slice is in range, the same for every thread of the workgroup.
-fn mm_fetch_a(s : u32, m0 : u32, k0 : u32, ke : u32, a_kc : bool) -> vec4<f32> {
+fn mm_fetch_a(s : u32, base : u32, m0 : u32, k0 : u32, ke : u32, a_kc : bool) -> vec4<f32> {
     if (s >= MM_A_SLOTS) { return vec4<f32>(0.0); }
     let inside = m0 + MM_BM <= mm_p.M && k0 + MM_BK <= ke;
     if (inside && !MM_A_V4) {
-        let q = mm_slot_a(s, a_kc);
-        let m = m0 + q.y * 4u;
-        let k = k0 + q.x;
+        let i = base + select(k0 * mm_p.lda, k0, a_kc);
         if (a_kc) {
-            let i = mm_p.a_off + m * mm_p.lda + k;
             let l = mm_p.lda;
             return vec4<f32>(mm_a_el(i), mm_a_el(i + l), mm_a_el(i + 2u * l), mm_a_el(i + 3u * l));
         }
-        let i = mm_p.a_off + k * mm_p.lda + m;
         return vec4<f32>(mm_a_el(i), mm_a_el(i + 1u), mm_a_el(i + 2u), mm_a_el(i + 3u));
     }
     if (MM_A_V4) {
@@ -181,19 +191,15 @@ fn mm_fetch_a(s : u32, m0 : u32, k0 : u32, ke : u32, a_kc : bool) -> vec4<f32> {
     return vec4<f32>(mm_load_a(m, k, ke, a_kc), mm_load_a(m + 1u, k, ke, a_kc), mm_load_a(m + 2u, k, ke, a_kc),
                      mm_load_a(m + 3u, k, ke, a_kc));
 }
-fn mm_fetch_b(s : u32, n0 : u32, k0 : u32, ke : u32, b_kc : bool) -> vec4<f32> {
+fn mm_fetch_b(s : u32, base : u32, n0 : u32, k0 : u32, ke : u32, b_kc : bool) -> vec4<f32> {
     if (s >= MM_B_SLOTS) { return vec4<f32>(0.0); }
     let inside = n0 + MM_BN <= mm_p.N && k0 + MM_BK <= ke;
     if (inside && !MM_B_V4) {
-        let q = mm_slot_b(s, b_kc);
-        let n = n0 + q.y * 4u;
-        let k = k0 + q.x;
+        let i = base + select(k0 * mm_p.ldb, k0, b_kc);
         if (b_kc) {
-            let i = mm_p.b_off + n * mm_p.ldb + k;
             let l = mm_p.ldb;
             return vec4<f32>(mm_b_el(i), mm_b_el(i + l), mm_b_el(i + 2u * l), mm_b_el(i + 3u * l));
         }
-        let i = mm_p.b_off + k * mm_p.ldb + n;
         return vec4<f32>(mm_b_el(i), mm_b_el(i + 1u), mm_b_el(i + 2u), mm_b_el(i + 3u));
     }
     if (MM_B_V4) {
@@ -325,10 +331,55 @@ fn mm_rowsum_store(lid : u32, m0 : u32, z : u32, rs : vec4<f32>) {
     }
 }
 
-// The accumulators are 16 named vec4 (row r, column half h: c<r><h>) rather than an array, and
-// the 8x8 update is written out: every register index is a literal, so no compiler needs to
-// unroll loops to keep them in registers. Rows 4-7 exist when MM_TM4 == 2, halves 1 when
+// A thread's accumulators: 16 named vec4 (row r, column half h: c<r><h>) rather than an array,
+// so that every register index is a literal. Rows 4-7 are used when MM_TM4 == 2, halves 1 when
 // MM_TN4 == 2: constant conditions, folded away for the 4-wide shapes.
+struct MMAcc {
+    c00 : vec4<f32>, c01 : vec4<f32>, c10 : vec4<f32>, c11 : vec4<f32>,
+    c20 : vec4<f32>, c21 : vec4<f32>, c30 : vec4<f32>, c31 : vec4<f32>,
+    c40 : vec4<f32>, c41 : vec4<f32>, c50 : vec4<f32>, c51 : vec4<f32>,
+    c60 : vec4<f32>, c61 : vec4<f32>, c70 : vec4<f32>, c71 : vec4<f32>,
+};
+
+// One k of the tiles in workgroup memory into the accumulators: the thread's A rows at ai (and
+// ai + MM_TY), its B columns at bi (and bi + MM_TX), the 8x8 update written out.
+fn mm_k_step(c : ptr<function, MMAcc>, ai : u32, bi : u32) {
+    let a0 = mm_as[ai];
+    let b0 = mm_bs[bi];
+    (*c).c00 = fma(vec4<f32>(a0.x), b0, (*c).c00);
+    (*c).c10 = fma(vec4<f32>(a0.y), b0, (*c).c10);
+    (*c).c20 = fma(vec4<f32>(a0.z), b0, (*c).c20);
+    (*c).c30 = fma(vec4<f32>(a0.w), b0, (*c).c30);
+    if (MM_TN4 == 2u) {
+        let b1 = mm_bs[bi + MM_TX];
+        (*c).c01 = fma(vec4<f32>(a0.x), b1, (*c).c01);
+        (*c).c11 = fma(vec4<f32>(a0.y), b1, (*c).c11);
+        (*c).c21 = fma(vec4<f32>(a0.z), b1, (*c).c21);
+        (*c).c31 = fma(vec4<f32>(a0.w), b1, (*c).c31);
+        if (MM_TM4 == 2u) {
+            let a1 = mm_as[ai + MM_TY];
+            (*c).c40 = fma(vec4<f32>(a1.x), b0, (*c).c40);
+            (*c).c50 = fma(vec4<f32>(a1.y), b0, (*c).c50);
+            (*c).c60 = fma(vec4<f32>(a1.z), b0, (*c).c60);
+            (*c).c70 = fma(vec4<f32>(a1.w), b0, (*c).c70);
+            (*c).c41 = fma(vec4<f32>(a1.x), b1, (*c).c41);
+            (*c).c51 = fma(vec4<f32>(a1.y), b1, (*c).c51);
+            (*c).c61 = fma(vec4<f32>(a1.z), b1, (*c).c61);
+            (*c).c71 = fma(vec4<f32>(a1.w), b1, (*c).c71);
+        }
+    } else if (MM_TM4 == 2u) {
+        let a1 = mm_as[ai + MM_TY];
+        (*c).c40 = fma(vec4<f32>(a1.x), b0, (*c).c40);
+        (*c).c50 = fma(vec4<f32>(a1.y), b0, (*c).c50);
+        (*c).c60 = fma(vec4<f32>(a1.z), b0, (*c).c60);
+        (*c).c70 = fma(vec4<f32>(a1.w), b0, (*c).c70);
+    }
+}
+
+// The k-loop over a slice runs 8 k a trip, written out, so that slices of 4 or 8 are straight-line
+// code: NVIDIA's compiler declined to unroll a loop of 8 steps of 8x8 outputs a thread (and
+// rolled a loop of 4 written-out steps back into single steps), which left a loop of 64 FMAs
+// with register copies at every trip (docs/kernels.md#matmul).
 fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool) {
     let txy = mm_thread_xy(lid);
     let tx = txy.x;
@@ -340,8 +391,7 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
     let ke = min(mm_p.K, kb + mm_p.ks);
     let ntiles = select(0u, (ke - kb + MM_BK - 1u) / MM_BK, ke > kb);
     let z = vec4<f32>(0.0);
-    var c00 = z; var c01 = z; var c10 = z; var c11 = z; var c20 = z; var c21 = z; var c30 = z; var c31 = z;
-    var c40 = z; var c41 = z; var c50 = z; var c51 = z; var c60 = z; var c61 = z; var c70 = z; var c71 = z;
+    var acc = MMAcc(z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z);
     // prefetch registers: one vec4 per pass of each tile (at most 4; unused ones fold away)
     var ra0 = z; var ra1 = z; var ra2 = z; var ra3 = z; var rb0 = z; var rb1 = z; var rb2 = z; var rb3 = z;
     var rs = z;                                           // row sums of A (MM_RS, m-contiguous A)
@@ -352,14 +402,22 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
 
     // first k-slice straight into buffer 0
     const W = MM_WG;
-    ra0 = mm_fetch_a(lid, m0, kb, ke, a_kc);
-    if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + W, m0, kb, ke, a_kc); }
-    if (MM_A_PASSES > 2u) { ra2 = mm_fetch_a(lid + 2u * W, m0, kb, ke, a_kc); }
-    if (MM_A_PASSES > 3u) { ra3 = mm_fetch_a(lid + 3u * W, m0, kb, ke, a_kc); }
-    rb0 = mm_fetch_b(lid, n0, kb, ke, b_kc);
-    if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + W, n0, kb, ke, b_kc); }
-    if (MM_B_PASSES > 2u) { rb2 = mm_fetch_b(lid + 2u * W, n0, kb, ke, b_kc); }
-    if (MM_B_PASSES > 3u) { rb3 = mm_fetch_b(lid + 3u * W, n0, kb, ke, b_kc); }
+    let pa0 = mm_base_a(lid, m0, a_kc);
+    let pa1 = mm_base_a(lid + W, m0, a_kc);
+    let pa2 = mm_base_a(lid + 2u * W, m0, a_kc);
+    let pa3 = mm_base_a(lid + 3u * W, m0, a_kc);
+    let pb0 = mm_base_b(lid, n0, b_kc);
+    let pb1 = mm_base_b(lid + W, n0, b_kc);
+    let pb2 = mm_base_b(lid + 2u * W, n0, b_kc);
+    let pb3 = mm_base_b(lid + 3u * W, n0, b_kc);
+    ra0 = mm_fetch_a(lid, pa0, m0, kb, ke, a_kc);
+    if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + W, pa1, m0, kb, ke, a_kc); }
+    if (MM_A_PASSES > 2u) { ra2 = mm_fetch_a(lid + 2u * W, pa2, m0, kb, ke, a_kc); }
+    if (MM_A_PASSES > 3u) { ra3 = mm_fetch_a(lid + 3u * W, pa3, m0, kb, ke, a_kc); }
+    rb0 = mm_fetch_b(lid, pb0, n0, kb, ke, b_kc);
+    if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + W, pb1, n0, kb, ke, b_kc); }
+    if (MM_B_PASSES > 2u) { rb2 = mm_fetch_b(lid + 2u * W, pb2, n0, kb, ke, b_kc); }
+    if (MM_B_PASSES > 3u) { rb3 = mm_fetch_b(lid + 3u * W, pb3, n0, kb, ke, b_kc); }
     mm_store_tiles(0u, lid, ra0, ra1, ra2, ra3, rb0, rb1, rb2, rb3, a_kc, b_kc);
     if (MM_RS && !a_kc) { rs += (ra0 + ra1) + (ra2 + ra3); }
     workgroupBarrier();
@@ -369,62 +427,42 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
         let more = t + 1u < ntiles;
         if (more && MM_PF) {  // prefetch the next slice; its latency hides behind the FMAs below
             let k1 = kb + (t + 1u) * MM_BK;
-            ra0 = mm_fetch_a(lid, m0, k1, ke, a_kc);
-            if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + W, m0, k1, ke, a_kc); }
-            if (MM_A_PASSES > 2u) { ra2 = mm_fetch_a(lid + 2u * W, m0, k1, ke, a_kc); }
-            if (MM_A_PASSES > 3u) { ra3 = mm_fetch_a(lid + 3u * W, m0, k1, ke, a_kc); }
-            rb0 = mm_fetch_b(lid, n0, k1, ke, b_kc);
-            if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + W, n0, k1, ke, b_kc); }
-            if (MM_B_PASSES > 2u) { rb2 = mm_fetch_b(lid + 2u * W, n0, k1, ke, b_kc); }
-            if (MM_B_PASSES > 3u) { rb3 = mm_fetch_b(lid + 3u * W, n0, k1, ke, b_kc); }
+            ra0 = mm_fetch_a(lid, pa0, m0, k1, ke, a_kc);
+            if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + W, pa1, m0, k1, ke, a_kc); }
+            if (MM_A_PASSES > 2u) { ra2 = mm_fetch_a(lid + 2u * W, pa2, m0, k1, ke, a_kc); }
+            if (MM_A_PASSES > 3u) { ra3 = mm_fetch_a(lid + 3u * W, pa3, m0, k1, ke, a_kc); }
+            rb0 = mm_fetch_b(lid, pb0, n0, k1, ke, b_kc);
+            if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + W, pb1, n0, k1, ke, b_kc); }
+            if (MM_B_PASSES > 2u) { rb2 = mm_fetch_b(lid + 2u * W, pb2, n0, k1, ke, b_kc); }
+            if (MM_B_PASSES > 3u) { rb3 = mm_fetch_b(lid + 3u * W, pb3, n0, k1, ke, b_kc); }
         }
         var ai = buf * MM_BK * MM_AS_V + ty;
         var bi = buf * MM_BK * MM_BS_V + tx;
-        for (var kk = 0u; kk < MM_BK; kk++) {
-            let a0 = mm_as[ai];
-            let b0 = mm_bs[bi];
-            c00 = fma(vec4<f32>(a0.x), b0, c00);
-            c10 = fma(vec4<f32>(a0.y), b0, c10);
-            c20 = fma(vec4<f32>(a0.z), b0, c20);
-            c30 = fma(vec4<f32>(a0.w), b0, c30);
-            if (MM_TN4 == 2u) {
-                let b1 = mm_bs[bi + MM_TX];
-                c01 = fma(vec4<f32>(a0.x), b1, c01);
-                c11 = fma(vec4<f32>(a0.y), b1, c11);
-                c21 = fma(vec4<f32>(a0.z), b1, c21);
-                c31 = fma(vec4<f32>(a0.w), b1, c31);
-                if (MM_TM4 == 2u) {
-                    let a1 = mm_as[ai + MM_TY];
-                    c40 = fma(vec4<f32>(a1.x), b0, c40);
-                    c50 = fma(vec4<f32>(a1.y), b0, c50);
-                    c60 = fma(vec4<f32>(a1.z), b0, c60);
-                    c70 = fma(vec4<f32>(a1.w), b0, c70);
-                    c41 = fma(vec4<f32>(a1.x), b1, c41);
-                    c51 = fma(vec4<f32>(a1.y), b1, c51);
-                    c61 = fma(vec4<f32>(a1.z), b1, c61);
-                    c71 = fma(vec4<f32>(a1.w), b1, c71);
-                }
-            } else if (MM_TM4 == 2u) {
-                let a1 = mm_as[ai + MM_TY];
-                c40 = fma(vec4<f32>(a1.x), b0, c40);
-                c50 = fma(vec4<f32>(a1.y), b0, c50);
-                c60 = fma(vec4<f32>(a1.z), b0, c60);
-                c70 = fma(vec4<f32>(a1.w), b0, c70);
+        for (var kk = 0u; kk < MM_BK; kk += 8u) {  // one trip for slices of 4 or 8
+            mm_k_step(&acc, ai, bi);
+            mm_k_step(&acc, ai + MM_AS_V, bi + MM_BS_V);
+            mm_k_step(&acc, ai + 2u * MM_AS_V, bi + 2u * MM_BS_V);
+            mm_k_step(&acc, ai + 3u * MM_AS_V, bi + 3u * MM_BS_V);
+            if (MM_BK >= 8u) {
+                mm_k_step(&acc, ai + 4u * MM_AS_V, bi + 4u * MM_BS_V);
+                mm_k_step(&acc, ai + 5u * MM_AS_V, bi + 5u * MM_BS_V);
+                mm_k_step(&acc, ai + 6u * MM_AS_V, bi + 6u * MM_BS_V);
+                mm_k_step(&acc, ai + 7u * MM_AS_V, bi + 7u * MM_BS_V);
             }
-            ai += MM_AS_V;
-            bi += MM_BS_V;
+            ai += 8u * MM_AS_V;
+            bi += 8u * MM_BS_V;
         }
         if (more) {
             if (!MM_PF) {  // no prefetch registers: load now, other workgroups hide the latency
                 let k1 = kb + (t + 1u) * MM_BK;
-                ra0 = mm_fetch_a(lid, m0, k1, ke, a_kc);
-                if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + W, m0, k1, ke, a_kc); }
-                if (MM_A_PASSES > 2u) { ra2 = mm_fetch_a(lid + 2u * W, m0, k1, ke, a_kc); }
-                if (MM_A_PASSES > 3u) { ra3 = mm_fetch_a(lid + 3u * W, m0, k1, ke, a_kc); }
-                rb0 = mm_fetch_b(lid, n0, k1, ke, b_kc);
-                if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + W, n0, k1, ke, b_kc); }
-                if (MM_B_PASSES > 2u) { rb2 = mm_fetch_b(lid + 2u * W, n0, k1, ke, b_kc); }
-                if (MM_B_PASSES > 3u) { rb3 = mm_fetch_b(lid + 3u * W, n0, k1, ke, b_kc); }
+                ra0 = mm_fetch_a(lid, pa0, m0, k1, ke, a_kc);
+                if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + W, pa1, m0, k1, ke, a_kc); }
+                if (MM_A_PASSES > 2u) { ra2 = mm_fetch_a(lid + 2u * W, pa2, m0, k1, ke, a_kc); }
+                if (MM_A_PASSES > 3u) { ra3 = mm_fetch_a(lid + 3u * W, pa3, m0, k1, ke, a_kc); }
+                rb0 = mm_fetch_b(lid, pb0, n0, k1, ke, b_kc);
+                if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + W, pb1, n0, k1, ke, b_kc); }
+                if (MM_B_PASSES > 2u) { rb2 = mm_fetch_b(lid + 2u * W, pb2, n0, k1, ke, b_kc); }
+                if (MM_B_PASSES > 3u) { rb3 = mm_fetch_b(lid + 3u * W, pb3, n0, k1, ke, b_kc); }
             }
             // the other buffer was last read in iteration t-1, which every thread has left
             mm_store_tiles(buf ^ 1u, lid, ra0, ra1, ra2, ra3, rb0, rb1, rb2, rb3, a_kc, b_kc);
@@ -437,15 +475,15 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
     if (MM_RS && !a_kc && (mm_p.flags & 4u) != 0u && tile.x == 0u) { mm_rowsum_store(lid, m0, wid.z, rs); }
 
     let cz = mm_p.c_off + wid.z * mm_p.zs;
-    mm_store_row(cz, m0, n0, 0u, 0u, tx, ty, c00, c01);
-    mm_store_row(cz, m0, n0, 0u, 1u, tx, ty, c10, c11);
-    mm_store_row(cz, m0, n0, 0u, 2u, tx, ty, c20, c21);
-    mm_store_row(cz, m0, n0, 0u, 3u, tx, ty, c30, c31);
+    mm_store_row(cz, m0, n0, 0u, 0u, tx, ty, acc.c00, acc.c01);
+    mm_store_row(cz, m0, n0, 0u, 1u, tx, ty, acc.c10, acc.c11);
+    mm_store_row(cz, m0, n0, 0u, 2u, tx, ty, acc.c20, acc.c21);
+    mm_store_row(cz, m0, n0, 0u, 3u, tx, ty, acc.c30, acc.c31);
     if (MM_TM4 == 2u) {
-        mm_store_row(cz, m0, n0, 1u, 0u, tx, ty, c40, c41);
-        mm_store_row(cz, m0, n0, 1u, 1u, tx, ty, c50, c51);
-        mm_store_row(cz, m0, n0, 1u, 2u, tx, ty, c60, c61);
-        mm_store_row(cz, m0, n0, 1u, 3u, tx, ty, c70, c71);
+        mm_store_row(cz, m0, n0, 1u, 0u, tx, ty, acc.c40, acc.c41);
+        mm_store_row(cz, m0, n0, 1u, 1u, tx, ty, acc.c50, acc.c51);
+        mm_store_row(cz, m0, n0, 1u, 2u, tx, ty, acc.c60, acc.c61);
+        mm_store_row(cz, m0, n0, 1u, 3u, tx, ty, acc.c70, acc.c71);
     }
 }
 

@@ -144,10 +144,10 @@ static void test_matmul_splitk_pass(const char *tiles, size_t first_shape) {
 
 // Tile shapes other than the generic defaults (WGTRAIN_MM_TILE specs): the tile table's row for
 // NVIDIA GPUs, which the software GPU never picks itself: 128x64 tiles of 256 threads, 8x4 outputs
-// a thread, with 8-deep k-slices (matmul, matmul_t; once without the register prefetch) and 128x128 ones with 4-deep
-// slices (matmul_at: split-K with the fused dbias, i.e. the row-sum path, and the plain dbias).
-// Edges in every dimension. Each pipeline costs seconds of shader compilation on the software
-// GPU: five of them here.
+// a thread, with 8-deep k-slices (matmul, matmul_t; once without the register prefetch) and 128x128
+// ones of 8x8 outputs a thread with 8-deep slices (matmul; matmul_at: split-K with the fused dbias,
+// i.e. the row-sum path, and the plain dbias). Edges in every dimension. Each pipeline costs
+// seconds of shader compilation on the software GPU: six of them here.
 static void test_matmul_tile_specs(void) {
     char what[96];
     S->mm_vec4 = 0;
@@ -160,8 +160,9 @@ static void test_matmul_tile_specs(void) {
     snprintf(what, sizeof what, "tile 128x64x8/8x4 no prefetch");
     test_matmul_t(67, 45, 130, what);
     S->mm_prefetch = WG_AUTO;
-    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x4/8x8") == WGT_OK, "tile spec parses");
-    snprintf(what, sizeof what, "tile 128x128x4/8x8");
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x8/8x8") == WGT_OK, "tile spec parses");
+    snprintf(what, sizeof what, "tile 128x128x8/8x8");
+    test_matmul_fwd(131, 67, 200, 1, what);
     test_matmul_at(200, 129, 300, 1, what);
     S->mm_splitk = 2;
     test_matmul_at(211, 209, 213, 1, what);

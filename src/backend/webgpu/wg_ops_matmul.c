@@ -74,13 +74,13 @@ typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
 // (`wgtrain tune`, wg_tune.h) take the row's place.
 typedef struct { mm_tile big, small; } mm_tile_pair;
 static const struct { const char *match; mm_tile_pair op[3]; } mm_tile_table[] = {  // op: mm_variant
-    // NVIDIA (measured on the H200): 8-deep k-slices keep fewer registers live a thread than
-    // 16-deep ones, and 8x4 outputs a thread fewer than 8x8; 128x64 tiles of 256 threads for
-    // matmul and matmul_t, and 4-deep slices of 128x128 for matmul_at, whose operands are loaded
-    // across k: a GPT-2 124M step's GEMMs 225.7 ms -> 178.8 ms (64x128x8/8x8) -> 169.5 ms
-    {"nvidia", {{{128, 64, 8, 8, 4, 1, 0}, {128, 64, 8, 8, 4, 1, 0}},
+    // NVIDIA (measured on the H200): 128x128x8 with 8x8 outputs a thread (127 registers, two
+    // workgroups an SM) for matmul and matmul_at since the slice is straight-line code; matmul_t
+    // keeps 128x64x8/8x4, which its n-contiguous weight loads favour. A GPT-2 124M step's GEMMs
+    // 225.7 ms -> 178.8 (64x128x8/8x8) -> 169.5 (128x64x8/8x4, 128x128x4/8x8) -> see bench/README.md
+    {"nvidia", {{{128, 128, 8, 8, 8, 1, 0}, {128, 64, 8, 8, 4, 1, 0}},
                 {{128, 64, 8, 8, 4, 1, 0}, {128, 64, 8, 8, 4, 1, 0}},
-                {{128, 128, 4, 8, 8, 1, 0}, {128, 128, 4, 8, 8, 1, 0}}}},
+                {{128, 128, 8, 8, 8, 1, 0}, {128, 128, 8, 8, 8, 1, 0}}}},
     {"", {{{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}},
           {{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}},
           {{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}}}},
