@@ -144,12 +144,21 @@ fn mm_slot_kc4(s : u32) -> vec2<u32> {  // (kk, row)
 // The part of slot s's first element index that does not change from slice to slice (k0 = 0),
 // computed once before the k-loop so that a whole-tile load costs an add, not a multiply-add
 // chain, per slice (the loads are a fixed share of a slice's instructions, the FMAs the rest).
+// (A k-contiguous operand bound as vec4 has its own slot order, mm_slot_kc4: one row a slot.)
 fn mm_base_a(s : u32, m0 : u32, a_kc : bool) -> u32 {
+    if (MM_A_V4 && a_kc) {
+        let q = mm_slot_kc4(s);
+        return mm_p.a_off + (m0 + q.y) * mm_p.lda + q.x;
+    }
     let q = mm_slot_a(s, a_kc);
     let m = m0 + q.y * 4u;
     return mm_p.a_off + select(q.x * mm_p.lda + m, m * mm_p.lda + q.x, a_kc);
 }
 fn mm_base_b(s : u32, n0 : u32, b_kc : bool) -> u32 {
+    if (MM_B_V4 && b_kc) {
+        let q = mm_slot_kc4(s);
+        return mm_p.b_off + (n0 + q.y) * mm_p.ldb + q.x;
+    }
     let q = mm_slot_b(s, b_kc);
     let n = n0 + q.y * 4u;
     return mm_p.b_off + select(q.x * mm_p.ldb + n, n * mm_p.ldb + q.x, b_kc);
@@ -161,7 +170,8 @@ fn mm_base_b(s : u32, n0 : u32, b_kc : bool) -> u32 {
 fn mm_fetch_a(s : u32, base : u32, m0 : u32, k0 : u32, ke : u32, a_kc : bool) -> vec4<f32> {
     if (s >= MM_A_SLOTS) { return vec4<f32>(0.0); }
     let inside = m0 + MM_BM <= mm_p.M && k0 + MM_BK <= ke;
-    if (inside && !MM_A_V4) {
+    if (inside && MM_A_V4) { return mm_a_at((base + select(k0 * mm_p.lda, k0, a_kc)) / 4u); }
+    if (inside) {
         let i = base + select(k0 * mm_p.lda, k0, a_kc);
         if (a_kc) {
             let l = mm_p.lda;
@@ -194,7 +204,8 @@ fn mm_fetch_a(s : u32, base : u32, m0 : u32, k0 : u32, ke : u32, a_kc : bool) ->
 fn mm_fetch_b(s : u32, base : u32, n0 : u32, k0 : u32, ke : u32, b_kc : bool) -> vec4<f32> {
     if (s >= MM_B_SLOTS) { return vec4<f32>(0.0); }
     let inside = n0 + MM_BN <= mm_p.N && k0 + MM_BK <= ke;
-    if (inside && !MM_B_V4) {
+    if (inside && MM_B_V4) { return mm_b_at((base + select(k0 * mm_p.ldb, k0, b_kc)) / 4u); }
+    if (inside) {
         let i = base + select(k0 * mm_p.ldb, k0, b_kc);
         if (b_kc) {
             let l = mm_p.ldb;

@@ -69,10 +69,10 @@ static const struct { const char *fwd, *bwd; uint32_t min_sg, max_hs; } attn_def
     // chosen for their loads per FMA (2 rows a thread: 1 workgroup-memory vec4 load per 8 FMAs)
     // within the table's register budget, then measured on the H200 at B=8, T=1024
     // (bench/README.md): HS 64 (4 lanes a row) the backward 2.08 (fused) -> 1.82 ms, the forward
-    // stays the shared-tile one (0.66 ms, against 1.48 for reg); HS 128 (8 lanes a row) forward
-    // 0.76 -> 0.65 ms, backward 3.44 -> 2.73 ms. HS <= 256 (where no shared tile fits 48 KiB):
-    // 16 lanes, 16-row tiles, instead of the row kernels (not yet measured there).
-    {"nl=8,tr=4,bc=16,sg=1", "v=reg,rkv=4x2x32,rq=4x2x32,rt=128", 32, 64},
+    // with 8 lanes a row and 2 rows a thread 0.73 (shared tile) -> 0.69 ms; HS 128 (8 lanes a
+    // row) forward 0.76 -> 0.65 ms, backward 3.44 -> 2.73 ms. HS <= 256 (where no shared tile
+    // fits 48 KiB): 16 lanes, 16-row tiles, instead of the row kernels (not yet measured there).
+    {"v=reg,nl=8,tr=2,bc=16,wg=128", "v=reg,rkv=4x2x32,rq=4x2x32,rt=128", 32, 64},
     {"v=reg,nl=8,tr=2,bc=16,wg=128", "v=reg,rkv=8x2x32,rq=8x2x32,rt=128", 32, 128},
     {"v=reg,nl=16,tr=2,bc=16,wg=128", "v=reg,rkv=16x1x16,rq=16x2x16,rt=128", 32, 256},
     {"nl=8,tr=4,bc=16,sg=1", "v=fused,kv=16x64,q=64x16/2x4,st=32x32", 0, 0},  // H200: forward from the sweep, fused measured in-model
