@@ -390,7 +390,7 @@ fn mm_k_step(c : ptr<function, MMAcc>, ai : u32, bi : u32) {
 // The k-loop over a slice runs 8 k a trip, written out, so that slices of 4 or 8 are straight-line
 // code: NVIDIA's compiler declined to unroll a loop of 8 steps of 8x8 outputs a thread (and
 // rolled a loop of 4 written-out steps back into single steps), which left a loop of 64 FMAs
-// with register copies at every trip (docs/kernels.md#matmul).
+// with register copies at every trip (docs/kernels.md#the-gemm-kernel).
 fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool) {
     let txy = mm_thread_xy(lid);
     let tx = txy.x;
