@@ -79,7 +79,7 @@ static const struct { const char *match; mm_tile_pair op[3]; } mm_tile_table[] =
     // keeps 128x64x8/8x4, which its n-contiguous weight loads favour. A GPT-2 124M step's GEMMs
     // 225.7 ms -> 178.8 (64x128x8/8x8) -> 169.5 (128x64x8/8x4, 128x128x4/8x8) -> see bench/README.md
     {"nvidia", {{{128, 128, 8, 8, 8, 1, 0}, {128, 64, 8, 8, 4, 1, 0}},
-                {{128, 64, 8, 8, 4, 1, 0}, {128, 64, 8, 8, 4, 1, 0}},
+                {{128, 128, 8, 8, 8, 1, 0}, {128, 64, 8, 8, 4, 1, 0}},
                 {{128, 128, 8, 8, 8, 1, 0}, {128, 128, 8, 8, 8, 1, 0}}}},
     {"", {{{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}},
           {{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}},
@@ -109,26 +109,32 @@ static uint64_t tile_count(mm_tile t, uint64_t M, uint64_t N) { return cdiv(M, t
 // a multiple of its slot count at 1 a SM too), plus the partials' traffic: S layers of M·N
 // floats written and read back (8 bytes each) against 2·M·N·K FLOPs, i.e. 4·S·F/(B·K) with F/B
 // = MM_FLOP_PER_BYTE (FP32 FLOP/s of this kernel over memory bytes/s: ~30 T / ~3.5 T on the
-// H200). In GPT-2 124M (B*T = 8192) this splits the dW of the four layer GEMMs (S = 7 for
-// 768x768, 11 for 3072x768, 12 for 2304x768) and nothing else. WGTRAIN_MM_SPLITK=S forces S.
+// H200). An output of at least MM_MIN_BIG_TILES tiles is split only when that beats S = 1 (no
+// traffic, its own last wave) by MM_SPLITK_GAIN: one of 1-2 partial waves, as 8192 x 768 is
+// (384 tiles of 128², 1.45 waves: S = 2 makes 2.9). In GPT-2 124M (B*T = 8192) this splits the
+// dW of the four layer GEMMs (S = 7 for 768x768, 11 for 3072x768, 12 for 2304x768) and the
+// outputs of 8192 x 768 (S = 2). WGTRAIN_MM_SPLITK=S forces S.
 #define MM_SPLITK_MIN_K 256
 #define MM_SPLITK_MAX 16
 #define MM_GPU_SLOTS 264
 #define MM_FLOP_PER_BYTE 10.0
+#define MM_SPLITK_GAIN 0.9
 // The scratch of the partial tiles is capped (besides one binding): an output that would need
 // more is computed without split.
 #define MM_SCRATCH_MAX ((uint64_t)1 << 26)
 
+// The last wave's 1/efficiency: wgs workgroups on MM_GPU_SLOTS slots.
+static double mm_waves(uint64_t wgs) { return (double)cdiv(wgs, MM_GPU_SLOTS) * MM_GPU_SLOTS / (double)wgs; }
+
 static uint32_t splitk_auto(uint64_t tiles, uint32_t K) {
-    if (tiles >= MM_MIN_BIG_TILES || K < 2 * MM_SPLITK_MIN_K) return 0;
+    if (K < 2 * MM_SPLITK_MIN_K || tiles == 0) return 0;
     uint32_t smax = (uint32_t)min_u64(MM_SPLITK_MAX, K / MM_SPLITK_MIN_K), best = 0;
     double best_cost = 0;
     for (uint32_t S = 2; S <= smax; S++) {
-        uint64_t wgs = tiles * S;
-        double waves = (double)cdiv(wgs, MM_GPU_SLOTS) * MM_GPU_SLOTS / (double)wgs;
-        double cost = waves + 4.0 * S * MM_FLOP_PER_BYTE / K;
+        double cost = mm_waves(tiles * S) + 4.0 * S * MM_FLOP_PER_BYTE / K;
         if (!best || cost < best_cost) { best = S; best_cost = cost; }
     }
+    if (tiles >= MM_MIN_BIG_TILES && best_cost > MM_SPLITK_GAIN * mm_waves(tiles)) return 0;
     return best;
 }
 
