@@ -226,3 +226,145 @@ fn decode_attention_combine(@builtin(workgroup_id) wid : vec3<u32>, @builtin(loc
     }
     dc_out[dc_p.o0 + bt * dc_p.NH * HS + h * HS + i] = num / den;
 }
+
+// ---- decode_attention_tiles: decode_attention for many new tokens a sequence (a prefill chunk),
+// as flash attention: one workgroup per (b, tile of DT_BQ new tokens, query head h), last tile
+// first (the longest causal range). The tile's rotated queries (times the scale) stay in
+// workgroup memory; the cached keys and values of its range [lo of the first row, p of the last]
+// stream through it DT_BK at a time, each tile read once for DT_BQ rows (decode_attention reads
+// the whole range again for every row). Threads: DT_LPR = 256 / DT_BQ lanes a row. Per key tile:
+//   scores: lane l of row r the dot products of its DT_KPT keys l, l + DT_LPR, ... (masked
+//           outside [lo(p), p]) into dt_s;
+//   update: every lane of the row reads the row's DT_BK scores, takes their maximum into its
+//           online softmax (m, l) and adds e^(s - m)·v over the tile's keys to its DT_CPT vec4
+//           columns l, l + DT_LPR, ... of the output (the lanes of a row compute the same m, l).
+// Host constants (wg_ops_decode.c): DT_HS (a multiple of 4), DT_BQ, DT_BK (DT_BK a multiple of
+// 256 / DT_BQ). Rows past T or at a position past the cache are not written, as decode_attention.
+const DT_HS4 : u32 = DT_HS / 4u;
+const DT_LPR : u32 = 256u / DT_BQ;
+const DT_KPT : u32 = DT_BK / DT_LPR;
+const DT_CPT : u32 = (DT_HS4 + DT_LPR - 1u) / DT_LPR;
+const DT_QS : u32 = DT_HS4 + 1u;   // padded rows of q and k: the lanes' rows start on distinct banks
+const DT_SS : u32 = DT_BK + 1u;    // padded rows of the scores
+const_assert DT_HS % 4u == 0u && DT_BQ * DT_LPR == 256u && DT_KPT >= 1u && DT_KPT * DT_LPR == DT_BK;
+const_assert DT_KPT <= 8u && DT_CPT <= 8u;
+
+var<workgroup> dt_q : array<vec4<f32>, DT_BQ * DT_QS>;
+var<workgroup> dt_k : array<vec4<f32>, DT_BK * DT_QS>;
+var<workgroup> dt_v : array<vec4<f32>, DT_BK * DT_HS4>;
+var<workgroup> dt_s : array<f32, DT_BQ * DT_SS>;
+
+// The first key of position p's range.
+fn dt_lo(p : u32) -> u32 {
+    if (da_p.window > 0u && p + 1u > da_p.window) { return p + 1u - da_p.window; }
+    return 0u;
+}
+
+@compute @workgroup_size(256)
+fn decode_attention_tiles(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index) i : u32,
+                          @builtin(num_workgroups) nwg : vec3<u32>) {
+    let nqt = (da_p.T + DT_BQ - 1u) / DT_BQ;
+    let w = flat_wg(wid, nwg);
+    if (w >= nqt * da_p.NH * da_p.B) { return; }
+    let qt = nqt - 1u - w % nqt;
+    let h = (w / nqt) % da_p.NH;
+    let b = w / (nqt * da_p.NH);
+    let HS = DT_HS;
+    let t0 = qt * DT_BQ;
+    let p0 = da_pos[da_p.o6 + b] + t0;               // the first row's position
+    if (p0 >= da_p.maxT) { return; }                 // every row of the tile is past the cache
+    let rows = min(DT_BQ, da_p.T - t0);
+    let plast = min(p0 + rows, da_p.maxT) - 1u;      // the last position written (and key read)
+    let r = i / DT_LPR;
+    let ln = i % DT_LPR;
+    let p = p0 + r;
+    let live = r < rows && p < da_p.maxT;
+    let lo = dt_lo(p);
+    let kvh = h / da_p.group;
+    let base = b * da_p.maxT * da_p.KV + kvh * HS;    // key 0 of this kv head in the caches
+
+    // the tile's queries, rotated at their positions as decode_attention's, times the scale
+    for (var e = i; e < DT_BQ * DT_HS; e += 256u) {
+        let rr = e / DT_HS;
+        let d = e % DT_HS;
+        var x = 0.0;
+        let pr = p0 + rr;
+        if (rr < rows && pr < da_p.maxT) {
+            let qb = da_p.o1 + (b * da_p.T + t0 + rr) * da_p.W + h * HS;
+            x = da_qkv[qb + d];
+            if (da_p.opt == 1u) {
+                let H2 = HS / 2u;
+                let cb = pr * HS + d;
+                if (d < H2) {
+                    x = x * da_cos[da_p.o4 + cb] - da_qkv[qb + d + H2] * da_sin[da_p.o5 + cb];
+                } else {
+                    x = x * da_cos[da_p.o4 + cb] + da_qkv[qb + d - H2] * da_sin[da_p.o5 + cb];
+                }
+            }
+        }
+        dt_q[rr * DT_QS + d / 4u][d % 4u] = x * da_p.scale;
+    }
+
+    let NEG = -3.0e38;
+    var m = NEG;  // the row's running maximum and sum of e^(s - m)
+    var l = 0.0;
+    var acc : array<vec4<f32>, DT_CPT>;
+    for (var c = 0u; c < DT_CPT; c++) { acc[c] = vec4<f32>(0.0); }
+    for (var j0 = dt_lo(p0); j0 <= plast; j0 += DT_BK) {
+        for (var e = i; e < DT_BK * DT_HS; e += 256u) {  // the key tile [j0, j0 + DT_BK), zeros past plast
+            let jj = e / DT_HS;
+            let d = e % DT_HS;
+            var kx = 0.0;
+            var vx = 0.0;
+            if (j0 + jj <= plast) {
+                let src = base + (j0 + jj) * da_p.KV + d;
+                kx = da_k[da_p.o2 + src];
+                vx = da_v[da_p.o3 + src];
+            }
+            dt_k[jj * DT_QS + d / 4u][d % 4u] = kx;
+            dt_v[jj * DT_HS4 + d / 4u][d % 4u] = vx;
+        }
+        workgroupBarrier();
+        var s : array<f32, DT_KPT>;
+        for (var k = 0u; k < DT_KPT; k++) { s[k] = 0.0; }
+        for (var c = 0u; c < DT_HS4; c++) {
+            let q = dt_q[r * DT_QS + c];
+            for (var k = 0u; k < DT_KPT; k++) { s[k] += dot(q, dt_k[(ln + k * DT_LPR) * DT_QS + c]); }
+        }
+        for (var k = 0u; k < DT_KPT; k++) {
+            let jj = ln + k * DT_LPR;
+            let j = j0 + jj;
+            dt_s[r * DT_SS + jj] = select(NEG, s[k], live && j >= lo && j <= p);
+        }
+        workgroupBarrier();
+        var mt = NEG;
+        for (var jj = 0u; jj < DT_BK; jj++) { mt = max(mt, dt_s[r * DT_SS + jj]); }
+        let m_new = max(m, mt);
+        let corr = exp(m - m_new);  // 1 while nothing counted (m = m_new = NEG, l = acc = 0)
+        l *= corr;
+        for (var c = 0u; c < DT_CPT; c++) { acc[c] *= corr; }
+        for (var jj = 0u; jj < DT_BK; jj++) {
+            let sj = dt_s[r * DT_SS + jj];
+            let ex = select(0.0, exp(sj - m_new), sj > NEG);
+            l += ex;
+            for (var c = 0u; c < DT_CPT; c++) {
+                let col = min(ln + c * DT_LPR, DT_HS4 - 1u);  // (a lane past the last column repeats it, unwritten)
+                acc[c] = fma(vec4<f32>(ex), dt_v[jj * DT_HS4 + col], acc[c]);
+            }
+        }
+        m = m_new;
+        workgroupBarrier();  // the next tile overwrites dt_k, dt_v and dt_s
+    }
+    if (!live) { return; }
+    let ob = da_p.o0 + ((b * da_p.T + t0 + r) * da_p.NH + h) * HS;
+    for (var c = 0u; c < DT_CPT; c++) {
+        let col = ln + c * DT_LPR;
+        if (col < DT_HS4) {
+            let v = acc[c] / l;
+            da_out[ob + col * 4u] = v.x;
+            da_out[ob + col * 4u + 1u] = v.y;
+            da_out[ob + col * 4u + 2u] = v.z;
+            da_out[ob + col * 4u + 3u] = v.w;
+        }
+    }
+}

@@ -29,6 +29,9 @@ WGT_OPS(WG_PROTO_)
 // The key splits decode_attention uses for `rows` query rows (B·T·NH) against caches of maxT
 // positions (1: none; wg_ops_decode.c), for tests and benchmarks.
 uint32_t wg_decode_attention_splits(wgt_backend *be, uint64_t rows, uint32_t maxT);
+// Whether decode_attention takes the tiled kernel (decode_attention_tiles) for T new tokens a
+// sequence at head size HS on this device (WGTRAIN_DECODE_TILES and the tiles that fit).
+int wg_decode_attention_tiled(wgt_backend *be, uint32_t T, uint32_t HS);
 
 // attention_backward with an explicit variant (0 auto, 1 streaming, 2 split-dKdV, 3 split-short,
 // 4 fused, 5 rows: 17_attention_rows.wgsl, what auto runs where no tile fits the head size, 6 reg:

@@ -16,6 +16,13 @@ typedef struct {
     uint32_t o[7], span;
 } dec_params;  // DecParams of the WGSL, field for field
 
+// A pipeline of 16_decode_attention.wgsl. Every entry point needs decode_attention_tiles' constants
+// to compile (the module declares its workgroup tiles): defs NULL gives the smallest tile.
+#define DEC_DEFINES_CAP 96
+static WGPUComputePipeline dec_pipeline(wg_ctx *ctx, const char *entry, const char *defs) {
+    return wg_pipeline(ctx, "16_decode_attention.wgsl", entry, defs ? defs : "const DT_HS=4u;const DT_BQ=32u;const DT_BK=8u;");
+}
+
 static wg_bind placeholder(wgt_backend *be) {
     wgt_buf *b = wg_scratch(wg_of(be), WG_SCRATCH_PLACEHOLDER, WGT_VIEW_ALIGN, "placeholder");
     WGT_ASSERT(b != NULL, "could not allocate the 256-byte placeholder buffer");
@@ -56,7 +63,7 @@ void wg_decode_embedding(wgt_backend *be, wgt_view out, wgt_view tokens, wgt_vie
                        win(be, &p, 1, tokens, (uint64_t)B * T, "decode_embedding"),
                        win(be, &p, 2, wgt_view_sub(wte, v0 * C, nv * C), nv * C, "decode_embedding"),
                        win(be, &p, 3, wpe, (uint64_t)maxT * C, "decode_embedding"), win(be, &p, 4, pos, B, "decode_embedding")};
-        wg_dispatch(ctx, "decode_embedding", wg_pipeline(ctx, "16_decode_attention.wgsl", "decode_embedding", NULL), b, 5,
+        wg_dispatch(ctx, "decode_embedding", dec_pipeline(ctx, "decode_embedding", NULL), b, 5,
                     &p, sizeof p, wg_groups(n, 256));
     }
 }
@@ -75,7 +82,7 @@ void wg_kv_cache_append(wgt_backend *be, wgt_view kcache, wgt_view vcache, wgt_v
                    win(be, &p, 2, qkv, (uint64_t)B * T * W, "kv_cache_append"),
                    win(be, &p, 3, cos, (uint64_t)maxT * HS, "kv_cache_append"),
                    win(be, &p, 4, sin, (uint64_t)maxT * HS, "kv_cache_append"), win(be, &p, 5, pos, B, "kv_cache_append")};
-    wg_dispatch(ctx, "kv_cache_append", wg_pipeline(ctx, "16_decode_attention.wgsl", "kv_cache_append", NULL), b, 6, &p,
+    wg_dispatch(ctx, "kv_cache_append", dec_pipeline(ctx, "kv_cache_append", NULL), b, 6, &p,
                 sizeof p, wg_groups(n, 256));
 }
 
@@ -95,6 +102,38 @@ uint32_t wg_decode_attention_splits(wgt_backend *be, uint64_t rows, uint32_t max
     return s > 64 ? 64 : s < 1 ? 1 : (uint32_t)s;
 }
 
+// decode_attention_tiles (a prefill chunk's many new tokens a sequence): the key tile streams
+// through workgroup memory once for DT_BQ query rows. The tiles, largest first, that the device's
+// workgroup memory holds at the head size (a multiple of 4; 32 rows x 32 keys at HS = 64 need
+// 29.7 KiB); none fits: decode_attention. Automatic from DT_MIN_T new tokens a sequence (fewer
+// leave most of a tile's rows idle, where one workgroup a row and the key splits do better);
+// WGTRAIN_DECODE_TILES=0 never, =1 whenever a tile fits.
+#define DT_MIN_T 16
+typedef struct { uint32_t bq, bk; } dt_tile;
+static const dt_tile DT_TILES[] = {{32, 32}, {32, 16}, {16, 16}};
+static uint64_t dt_smem(dt_tile t, uint32_t HS) {
+    const uint64_t hs4 = HS / 4;
+    return ((uint64_t)t.bq * (hs4 + 1) + (uint64_t)t.bk * (hs4 + 1) + (uint64_t)t.bk * hs4) * 16 + (uint64_t)t.bq * (t.bk + 1) * 4;
+}
+static int dt_pick(wg_ctx *ctx, uint32_t T, uint32_t HS, dt_tile *out) {
+    const int set = wg_ctx_settings(ctx)->decode_tiles;
+    if (set == 0 || (set == WG_AUTO && T < DT_MIN_T) || HS % 4 || HS == 0) return 0;
+    for (size_t i = 0; i < sizeof DT_TILES / sizeof DT_TILES[0]; i++) {
+        const uint32_t lpr = 256 / DT_TILES[i].bq;
+        if ((HS / 4 + lpr - 1) / lpr > 8) continue;  // the kernel's DT_CPT <= 8
+        if (dt_smem(DT_TILES[i], HS) <= wg_ctx_info(ctx)->limits.maxComputeWorkgroupStorageSize) {
+            *out = DT_TILES[i];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int wg_decode_attention_tiled(wgt_backend *be, uint32_t T, uint32_t HS) {
+    dt_tile t;
+    return dt_pick(wg_of(be), T, HS, &t);
+}
+
 void wg_decode_attention(wgt_backend *be, wgt_view out, wgt_view qkv, wgt_view kcache, wgt_view vcache, wgt_view cos,
                          wgt_view sin, wgt_view pos, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV, uint32_t HS,
                          uint32_t maxT, uint32_t window) {
@@ -109,7 +148,9 @@ void wg_decode_attention(wgt_backend *be, wgt_view out, wgt_view qkv, wgt_view k
     p.KV = (uint32_t)KV, p.n = (uint32_t)rows, p.group = NH / NKV, p.opt = cos.buf != NULL;
     p.scale = 1.0f / sqrtf((float)HS);  // as the C reference
     const uint64_t nc = (uint64_t)B * maxT * KV;
-    uint32_t S = wg_decode_attention_splits(be, rows, maxT);
+    dt_tile dt;
+    const int tiled = dt_pick(ctx, T, HS, &dt);
+    uint32_t S = tiled ? 1 : wg_decode_attention_splits(be, rows, maxT);
     wgt_buf *part = NULL;
     if (S > 1) {  // the partials (HS sums, the maximum, the sum of exponentials a split) in a scratch slot
         const uint64_t np = rows * S * (HS + 2);
@@ -125,12 +166,18 @@ void wg_decode_attention(wgt_backend *be, wgt_view out, wgt_view qkv, wgt_view k
                    win(be, &p, 2, kcache, nc, "decode_attention"), win(be, &p, 3, vcache, nc, "decode_attention"),
                    win(be, &p, 4, cos, (uint64_t)maxT * HS, "decode_attention"),
                    win(be, &p, 5, sin, (uint64_t)maxT * HS, "decode_attention"), win(be, &p, 6, pos, B, "decode_attention")};
-    wg_dispatch(ctx, "decode_attention", wg_pipeline(ctx, "16_decode_attention.wgsl", "decode_attention", NULL), b, 7,
-                &p, sizeof p, rows * S);
+    if (tiled) {
+        const uint64_t wgs = (uint64_t)B * NH * ((T + dt.bq - 1) / dt.bq);
+        char defs[DEC_DEFINES_CAP];
+        snprintf(defs, sizeof defs, "const DT_HS=%uu;const DT_BQ=%uu;const DT_BK=%uu;", HS, dt.bq, dt.bk);
+        wg_dispatch(ctx, "decode_attention", dec_pipeline(ctx, "decode_attention_tiles", defs), b, 7, &p, sizeof p, wgs);
+        return;
+    }
+    wg_dispatch(ctx, "decode_attention", dec_pipeline(ctx, "decode_attention", NULL), b, 7, &p, sizeof p, rows * S);
     if (S == 1) return;
     dec_params c = p;  // the combine: out, the partials, the positions (a skipped row stays as it was)
     wg_bind cb[] = {win(be, &c, 0, out, rows * HS, "decode_attention"), win(be, &c, 1, dst, rows * S * (HS + 2),
                     "decode_attention"), win(be, &c, 2, pos, B, "decode_attention")};
     wg_dispatch(ctx, "decode_attention_combine",
-                wg_pipeline(ctx, "16_decode_attention.wgsl", "decode_attention_combine", NULL), cb, 3, &c, sizeof c, rows);
+                dec_pipeline(ctx, "decode_attention_combine", NULL), cb, 3, &c, sizeof c, rows);
 }

@@ -30,6 +30,7 @@ static const setting_def defs[] = {
     {"WGTRAIN_TUNE_CACHE", "auto, off or the path of the tuning cache file (at most 4095 bytes)"},
     {"WGTRAIN_AUTOTUNE", "auto, 0 or 1"},
     {"WGTRAIN_DECODE_SPLIT", "auto, off or an integer 1..64"},
+    {"WGTRAIN_DECODE_TILES", "auto, off, 0 or 1"},
     {"WGTRAIN_TEST_BINDING_LIMIT", "0 (the device's limit) or an element count of at least 256"},
 };
 #define N_DEFS (sizeof defs / sizeof defs[0])
@@ -46,6 +47,7 @@ void wg_settings_default(wg_settings *s) {
     s->binding_limit = 0;
     s->autotune = WG_AUTO;
     s->decode_split = WG_AUTO;
+    s->decode_tiles = WG_AUTO;
 }
 
 // A decimal integer in [lo, hi], the whole text.
@@ -189,6 +191,10 @@ static int set_one(wg_settings *s, const char *name, const char *v) {
         const int one = 1;
         t.decode_split = d.decode_split;
         ok = dflt || parse_auto_int(v, 1, 64, &one, &t.decode_split);
+    } else if (!strcmp(name, "WGTRAIN_DECODE_TILES")) {
+        const int zero = 0;
+        t.decode_tiles = d.decode_tiles;
+        ok = dflt || parse_auto_int(v, 0, 1, &zero, &t.decode_tiles);
     } else if (!strcmp(name, "WGTRAIN_TEST_BINDING_LIMIT")) {
         ok = dflt || (parse_int(v, 0, (long long)1 << 62, &x) && (x == 0 || x >= 256));
         t.binding_limit = (uint64_t)x;

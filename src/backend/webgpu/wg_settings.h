@@ -55,6 +55,10 @@
 //                                                      off or 1 never; S forces S on every call
 //                                                      (auto: few rows against a long cache,
 //                                                      on a hardware GPU)
+//   WGTRAIN_DECODE_TILES        auto | off | 0 | 1     decode_attention's tiled kernel for many
+//                                                      new tokens a sequence (a prefill chunk):
+//                                                      auto from 16 of them, 1 at any count,
+//                                                      0 or off never (where a tile fits)
 //   WGTRAIN_TEST_BINDING_LIMIT  0 | 256..2^62          TEST ONLY: the ops split tensors as if one
 //                                                      storage binding held at most this many
 //                                                      elements (0: the device's limit)
@@ -104,6 +108,7 @@ typedef struct {
     char tune_cache[4096];       // WGTRAIN_TUNE_CACHE: "" (auto), "off" or a path
     int autotune;                // WGTRAIN_AUTOTUNE: WG_AUTO, 0 or 1
     int decode_split;            // WGTRAIN_DECODE_SPLIT: WG_AUTO or S in 1..64 (off: 1)
+    int decode_tiles;            // WGTRAIN_DECODE_TILES: WG_AUTO, 0 (off) or 1
     // Not from the environment: the device's tiles from the tuning cache or this process's
     // tuning run (wg_tune.h), per op (matmul, matmul_t, matmul_at) for large and small outputs;
     // they take the place of the tile table's row when mm_tuned is set.
