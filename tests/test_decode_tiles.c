@@ -1,6 +1,6 @@
 // test_decode_tiles.c — decode_attention's tiled kernel on WebGPU (decode_attention_tiles in
 // kernels/16_decode_attention.wgsl: a prefill chunk's query rows in tiles that share each key
-// tile) against the C reference, table-driven: head sizes 16 to 128 (80: a lane past the last
+// tile) against the C reference, table-driven: head sizes 16 to 128 (48: lanes past the last
 // column), partial query tiles, grouped-query and one-kv-head attention, windows shorter than a
 // key tile and than the chunk, RoPE tables bound or not, sequences of one batch at different
 // positions (the last ones of the cache, the first, between), a single new token, and head sizes
@@ -29,9 +29,9 @@ typedef struct {
 static const tile_case cases[] = {
     {"GQA, partial last tile, rope", 2, 40, 4, 2, 64, 300, 0, 1},
     {"HS 128, window 37 of a 100-token chunk, rope", 1, 100, 2, 1, 128, 400, 37, 1},
-    {"HS 80 (a lane past the last column)", 2, 33, 3, 3, 80, 120, 0, 0},
+    {"HS 48 (lanes past the last column)", 2, 33, 3, 3, 48, 120, 0, 0},
     {"HS 16, window 5, three sequences", 3, 17, 4, 1, 16, 90, 5, 1},
-    {"HS 32, a chunk as long as the cache", 1, 70, 2, 2, 32, 70, 0, 1},
+    {"a chunk as long as the cache", 1, 70, 2, 2, 64, 70, 0, 1},
     {"one new token", 2, 1, 4, 2, 64, 50, 0, 1},
     {"HS 6: no tile, decode_attention", 1, 20, 2, 1, 6, 40, 0, 1},
     {"HS 256: no tile on 32 KiB", 1, 24, 2, 2, 256, 60, 0, 1},
