@@ -145,18 +145,23 @@ fn mm_slot_kc4(s : u32) -> vec2<u32> {  // (kk, row)
 // computed once before the k-loop so that a whole-tile load costs an add, not a multiply-add
 // chain, per slice (the loads are a fixed share of a slice's instructions, the FMAs the rest).
 // (A k-contiguous operand bound as vec4 has its own slot order, mm_slot_kc4: one row a slot.)
-// q: the slot's (kk, row quad), or (kk, row) for a vec4 k-contiguous slot (kc4).
-fn mm_base(q : vec2<u32>, r0 : u32, kc : bool, kc4 : bool, off : u32, ld : u32) -> u32 {
-    let r = r0 + select(q.y * 4u, q.y, kc4);
-    return off + select(q.x * ld + r, r * ld + q.x, kc);
-}
 fn mm_base_a(s : u32, m0 : u32, a_kc : bool) -> u32 {
-    let kc4 = MM_A_V4 && a_kc;
-    return mm_base(select(mm_slot_a(s, a_kc), mm_slot_kc4(s), kc4), m0, a_kc, kc4, mm_p.a_off, mm_p.lda);
+    if (MM_A_V4 && a_kc) {
+        let q = mm_slot_kc4(s);
+        return mm_p.a_off + (m0 + q.y) * mm_p.lda + q.x;
+    }
+    let q = mm_slot_a(s, a_kc);
+    let m = m0 + q.y * 4u;
+    return mm_p.a_off + select(q.x * mm_p.lda + m, m * mm_p.lda + q.x, a_kc);
 }
 fn mm_base_b(s : u32, n0 : u32, b_kc : bool) -> u32 {
-    let kc4 = MM_B_V4 && b_kc;
-    return mm_base(select(mm_slot_b(s, b_kc), mm_slot_kc4(s), kc4), n0, b_kc, kc4, mm_p.b_off, mm_p.ldb);
+    if (MM_B_V4 && b_kc) {
+        let q = mm_slot_kc4(s);
+        return mm_p.b_off + (n0 + q.y) * mm_p.ldb + q.x;
+    }
+    let q = mm_slot_b(s, b_kc);
+    let n = n0 + q.y * 4u;
+    return mm_p.b_off + select(q.x * mm_p.ldb + n, n * mm_p.ldb + q.x, b_kc);
 }
 
 // Tiles wholly inside the matrices (nearly all of them) load without any bounds test: the test
@@ -261,40 +266,17 @@ fn mm_store_b(buf : u32, s : u32, v : vec4<f32>, b_kc : bool) {
     mm_bs[(buf * MM_BK + q.x) * MM_BS_V + q.y] = v;
 }
 
-// One k-slice of both tiles in registers: one vec4 per pass of each (at most 4; the unused ones
-// stay zero and fold away), and the slice-invariant parts of their first indices (mm_base_a/b).
-struct MMSlice {
-    a0 : vec4<f32>, a1 : vec4<f32>, a2 : vec4<f32>, a3 : vec4<f32>,
-    b0 : vec4<f32>, b1 : vec4<f32>, b2 : vec4<f32>, b3 : vec4<f32>,
-};
-struct MMBases { a : vec4<u32>, b : vec4<u32> };
-
-// The slots of this thread (pass p holds slot lid + p·MM_WG) of the slice at k0.
-fn mm_fetch_slice(lid : u32, p : MMBases, m0 : u32, n0 : u32, k0 : u32, ke : u32, a_kc : bool, b_kc : bool) -> MMSlice {
-    const W = MM_WG;
-    let z = vec4<f32>(0.0);
-    var r = MMSlice(z, z, z, z, z, z, z, z);
-    r.a0 = mm_fetch_a(lid, p.a.x, m0, k0, ke, a_kc);
-    if (MM_A_PASSES > 1u) { r.a1 = mm_fetch_a(lid + W, p.a.y, m0, k0, ke, a_kc); }
-    if (MM_A_PASSES > 2u) { r.a2 = mm_fetch_a(lid + 2u * W, p.a.z, m0, k0, ke, a_kc); }
-    if (MM_A_PASSES > 3u) { r.a3 = mm_fetch_a(lid + 3u * W, p.a.w, m0, k0, ke, a_kc); }
-    r.b0 = mm_fetch_b(lid, p.b.x, n0, k0, ke, b_kc);
-    if (MM_B_PASSES > 1u) { r.b1 = mm_fetch_b(lid + W, p.b.y, n0, k0, ke, b_kc); }
-    if (MM_B_PASSES > 2u) { r.b2 = mm_fetch_b(lid + 2u * W, p.b.z, n0, k0, ke, b_kc); }
-    if (MM_B_PASSES > 3u) { r.b3 = mm_fetch_b(lid + 3u * W, p.b.w, n0, k0, ke, b_kc); }
-    return r;
-}
-
-// A fetched slice into buffer `buf`.
-fn mm_store_tiles(buf : u32, lid : u32, r : MMSlice, a_kc : bool, b_kc : bool) {
-    mm_store_a(buf, lid, r.a0, a_kc);
-    if (MM_A_PASSES > 1u) { mm_store_a(buf, lid + MM_WG, r.a1, a_kc); }
-    if (MM_A_PASSES > 2u) { mm_store_a(buf, lid + 2u * MM_WG, r.a2, a_kc); }
-    if (MM_A_PASSES > 3u) { mm_store_a(buf, lid + 3u * MM_WG, r.a3, a_kc); }
-    mm_store_b(buf, lid, r.b0, b_kc);
-    if (MM_B_PASSES > 1u) { mm_store_b(buf, lid + MM_WG, r.b1, b_kc); }
-    if (MM_B_PASSES > 2u) { mm_store_b(buf, lid + 2u * MM_WG, r.b2, b_kc); }
-    if (MM_B_PASSES > 3u) { mm_store_b(buf, lid + 3u * MM_WG, r.b3, b_kc); }
+// The prefetched slots of both tiles into buffer `buf` (pass p holds slot lid + p·MM_WG).
+fn mm_store_tiles(buf : u32, lid : u32, a0 : vec4<f32>, a1 : vec4<f32>, a2 : vec4<f32>, a3 : vec4<f32>,
+                  b0 : vec4<f32>, b1 : vec4<f32>, b2 : vec4<f32>, b3 : vec4<f32>, a_kc : bool, b_kc : bool) {
+    mm_store_a(buf, lid, a0, a_kc);
+    if (MM_A_PASSES > 1u) { mm_store_a(buf, lid + MM_WG, a1, a_kc); }
+    if (MM_A_PASSES > 2u) { mm_store_a(buf, lid + 2u * MM_WG, a2, a_kc); }
+    if (MM_A_PASSES > 3u) { mm_store_a(buf, lid + 3u * MM_WG, a3, a_kc); }
+    mm_store_b(buf, lid, b0, b_kc);
+    if (MM_B_PASSES > 1u) { mm_store_b(buf, lid + MM_WG, b1, b_kc); }
+    if (MM_B_PASSES > 2u) { mm_store_b(buf, lid + 2u * MM_WG, b2, b_kc); }
+    if (MM_B_PASSES > 3u) { mm_store_b(buf, lid + 3u * MM_WG, b3, b_kc); }
 }
 
 // One output row of a thread: up to 8 columns in two vec4 (v1 only when MM_TN4 == 2), with the
@@ -371,34 +353,37 @@ struct MMAcc {
 };
 
 // One k of the tiles in workgroup memory into the accumulators: the thread's A rows at ai (and
-// ai + MM_TY), its B columns at bi (and bi + MM_TX), the 8x8 update written out. With one row
-// (column) quad a1 (b1) reads a0's (b0's) slot again and is never used: the load folds away.
+// ai + MM_TY), its B columns at bi (and bi + MM_TX), the 8x8 update written out.
 fn mm_k_step(c : ptr<function, MMAcc>, ai : u32, bi : u32) {
     let a0 = mm_as[ai];
     let b0 = mm_bs[bi];
-    let a1 = mm_as[ai + (MM_TM4 - 1u) * MM_TY];
-    let b1 = mm_bs[bi + (MM_TN4 - 1u) * MM_TX];
     (*c).c00 = fma(vec4<f32>(a0.x), b0, (*c).c00);
     (*c).c10 = fma(vec4<f32>(a0.y), b0, (*c).c10);
     (*c).c20 = fma(vec4<f32>(a0.z), b0, (*c).c20);
     (*c).c30 = fma(vec4<f32>(a0.w), b0, (*c).c30);
     if (MM_TN4 == 2u) {
+        let b1 = mm_bs[bi + MM_TX];
         (*c).c01 = fma(vec4<f32>(a0.x), b1, (*c).c01);
         (*c).c11 = fma(vec4<f32>(a0.y), b1, (*c).c11);
         (*c).c21 = fma(vec4<f32>(a0.z), b1, (*c).c21);
         (*c).c31 = fma(vec4<f32>(a0.w), b1, (*c).c31);
-    }
-    if (MM_TM4 == 2u) {
-        (*c).c40 = fma(vec4<f32>(a1.x), b0, (*c).c40);
-        (*c).c50 = fma(vec4<f32>(a1.y), b0, (*c).c50);
-        (*c).c60 = fma(vec4<f32>(a1.z), b0, (*c).c60);
-        (*c).c70 = fma(vec4<f32>(a1.w), b0, (*c).c70);
-        if (MM_TN4 == 2u) {
+        if (MM_TM4 == 2u) {
+            let a1 = mm_as[ai + MM_TY];
+            (*c).c40 = fma(vec4<f32>(a1.x), b0, (*c).c40);
+            (*c).c50 = fma(vec4<f32>(a1.y), b0, (*c).c50);
+            (*c).c60 = fma(vec4<f32>(a1.z), b0, (*c).c60);
+            (*c).c70 = fma(vec4<f32>(a1.w), b0, (*c).c70);
             (*c).c41 = fma(vec4<f32>(a1.x), b1, (*c).c41);
             (*c).c51 = fma(vec4<f32>(a1.y), b1, (*c).c51);
             (*c).c61 = fma(vec4<f32>(a1.z), b1, (*c).c61);
             (*c).c71 = fma(vec4<f32>(a1.w), b1, (*c).c71);
         }
+    } else if (MM_TM4 == 2u) {
+        let a1 = mm_as[ai + MM_TY];
+        (*c).c40 = fma(vec4<f32>(a1.x), b0, (*c).c40);
+        (*c).c50 = fma(vec4<f32>(a1.y), b0, (*c).c50);
+        (*c).c60 = fma(vec4<f32>(a1.z), b0, (*c).c60);
+        (*c).c70 = fma(vec4<f32>(a1.w), b0, (*c).c70);
     }
 }
 
@@ -418,6 +403,8 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
     let ntiles = select(0u, (ke - kb + MM_BK - 1u) / MM_BK, ke > kb);
     let z = vec4<f32>(0.0);
     var acc = MMAcc(z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z);
+    // prefetch registers: one vec4 per pass of each tile (at most 4; unused ones fold away)
+    var ra0 = z; var ra1 = z; var ra2 = z; var ra3 = z; var rb0 = z; var rb1 = z; var rb2 = z; var rb3 = z;
     var rs = z;                                           // row sums of A (MM_RS, m-contiguous A)
     if (MM_LUT) {  // an nf4 weight: its levels into workgroup memory before the first decode
         mm_lut_init(lid);
@@ -426,21 +413,40 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
 
     // first k-slice straight into buffer 0
     const W = MM_WG;
-    let pb = MMBases(vec4<u32>(mm_base_a(lid, m0, a_kc), mm_base_a(lid + W, m0, a_kc), mm_base_a(lid + 2u * W, m0, a_kc),
-                               mm_base_a(lid + 3u * W, m0, a_kc)),
-                     vec4<u32>(mm_base_b(lid, n0, b_kc), mm_base_b(lid + W, n0, b_kc), mm_base_b(lid + 2u * W, n0, b_kc),
-                               mm_base_b(lid + 3u * W, n0, b_kc)));
-    var r = mm_fetch_slice(lid, pb, m0, n0, kb, ke, a_kc, b_kc);  // the prefetch registers
-    mm_store_tiles(0u, lid, r, a_kc, b_kc);
-    if (MM_RS && !a_kc) { rs += (r.a0 + r.a1) + (r.a2 + r.a3); }
+    let pa0 = mm_base_a(lid, m0, a_kc);
+    let pa1 = mm_base_a(lid + W, m0, a_kc);
+    let pa2 = mm_base_a(lid + 2u * W, m0, a_kc);
+    let pa3 = mm_base_a(lid + 3u * W, m0, a_kc);
+    let pb0 = mm_base_b(lid, n0, b_kc);
+    let pb1 = mm_base_b(lid + W, n0, b_kc);
+    let pb2 = mm_base_b(lid + 2u * W, n0, b_kc);
+    let pb3 = mm_base_b(lid + 3u * W, n0, b_kc);
+    ra0 = mm_fetch_a(lid, pa0, m0, kb, ke, a_kc);
+    if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + W, pa1, m0, kb, ke, a_kc); }
+    if (MM_A_PASSES > 2u) { ra2 = mm_fetch_a(lid + 2u * W, pa2, m0, kb, ke, a_kc); }
+    if (MM_A_PASSES > 3u) { ra3 = mm_fetch_a(lid + 3u * W, pa3, m0, kb, ke, a_kc); }
+    rb0 = mm_fetch_b(lid, pb0, n0, kb, ke, b_kc);
+    if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + W, pb1, n0, kb, ke, b_kc); }
+    if (MM_B_PASSES > 2u) { rb2 = mm_fetch_b(lid + 2u * W, pb2, n0, kb, ke, b_kc); }
+    if (MM_B_PASSES > 3u) { rb3 = mm_fetch_b(lid + 3u * W, pb3, n0, kb, ke, b_kc); }
+    mm_store_tiles(0u, lid, ra0, ra1, ra2, ra3, rb0, rb1, rb2, rb3, a_kc, b_kc);
+    if (MM_RS && !a_kc) { rs += (ra0 + ra1) + (ra2 + ra3); }
     workgroupBarrier();
 
     for (var t = 0u; t < ntiles; t++) {
         let buf = t & 1u;
         let more = t + 1u < ntiles;
-        let k1 = kb + (t + 1u) * MM_BK;
-        // prefetch the next slice; its latency hides behind the FMAs below
-        if (more && MM_PF) { r = mm_fetch_slice(lid, pb, m0, n0, k1, ke, a_kc, b_kc); }
+        if (more && MM_PF) {  // prefetch the next slice; its latency hides behind the FMAs below
+            let k1 = kb + (t + 1u) * MM_BK;
+            ra0 = mm_fetch_a(lid, pa0, m0, k1, ke, a_kc);
+            if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + W, pa1, m0, k1, ke, a_kc); }
+            if (MM_A_PASSES > 2u) { ra2 = mm_fetch_a(lid + 2u * W, pa2, m0, k1, ke, a_kc); }
+            if (MM_A_PASSES > 3u) { ra3 = mm_fetch_a(lid + 3u * W, pa3, m0, k1, ke, a_kc); }
+            rb0 = mm_fetch_b(lid, pb0, n0, k1, ke, b_kc);
+            if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + W, pb1, n0, k1, ke, b_kc); }
+            if (MM_B_PASSES > 2u) { rb2 = mm_fetch_b(lid + 2u * W, pb2, n0, k1, ke, b_kc); }
+            if (MM_B_PASSES > 3u) { rb3 = mm_fetch_b(lid + 3u * W, pb3, n0, k1, ke, b_kc); }
+        }
         var ai = buf * MM_BK * MM_AS_V + ty;
         var bi = buf * MM_BK * MM_BS_V + tx;
         for (var kk = 0u; kk < MM_BK; kk += 8u) {  // one trip for slices of 4 or 8
@@ -458,11 +464,20 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
             bi += 8u * MM_BS_V;
         }
         if (more) {
-            // no prefetch registers: load now, other workgroups hide the latency
-            if (!MM_PF) { r = mm_fetch_slice(lid, pb, m0, n0, k1, ke, a_kc, b_kc); }
+            if (!MM_PF) {  // no prefetch registers: load now, other workgroups hide the latency
+                let k1 = kb + (t + 1u) * MM_BK;
+                ra0 = mm_fetch_a(lid, pa0, m0, k1, ke, a_kc);
+                if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + W, pa1, m0, k1, ke, a_kc); }
+                if (MM_A_PASSES > 2u) { ra2 = mm_fetch_a(lid + 2u * W, pa2, m0, k1, ke, a_kc); }
+                if (MM_A_PASSES > 3u) { ra3 = mm_fetch_a(lid + 3u * W, pa3, m0, k1, ke, a_kc); }
+                rb0 = mm_fetch_b(lid, pb0, n0, k1, ke, b_kc);
+                if (MM_B_PASSES > 1u) { rb1 = mm_fetch_b(lid + W, pb1, n0, k1, ke, b_kc); }
+                if (MM_B_PASSES > 2u) { rb2 = mm_fetch_b(lid + 2u * W, pb2, n0, k1, ke, b_kc); }
+                if (MM_B_PASSES > 3u) { rb3 = mm_fetch_b(lid + 3u * W, pb3, n0, k1, ke, b_kc); }
+            }
             // the other buffer was last read in iteration t-1, which every thread has left
-            mm_store_tiles(buf ^ 1u, lid, r, a_kc, b_kc);
-            if (MM_RS && !a_kc) { rs += (r.a0 + r.a1) + (r.a2 + r.a3); }
+            mm_store_tiles(buf ^ 1u, lid, ra0, ra1, ra2, ra3, rb0, rb1, rb2, rb3, a_kc, b_kc);
+            if (MM_RS && !a_kc) { rs += (ra0 + ra1) + (ra2 + ra3); }
         }
         workgroupBarrier();
     }

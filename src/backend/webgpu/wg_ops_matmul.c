@@ -110,15 +110,19 @@ static uint64_t tile_count(mm_tile t, uint64_t M, uint64_t N) { return cdiv(M, t
 // floats written and read back (8 bytes each) against 2·M·N·K FLOPs, i.e. 4·S·F/(B·K) with F/B
 // = MM_FLOP_PER_BYTE (FP32 FLOP/s of this kernel over memory bytes/s: ~30 T / ~3.5 T on the
 // H200). An output of at least MM_MIN_BIG_TILES tiles is split only when that beats S = 1 (no
-// traffic, its own last wave) by MM_SPLITK_GAIN: one of 1-2 partial waves, as 8192 x 768 is
-// (384 tiles of 128², 1.45 waves: S = 2 makes 2.9). In GPT-2 124M (B*T = 8192) this splits the
-// dW of the four layer GEMMs (S = 7 for 768x768, 11 for 3072x768, 12 for 2304x768) and the
-// outputs of 8192 x 768 (S = 2). WGTRAIN_MM_SPLITK=S forces S.
+// traffic, its own last wave) by MM_SPLITK_GAIN and K is at least MM_SPLITK_WAVE_MIN_K: one of
+// 1-2 partial waves, as 8192 x 768 is (384 tiles of 128², 1.45 waves: S = 2 makes 2.9). With a
+// shorter K such an output takes the small tile instead (plan_pick): on the H200 at K = 768 the
+// 128x64 tile ran 34.5 TFLOP/s against 30.0 split in 2 and 28.3 unsplit (matmul_t), while at
+// K >= 2304 the split 128² tile won by 4-17 % (bench/README.md). In GPT-2 124M (B*T = 8192) this
+// splits the dW of the four layer GEMMs (S = 7 for 768x768, 11 for 3072x768, 12 for 2304x768) and
+// the 8192 x 768 outputs with K >= 2304 (S = 2; the lm_head's dX 11). WGTRAIN_MM_SPLITK=S forces S.
 #define MM_SPLITK_MIN_K 256
 #define MM_SPLITK_MAX 16
 #define MM_GPU_SLOTS 264
 #define MM_FLOP_PER_BYTE 10.0
 #define MM_SPLITK_GAIN 0.9
+#define MM_SPLITK_WAVE_MIN_K 2048
 // The scratch of the partial tiles is capped (besides one binding): an output that would need
 // more is computed without split.
 #define MM_SCRATCH_MAX ((uint64_t)1 << 26)
@@ -134,7 +138,8 @@ static uint32_t splitk_auto(uint64_t tiles, uint32_t K) {
         double cost = mm_waves(tiles * S) + 4.0 * S * MM_FLOP_PER_BYTE / K;
         if (!best || cost < best_cost) { best = S; best_cost = cost; }
     }
-    if (tiles >= MM_MIN_BIG_TILES && best_cost > MM_SPLITK_GAIN * mm_waves(tiles)) return 0;
+    if (tiles >= MM_MIN_BIG_TILES && (K < MM_SPLITK_WAVE_MIN_K || best_cost > MM_SPLITK_GAIN * mm_waves(tiles)))
+        return 0;
     return best;
 }
 
@@ -245,6 +250,11 @@ static mm_plan plan_pick(wg_ctx *ctx, mm_variant var, uint32_t M, uint32_t N, ui
     if (K > 0 && s > 0) p.splits = (uint32_t)s;
     else if (K > 0 && s == WG_AUTO) p.splits = splitk_auto(tiles, K);
     if (tile == WG_MM_TILE_AUTO && !p.splits && tiles < MM_MIN_BIG_TILES) p.t = small;
+    // partial waves of big tiles that split-K does not take (K too short): the small tile when
+    // it fills the GPU better by MM_SPLITK_GAIN
+    if (tile == WG_MM_TILE_AUTO && !p.splits && tiles >= MM_MIN_BIG_TILES &&
+        mm_waves(tile_count(small, M, N)) < MM_SPLITK_GAIN * mm_waves(tiles))
+        p.t = small;
     return p;
 }
 
