@@ -104,6 +104,17 @@ fn kv_cache_append(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_
 @group(0) @binding(7) var<uniform> da_p : DecParams;
 
 var<workgroup> da_q : array<f32, 256>;   // the rotated query
+
+// Element d of the query head at qkv[qb ..) rotated at position p (opt = 1; as kv_cache_append's
+// keys), or as it is without tables.
+fn da_q_rotated(qb : u32, d : u32, p : u32) -> f32 {
+    let x = da_qkv[qb + d];
+    if (da_p.opt != 1u) { return x; }
+    let H2 = da_p.HS / 2u;
+    let cb = p * da_p.HS + d;
+    if (d < H2) { return x * da_cos[da_p.o4 + cb] - da_qkv[qb + d + H2] * da_sin[da_p.o5 + cb]; }
+    return x * da_cos[da_p.o4 + cb] + da_qkv[qb + d - H2] * da_sin[da_p.o5 + cb];
+}
 var<workgroup> da_e : array<f32, 256>;   // a chunk's exp(s_j - m)
 
 @compute @workgroup_size(256)
@@ -121,19 +132,7 @@ fn decode_attention(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invoc
     let p = da_pos[da_p.o6 + b] + bt % da_p.T;
     if (p >= da_p.maxT) { return; }
     let qb = da_p.o1 + bt * da_p.W + h * HS;
-    if (i < HS) {
-        var x = da_qkv[qb + i];
-        if (da_p.opt == 1u) {
-            let H2 = HS / 2u;
-            let cb = p * HS + i;
-            if (i < H2) {
-                x = x * da_cos[da_p.o4 + cb] - da_qkv[qb + i + H2] * da_sin[da_p.o5 + cb];
-            } else {
-                x = x * da_cos[da_p.o4 + cb] + da_qkv[qb + i - H2] * da_sin[da_p.o5 + cb];
-            }
-        }
-        da_q[i] = x;
-    }
+    if (i < HS) { da_q[i] = da_q_rotated(qb, i, p); }
     workgroupBarrier();
     let kvh = h / da_p.group;
     let base = b * da_p.maxT * da_p.KV + kvh * HS;  // key 0 of this kv head in the caches
@@ -289,19 +288,7 @@ fn decode_attention_tiles(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local
         let d = e % DT_HS;
         var x = 0.0;
         let pr = p0 + rr;
-        if (rr < rows && pr < da_p.maxT) {
-            let qb = da_p.o1 + (b * da_p.T + t0 + rr) * da_p.W + h * HS;
-            x = da_qkv[qb + d];
-            if (da_p.opt == 1u) {
-                let H2 = HS / 2u;
-                let cb = pr * HS + d;
-                if (d < H2) {
-                    x = x * da_cos[da_p.o4 + cb] - da_qkv[qb + d + H2] * da_sin[da_p.o5 + cb];
-                } else {
-                    x = x * da_cos[da_p.o4 + cb] + da_qkv[qb + d - H2] * da_sin[da_p.o5 + cb];
-                }
-            }
-        }
+        if (rr < rows && pr < da_p.maxT) { x = da_q_rotated(da_p.o1 + (b * da_p.T + t0 + rr) * da_p.W + h * HS, d, pr); }
         dt_q[rr * DT_QS + d / 4u][d % 4u] = x * da_p.scale;
     }
 

@@ -19,8 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "backend/webgpu/wg_ops.h"
-#include "backend_pair.h"
+#include "decode_fixture.h"
 
 typedef struct {
     const char *name;
@@ -40,68 +39,31 @@ static const split_case cases[] = {
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
-static void set_split(wgt_backend *gpu, const char *v) {
-    if (wg_settings_set(wg_ctx_settings(wg_of(gpu)), "WGTRAIN_DECODE_SPLIT", v) != WGT_OK) {
-        fprintf(stderr, "%s\n", wgt_last_error());
-        exit(1);
-    }
-}
-
-// Rotation tables as rope_forward's (any values of cos, sin serve the comparison).
-static void tables(float *c, float *s, uint32_t maxT, uint32_t HS) {
-    for (uint32_t p = 0; p < maxT; p++)
-        for (uint32_t d = 0; d < HS; d++) {
-            double a = p / pow(10000.0, (double)(2 * (d % (HS / 2))) / HS);
-            c[(size_t)p * HS + d] = (float)cos(a);
-            s[(size_t)p * HS + d] = (float)sin(a);
-        }
-}
+static void set_split(wgt_backend *gpu, const char *v) { decode_setting(gpu, "WGTRAIN_DECODE_SPLIT", v); }
 
 static void run_case(bpair *P, const split_case *k) {
     const uint32_t B = k->B, T = k->T, NH = k->NH, NKV = k->NKV, HS = k->HS, maxT = k->maxT;
-    const size_t KV = (size_t)NKV * HS, W = (size_t)NH * HS + 2 * KV, nq = (size_t)B * T * W,
-                 nc = (size_t)B * maxT * KV, no = (size_t)B * T * NH * HS;
-    float *q = malloc(nq * 4), *kc = malloc(nc * 4), *vc = malloc(nc * 4), *ct = NULL, *st = NULL;
-    for (size_t i = 0; i < nq; i++) q[i] = trng_normal();
-    for (size_t i = 0; i < nc; i++) kc[i] = 0.5f * trng_normal(), vc[i] = trng_normal();
-    uint32_t pos[8];
-    for (uint32_t b = 0; b < B; b++)  // the last positions, the first ones, between
-        pos[b] = b == 0 ? maxT - T : b == 1 ? 0 : (b * 977u) % (maxT - T + 1);
-    if (!strcmp(k->name, "one cached key")) pos[0] = 0;
-    btensor tq = bt_new(P, nq, q), tk = bt_new(P, nc, kc), tv = bt_new(P, nc, vc), tp = bt_new(P, B, pos);
-    btensor tc = {0}, ts = {0};
-    if (k->rope) {
-        ct = malloc((size_t)maxT * HS * 4), st = malloc((size_t)maxT * HS * 4);
-        tables(ct, st, maxT, HS);
-        tc = bt_new(P, (size_t)maxT * HS, ct), ts = bt_new(P, (size_t)maxT * HS, st);
+    decode_inputs d = decode_inputs_init(P, B, T, NH, NKV, HS, maxT, k->window, k->rope, 977);
+    if (!strcmp(k->name, "one cached key")) {
+        d.pos[0] = 0;
+        P->cpu->upload(P->cpu, bt_c(d.p), d.pos, B);
+        P->gpu->upload(P->gpu, bt_g(d.p), d.pos, B);
     }
-    float *sentinel = malloc(no * 4);
-    for (size_t i = 0; i < no; i++) sentinel[i] = 1234.5f;
-    btensor to = bt_new(P, no, sentinel);
-    const wgt_view none = wgt_view_of(NULL, 0, 0);
+    const size_t no = d.no;
     char what[200];
     const uint32_t auto_s = wg_decode_attention_splits(P->gpu, (uint64_t)B * T * NH, maxT);
     const int software = P->gpu->device_is_software(P->gpu);
     CHECK(k->auto_splits && !software ? auto_s > 1 : auto_s == 1, "%s: the automatic choice is %u splits on a %s GPU",
           k->name, auto_s, software ? "software" : "hardware");
-    // the reference once
-    P->cpu->decode_attention(P->cpu, bt_c(to), bt_c(tq), bt_c(tk), bt_c(tv), k->rope ? bt_c(tc) : none,
-                             k->rope ? bt_c(ts) : none, bt_c(tp), B, T, NH, NKV, HS, maxT, k->window);
     float *ref = malloc(no * 4), *unsplit = malloc(no * 4), *got = malloc(no * 4);
-    P->cpu->download(P->cpu, ref, bt_c(to), no);
+    decode_inputs_run(P, &d, 0, ref);  // the reference once
     double mx = 0;
     for (size_t i = 0; i < no; i++) mx = fmax(mx, fabs(ref[i]));
     const char *splits[] = {"off", "auto", "3", "7", "64"};
     for (int si = 0; si < 5; si++) {
         if (si == 1 && auto_s == 1) continue;  // (auto is "off" here: the software GPU, or many rows)
         set_split(P->gpu, splits[si]);
-        P->gpu->upload(P->gpu, bt_g(to), sentinel, no);
-        P->gpu->decode_attention(P->gpu, bt_g(to), bt_g(tq), bt_g(tk), bt_g(tv), k->rope ? bt_g(tc) : none,
-                                 k->rope ? bt_g(ts) : none, bt_g(tp), B, T, NH, NKV, HS, maxT, k->window);
-        if (P->gpu->download(P->gpu, got, bt_g(to), no) != WGT_OK) {
-            fprintf(stderr, "device error: %s\n", wgt_last_error());
-            exit(1);
-        }
+        decode_inputs_run(P, &d, 1, got);
         snprintf(what, sizeof what, "%s (B=%u T=%u NH=%u NKV=%u HS=%u maxT=%u window=%u), splits %s", k->name, B, T, NH,
                  NKV, HS, maxT, k->window, splits[si]);
         CHECK_CLOSE(what, got, ref, no, 1e-5 * mx, 1e-4);
@@ -114,27 +76,23 @@ static void run_case(bpair *P, const split_case *k) {
     // a row past the cache (position maxT) is skipped: its output keeps the sentinel, the other
     // rows are as before
     if (B >= 2) {
-        uint32_t skip[8];
-        memcpy(skip, pos, sizeof skip);
+        uint32_t skip[DECODE_MAX_B];
+        memcpy(skip, d.pos, sizeof skip);
         skip[0] = maxT;
-        P->gpu->upload(P->gpu, bt_g(tp), skip, B);
+        P->gpu->upload(P->gpu, bt_g(d.p), skip, B);
         for (int si = 0; si < 5; si += 3) {  // off and 7
             set_split(P->gpu, splits[si]);
-            P->gpu->upload(P->gpu, bt_g(to), sentinel, no);
-            P->gpu->decode_attention(P->gpu, bt_g(to), bt_g(tq), bt_g(tk), bt_g(tv), k->rope ? bt_g(tc) : none,
-                                     k->rope ? bt_g(ts) : none, bt_g(tp), B, T, NH, NKV, HS, maxT, k->window);
-            P->gpu->download(P->gpu, got, bt_g(to), no);
+            decode_inputs_run(P, &d, 1, got);
             const size_t row = (size_t)T * NH * HS;
             snprintf(what, sizeof what, "%s, splits %s: the skipped row keeps its output", k->name, splits[si]);
-            CHECK_CLOSE(what, got, sentinel, row, 0, 0);
+            CHECK_CLOSE(what, got, d.sentinel, row, 0, 0);
             snprintf(what, sizeof what, "%s, splits %s: the other rows beside a skipped one", k->name, splits[si]);
             CHECK_CLOSE(what, got + row, ref + row, no - row, 1e-5 * mx, 1e-4);
         }
     }
     set_split(P->gpu, "auto");
-    bt_free(P, &tq), bt_free(P, &tk), bt_free(P, &tv), bt_free(P, &tp), bt_free(P, &to);
-    if (k->rope) bt_free(P, &tc), bt_free(P, &ts);
-    free(q), free(kc), free(vc), free(ct), free(st), free(sentinel), free(ref), free(unsplit), free(got);
+    decode_inputs_free(P, &d);
+    free(ref), free(unsplit), free(got);
 }
 
 int main(void) {
