@@ -34,7 +34,9 @@ WEB_FILES := index.html app.js wgtrain.js wgpu.js corpus.txt
 
 web: $(WEB_OUT)/wgtrain.wasm $(addprefix $(WEB_OUT)/,$(WEB_FILES)) $(WEB_OUT)/wasi/index.js
 
-$(WEB_DEPS)/include/zlib.h $(WEB_DEPS)/include/cjson/cJSON.h:
+# one recipe makes both headers (a grouped target: with plain targets make -j ran it twice at
+# once, and the two copies of one file raced)
+$(WEB_DEPS)/include/zlib.h $(WEB_DEPS)/include/cjson/cJSON.h &:
 	@test -f $(WEB_CJSON)/cJSON.h -a -f $(WEB_ZLIB)/zlib.h || { echo "the browser build's sources of cJSON and zlib are missing: run scripts/setup.sh" >&2; exit 1; }
 	@mkdir -p $(WEB_DEPS)/include/cjson
 	cp $(WEB_CJSON)/cJSON.h $(WEB_DEPS)/include/cjson/cJSON.h
