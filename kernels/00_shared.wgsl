@@ -87,7 +87,7 @@ fn dropout_mult(key : u32, i : u32, thr : u32, scale : f32) -> f32 {
     return select(0.0, scale, dropout_kept(key, i, thr));
 }
 
-// Attention's mask (docs/kernels.md#attention-mask), shared by 05, 10 and 17: query t attends keys
+// Attention's mask (docs/kernels.md#attention-mask), shared by 05, 10, 16 and 17: query t attends keys
 // [attn_lo, t]. d is t's example's first position (doc_start; read by the caller only when has_doc
 // is 1), window the sliding window (0: none). Never above t.
 fn attn_lo(has_doc : u32, d : u32, t : u32, window : u32) -> u32 {

@@ -136,8 +136,7 @@ fn decode_attention(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invoc
     workgroupBarrier();
     let kvh = h / da_p.group;
     let base = b * da_p.maxT * da_p.KV + kvh * HS;  // key 0 of this kv head in the caches
-    var lo = 0u;
-    if (da_p.window > 0u && p + 1u > da_p.window) { lo = p + 1u - da_p.window; }
+    let lo = attn_lo(0u, 0u, p, da_p.window);  // (no documents in a cache)
     // this split's keys [a, e) (S = 1: all of [lo, p])
     let len = p + 1u - lo;
     let per = max(min(max(da_p.span, 1u), len), (len + da_p.S - 1u) / da_p.S);
@@ -253,12 +252,6 @@ var<workgroup> dt_k : array<vec4<f32>, DT_BK * DT_QS>;
 var<workgroup> dt_v : array<vec4<f32>, DT_BK * DT_HS4>;
 var<workgroup> dt_s : array<f32, DT_BQ * DT_SS>;
 
-// The first key of position p's range.
-fn dt_lo(p : u32) -> u32 {
-    if (da_p.window > 0u && p + 1u > da_p.window) { return p + 1u - da_p.window; }
-    return 0u;
-}
-
 @compute @workgroup_size(256)
 fn decode_attention_tiles(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local_invocation_index) i : u32,
                           @builtin(num_workgroups) nwg : vec3<u32>) {
@@ -278,7 +271,7 @@ fn decode_attention_tiles(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local
     let ln = i % DT_LPR;
     let p = p0 + r;
     let live = r < rows && p < da_p.maxT;
-    let lo = dt_lo(p);
+    let lo = attn_lo(0u, 0u, p, da_p.window);  // (no documents in a cache)
     let kvh = h / da_p.group;
     let base = b * da_p.maxT * da_p.KV + kvh * HS;    // key 0 of this kv head in the caches
 
@@ -297,7 +290,7 @@ fn decode_attention_tiles(@builtin(workgroup_id) wid : vec3<u32>, @builtin(local
     var l = 0.0;
     var acc : array<vec4<f32>, DT_CPT>;
     for (var c = 0u; c < DT_CPT; c++) { acc[c] = vec4<f32>(0.0); }
-    for (var j0 = dt_lo(p0); j0 <= plast; j0 += DT_BK) {
+    for (var j0 = attn_lo(0u, 0u, p0, da_p.window); j0 <= plast; j0 += DT_BK) {
         for (var e = i; e < DT_BK * DT_HS; e += 256u) {  // the key tile [j0, j0 + DT_BK), zeros past plast
             let jj = e / DT_HS;
             let d = e % DT_HS;
