@@ -40,7 +40,8 @@
 #include "core/clock.h"
 #include "bench_common.h"
 
-static const char *const variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused", "rows", "reg"};
+static const char *const variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused", "rows", "reg",
+                                            "reg-ds"};
 
 // The WGTRAIN_ATTN_FWD_CFG / WGTRAIN_ATTN_BWD_CFG texts the context started with (from the
 // environment): what set_cfg(..., NULL) restores.
@@ -597,8 +598,8 @@ int main(int argc, char **argv) {
             set_cfg(be, 0, NULL);
         }
     }
-    // -1 forward (the default), then variants 1..4, 6 (reg) and 0 (auto) last
-    static const int order[] = {-1, 1, 2, 3, 4, 6, 0};
+    // -1 forward (the default), then variants 1..4, 6 (reg), 7 (reg-ds) and 0 (auto) last
+    static const int order[] = {-1, 1, 2, 3, 4, 6, 7, 0};
     for (size_t oi = 0; oi < sizeof order / sizeof order[0]; oi++) {
         int v = order[oi];
         char label[64];

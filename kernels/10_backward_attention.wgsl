@@ -103,6 +103,16 @@ struct AttnParams {
 @group(0) @binding(2) var<storage, read> ab_doc_r : array<u32>;
 @group(0) @binding(3) var<uniform> ab_pr : AttnParams;
 
+// attention_backward_dkdv_reg with DSW: dS into its scratch at binding 5, params at 6 (ab_pf);
+// the host's ar_params() returns ab_p or ab_pf and its ar_ds_put(i, v) stores ab_dsw[i] = v or
+// nothing, so that the kernel without DSW names neither (one binding each, none at 6)
+@group(0) @binding(5) var<storage, read_write> ab_dsw : array<f32>;
+
+// attention_backward_dq_ds's own bindings (dqkv and qkv as above)
+@group(0) @binding(1) var<storage, read> ab_dsr : array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> ab_doc_q : array<u32>;
+@group(0) @binding(4) var<uniform> ab_pq : AttnParams;
+
 const HS4 : u32 = (HS + 3u) / 4u;
 const SWM : u32 = select(0u, 7u, HS4 % 8u == 0u);
 const BK4 : u32 = BK / 4u;
@@ -135,17 +145,23 @@ fn ab_map(t : u32, nx : u32) -> vec2<u32> {
 
 // 4 head columns from 4·c4 of qkv (dout when is_dout) whose head column 0 is element `base`.
 fn ab_ld(is_dout : bool, base : u32, c4 : u32) -> vec4<f32> {
+    if (!is_dout) { return ab_ld_qkv(base, c4); }
     let c = c4 * 4u;
-    if (QV4) {
-        if (is_dout) { return vec4<f32>(ab_dout[(base + c) / 4u]); }
-        return vec4<f32>(ab_qkv[(base + c) / 4u]);
-    }
+    if (QV4) { return vec4<f32>(ab_dout[(base + c) / 4u]); }
     var v = vec4<f32>(0.0);
     for (var e = 0u; e < 4u; e++) {
-        if (c + e < HS) {
-            if (is_dout) { v[e] = vec4<f32>(ab_dout[base + c + e]).x; }
-            else { v[e] = vec4<f32>(ab_qkv[base + c + e]).x; }
-        }
+        if (c + e < HS) { v[e] = vec4<f32>(ab_dout[base + c + e]).x; }
+    }
+    return v;
+}
+
+// the same from qkv only (a kernel that calls it does not bind dout)
+fn ab_ld_qkv(base : u32, c4 : u32) -> vec4<f32> {
+    let c = c4 * 4u;
+    if (QV4) { return vec4<f32>(ab_qkv[(base + c) / 4u]); }
+    var v = vec4<f32>(0.0);
+    for (var e = 0u; e < 4u; e++) {
+        if (c + e < HS) { v[e] = vec4<f32>(ab_qkv[base + c + e]).x; }
     }
     return v;
 }
@@ -910,7 +926,7 @@ fn ar_put_st(tid : u32, x : ptr<function, ARegs>) {
 @compute @workgroup_size(RT)
 fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
                                @builtin(workgroup_id) wid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
-    let u = ab_p;
+    let u = ar_params();
     let w = flat_wg(wid, nwg);
     let T = u.T;
     if (w >= u.nblk * u.B * u.nkv) { return; }
@@ -999,6 +1015,10 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
                         dpm = dpm * m;
                     }
                     let ds = p * (dpm - dd);
+                    // DSW: one lane of the row stores dS (0 where masked) for attention_backward_dq_ds
+                    if (DSW && ln == r % RL && key <= t && t < T) {
+                        ar_ds_put((b * u.NH + h) * u.ntri + ab_tri(t) + key, ds);
+                    }
                     for (var c = 0u; c < RC; c++) {
                         dv[r][c] = fma(vec4<f32>(pm), gv[c], dv[r][c]);
                         dk[r][c] = fma(vec4<f32>(ds), qv[c], dk[r][c]);
@@ -1119,6 +1139,148 @@ fn attention_backward_dq_reg(@builtin(local_invocation_id) lid : vec3<u32>, @bui
             let c4 = ln + RL * c;
             if (c4 >= HS4) { continue; }
             ab_st(base, c4, dq[r][c] * u.scale, false);
+        }
+    }
+}
+
+// ------------------------------------------------------------------ dQ from the stored dS (reg-ds)
+// The variant reg-ds runs attention_backward_dkdv_reg with DSW, which also stores every dS[t, j]
+// it forms (j <= t, unscaled, 0 where masked) in a scratch of B·NH triangles: row t of head
+// bh = b·NH + h at bh·ntri + ab_tri(t), its keys 0..t padded to a multiple of 4 so that every
+// row starts on a vec4 (ntri = ab_tri(T)). dQ = scale·dS·K is then a causal GEMM, 1·HS FMAs a
+// (query, key) pair where attention_backward_dq_reg recomputes the scores and dP (3·HS, plus
+// the lane sums and exp2): one workgroup per (query block of DQ_BM rows, b, h), last block first,
+// streams key tiles of DQ_BK keys from the one holding lo of its first row to the diagonal: the
+// tile's dS (transposed, [key][row quad]) and K rows ([key][d4]) into workgroup memory, the next
+// tile prefetched into registers. A thread owns DQ_TM rows (quads ty and ty + DQ_TY) × DQ_CN
+// vec4 columns (tx + DQ_TX·c; columns past HS4 compute a copy of the last one, never stored):
+// per key, DQ_TM/4 + DQ_CN vec4 loads feed DQ_TM·DQ_CN vec4 FMAs. Entries outside [lo(t), t]
+// are selected to 0, never multiplied: the scratch holds stale values there. Host constants
+// DQ_BM, DQ_BK, DQ_TM (4 or 8), DQ_TX (threads along the columns), DQ_CN.
+
+// First element of row t of a padded triangle: Σ_{s<t} 4·(s/4 + 1).
+fn ab_tri(t : u32) -> u32 {
+    let a = t / 4u;
+    return 4u * (a + 1u) * (2u * a + t % 4u);
+}
+
+const DQ_TY : u32 = DQ_BM / DQ_TM;                          // threads along the rows
+const DQ_WG : u32 = DQ_TX * DQ_TY;
+const DQ_SV : u32 = DQ_BM / 4u + 1u;                        // a transposed dS key row, padded
+const DQ_SN : u32 = (DQ_BM * DQ_BK / 4u + DQ_WG - 1u) / DQ_WG;  // dS vec4 a thread stages
+const DQ_KN : u32 = (DQ_BK * HS4 + DQ_WG - 1u) / DQ_WG;     // K vec4 a thread stages
+const_assert DQ_TM == 4u || DQ_TM == 8u;
+const_assert DQ_BM % DQ_TM == 0u && DQ_BK % 4u == 0u && DQ_WG <= 256u;
+
+var<workgroup> dq_st : array<vec4<f32>, DQ_BK * DQ_SV>;  // dS tile [key][row quad]
+var<workgroup> dq_kt : array<vec4<f32>, DQ_BK * HS4>;    // K tile [key][d4]
+
+struct DqTile { s : array<vec4<f32>, DQ_SN>, k : array<vec4<f32>, DQ_KN> };
+
+// The tile of keys k0..: dS slot i = tid + DQ_WG·n is (row i / (DQ_BK/4), key quad i % (DQ_BK/4)),
+// masked by its row's lo (slo[n]; AR_NOROW past T); K vec4 i = (key i / HS4, column i % HS4).
+fn dq_fetch(u : AttnParams, tid : u32, sbase : u32, q0 : u32, k0 : u32, kbase : u32, slo : array<u32, DQ_SN>,
+            x : ptr<function, DqTile>) {
+    for (var n = 0u; n < DQ_SN; n++) {
+        let i = tid + DQ_WG * n;
+        let t = q0 + i / (DQ_BK / 4u);
+        let j = k0 + 4u * (i % (DQ_BK / 4u));
+        var v = vec4<f32>(0.0);
+        if (i < DQ_BM * DQ_BK / 4u && slo[n] != AR_NOROW && j <= t && j + 3u >= slo[n]) {
+            let w = ab_dsr[(sbase + ab_tri(t) + j) / 4u];
+            let jj = vec4<u32>(j) + vec4<u32>(0u, 1u, 2u, 3u);
+            v = select(vec4<f32>(0.0), w, (jj <= vec4<u32>(t)) & (jj >= vec4<u32>(slo[n])));
+        }
+        (*x).s[n] = v;
+    }
+    for (var n = 0u; n < DQ_KN; n++) {
+        let i = tid + DQ_WG * n;
+        let j = k0 + i / HS4;
+        var v = vec4<f32>(0.0);
+        if (i < DQ_BK * HS4 && j < u.T) { v = ab_ld_qkv(kbase + j * u.W, i % HS4); }
+        (*x).k[n] = v;
+    }
+}
+
+fn dq_put(tid : u32, x : ptr<function, DqTile>) {
+    for (var n = 0u; n < DQ_SN; n++) {
+        let i = tid + DQ_WG * n;
+        if (i < DQ_BM * DQ_BK / 4u) {
+            let row = i / (DQ_BK / 4u);
+            let kq = 4u * (i % (DQ_BK / 4u));
+            let v = (*x).s[n];
+            let o = kq * DQ_SV + row / 4u;
+            dq_st[o][row % 4u] = v.x;
+            dq_st[o + DQ_SV][row % 4u] = v.y;
+            dq_st[o + 2u * DQ_SV][row % 4u] = v.z;
+            dq_st[o + 3u * DQ_SV][row % 4u] = v.w;
+        }
+    }
+    for (var n = 0u; n < DQ_KN; n++) {
+        let i = tid + DQ_WG * n;
+        if (i < DQ_BK * HS4) { dq_kt[i] = (*x).k[n]; }
+    }
+}
+
+@compute @workgroup_size(DQ_WG)
+fn attention_backward_dq_ds(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(workgroup_id) wid : vec3<u32>,
+                            @builtin(num_workgroups) nwg : vec3<u32>) {
+    let u = ab_pq;
+    let w = flat_wg(wid, nwg);
+    let T = u.T;
+    if (w >= u.nblk * u.B * u.NH) { return; }
+    let blk = attn_qblock(w, u.B, u.NH, GQ, u.nblk, DQ_BM);
+    let b = blk.b;
+    let q0 = blk.r0;
+    let tid = lid.x;
+    let tx = tid % DQ_TX;
+    let ty = tid / DQ_TX;
+    let sbase = blk.bh * u.ntri;
+    let kbase = b * T * u.W + u.C + blk.g * HS;
+    // the lo of the rows this thread stages (the same rows for every tile)
+    var slo = array<u32, DQ_SN>();
+    for (var n = 0u; n < DQ_SN; n++) {
+        let t = q0 + (tid + DQ_WG * n) / (DQ_BK / 4u);
+        slo[n] = AR_NOROW;
+        if (t < T) {
+            var d = 0u;
+            if (u.has_doc != 0u) { d = ab_doc_q[b * T + t]; }
+            slo[n] = attn_lo(u.has_doc, d, t, u.window);
+        }
+    }
+    var d0 = 0u;
+    if (u.has_doc != 0u) { d0 = ab_doc_q[b * T + q0]; }
+    let kt0 = attn_lo(u.has_doc, d0, q0, u.window) / DQ_BK;  // tiles before it are masked for every row
+    let kt1 = (min(q0 + DQ_BM, T) - 1u) / DQ_BK;             // the diagonal's last tile
+    var acc = array<array<vec4<f32>, DQ_CN>, DQ_TM>();
+    var x = DqTile();
+    dq_fetch(u, tid, sbase, q0, kt0 * DQ_BK, kbase, slo, &x);
+    for (var kt = kt0; kt <= kt1; kt++) {
+        workgroupBarrier();  // the previous tile's reads are done
+        dq_put(tid, &x);
+        workgroupBarrier();
+        if (kt < kt1) { dq_fetch(u, tid, sbase, q0, (kt + 1u) * DQ_BK, kbase, slo, &x); }
+        for (var k = 0u; k < DQ_BK; k++) {
+            var kv = array<vec4<f32>, DQ_CN>();
+            for (var c = 0u; c < DQ_CN; c++) { kv[c] = dq_kt[k * HS4 + min(tx + DQ_TX * c, HS4 - 1u)]; }
+            for (var q = 0u; q < DQ_TM / 4u; q++) {
+                let a = dq_st[k * DQ_SV + ty + DQ_TY * q];
+                for (var c = 0u; c < DQ_CN; c++) {
+                    acc[4u * q][c] = fma(vec4<f32>(a.x), kv[c], acc[4u * q][c]);
+                    acc[4u * q + 1u][c] = fma(vec4<f32>(a.y), kv[c], acc[4u * q + 1u][c]);
+                    acc[4u * q + 2u][c] = fma(vec4<f32>(a.z), kv[c], acc[4u * q + 2u][c]);
+                    acc[4u * q + 3u][c] = fma(vec4<f32>(a.w), kv[c], acc[4u * q + 3u][c]);
+                }
+            }
+        }
+    }
+    for (var i = 0u; i < DQ_TM; i++) {
+        let t = q0 + 4u * (ty + DQ_TY * (i / 4u)) + i % 4u;
+        if (t >= T) { continue; }
+        let base = (b * T + t) * u.W + blk.h * HS;
+        for (var c = 0u; c < DQ_CN; c++) {
+            let c4 = tx + DQ_TX * c;
+            if (c4 < HS4) { ab_st(base, c4, acc[i][c] * u.scale, false); }
         }
     }
 }

@@ -36,12 +36,12 @@
 #include "core/clock.h"
 
 static int verbose = 0;
-static const char *variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused", "rows", "reg"};
+static const char *variant_name[] = {"auto", "streaming", "split-dKdV", "split-short", "fused", "rows", "reg", "reg-ds"};
 
 // which backward variants a case runs (RUN_ROWS: the row kernels of 17_attention_rows.wgsl, what
 // runs where no tile fits the head size)
 enum { RUN_STREAM = 1 << 1, RUN_SPLIT = 1 << 2, RUN_SHORT = 1 << 3, RUN_FUSED = 1 << 4, RUN_ROWS = 1 << 5,
-       RUN_REG = 1 << 6, RUN_AUTO = 1 << 0 };
+       RUN_REG = 1 << 6, RUN_REGDS = 1 << 7, RUN_AUTO = 1 << 0, RUN_REGS = RUN_REG | RUN_REGDS };
 // 1: run_case's forward is the row kernel whatever the head size (wg_attention_rows_forward)
 static int rows_forward = 0;
 
@@ -163,7 +163,7 @@ static void run_case(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
     for (size_t i = 0; i < n3; i++) poison[i] = NAN;  // every element must be overwritten
     float scale = max_abs(ref, n3);
     int auto_v = wg_attention_backward_auto_variant(p->gpu, B, T, NH, NKV, HS);
-    for (int v = 0; v <= 6; v++) {
+    for (int v = 0; v <= 7; v++) {
         if (!(runs & (1 << v))) continue;
         p->gpu->upload(p->gpu, bt_g(td), poison, n3);
         int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), dg, B, T, NH,
@@ -317,7 +317,7 @@ static void check_masks(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t 
     CHECK(bad_c == 0, "%s: %zu of the C forward's mask entries differ from the hash", what, bad_c);
     CHECK(bad_g == 0, "%s: %zu of the GPU forward's mask entries differ from the hash", what, bad_g);
     float *got = malloc(n3 * 4);
-    for (int v = 0; v <= 6; v++) {
+    for (int v = 0; v <= 7; v++) {
         if (!(runs & (1 << v))) continue;
         int ran = wg_attention_backward_with(p->gpu, v, bt_g(td), bt_g(tg), bt_g(tq), bt_g(to), bt_g(tl), wgt_view_none(),
                                              B, T, NH, NH, HS, drop, seed, 0);
@@ -384,25 +384,28 @@ int main(void) {
     // lanes, 256 threads) with auto forced to reg; the mask (packed examples, a window); 8 lanes
     // (lavapipe's subgroup size); the unrolled form
     const char *reg64 = "v=reg,rkv=4x2x32,rq=4x2x32,rt=128";
-    run_with(&p, 2, 100, 2, 2, 64, RUN_REG, "v=reg,nl=4,tr=2,bc=32,wg=128", reg64, 0.0f, 0);
-    run_with(&p, 1, 70, 2, 2, 128, RUN_REG, "v=reg,nl=8,tr=2,bc=32,wg=128", "v=reg,rkv=8x2x16,rq=8x2x32", 0.0f, 0);
-    run_with(&p, 2, 67, 8, 2, 8, RUN_REG, "v=reg,nl=1,tr=4,bc=16,wg=64,pf=1", "v=reg,rkv=1x2x16,rq=2x1x8,rt=64,pf=1",
+    run_with(&p, 2, 100, 2, 2, 64, RUN_REGS, "v=reg,nl=4,tr=2,bc=32,wg=128", reg64, 0.0f, 0);
+    run_with(&p, 1, 70, 2, 2, 128, RUN_REGS, "v=reg,nl=8,tr=2,bc=32,wg=128", "v=reg,rkv=8x2x16,rq=8x2x32", 0.0f, 0);
+    run_with(&p, 2, 67, 8, 2, 8, RUN_REGS, "v=reg,nl=1,tr=4,bc=16,wg=64,pf=1", "v=reg,rkv=1x2x16,rq=2x1x8,rt=64,pf=1",
              0.5f, 4000000000u);
-    run_with(&p, 1, 45, 4, 2, 6, RUN_REG | RUN_AUTO, "v=reg,nl=4,tr=1,bc=8,wg=256", "v=reg,rkv=4x1x8,rq=8x1x16,rt=256",
+    run_with(&p, 1, 45, 4, 2, 6, RUN_REGS | RUN_AUTO, "v=reg,nl=4,tr=1,bc=8,wg=256", "v=reg,rkv=4x1x8,rq=8x1x16,rt=256",
              0.3f, 7);
     g_doc = 60;
-    run_with(&p, 2, 130, 4, 1, 16, RUN_REG, "v=reg,nl=2,tr=2,bc=16,pf=1", "v=reg,rkv=2x2x16,rq=4x2x16,pf=1", 0.0f, 0);
+    run_with(&p, 2, 130, 4, 1, 16, RUN_REGS, "v=reg,nl=2,tr=2,bc=16,pf=1", "v=reg,rkv=2x2x16,rq=4x2x16,pf=1", 0.0f, 0);
     g_doc = 40, g_window = 13;
-    run_with(&p, 1, 100, 8, 2, 8, RUN_REG, "v=reg,nl=8,tr=1,bc=16", "v=reg,rkv=8x1x8,rq=8x1x8", 0.2f, 5);
+    run_with(&p, 1, 100, 8, 2, 8, RUN_REGS, "v=reg,nl=8,tr=1,bc=16", "v=reg,rkv=8x1x8,rq=8x1x8", 0.2f, 5);
     g_doc = 0, g_window = 0;
     // head size 256, where no shared tile fits (the register layouts replace the row kernels,
     // auto included): grouped heads, a window and dropout
     g_window = 21;
-    run_with(&p, 1, 40, 4, 2, 256, RUN_REG | RUN_AUTO, "v=reg,nl=8,tr=1,bc=16", "v=reg,rkv=8x1x8,rq=8x1x16", 0.1f, 3);
+    run_with(&p, 1, 40, 4, 2, 256, RUN_REGS | RUN_AUTO, "v=reg,nl=8,tr=1,bc=16", "v=reg,rkv=8x1x8,rq=8x1x16", 0.1f, 3);
     g_window = 0;
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = 1;
-    run_with(&p, 2, 70, 2, 2, 4, RUN_REG, "v=reg,nl=1,tr=1,bc=8,wg=64", "v=reg,rkv=1x1x8,rq=1x1x8,rt=64", 0.0f, 0);
+    run_with(&p, 2, 70, 2, 2, 4, RUN_REGS, "v=reg,nl=1,tr=1,bc=8,wg=64", "v=reg,rkv=1x1x8,rq=1x1x8,rt=64", 0.0f, 0);
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = WG_AUTO;
+    // reg-ds's dQ tile with column threads past the head (HS = 24: 6 vec4 on 8 threads), T past
+    // one 128-row block
+    run_with(&p, 1, 150, 2, 2, 24, RUN_REGS, NULL, "v=reg,rkv=4x1x8,rq=4x1x8", 0.0f, 0);
     // dropout on the probabilities: every variant against the reference (which draws the same
     // masks), grouped heads, scalar loads, an unrolled kernel; then the masks bit for bit
     run_case(&p, 2, 100, 2, 2, 64, 0, longv | RUN_STREAM | RUN_AUTO, NULL, 0.1f, 42);
@@ -413,7 +416,7 @@ int main(void) {
     run_with(&p, 1, 70, 4, 1, 4, RUN_FUSED, NULL, "kv=8x16", 0.25f, 3);
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = WG_AUTO;
     check_masks(&p, 2, 40, 2, 64, 0.5f, 123, RUN_SHORT | RUN_SPLIT | RUN_FUSED | RUN_STREAM | RUN_ROWS);
-    check_masks(&p, 1, 61, 2, 64, 0.2f, 0xdeadbeefu, RUN_SPLIT | RUN_FUSED | RUN_STREAM | RUN_REG);
+    check_masks(&p, 1, 61, 2, 64, 0.2f, 0xdeadbeefu, RUN_SPLIT | RUN_FUSED | RUN_STREAM | RUN_REGS);
     // the mask: packed examples (long ones leave whole tiles masked; the 8x16 tiles skip several),
     // a sliding window, both; every variant, grouped heads, dropout on top
     g_doc = 60;

@@ -86,8 +86,10 @@ static const struct { const char *fwd, *bwd; uint32_t min_sg, max_hs; } attn_def
 };
 #define N_DEFAULTS (sizeof attn_defaults / sizeof attn_defaults[0])
 
-enum { V_AUTO = 0, V_STREAM = 1, V_SPLIT = 2, V_SHORT = 3, V_FUSED = 4, V_ROWS = 5, V_REG = 6 };
-static const char *const variant_names[] = {"auto", "stream", "split", "short", "fused", "rows", "reg"};
+enum { V_AUTO = 0, V_STREAM = 1, V_SPLIT = 2, V_SHORT = 3, V_FUSED = 4, V_ROWS = 5, V_REG = 6, V_REGDS = 7, N_VARIANTS };
+static const char *const variant_names[N_VARIANTS] = {"auto", "stream", "split", "short", "fused", "rows", "reg", "reg-ds"};
+// the register-resident pair, with or without the dS scratch (both need the register layouts)
+static int is_reg(int v) { return v == V_REG || v == V_REGDS; }
 
 // The uniform of both kernel files (AttnParams there).
 typedef struct {
@@ -200,7 +202,7 @@ static int parse_reg_tile(const char *v, reg_tile *t) {
 static int bwd_key(void *dst, const char *k, const char *v) {
     bwd_cfg *c = dst;
     if (!strcmp(k, "v")) {
-        for (int i = 0; i < 7; i++)
+        for (int i = 0; i < N_VARIANTS; i++)
             if (i != V_ROWS && !strcmp(v, variant_names[i])) { c->variant = i; c->forced = i != V_AUTO; return 1; }
         return 0;
     }
@@ -452,7 +454,7 @@ static int bwd_apply(wg_ctx *ctx, uint32_t HS, bwd_cfg d, const char *text, bwd_
         if (!bwd_fits(ctx, HS, c.ncp, cs[k])) return 0;
     }
     if (!c.forced) c.variant = d.variant;
-    if (!c.tiles_ok && c.variant != V_REG) return 0;
+    if (!c.tiles_ok && !is_reg(c.variant)) return 0;
     uint32_t rt_given = c.rt;
     reg_tile *rs[2] = {&c.rkv, &c.rq}, *dr[2] = {&d.rkv, &d.rq};
     uint32_t *rts[2] = {&c.rt_kv, &c.rt_q}, drt[2] = {d.rt_kv, d.rt_q};
@@ -468,7 +470,7 @@ static int bwd_apply(wg_ctx *ctx, uint32_t HS, bwd_cfg d, const char *text, bwd_
         *rts[k] = rt;
         if (c.pf) rs[k]->pf = c.pf - 1;
         // a layout given (or needed: v=reg) must fit
-        if ((rs[k]->rl || c.variant == V_REG) && !(rs[k]->rl && reg_fits(ctx, kind, HS, rt, *rs[k]))) return 0;
+        if ((rs[k]->rl || is_reg(c.variant)) && !(rs[k]->rl && reg_fits(ctx, kind, HS, rt, *rs[k]))) return 0;
     }
     *out = c;
     return 1;
@@ -506,11 +508,11 @@ static int bwd_choose_ok(wg_ctx *ctx, uint32_t HS, bwd_cfg *out) {
         bwd_cfg c;
         memset(&c, 0, sizeof c);
         if (!row_for_device(ctx, i, HS) || !parse_pairs(attn_defaults[i].bwd, bwd_key, &c)) continue;
-        if (c.variant == V_REG && !have_reg) continue;
-        d.variant = c.variant == V_FUSED || c.variant == V_REG ? c.variant : V_SPLIT;
+        if (is_reg(c.variant) && !have_reg) continue;
+        d.variant = c.variant == V_FUSED || is_reg(c.variant) ? c.variant : V_SPLIT;
         break;
     }
-    if (!d.tiles_ok) d.variant = V_REG;  // the only one that can run (if have_reg)
+    if (!d.tiles_ok && !is_reg(d.variant)) d.variant = V_REG;  // the only ones that can run (if have_reg)
     d.forced = 0;
     d.ncp = ncp_default(HS);
     const char *o = bwd_override(ctx);
@@ -533,12 +535,12 @@ static bwd_cfg bwd_choose(wg_ctx *ctx, uint32_t HS) {
 
 // ------------------------------------------------------------------ scratch of the fused variant
 // The runtime's attention scratch slot, grown on demand; NULL when the device cannot hold it
-// (then the caller uses split-dKdV).
-static wgt_buf *scratch_get(wgt_backend *be, size_t n) {
+// (then the caller uses `instead`: split-dKdV for fused, reg for reg-ds).
+static wgt_buf *scratch_get(wgt_backend *be, size_t n, const char *instead) {
     wgt_buf *b = wg_scratch(wg_of(be), WG_SCRATCH_ATTN, n, "attention dQ scratch");
     if (!b) {
         static int told = 0;
-        if (!told++) fprintf(stderr, "wgtrain: attention backward: %s; using split-dKdV instead\n", wgt_last_error());
+        if (!told++) fprintf(stderr, "wgtrain: attention backward: %s; using %s instead\n", wgt_last_error(), instead);
     }
     return b;
 }
@@ -551,6 +553,41 @@ static uint64_t fused_rows(uint32_t T, uint32_t bk) {
 
 static uint64_t fused_elems(uint32_t B, uint32_t T, uint32_t NH, uint32_t HS, uint32_t bk) {
     return (uint64_t)B * NH * fused_rows(T, bk) * hs4_of(HS) * 4;
+}
+
+// ------------------------------------------------------------------ the dS scratch of reg-ds
+// attention_backward_dkdv_reg stores dS in B·NH padded triangles (row t: keys 0..t rounded up to
+// a multiple of 4, from element ds_tri(t)), which attention_backward_dq_ds multiplies by K. The
+// scratch is held to WG_ATTN_DS_MAX_BYTES (and one storage binding, and u32 indices); above it
+// reg-ds runs as reg (dQ recomputed from the scores), which needs no scratch. 202 MB at GPT-2
+// 124M's B=8, T=1024, NH=12.
+#define WG_ATTN_DS_MAX_BYTES ((uint64_t)512 << 20)
+
+static uint64_t ds_tri(uint64_t t) { uint64_t a = t / 4; return 4 * (a + 1) * (2 * a + t % 4); }  // as ab_tri
+static uint64_t ds_elems(uint32_t B, uint32_t T, uint32_t NH) { return (uint64_t)B * NH * ds_tri(T); }
+
+// attention_backward_dq_ds's layout at a head size: DQ_CN vec4 columns a thread (2 above 16 of
+// them), DQ_TX threads along the columns (the power of 2 that covers them), DQ_TM rows a thread
+// (8 with at least 16 column threads, else 4), DQ_BM rows a block (64 with 32 column threads, else
+// 128: 256 threads or fewer), DQ_BK keys a tile (16, or the largest multiple of 4 whose tiles fit
+// the workgroup memory). 0 when none fits.
+typedef struct { uint32_t bm, bk, tm, tx, cn; } dq_tile;
+static int dq_tile_of(wg_ctx *ctx, uint32_t HS, dq_tile *t) {
+    uint32_t hs4 = hs4_of(HS);
+    t->cn = hs4 > 16 ? 2 : 1;
+    t->tx = pow2_ceil((hs4 + t->cn - 1) / t->cn);
+    t->tm = t->tx >= 16 ? 8 : 4;
+    t->bm = t->tx >= 32 ? 64 : 128;
+    for (t->bk = 16; t->bk >= 4; t->bk -= 4)
+        if (16 * t->bk * (t->bm / 4 + 1) + 16 * t->bk * hs4 <= smem_limit(ctx)) return 1;
+    return 0;
+}
+
+// Whether reg-ds can run this shape: its dQ tile fits and the scratch stays within its limits.
+static int regds_fits(wg_ctx *ctx, uint32_t B, uint32_t T, uint32_t NH, uint32_t HS) {
+    dq_tile t;
+    uint64_t n = ds_elems(B, T, NH);
+    return dq_tile_of(ctx, HS, &t) && n <= UINT32_MAX && n <= wg_max_binding_elems(ctx) && n * 4 <= WG_ATTN_DS_MAX_BYTES;
 }
 
 // ------------------------------------------------------------------ pipelines and dispatch
@@ -734,15 +771,22 @@ static uint32_t short_max_t(wg_ctx *ctx) {
 
 // gq: query heads per kv head (1 for the kernels that do not loop over a group: one pipeline
 // serves every group size); drop: dropout (0 for the kernels that do not depend on it)
+// ds: attention_backward_dkdv_reg stores dS (DSW; its params at binding 6). The dQ-from-dS
+// kernel's constants are in every pipeline of the file (its layout depends only on HS).
 static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
-                                            bwd_tile t, uint32_t ss, int drop, uint32_t rt, reg_tile r) {
-    char defs[1024], rdefs[384];
+                                            bwd_tile t, uint32_t ss, int drop, uint32_t rt, reg_tile r, int ds) {
+    char defs[1536], rdefs[384];
     reg_defs(rdefs, sizeof rdefs, "ar_sum", rt, r);
+    dq_tile q = {128, 4, 4, 1, 1};  // a placeholder where no tile fits (the kernel is then never used)
+    dq_tile_of(ctx, HS, &q);
     snprintf(defs, sizeof defs,
              "const HS=%uu;const GQ=%uu;const BQ=%uu;const BK=%uu;const RQS=%uu;const RKS=%uu;const NCP=%uu;"
-             "const SS=%uu;const UNROLL=%s;%s%s%s",
+             "const SS=%uu;const UNROLL=%s;%s%s%s"
+             "const DSW=%s;fn ar_params()->AttnParams{return %s;}fn ar_ds_put(i:u32,v:f32){%s}"
+             "const DQ_BM=%uu;const DQ_BK=%uu;const DQ_TM=%uu;const DQ_TX=%uu;const DQ_CN=%uu;",
              HS, gq, t.bq, t.bk, t.rqs, t.rks, ncp, ss, unroll_ok(ctx) ? "true" : "false", qkv_type(HS),
-             drop_def(drop), rdefs);
+             drop_def(drop), rdefs, ds ? "true" : "false", ds ? "ab_pf" : "ab_p", ds ? "ab_dsw[i]=v;" : "", q.bm, q.bk,
+             q.tm, q.tx, q.cn);
     return wg_pipeline(ctx, "10_backward_attention.wgsl", entry, defs);
 }
 
@@ -750,7 +794,7 @@ static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint
 static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
                                         bwd_tile t, uint32_t ss, int drop) {
     reg_tile none = {1, 1, 4, 0};
-    return bwd_pipeline_reg(ctx, entry, HS, gq, ncp, t, ss, drop, 64, none);
+    return bwd_pipeline_reg(ctx, entry, HS, gq, ncp, t, ss, drop, 64, none, 0);
 }
 
 // The register-resident layouts of c, completed from the rows of the defaults (any device's)
@@ -768,7 +812,10 @@ int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, 
     wg_ctx *ctx = wg_of(be);
     if (!bwd_tiles_fit(ctx, HS)) return V_ROWS;
     bwd_cfg c = bwd_choose(ctx, HS);
-    if (!c.tiles_ok) return reg_layouts(ctx, HS, &c) ? V_REG : V_ROWS;
+    if (!c.tiles_ok) {
+        if (!reg_layouts(ctx, HS, &c)) return V_ROWS;
+        return c.variant == V_REGDS && regds_fits(ctx, B, T, NH, HS) ? V_REGDS : V_REG;
+    }
     int v;
     if (c.forced) v = c.variant;
     else if (T <= short_max_t(ctx)) v = V_SHORT;
@@ -779,7 +826,8 @@ int wg_attention_backward_auto_variant(wgt_backend *be, uint32_t B, uint32_t T, 
         uint64_t n = fused_elems(B, T, NH, HS, c.kv.bk);
         if (n > wg_max_binding_elems(ctx) || n / 4 > UINT32_MAX) v = V_SPLIT;
     }
-    if (v == V_REG && !reg_layouts(ctx, HS, &c)) v = V_SPLIT;
+    if (is_reg(v) && !reg_layouts(ctx, HS, &c)) v = V_SPLIT;
+    if (v == V_REGDS && !regds_fits(ctx, B, T, NH, HS)) v = V_REG;
     return v;
 }
 
@@ -800,23 +848,28 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         return V_ROWS;
     }
     bwd_cfg cfg = bwd_choose(ctx, HS);
-    if (variant < 1 || variant > 6 || variant == V_ROWS || !cfg.tiles_ok)
+    // an invalid variant, or one that cannot run at this head size (no tile, or no register
+    // layout, fits): the automatic choice
+    if (variant < 1 || variant >= N_VARIANTS || variant == V_ROWS || (!cfg.tiles_ok && !is_reg(variant)) ||
+        (is_reg(variant) && !reg_layouts(ctx, HS, &cfg)))
         variant = wg_attention_backward_auto_variant(be, B, T, NH, NKV, HS);
     if (variant == V_ROWS) {  // no tile fits and the register layouts do not either
         rows_backward(be, dqkv, dout, qkv, out, lse, doc_start, B, T, NH, NKV, HS, p_drop, seed, window);
         return V_ROWS;
     }
     if (variant == V_SHORT && T > short_max_t(ctx)) variant = V_SPLIT;
-    if (variant == V_REG && !reg_layouts(ctx, HS, &cfg)) variant = V_SPLIT;
+    if (is_reg(variant) && !reg_layouts(ctx, HS, &cfg)) variant = V_SPLIT;  // (auto checked it: fills cfg)
+    if (variant == V_REGDS && !regds_fits(ctx, B, T, NH, HS)) variant = V_REG;
     const uint32_t C = NH * HS, gq = NH / NKV;
     size_t bt = (size_t)B * T, n3 = bt * ((size_t)NH + 2 * (size_t)NKV) * HS;
     uint64_t bnh = (uint64_t)B * NH, bnk = (uint64_t)B * NKV;  // query heads, kv heads
     wgt_buf *scr = NULL;
     if (variant == V_FUSED) {
         uint64_t n = fused_elems(B, T, NH, HS, cfg.kv.bk);
-        if (n <= wg_max_binding_elems(ctx) && n / 4 <= UINT32_MAX) scr = scratch_get(be, (size_t)n);
+        if (n <= wg_max_binding_elems(ctx) && n / 4 <= UINT32_MAX) scr = scratch_get(be, (size_t)n, "split-dKdV");
         if (!scr) variant = V_SPLIT;
     }
+    if (variant == V_REGDS && !(scr = scratch_get(be, (size_t)ds_elems(B, T, NH), "reg"))) variant = V_REG;
     bwd_tile small = {16, 16, 0, 0};  // dsum and short use no tile; one pipeline per head size
     tile_complete(&small);
     uint32_t ncp0 = ncp_default(HS);
@@ -867,6 +920,29 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         wg_bind br[] = {wg_b(dqkv, n3), wg_b(sv, ns), doc};
         wg_dispatch(ctx, redu, bwd_pipeline(ctx, redu, HS, 1, cfg.ncp, t, 8, 0), br, 3, &p, sizeof p,
                     wg_groups(bnh * T * hs4_of(HS), 256));
+    } else if (variant == V_REGDS) {
+        // dK, dV and the stored dS (reading every row's D in the dQ slots), then dQ = scale·dS·K
+        const char *rkv = "attention_backward_dkdv_reg", *rq = "attention_backward_dq_ds";
+        uint32_t bk = cfg.rt_kv / cfg.rkv.rl * cfg.rkv.rr;
+        size_t ns = (size_t)ds_elems(B, T, NH);
+        wgt_view sv = wgt_view_of(scr, 0, ns);
+        attn_params pk = make_params(B, T, NH, NKV, HS, (T + bk - 1) / bk);
+        pk.bq = cfg.rkv.rb;
+        pk.ntri = (uint32_t)ds_tri(T);
+        set_dropout(&pk, p_drop, seed);
+        pk.has_doc = pm.has_doc, pk.window = window;
+        wg_bind bk6[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T), doc,
+                         wg_b(sv, ns)};
+        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 1), bk6, 6,
+                    &pk, sizeof pk, (uint64_t)pk.nblk * bnk);
+        dq_tile qt;
+        WGT_ASSERT(dq_tile_of(ctx, HS, &qt), "reg-ds chosen where its dQ tile does not fit (regds_fits)");
+        attn_params pq = make_params(B, T, NH, NKV, HS, (T + qt.bm - 1) / qt.bm);
+        pq.ntri = pk.ntri;
+        pq.has_doc = pm.has_doc, pq.window = window;
+        wg_bind bq4[] = {wg_b(dqkv, n3), wg_b(sv, ns), wg_b(qkv, n3), doc};
+        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, 0, cfg.rt_q, cfg.rq, 0), bq4, 4, &pq,
+                    sizeof pq, (uint64_t)pq.nblk * bnh);
     } else if (variant == V_REG) {
         // dK, dV (reading every row's D in the dQ slots), then dQ over them
         const char *rkv = "attention_backward_dkdv_reg", *rq = "attention_backward_dq_reg";
@@ -875,13 +951,13 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         pk.bq = cfg.rkv.rb;  // streamed rows a tile (the loops' trip count without UNROLL)
         set_dropout(&pk, p_drop, seed);
         pk.has_doc = pm.has_doc, pk.window = window;
-        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv), b, 5, &pk,
+        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 0), b, 5, &pk,
                     sizeof pk, (uint64_t)pk.nblk * bnk);
         attn_params pq = make_params(B, T, NH, NKV, HS, (T + bq - 1) / bq);
         pq.bq = cfg.rq.rb;
         set_dropout(&pq, p_drop, seed);
         pq.has_doc = pm.has_doc, pq.window = window;
-        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, drop, cfg.rt_q, cfg.rq), b, 5, &pq,
+        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, drop, cfg.rt_q, cfg.rq, 0), b, 5, &pq,
                     sizeof pq, (uint64_t)pq.nblk * bnh);
     } else {
         bwd_tile tk = cfg.kv;
