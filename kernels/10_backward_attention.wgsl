@@ -19,6 +19,9 @@
 //     for each, the query blocks in order; dQ of the block stays in registers, and dK, dV are
 //     read-modify-written in dqkv by the thread that owns them (the same thread every time, so
 //     no other invocation ever touches them);
+//   attention_backward_dkdv_reg + attention_backward_dq_reg (reg) or attention_backward_dq_ds
+//     (reg-ds): the split pair with the resident rows in registers (below); with DSW the dK/dV
+//     kernel also stores dS in a scratch, and dQ = scale·dS·K is a causal GEMM over it;
 //   attention_backward_short (split-short, T <= SS): one workgroup per (b, kv head); for each
 //     query head of the group it keeps the whole T×T P and dS in workgroup memory, then forms
 //     dQ and adds dK, dV from them (each element always by the same thread).
