@@ -538,22 +538,8 @@ fn matmul_splitk_reduce(@builtin(global_invocation_id) gid : vec3<u32>, @builtin
     let i = flat_id(gid, nwg);
     let mn = sk_p.M * sk_p.N;
     if (i < mn) {
-        // 4 slices' loads issued before their adds (which keep the order z = 0, 1, ...): the
-        // reduce is latency-bound with one load in flight a thread
         var s = 0.0;
-        var z = 0u;
-        for (; z + 4u <= sk_p.S; z += 4u) {
-            let j = z * sk_p.zs + i;
-            let a = sk_part[j];
-            let b = sk_part[j + sk_p.zs];
-            let c = sk_part[j + 2u * sk_p.zs];
-            let d = sk_part[j + 3u * sk_p.zs];
-            s += a;
-            s += b;
-            s += c;
-            s += d;
-        }
-        for (; z < sk_p.S; z++) { s += sk_part[z * sk_p.zs + i]; }
+        for (var z = 0u; z < sk_p.S; z++) { s += sk_part[z * sk_p.zs + i]; }
         let m = i / sk_p.N;
         let n = i - m * sk_p.N;
         if ((sk_p.flags & 1u) != 0u) { s += sk_bias[sk_p.bias_off + n]; }
