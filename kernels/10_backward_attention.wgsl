@@ -852,7 +852,6 @@ const RNG : u32 = RT / RL;                     // row groups
 const RBLK : u32 = RNG * RR;                   // resident rows of a workgroup
 const RC : u32 = (HS4 + RL - 1u) / RL;         // vec4 columns a lane
 const RSN : u32 = (RB * HS4 + RT - 1u) / RT;   // vec4 of each streamed operand a thread stages
-const NOWN : u32 = (RR + RL - 1u) / RL;         // dK/dV with DSW: the dS a lane stores per streamed row
 const AR_NOROW : u32 = 0xffffffffu;            // lo of a row past T: no key attended
 
 var<workgroup> ar_x : array<vec4<f32>, 2u * RB * HS4>;  // streamed rows [row][d4]: Q | dout, or K | V
@@ -961,7 +960,6 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
     // the query tiles from the one holding k0 up to the first whose first row's lo is past the
     // block (lo is non-decreasing)
     let klast = k0 + RBLK - 1u;
-    let kown = k0 + rg + RNG * ln;  // DSW: the key of this lane's first stored row
     let qb0 = k0 / RB;
     let nqb = (T + RB - 1u) / RB;
     var qe = qb0 + 1u;
@@ -981,9 +979,6 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
         workgroupBarrier();
         if (PF && it + 1u < GQ * nq) { ar_fetch_q(u, tid, b, g * GQ + (it + 1u) / nq, (qb0 + (it + 1u) % nq) * RB, &x); }
         {
-            // DSW: row t's first dS element, advanced row by row (ab_tri(t + 1) - ab_tri(t))
-            var dsrow = 0u;
-            if (DSW) { dsrow = (b * u.NH + h) * u.ntri + ab_tri(q0); }
             for (var i = 0u; i < nb; i++) {
                 let st = ar_st[i];
                 let t = q0 + i;
@@ -1011,7 +1006,6 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
                     s[r] = ar_sum(s[r]);
                     dp[r] = ar_sum(dp[r]);
                 }
-                var own = array<f32, NOWN>();  // DSW: the dS this lane stores (rows ln + RL·m)
                 for (var r = 0u; r < RR; r++) {
                     let key = k0 + rg + RNG * r;
                     var p = 0.0;
@@ -1024,20 +1018,14 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
                         dpm = dpm * m;
                     }
                     let ds = p * (dpm - dd);
-                    if (DSW && r % RL == ln) { own[r / RL] = ds; }
+                    // DSW: one lane of the row stores dS (0 where masked) for attention_backward_dq_ds
+                    if (DSW && ln == r % RL && key <= t && t < T) {
+                        ar_ds_put((b * u.NH + h) * u.ntri + ab_tri(t) + key, ds);
+                    }
                     for (var c = 0u; c < RC; c++) {
                         dv[r][c] = fma(vec4<f32>(pm), gv[c], dv[r][c]);
                         dk[r][c] = fma(vec4<f32>(ds), qv[c], dk[r][c]);
                     }
-                }
-                // DSW: lane ln of a key row stores the dS of its rows ln + RL·m (0 where masked) for
-                // attention_backward_dq_ds: one store a lane and row when RL >= RR
-                if (DSW) {
-                    for (var m = 0u; m < NOWN; m++) {
-                        let key = kown + RNG * RL * m;
-                        if (ln + RL * m < RR && key <= t && t < T) { ar_ds_put(dsrow + key, own[m]); }
-                    }
-                    dsrow += 4u * (t / 4u + 1u);
                 }
             }
         }
