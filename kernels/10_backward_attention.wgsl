@@ -979,6 +979,9 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
         workgroupBarrier();
         if (PF && it + 1u < GQ * nq) { ar_fetch_q(u, tid, b, g * GQ + (it + 1u) / nq, (qb0 + (it + 1u) % nq) * RB, &x); }
         {
+            // DSW: row t's first dS element, advanced row by row (ab_tri(t + 1) - ab_tri(t))
+            var dsrow = 0u;
+            if (DSW) { dsrow = (b * u.NH + h) * u.ntri + ab_tri(q0); }
             for (var i = 0u; i < nb; i++) {
                 let st = ar_st[i];
                 let t = q0 + i;
@@ -1019,14 +1022,13 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
                     }
                     let ds = p * (dpm - dd);
                     // DSW: one lane of the row stores dS (0 where masked) for attention_backward_dq_ds
-                    if (DSW && ln == r % RL && key <= t && t < T) {
-                        ar_ds_put((b * u.NH + h) * u.ntri + ab_tri(t) + key, ds);
-                    }
+                    if (DSW && ln == r % RL && key <= t && t < T) { ar_ds_put(dsrow + key, ds); }
                     for (var c = 0u; c < RC; c++) {
                         dv[r][c] = fma(vec4<f32>(pm), gv[c], dv[r][c]);
                         dk[r][c] = fma(vec4<f32>(ds), qv[c], dk[r][c]);
                     }
                 }
+                if (DSW) { dsrow += 4u * (t / 4u + 1u); }
             }
         }
     }
