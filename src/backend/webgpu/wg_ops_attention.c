@@ -566,8 +566,10 @@ static uint64_t fused_elems(uint32_t B, uint32_t T, uint32_t NH, uint32_t HS, ui
 // a multiple of 4, from element ds_tri(t)), which attention_backward_dq_ds multiplies by K. The
 // scratch is held to WG_ATTN_DS_MAX_BYTES (and one storage binding, and u32 indices); above it
 // reg-ds runs as reg (dQ recomputed from the scores), which needs no scratch. 202 MB at GPT-2
-// 124M's B=8, T=1024, NH=12.
-#define WG_ATTN_DS_MAX_BYTES ((uint64_t)512 << 20)
+// 124M's B=8, T=1024, NH=12. The memory plan leaves the runtime's scratch out (docs/memory.md),
+// so the limit is what a run near its --memory-limit can afford on top: a 1B LLaMA's B=1, T=2048
+// (NH=32, 270 MB) runs reg.
+#define WG_ATTN_DS_MAX_BYTES ((uint64_t)256 << 20)
 
 static uint64_t ds_tri(uint64_t t) { uint64_t a = t / 4; return 4 * (a + 1) * (2 * a + t % 4); }  // as ab_tri
 static uint64_t ds_elems(uint32_t B, uint32_t T, uint32_t NH) { return (uint64_t)B * NH * ds_tri(T); }
