@@ -45,8 +45,7 @@
 // shader-f16) or u32 (packed pairs) with V4 false, its offset and leading dimension then counted
 // in halves; the accessors mm_a_at, mm_a_el, mm_b_at, mm_b_el (below); const MM_PF : bool,
 // prefetch the next k-slice into registers during the FMAs (false: load it after them, fewer
-// registers a thread so more workgroups fit a core); const MM_RS : bool, true only in the
-// pipeline that writes row sums (so the others carry no extra registers for them).
+// registers a thread so more workgroups fit a core).
 // const MM_WX : u32, the threads' layout over the grid: 0 puts them row-major (a 32-lane warp
 // is then 32/TX rows of the grid), 4, 8 or 16 makes each group of 32 consecutive threads a
 // (32/WX) x WX block of it (warp tiling: a warp's workgroup-memory reads are WX distinct vec4 of
@@ -63,11 +62,11 @@
 // uniform's binding, 5 when the absmax takes binding 4.
 
 struct MMParams {
-    M : u32, N : u32, K : u32, flags : u32,   // flags: 1 add bias, 2 accumulate into C, 4 row sums of A
+    M : u32, N : u32, K : u32, flags : u32,   // flags: 1 add bias, 2 accumulate into C
     a_off : u32, b_off : u32, c_off : u32, bias_off : u32,
     lda : u32, ldb : u32, ldc : u32, ks : u32,  // ks: k-range of one grid layer (a multiple of MM_BK)
-    zs : u32, rs_off : u32, group : u32, s_off : u32,  // zs: C offset a layer; rs_off: row sums' place in C;
-};                                                     // s_off: an nf4 weight's absmax in mm_s
+    zs : u32, p0 : u32, group : u32, s_off : u32,  // zs: C offset a layer; s_off: an nf4 weight's absmax
+};                                                 // in mm_s
 
 @group(0) @binding(0) var<storage, read_write> mm_c : array<f32>;
 @group(0) @binding(1) var<storage, read> mm_a : array<MM_A_T>;
@@ -93,11 +92,8 @@ const_assert MM_WX == 0u || ((MM_WX == 4u || MM_WX == 8u || MM_WX == 16u) && MM_
 const_assert MM_WG == 64u || MM_WG == 128u || MM_WG == 256u;
 const_assert (MM_TM == 4u || MM_TM == 8u) && (MM_TN == 4u || MM_TN == 8u);
 const_assert MM_A_PASSES <= 4u && MM_B_PASSES <= 4u;
-// row sums (m-contiguous A): a thread's slots must keep the same 4 rows in every pass
-const_assert !MM_RS || MM_WG % (MM_BM / 4u) == 0u;
 const_assert MM_BM % 16u == 0u && MM_BN % 16u == 0u && MM_BK % 4u == 0u;
 const_assert (!MM_A_V4 && !MM_B_V4) || MM_BK % 8u == 0u;  // the k-contiguous vec4 slots
-const_assert 2u * MM_BK * MM_AS_V >= MM_WG;  // the row-sum reduction reuses the A tiles
 
 var<workgroup> mm_as : array<vec4<f32>, 2u * MM_BK * MM_AS_V>;
 var<workgroup> mm_bs : array<vec4<f32>, 2u * MM_BK * MM_BS_V>;
@@ -323,25 +319,6 @@ fn mm_tile_of(wid : vec3<u32>, nwg : vec3<u32>) -> vec2<u32> {
     return vec2<u32>(r / gs, first + r % gs);
 }
 
-// Row sums of this workgroup's A rows over its k-range (dbias of matmul_at = Σ_n dout[n, m]),
-// written to C[rs_off + z·M + m]. Each thread summed the A values it loaded: with A m-contiguous
-// a thread's slots always hold the same 4 rows (MM_BM/4 divides MM_WG), so the MM_WG/(MM_BM/4)
-// threads of one row quad add up through workgroup memory in a fixed order.
-fn mm_rowsum_store(lid : u32, m0 : u32, z : u32, rs : vec4<f32>) {
-    mm_as[lid] = rs;  // free: every thread has passed the k-loop's last barrier
-    workgroupBarrier();
-    let quads = MM_BM / 4u;
-    if (lid < quads) {
-        var t = vec4<f32>(0.0);
-        for (var j = 0u; j < MM_WG / quads; j++) { t += mm_as[j * quads + lid]; }
-        let m = m0 + lid * 4u;
-        let base = mm_p.rs_off + z * mm_p.M;
-        for (var i = 0u; i < 4u; i++) {
-            if (m + i < mm_p.M) { mm_c[base + m + i] = t[i]; }
-        }
-    }
-}
-
 // A thread's accumulators: 16 named vec4 (row r, column half h: c<r><h>) rather than an array,
 // so that every register index is a literal. Rows 4-7 are used when MM_TM4 == 2, halves 1 when
 // MM_TN4 == 2: constant conditions, folded away for the 4-wide shapes.
@@ -405,7 +382,6 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
     var acc = MMAcc(z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z);
     // prefetch registers: one vec4 per pass of each tile (at most 4; unused ones fold away)
     var ra0 = z; var ra1 = z; var ra2 = z; var ra3 = z; var rb0 = z; var rb1 = z; var rb2 = z; var rb3 = z;
-    var rs = z;                                           // row sums of A (MM_RS, m-contiguous A)
     if (MM_LUT) {  // an nf4 weight: its levels into workgroup memory before the first decode
         mm_lut_init(lid);
         workgroupBarrier();
@@ -430,7 +406,6 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
     if (MM_B_PASSES > 2u) { rb2 = mm_fetch_b(lid + 2u * W, pb2, n0, kb, ke, b_kc); }
     if (MM_B_PASSES > 3u) { rb3 = mm_fetch_b(lid + 3u * W, pb3, n0, kb, ke, b_kc); }
     mm_store_tiles(0u, lid, ra0, ra1, ra2, ra3, rb0, rb1, rb2, rb3, a_kc, b_kc);
-    if (MM_RS && !a_kc) { rs += (ra0 + ra1) + (ra2 + ra3); }
     workgroupBarrier();
 
     for (var t = 0u; t < ntiles; t++) {
@@ -477,13 +452,9 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
             }
             // the other buffer was last read in iteration t-1, which every thread has left
             mm_store_tiles(buf ^ 1u, lid, ra0, ra1, ra2, ra3, rb0, rb1, rb2, rb3, a_kc, b_kc);
-            if (MM_RS && !a_kc) { rs += (ra0 + ra1) + (ra2 + ra3); }
         }
         workgroupBarrier();
     }
-
-    // dbias partials: only matmul_at asks (flag 4), from the workgroups of the first column block
-    if (MM_RS && !a_kc && (mm_p.flags & 4u) != 0u && tile.x == 0u) { mm_rowsum_store(lid, m0, wid.z, rs); }
 
     let cz = mm_p.c_off + wid.z * mm_p.zs;
     mm_store_row(cz, m0, n0, 0u, 0u, tx, ty, acc.c00, acc.c01);
@@ -518,45 +489,32 @@ fn matmul_at(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) 
 
 // Split-K, second stage: C[m, n] (=|+=) Σ_z part[z·zs + m·N + n] (+ bias[n]), the slices added in
 // order z = 0, 1, ... (deterministic); one thread an element, a 2-D grid above 65535 workgroups.
-// With flag 4 the M threads after the M·N elements add the dbias partials of matmul_at:
-// dbias[m] += Σ_z part[rs_off + z·M + m]. Flags as in MMParams. dbias and C may be disjoint
-// ranges of one buffer (the model's gradients); without dbias the host binds a small stand-in.
+// Flags as in MMParams.
 struct SKParams {
     M : u32, N : u32, S : u32, flags : u32,
     ldc : u32, c_off : u32, bias_off : u32, zs : u32,
-    rs_off : u32, db_off : u32, p0 : u32, p1 : u32,
 };
 
 @group(0) @binding(0) var<storage, read_write> sk_c : array<f32>;
-@group(0) @binding(1) var<storage, read_write> sk_db : array<f32>;
-@group(0) @binding(2) var<storage, read> sk_part : array<f32>;
-@group(0) @binding(3) var<storage, read> sk_bias : array<f32>;
-@group(0) @binding(4) var<uniform> sk_p : SKParams;
+@group(0) @binding(1) var<storage, read> sk_part : array<f32>;
+@group(0) @binding(2) var<storage, read> sk_bias : array<f32>;
+@group(0) @binding(3) var<uniform> sk_p : SKParams;
 
 @compute @workgroup_size(256)
 fn matmul_splitk_reduce(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
     let i = flat_id(gid, nwg);
-    let mn = sk_p.M * sk_p.N;
-    if (i < mn) {
-        var s = 0.0;
-        for (var z = 0u; z < sk_p.S; z++) { s += sk_part[z * sk_p.zs + i]; }
-        let m = i / sk_p.N;
-        let n = i - m * sk_p.N;
-        if ((sk_p.flags & 1u) != 0u) { s += sk_bias[sk_p.bias_off + n]; }
-        let ci = sk_p.c_off + m * sk_p.ldc + n;
-        if ((sk_p.flags & 2u) != 0u) { s += sk_c[ci]; }
-        sk_c[ci] = s;
-        return;
-    }
-    let m = i - mn;
-    if ((sk_p.flags & 4u) != 0u && m < sk_p.M) {
-        var s = 0.0;
-        for (var z = 0u; z < sk_p.S; z++) { s += sk_part[sk_p.rs_off + z * sk_p.M + m]; }
-        sk_db[sk_p.db_off + m] += s;
-    }
+    if (i >= sk_p.M * sk_p.N) { return; }
+    var s = 0.0;
+    for (var z = 0u; z < sk_p.S; z++) { s += sk_part[z * sk_p.zs + i]; }
+    let m = i / sk_p.N;
+    let n = i - m * sk_p.N;
+    if ((sk_p.flags & 1u) != 0u) { s += sk_bias[sk_p.bias_off + n]; }
+    let ci = sk_p.c_off + m * sk_p.ldc + n;
+    if ((sk_p.flags & 2u) != 0u) { s += sk_c[ci]; }
+    sk_c[ci] = s;
 }
 
-// dbias[n] += Σ_r x[r, n] for a column block (matmul_at without split-K): the workgroup owns 8
+// dbias[n] += Σ_r x[r, n] for a column block (matmul_at's dbias): the workgroup owns 8
 // columns, its 256 threads are 32 row slices × 8 columns (a warp reads 4 rows × 32 contiguous
 // bytes), and the 32 slice partials are summed in a fixed order: deterministic, no atomics.
 struct ColSumParams { R : u32, N : u32, ld : u32, x_off : u32, out_off : u32, p0 : u32, p1 : u32, p2 : u32 };

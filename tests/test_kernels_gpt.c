@@ -145,8 +145,8 @@ static void test_matmul_splitk_pass(const char *tiles, size_t first_shape) {
 // Tile shapes other than the generic defaults (WGTRAIN_MM_TILE specs): the tile table's row for
 // NVIDIA GPUs, which the software GPU never picks itself: 128x64 tiles of 256 threads, 8x4 outputs
 // a thread, with 8-deep k-slices (matmul, matmul_t; once without the register prefetch) and 128x128
-// ones of 8x8 outputs a thread with 8-deep slices (matmul; matmul_at: split-K with the fused dbias,
-// i.e. the row-sum path, and the plain dbias). Edges in every dimension. Each pipeline costs
+// ones of 8x8 outputs a thread with 8-deep slices (matmul; matmul_at split-K and unsplit, both with
+// dbias). Edges in every dimension. Each pipeline costs
 // seconds of shader compilation on the software GPU: six of them here.
 static void test_matmul_tile_specs(void) {
     char what[96];

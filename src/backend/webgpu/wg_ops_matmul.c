@@ -5,8 +5,9 @@
 //   - split-K: an output of too few tiles to fill a large GPU (the dW of every GPT-2 layer:
 //     768x768 is 36 tiles of 128x128 for 132 SMs) with a long K is computed as S k-slices,
 //     each into its own layer of a scratch buffer, then summed in a fixed order by a second
-//     kernel that also adds the bias / accumulates (+=) into the real output, and for matmul_at
-//     the fused dbias: deterministic, no atomics;
+//     kernel that also adds the bias / accumulates (+=) into the real output: deterministic, no
+//     atomics (matmul_at's dbias, the column sums of dout, is a kernel of its own: summed in
+//     the split kernels it cost them more on the H200, bench/README.md);
 //   - vec4 global loads for each operand whose leading dimension and offset are multiples of 4;
 //   - the raster order of the tiles (groups of row blocks, so neighbours share L2 tiles).
 // The WGTRAIN_MM_* settings of the context (wg_settings.h) can force each choice.
@@ -293,8 +294,8 @@ static int mm_operand_defs(char *buf, size_t cap, char x, mm_optype t) {
     }
 }
 
-// The module's constants (every entry point of 03_matmul.wgsl needs them to compile): the tile,
-// how each operand is bound and whether the kernel writes row sums (dbias). An nf4 B operand also
+// The module's constants (every entry point of 03_matmul.wgsl needs them to compile): the tile
+// and how each operand is bound. An nf4 B operand also
 // brings the workgroup table of its 16 levels, filled from nf4_levels (the C reference's) bit for bit.
 #define MM_DEFINES_CAP 1600
 // What is left of the defines buffer after n characters (a truncated append is a broken invariant).
@@ -302,13 +303,13 @@ static size_t mm_room(int n, size_t cap) {
     WGT_ASSERT(n >= 0 && (size_t)n < cap, "matmul defines overflow their buffer");
     return cap - (size_t)n;
 }
-static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int rs, char *buf, size_t cap) {
+static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, char *buf, size_t cap) {
     const int lut = tb == MM_OP_NF4;
     int n = snprintf(buf, cap,
                      "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;const MM_WG=%uu;"
-                     "const MM_PF=%s;const MM_RS=%s;const MM_WX=%uu;const MM_PB=%uu;const MM_LUT=%s;\n",
-                     t.bm, t.bn, t.bk, t.tm, t.tn, tile_threads(t), t.pf ? "true" : "false", rs ? "true" : "false",
-                     tile_warp(t), lut ? 5u : 4u, lut ? "true" : "false");
+                     "const MM_PF=%s;const MM_WX=%uu;const MM_PB=%uu;const MM_LUT=%s;\n",
+                     t.bm, t.bn, t.bk, t.tm, t.tn, tile_threads(t), t.pf ? "true" : "false", tile_warp(t), lut ? 5u : 4u,
+                     lut ? "true" : "false");
     n += mm_operand_defs(buf + n, mm_room(n, cap), 'a', ta);
     n += snprintf(buf + n, mm_room(n, cap), "\n");
     n += mm_operand_defs(buf + n, mm_room(n, cap), 'b', tb);
@@ -329,15 +330,12 @@ static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int rs, cha
 
 static WGPUComputePipeline aux_pipeline(wg_ctx *ctx, const char *entry) {
     char defs[MM_DEFINES_CAP];
-    return wg_pipeline(ctx, "03_matmul.wgsl", entry, mm_defines(TILE_SMALL, MM_OP_F32, MM_OP_F32, 0, defs, sizeof defs));
+    return wg_pipeline(ctx, "03_matmul.wgsl", entry, mm_defines(TILE_SMALL, MM_OP_F32, MM_OP_F32, defs, sizeof defs));
 }
 
 // ------------------------------------------------------------------ split-K scratch
 // The partial tiles live in the runtime's split-K scratch slot, grown to a multiple of 1 Mi
-// elements so that the similar sizes of one model settle at once. Beside it a 64-element buffer
-// stands in for the reduce kernel's dbias binding when there is none: that binding is writable,
-// and WebGPU rejects two writable bindings with overlapping ranges of one buffer in a dispatch
-// (so C cannot be bound twice).
+// elements so that the similar sizes of one model settle at once.
 #define SCRATCH_GRAIN ((size_t)1 << 20)
 
 static uint64_t scratch_limit(wgt_backend *be) { return min_u64(wg_binding_limit(be), MM_SCRATCH_MAX); }
@@ -348,12 +346,6 @@ static wgt_buf *mm_scratch(wgt_backend *be, size_t n) {
     if (want < n) want = n;
     wgt_buf *b = wg_scratch(wg_of(be), WG_SCRATCH_SPLITK, want, "split-K partial tiles");
     WGT_ASSERT(b != NULL, "could not allocate the split-K scratch buffer (set WGTRAIN_MM_SPLITK=off)");
-    return b;
-}
-
-static wgt_buf *mm_placeholder(wgt_backend *be) {
-    wgt_buf *b = wg_scratch(wg_of(be), WG_SCRATCH_PLACEHOLDER, WGT_VIEW_ALIGN, "split-K placeholder");
-    WGT_ASSERT(b != NULL, "could not allocate the 256-byte split-K placeholder buffer");
     return b;
 }
 
@@ -378,16 +370,15 @@ typedef struct {
     uint32_t M, N, K, flags;
     uint32_t a_off, b_off, c_off, bias_off;
     uint32_t lda, ldb, ldc, ks;
-    uint32_t zs, rs_off, group, s_off;
+    uint32_t zs, p0, group, s_off;
 } mm_params;
 
 typedef struct {
     uint32_t M, N, S, flags;
     uint32_t ldc, c_off, bias_off, zs;
-    uint32_t rs_off, db_off, p0, p1;
 } sk_params;
 
-enum { MMF_BIAS = 1, MMF_ACC = 2, MMF_ROWSUM = 4 };
+enum { MMF_BIAS = 1, MMF_ACC = 2 };
 
 // Largest chunk of a dimension whose rows of length ld fit one binding (leaving room for the
 // alignment remainder), rounded down to whole tiles when that leaves at least one.
@@ -428,9 +419,9 @@ typedef struct {
     wgt_backend *be;
     mm_variant var;
     mm_plan plan;
-    wgt_view a, b, c, bias, dbias;  // dbias: matmul_at's, fused into the split path
+    wgt_view a, b, c, bias;
     uint32_t lda, ldb, ldc;
-    int accumulate, fuse_db, want_v4;
+    int accumulate, want_v4;
     uint32_t group;
     int a_h, b_h;                   // the operand is f16 (then mm_window_h, no vec4)
     const mm_lowbit *lb;            // B is a packed frozen weight (NULL: it is not)
@@ -443,10 +434,9 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     const int a_kc = g->var != MM_TN, b_kc = g->var == MM_NT, first_k = k0 == 0;
     const int bias_here = first_k && g->bias.buf != NULL;
     const int acc_here = g->accumulate || !first_k;
-    const int db_here = g->fuse_db && n0 == 0;  // dbias rows come from the first column block
     mm_params p = {mc, nc, kc, 0, 0, 0, 0, 0, g->lda, g->ldb, g->ldc, kc, 0, 0, g->group, 0};
     enum { MM_C, MM_A, MM_B, MM_BIAS, MM_S };  // 03_matmul.wgsl bindings: outputs first; MM_S: nf4's absmax
-    enum { SK_C, SK_DB, SK_PART, SK_BIAS };    // and those of matmul_splitk_reduce
+    enum { SK_C, SK_PART, SK_BIAS };           // and those of matmul_splitk_reduce
     wg_bind bd[5];
     const int v4ok = g->want_v4 && t.bk % 8 == 0;  // vec4 slots need 8-deep k-slices
     int v4a = v4ok && !g->a_h, v4b = v4ok && !g->b_h;
@@ -471,7 +461,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
                     tb = lb ? lowbit_type[lb->fmt] : g->b_h ? h : v4b ? MM_OP_V4 : MM_OP_F32;
     char defs[MM_DEFINES_CAP];
     WGPUComputePipeline pipe =
-        wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[g->var], mm_defines(t, ta, tb, db_here, defs, sizeof defs));
+        wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[g->var], mm_defines(t, ta, tb, defs, sizeof defs));
     const uint32_t gx = (nc + t.bn - 1) / t.bn, gy = (mc + t.bm - 1) / t.bm;
     int no_v4 = 0;
     const int nbind = tb == MM_OP_NF4 ? 5 : 4;  // with the absmax the uniform follows at binding 5
@@ -485,8 +475,8 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
         return;
     }
 
-    // split-K: S layers of partial tiles [S, mc, nc] (then S row sums [S, mc]) in the scratch
-    const uint64_t per = (uint64_t)mc * nc + (g->fuse_db ? mc : 0);
+    // split-K: S layers of partial tiles [S, mc, nc] in the scratch
+    const uint64_t per = (uint64_t)mc * nc;
     uint64_t ktiles = cdiv(kc, t.bk), S = min_u64(g->plan.splits, ktiles);
     S = min_u64(S, scratch_limit(g->be) / per);  // >= 1: checked for the largest chunk
     const uint64_t ks = cdiv(ktiles, S) * t.bk;
@@ -495,43 +485,30 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     p.ks = (uint32_t)ks;
     p.ldc = nc;
     p.zs = mc * nc;
-    p.rs_off = (uint32_t)(S * mc * nc);
-    if (db_here) p.flags |= MMF_ROWSUM;
     bd[MM_C] = wg_b(scr, (size_t)(S * per));
     wg_dispatch3(ctx, label, pipe, bd, nbind, &p, sizeof p, gx, gy, (uint32_t)S);
 
-    sk_params q = {mc, nc, (uint32_t)S, 0, g->ldc, 0, 0, p.zs, p.rs_off, 0, 0, 0};
-    wg_bind rb[4];
+    sk_params q = {mc, nc, (uint32_t)S, 0, g->ldc, 0, 0, p.zs};
+    wg_bind rb[3];
     rb[SK_PART] = wg_b(scr, (size_t)(S * per));
     rb[SK_BIAS] = wg_b(scr, 0);  // placeholder, read-only like rb[SK_PART]
     if (bias_here) { q.flags |= MMF_BIAS; rb[SK_BIAS] = wg_binding_window(g->bias, n0, nc, &q.bias_off); }
     if (acc_here) q.flags |= MMF_ACC;
     rb[SK_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &q.c_off, &no_v4);
-    wgt_view dummy = wgt_view_of(mm_placeholder(g->be), 0, 1);
-    rb[SK_DB] = wg_b(dummy, 1);  // placeholder (unread)
-    uint64_t threads = (uint64_t)mc * nc;
-    if (db_here) {
-        q.flags |= MMF_ROWSUM;
-        rb[SK_DB] = wg_binding_window(g->dbias, m0, mc, &q.db_off);
-        threads += mc;
-    }
-    wg_dispatch(ctx, "matmul_splitk_reduce", aux_pipeline(ctx, "matmul_splitk_reduce"), rb, 4, &q, sizeof q,
-                wg_groups(threads, 256));
+    wg_dispatch(ctx, "matmul_splitk_reduce", aux_pipeline(ctx, "matmul_splitk_reduce"), rb, 3, &q, sizeof q,
+                wg_groups((uint64_t)mc * nc, 256));
 }
 
-// C[M,N] (=|+=) A[M,K]·B[K,N] (+ bias[N]); for matmul_at also dbias[M] += row sums of A when the
-// split path runs (returns 1 then; 0: the caller adds dbias itself). a_kc/b_kc follow from the
-// variant. The kernel indexes each binding window with u32, which every window (at most one
+// C[M,N] (=|+=) A[M,K]·B[K,N] (+ bias[N]). a_kc/b_kc follow from the variant. The kernel indexes each binding window with u32, which every window (at most one
 // binding) satisfies.
 // a_h, b_h: that operand is f16 (its view counts words of two halves; chunks of it fit a binding
 // whenever the f32 chunks below do). lb: B is a packed frozen weight (NULL: it is not).
-static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias, wgt_view dbias,
-                   uint32_t M, uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate,
+static void mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias, uint32_t M, uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate,
                    int a_h, int b_h, const mm_lowbit *lb) {
     wg_ctx *ctx = wg_of(be);
-    if (M == 0 || N == 0) return 0;
+    if (M == 0 || N == 0) return;
     const int a_kc = var != MM_TN, b_kc = var == MM_NT;
-    mm_call g = {be, var, plan_pick(ctx, var, M, N, K), a, b, c, bias, dbias, lda, ldb, ldc, accumulate, 0, vec4_on(ctx),
+    mm_call g = {be, var, plan_pick(ctx, var, M, N, K), a, b, c, bias, lda, ldb, ldc, accumulate, vec4_on(ctx),
                  group_setting(ctx), a_h, b_h, lb};
     const mm_tile t = g.plan.t;
 
@@ -547,9 +524,8 @@ static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_
     else if (b_kc) cN = min_u64(cN, chunk_rows(lim, ldb, t.bn));
     else cK = min_u64(cK, chunk_rows(lim, ldb, t.bk));
 
-    // the split path needs room for one layer of the largest chunk (and its row sums)
-    if (g.plan.splits && cM * cN + (dbias.buf ? cM : 0) > scratch_limit(be)) g.plan.splits = 0;
-    g.fuse_db = g.plan.splits && dbias.buf;
+    // the split path needs room for one layer of the largest chunk
+    if (g.plan.splits && cM * cN > scratch_limit(be)) g.plan.splits = 0;
 
     for (uint64_t m0 = 0; m0 < M; m0 += cM) {
         uint32_t mc = (uint32_t)min_u64(cM, M - m0);
@@ -563,7 +539,6 @@ static int mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_
             } while (k0 < K);
         }
     }
-    return g.fuse_db;
 }
 
 // ------------------------------------------------------------------ GEMMs on a packed frozen weight
@@ -580,8 +555,8 @@ static void lowbit_gemm(wgt_backend *be, mm_variant var, const char *label, wgt_
     WGT_ASSERT(n <= UINT32_MAX - 1024, "lowbit GEMM: a weight above 2^32 elements");
     mm_lowbit lb = {fmt, absmax, words, blocks, label};
     wgt_view none = wgt_view_none();
-    if (var == MM_NT) mm_gemm(be, MM_NT, c, a, weight, bias, none, N, OC, C, C, C, OC, 0, 0, 0, &lb);
-    else mm_gemm(be, MM_NN, c, a, weight, none, none, N, C, OC, OC, C, C, 0, 0, 0, &lb);
+    if (var == MM_NT) mm_gemm(be, MM_NT, c, a, weight, bias, N, OC, C, C, C, OC, 0, 0, 0, &lb);
+    else mm_gemm(be, MM_NN, c, a, weight, none, N, C, OC, OC, C, C, 0, 0, 0, &lb);
 }
 
 void wg_matmul_lowbit(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view absmax, wgt_view bias,
@@ -596,8 +571,7 @@ void wg_matmul_t_lowbit(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view 
 
 static void matmul_fwd(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N,
                        uint32_t C, uint32_t OC, int h) {
-    wgt_view none = wgt_view_none();
-    mm_gemm(be, MM_NT, out, inp, weight, bias, none, N, OC, C, C, C, OC, 0, h, h, NULL);
+    mm_gemm(be, MM_NT, out, inp, weight, bias, N, OC, C, C, C, OC, 0, h, h, NULL);
 }
 void wg_matmul(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N, uint32_t C,
                uint32_t OC) {
@@ -610,11 +584,11 @@ void wg_matmul_f16(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight,
 
 void wg_matmul_t(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t N, uint32_t C, uint32_t OC) {
     wgt_view none = wgt_view_none();
-    mm_gemm(be, MM_NN, dinp, dout, weight, none, none, N, C, OC, OC, C, C, 0, 0, 0, NULL);
+    mm_gemm(be, MM_NN, dinp, dout, weight, none, N, C, OC, OC, C, C, 0, 0, 0, NULL);
 }
 void wg_matmul_t_f16(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t N, uint32_t C, uint32_t OC) {
     wgt_view none = wgt_view_none();
-    mm_gemm(be, MM_NN, dinp, dout, weight, none, none, N, C, OC, OC, C, C, 0, 0, 1, NULL);
+    mm_gemm(be, MM_NN, dinp, dout, weight, none, N, C, OC, OC, C, C, 0, 0, 1, NULL);
 }
 
 typedef struct { uint32_t R, N, ld, x_off, out_off, p0, p1, p2; } colsum_params;
@@ -633,7 +607,7 @@ void wg_matmul_at_f16(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_vie
 static void matmul_at_any(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view dout, wgt_view inp, uint32_t N,
                           uint32_t C, uint32_t OC, int h) {
     wgt_view none = wgt_view_none();
-    if (mm_gemm(be, MM_TN, dweight, dout, inp, none, dbias, OC, C, N, OC, C, C, 1, 0, h, NULL)) return;  // dbias fused
+    mm_gemm(be, MM_TN, dweight, dout, inp, none, OC, C, N, OC, C, C, 1, 0, h, NULL);
     if (!dbias.buf || N == 0 || OC == 0) return;
     // dbias[OC] += column sums of dout[N,OC], over row chunks that fit one binding
     wg_ctx *ctx = wg_of(be);
