@@ -213,7 +213,7 @@ static result run_op(bench *B, shape_data *D, op_kind op) {
         double err = fabs(got - ref) / (sqrt((double)K) * (op == OP_MM_AT ? calls : 1));
         if (!(err <= res.err)) res.err = isnan(err) ? INFINITY : err;
     }
-    // matmul_at's dbias (fused into split-K): dbias[m] = calls·Σ_n dout[n, m]
+    // matmul_at's dbias (matmul_at_dbias): dbias[m] = calls·Σ_n dout[n, m]
     for (int k = 0; op == OP_MM_AT && s->bias && k < (B->checks + 7) / 8; k++) {
         B->rng ^= B->rng << 13; B->rng ^= B->rng >> 7; B->rng ^= B->rng << 17;
         size_t m = (size_t)(B->rng % OC);

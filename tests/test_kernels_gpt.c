@@ -217,7 +217,7 @@ static void test_matmul_splitk(void) {
     test_matmul_at(212, 216, 220, 1, "small tiles no split group 3");
     S->mm_tile = WG_MM_TILE_AUTO;
     S->mm_group = WG_AUTO;
-    // the automatic choice: one tile, K = 600 -> 2 slices (dbias fused); K = 300 -> none
+    // the automatic choice: one tile, K = 600 -> 2 slices; K = 300 -> none
     S->mm_splitk = WG_AUTO;
     test_matmul_at(600, 71, 53, 1, "auto split-K");
     test_matmul_fwd(50, 601, 70, 1, "auto split-K");
