@@ -1182,6 +1182,13 @@ var<workgroup> dq_kt : array<vec4<f32>, DQ_BK * HS4>;    // K tile [key][d4]
 
 struct DqTile { s : array<vec4<f32>, DQ_SN>, k : array<vec4<f32>, DQ_KN> };
 
+// ab_lo through this kernel's doc_start binding
+fn dq_lo(u : AttnParams, b : u32, t : u32) -> u32 {
+    var d = 0u;
+    if (u.has_doc != 0u) { d = ab_doc_q[b * u.T + t]; }
+    return attn_lo(u.has_doc, d, t, u.window);
+}
+
 // The tile of keys k0..: dS slot i = tid + DQ_WG·n is (row i / (DQ_BK/4), key quad i % (DQ_BK/4)),
 // masked by its row's lo (slo[n]; AR_NOROW past T); K vec4 i = (key i / HS4, column i % HS4).
 fn dq_fetch(u : AttnParams, tid : u32, sbase : u32, q0 : u32, k0 : u32, kbase : u32, slo : array<u32, DQ_SN>,
@@ -1247,15 +1254,9 @@ fn attention_backward_dq_ds(@builtin(local_invocation_id) lid : vec3<u32>, @buil
     for (var n = 0u; n < DQ_SN; n++) {
         let t = q0 + (tid + DQ_WG * n) / (DQ_BK / 4u);
         slo[n] = AR_NOROW;
-        if (t < T) {
-            var d = 0u;
-            if (u.has_doc != 0u) { d = ab_doc_q[b * T + t]; }
-            slo[n] = attn_lo(u.has_doc, d, t, u.window);
-        }
+        if (t < T) { slo[n] = dq_lo(u, b, t); }
     }
-    var d0 = 0u;
-    if (u.has_doc != 0u) { d0 = ab_doc_q[b * T + q0]; }
-    let kt0 = attn_lo(u.has_doc, d0, q0, u.window) / DQ_BK;  // tiles before it are masked for every row
+    let kt0 = dq_lo(u, b, q0) / DQ_BK;  // tiles before it are masked for every row
     let kt1 = (min(q0 + DQ_BM, T) - 1u) / DQ_BK;             // the diagonal's last tile
     var acc = array<array<vec4<f32>, DQ_CN>, DQ_TM>();
     var x = DqTile();
