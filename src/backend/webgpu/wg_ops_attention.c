@@ -856,17 +856,18 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         return V_ROWS;
     }
     bwd_cfg cfg = bwd_choose(ctx, HS);
+    const int reg_ok = reg_layouts(ctx, HS, &cfg);  // (completes cfg's register layouts)
     // an invalid variant, or one that cannot run at this head size (no tile, or no register
     // layout, fits): the automatic choice
     if (variant < 1 || variant >= N_VARIANTS || variant == V_ROWS || (!cfg.tiles_ok && !is_reg(variant)) ||
-        (is_reg(variant) && !reg_layouts(ctx, HS, &cfg)))
+        (is_reg(variant) && !reg_ok))
         variant = wg_attention_backward_auto_variant(be, B, T, NH, NKV, HS);
     if (variant == V_ROWS) {  // no tile fits and the register layouts do not either
         rows_backward(be, dqkv, dout, qkv, out, lse, doc_start, B, T, NH, NKV, HS, p_drop, seed, window);
         return V_ROWS;
     }
     if (variant == V_SHORT && T > short_max_t(ctx)) variant = V_SPLIT;
-    if (is_reg(variant) && !reg_layouts(ctx, HS, &cfg)) variant = V_SPLIT;  // (auto checked it: fills cfg)
+    if (is_reg(variant) && !reg_ok) variant = V_SPLIT;
     if (variant == V_REGDS && !regds_fits(ctx, B, T, NH, HS)) variant = V_REG;
     const uint32_t C = NH * HS, gq = NH / NKV;
     size_t bt = (size_t)B * T, n3 = bt * ((size_t)NH + 2 * (size_t)NKV) * HS;

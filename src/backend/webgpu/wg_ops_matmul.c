@@ -499,12 +499,13 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
                 wg_groups((uint64_t)mc * nc, 256));
 }
 
-// C[M,N] (=|+=) A[M,K]·B[K,N] (+ bias[N]). a_kc/b_kc follow from the variant. The kernel indexes each binding window with u32, which every window (at most one
-// binding) satisfies.
+// C[M,N] (=|+=) A[M,K]·B[K,N] (+ bias[N]). a_kc/b_kc follow from the variant. The kernel indexes
+// each binding window with u32, which every window (at most one binding) satisfies.
 // a_h, b_h: that operand is f16 (its view counts words of two halves; chunks of it fit a binding
 // whenever the f32 chunks below do). lb: B is a packed frozen weight (NULL: it is not).
-static void mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias, uint32_t M, uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate,
-                   int a_h, int b_h, const mm_lowbit *lb) {
+static void mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias, uint32_t M,
+                    uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate, int a_h, int b_h,
+                    const mm_lowbit *lb) {
     wg_ctx *ctx = wg_of(be);
     if (M == 0 || N == 0) return;
     const int a_kc = var != MM_TN, b_kc = var == MM_NT;
