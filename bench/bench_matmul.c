@@ -16,7 +16,7 @@
 // call count).
 //
 // Usage: bench_matmul [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]
-//                     [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1] [--group G]
+//                     [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1|2] [--group G]
 //                     [--only NAME]
 // --small shrinks every shape (÷16 rows, ÷8 columns) so that the software GPU finishes quickly.
 #include <math.h>
@@ -302,15 +302,20 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--tiles") && i + 1 < argc) tiles = argv[++i];
         else if (!strcmp(a, "--peer") && i + 1 < argc) peer_path = argv[++i];
         else if (!strcmp(a, "--splitk") && i + 1 < argc) splitk = argv[++i];
-        else if (!strcmp(a, "--vec4") && i + 1 < argc) vec4 = atoi(argv[++i]) != 0;
-        else if (!strcmp(a, "--group") && i + 1 < argc) group = atoi(argv[++i]);
+        else if (!strcmp(a, "--vec4") && i + 1 < argc) {
+            vec4 = atoi(argv[++i]);
+            if (vec4 < 0 || vec4 > 2) {
+                fprintf(stderr, "bench_matmul: --vec4 takes 0, 1 or 2 (docs/webgpu-settings.md)\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--group") && i + 1 < argc) group = atoi(argv[++i]);
         else if (!strcmp(a, "--only") && i + 1 < argc) {
             const char *o = argv[++i];
             for (int k = 0; k < 3; k++) if (!strcmp(o, op_name[k])) only = k;
             if (only < 0) { fprintf(stderr, "bench_matmul: --only takes matmul, matmul_t or matmul_at\n"); return 2; }
         } else {
             printf("usage: bench_matmul [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
-                   "                    [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1] [--group G]\n"
+                   "                    [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1|2] [--group G]\n"
                    "                    [--only matmul|matmul_t|matmul_at] [--peer FILE]\n"
                    "  --peer FILE  the peer's times at the same shapes (bench/torch_peer.py's output): adds the ratio\n"
                    "  --sweep   time every shape under a list of GEMM settings (ignores the four setting flags)\n"

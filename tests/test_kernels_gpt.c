@@ -120,8 +120,9 @@ static void test_matmuls(void) {
 // Split-K, forced to S = 1, 2, 3, 7 slices (1: the scratch + reduce path with one slice), with
 // scalar and vec4 global loads. Every K is 209..224: 14 k-tiles of 16, or 27-28 of 8 in the big
 // tile where workgroup memory is 32 KiB (here), so S = 2, 3, 7 give exactly that many slices, the
-// last one partial; the first shape's odd sizes take scalar loads, the second's multiples of 4
-// vec4 loads when they are on (edge tiles in M and N in both). Each distinct pipeline costs
+// last one partial; the first shape's odd sizes take scalar loads and the scalar reduction, the
+// second's multiples of 4 vec4 loads when they are on and the vec4 reduction (edge tiles in M
+// and N in both). Each distinct pipeline costs
 // seconds of shader compilation on the software GPU, so the variants are spread thinly: scalar
 // loads with the big tile (the production split-K path), vec4 loads with the small tile (whose
 // 16-deep k-slices are those of the big tile on a 48 KiB GPU).
@@ -166,6 +167,15 @@ static void test_matmul_tile_specs(void) {
     test_matmul_at(200, 129, 300, 1, what);
     S->mm_splitk = 2;
     test_matmul_at(211, 209, 213, 1, what);
+    // the production loads of that tile (vec4 auto: B stored along n as vec4, A scalar) on
+    // aligned shapes with edges in every dimension, unsplit and split
+    S->mm_vec4 = WG_AUTO;
+    snprintf(what, sizeof what, "tile 128x128x8/8x8 vec4 auto");
+    test_matmul_t(132, 68, 204, what);
+    test_matmul_at(212, 132, 300, 1, what);
+    S->mm_splitk = 0;
+    test_matmul_at(200, 132, 300, 1, what);
+    S->mm_vec4 = 0;
     // the warp layouts (WGTRAIN_MM_WARP): 8 and 16 threads of a 32-lane group along n on the
     // 128x64/8x4 tile (a 16 x 16 thread grid), 4 on the 128x128 one (16 x 16), and 16 on an 8-wide
     // grid, which does not divide it and falls back to row-major

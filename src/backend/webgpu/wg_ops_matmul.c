@@ -35,11 +35,14 @@ static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static const wg_settings *mm_settings(wg_ctx *ctx) { return wg_ctx_settings(ctx); }
 // WGTRAIN_MM_SPLITK: WG_AUTO | 0 (off) | S (every GEMM through the split path with S slices)
 static int splitk_setting(wg_ctx *ctx) { return mm_settings(ctx)->mm_splitk; }
-// WGTRAIN_MM_VEC4: 0 | 1 (auto 0: on the H200 through Dawn/Vulkan the vec4 operand loads ran
-// at 17-19 TFLOP/s against 28-32 for scalar loads in the same sweep, bench_matmul --sweep)
+// WGTRAIN_MM_VEC4: 0 (scalar loads) | 1 (vec4 loads of every aligned f32 operand) | 2 (of B alone,
+// where it is stored along n: matmul_t's W, matmul_at's inp). auto = 2: on the H200 that took
+// matmul_t from 51.5 to 48.5 ms a GPT-2 124M step, while vec4 loads of A (matmul_at's dout) or of
+// an operand stored along k lost 6-25 % (bench/README.md)
+#define MM_VEC4_B_ALONG_N 2
 static int vec4_on(wg_ctx *ctx) {
     int v = mm_settings(ctx)->mm_vec4;
-    return v == WG_AUTO ? 0 : v != 0;
+    return v == WG_AUTO ? MM_VEC4_B_ALONG_N : v;
 }
 // WGTRAIN_MM_GROUP: row blocks per raster group (1 = plain row-major order; auto MM_GROUP)
 #define MM_GROUP 8
@@ -439,7 +442,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     enum { SK_C, SK_PART, SK_BIAS };           // and those of matmul_splitk_reduce
     wg_bind bd[5];
     const int v4ok = g->want_v4 && t.bk % 8 == 0;  // vec4 slots need 8-deep k-slices
-    int v4a = v4ok && !g->a_h, v4b = v4ok && !g->b_h;
+    int v4a = v4ok && !g->a_h && g->want_v4 != MM_VEC4_B_ALONG_N, v4b = v4ok && !g->b_h && (g->want_v4 != MM_VEC4_B_ALONG_N || !b_kc);
     if (g->a_h) bd[MM_A] = a_kc ? mm_window_h(g->a, m0, mc, k0, kc, g->lda, &p.a_off)
                                 : mm_window_h(g->a, k0, kc, m0, mc, g->lda, &p.a_off);
     else if (a_kc) bd[MM_A] = mm_window(g->a, m0, mc, k0, kc, g->lda, &p.a_off, &v4a);
@@ -488,15 +491,22 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     bd[MM_C] = wg_b(scr, (size_t)(S * per));
     wg_dispatch3(ctx, label, pipe, bd, nbind, &p, sizeof p, gx, gy, (uint32_t)S);
 
+    // the reduction 4 columns a thread where N and every window's offset allow it (same sums)
     sk_params q = {mc, nc, (uint32_t)S, 0, g->ldc, 0, 0, p.zs};
+    int v4 = nc % 4 == 0, v4_bias = v4;
     wg_bind rb[3];
     rb[SK_PART] = wg_b(scr, (size_t)(S * per));
-    rb[SK_BIAS] = wg_b(scr, 0);  // placeholder, read-only like rb[SK_PART]
-    if (bias_here) { q.flags |= MMF_BIAS; rb[SK_BIAS] = wg_binding_window(g->bias, n0, nc, &q.bias_off); }
+    if (bias_here) {
+        q.flags |= MMF_BIAS;
+        rb[SK_BIAS] = mm_window(g->bias, 0, 1, n0, nc, nc, &q.bias_off, &v4_bias);
+    }
     if (acc_here) q.flags |= MMF_ACC;
-    rb[SK_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &q.c_off, &no_v4);
-    wg_dispatch(ctx, "matmul_splitk_reduce", aux_pipeline(ctx, "matmul_splitk_reduce"), rb, 3, &q, sizeof q,
-                wg_groups((uint64_t)mc * nc, 256));
+    rb[SK_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &q.c_off, &v4);
+    v4 = v4 && v4_bias && q.c_off % 4 == 0 && q.bias_off % 4 == 0;
+    if (!bias_here) rb[SK_BIAS] = wg_b(scr, v4 ? 4 : 0);  // placeholder (one vec4), read-only like rb[SK_PART]
+    const char *entry = v4 ? "matmul_splitk_reduce4" : "matmul_splitk_reduce";
+    wg_dispatch(ctx, "matmul_splitk_reduce", aux_pipeline(ctx, entry), rb, 3, &q, sizeof q,
+                wg_groups((uint64_t)mc * nc / (v4 ? 4 : 1), 256));
 }
 
 // C[M,N] (=|+=) A[M,K]·B[K,N] (+ bias[N]). a_kc/b_kc follow from the variant. The kernel indexes
