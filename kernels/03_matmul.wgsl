@@ -85,6 +85,13 @@ const MM_A_SLOTS : u32 = MM_BM * MM_BK / 4u;   // vec4 per A tile
 const MM_B_SLOTS : u32 = MM_BN * MM_BK / 4u;
 const MM_A_PASSES : u32 = (MM_A_SLOTS + MM_WG - 1u) / MM_WG;
 const MM_B_PASSES : u32 = (MM_B_SLOTS + MM_WG - 1u) / MM_WG;
+// every pass's slot exists (the slot tests then fold away)
+const MM_A_EXACT : bool = MM_A_SLOTS == MM_A_PASSES * MM_WG;
+const MM_B_EXACT : bool = MM_B_SLOTS == MM_B_PASSES * MM_WG;
+// The interior fetch (mm_fast_a) for tiles of 8x8 outputs a thread: on the H200 it took their
+// GEMMs 4-8 % faster, while the 8x4 tile, compiled to 80 registers, spilled with it and ran 6-13 %
+// slower (bench/README.md).
+const MM_FAST : bool = MM_TM * MM_TN == 64u;
 const MM_IOTA : vec4<u32> = vec4<u32>(0u, 1u, 2u, 3u);
 const_assert MM_TX * MM_TY == MM_WG;
 const MM_WY : u32 = 32u / max(MM_WX, 1u);  // rows of the grid a 32-lane group covers (MM_WX > 0)
@@ -160,11 +167,34 @@ fn mm_base_b(s : u32, n0 : u32, b_kc : bool) -> u32 {
     return mm_p.b_off + select(q.x * mm_p.ldb + n, n * mm_p.ldb + q.x, b_kc);
 }
 
+// Slot s (base: mm_base_a's) of a slice wholly inside the matrices, for a thread whose slot
+// exists: the loads alone. The k-loop takes these for every slice of an interior tile but a
+// partial last one, after one test a slice (mm_main), which leaves the slice's compiled code
+// without the nested tests and the selects of mm_fetch_a.
+fn mm_fast_a(base : u32, k0 : u32, a_kc : bool) -> vec4<f32> {
+    let i = base + select(k0 * mm_p.lda, k0, a_kc);
+    if (MM_A_V4) { return mm_a_at(i / 4u); }
+    if (a_kc) {
+        let l = mm_p.lda;
+        return vec4<f32>(mm_a_el(i), mm_a_el(i + l), mm_a_el(i + 2u * l), mm_a_el(i + 3u * l));
+    }
+    return vec4<f32>(mm_a_el(i), mm_a_el(i + 1u), mm_a_el(i + 2u), mm_a_el(i + 3u));
+}
+fn mm_fast_b(base : u32, k0 : u32, b_kc : bool) -> vec4<f32> {
+    let i = base + select(k0 * mm_p.ldb, k0, b_kc);
+    if (MM_B_V4) { return mm_b_at(i / 4u); }
+    if (b_kc) {
+        let l = mm_p.ldb;
+        return vec4<f32>(mm_b_el(i), mm_b_el(i + l), mm_b_el(i + 2u * l), mm_b_el(i + 3u * l));
+    }
+    return vec4<f32>(mm_b_el(i), mm_b_el(i + 1u), mm_b_el(i + 2u), mm_b_el(i + 3u));
+}
+
 // Tiles wholly inside the matrices (nearly all of them) load without any bounds test: the test
 // of every element costs issue slots that the FMAs need. inside: the whole BM x BK (BN x BK) tile
 // of this k-slice is in range, the same for every thread of the workgroup.
 fn mm_fetch_a(s : u32, base : u32, m0 : u32, k0 : u32, ke : u32, a_kc : bool) -> vec4<f32> {
-    if (s >= MM_A_SLOTS) { return vec4<f32>(0.0); }
+    if (!MM_A_EXACT && s >= MM_A_SLOTS) { return vec4<f32>(0.0); }
     let inside = m0 + MM_BM <= mm_p.M && k0 + MM_BK <= ke;
     if (inside && MM_A_V4) { return mm_a_at((base + select(k0 * mm_p.lda, k0, a_kc)) / 4u); }
     if (inside) {
@@ -198,7 +228,7 @@ fn mm_fetch_a(s : u32, base : u32, m0 : u32, k0 : u32, ke : u32, a_kc : bool) ->
                      mm_load_a(m + 3u, k, ke, a_kc));
 }
 fn mm_fetch_b(s : u32, base : u32, n0 : u32, k0 : u32, ke : u32, b_kc : bool) -> vec4<f32> {
-    if (s >= MM_B_SLOTS) { return vec4<f32>(0.0); }
+    if (!MM_B_EXACT && s >= MM_B_SLOTS) { return vec4<f32>(0.0); }
     let inside = n0 + MM_BN <= mm_p.N && k0 + MM_BK <= ke;
     if (inside && MM_B_V4) { return mm_b_at((base + select(k0 * mm_p.ldb, k0, b_kc)) / 4u); }
     if (inside) {
@@ -232,7 +262,7 @@ fn mm_fetch_b(s : u32, base : u32, n0 : u32, k0 : u32, ke : u32, b_kc : bool) ->
                      mm_load_b(k, n + 3u, ke, b_kc));
 }
 fn mm_store_a(buf : u32, s : u32, v : vec4<f32>, a_kc : bool) {
-    if (s >= MM_A_SLOTS) { return; }
+    if (!MM_A_EXACT && s >= MM_A_SLOTS) { return; }
     if (MM_A_V4 && a_kc) {  // 4 k of one row: one component in each of 4 k-rows
         let q = mm_slot_kc4(s);
         let i = (buf * MM_BK + q.x) * MM_AS_V + q.y / 4u;
@@ -247,7 +277,7 @@ fn mm_store_a(buf : u32, s : u32, v : vec4<f32>, a_kc : bool) {
     mm_as[(buf * MM_BK + q.x) * MM_AS_V + q.y] = v;
 }
 fn mm_store_b(buf : u32, s : u32, v : vec4<f32>, b_kc : bool) {
-    if (s >= MM_B_SLOTS) { return; }
+    if (!MM_B_EXACT && s >= MM_B_SLOTS) { return; }
     if (MM_B_V4 && b_kc) {
         let q = mm_slot_kc4(s);
         let i = (buf * MM_BK + q.x) * MM_BS_V + q.y / 4u;
@@ -378,6 +408,7 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
     let kb = wid.z * mm_p.ks;                // this layer's k-range [kb, ke)
     let ke = min(mm_p.K, kb + mm_p.ks);
     let ntiles = select(0u, (ke - kb + MM_BK - 1u) / MM_BK, ke > kb);
+    let interior = m0 + MM_BM <= mm_p.M && n0 + MM_BN <= mm_p.N;  // the same for the whole workgroup
     let z = vec4<f32>(0.0);
     var acc = MMAcc(z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z);
     // prefetch registers: one vec4 per pass of each tile (at most 4; unused ones fold away)
@@ -411,7 +442,17 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
     for (var t = 0u; t < ntiles; t++) {
         let buf = t & 1u;
         let more = t + 1u < ntiles;
-        if (more && MM_PF) {  // prefetch the next slice; its latency hides behind the FMAs below
+        if (MM_FAST && more && MM_PF && interior && kb + (t + 2u) * MM_BK <= ke) {  // the next slice, inside
+            let k1 = kb + (t + 1u) * MM_BK;
+            if (MM_A_EXACT || lid < MM_A_SLOTS) { ra0 = mm_fast_a(pa0, k1, a_kc); }
+            if (MM_A_PASSES > 1u && (MM_A_EXACT || lid + W < MM_A_SLOTS)) { ra1 = mm_fast_a(pa1, k1, a_kc); }
+            if (MM_A_PASSES > 2u && (MM_A_EXACT || lid + 2u * W < MM_A_SLOTS)) { ra2 = mm_fast_a(pa2, k1, a_kc); }
+            if (MM_A_PASSES > 3u && (MM_A_EXACT || lid + 3u * W < MM_A_SLOTS)) { ra3 = mm_fast_a(pa3, k1, a_kc); }
+            if (MM_B_EXACT || lid < MM_B_SLOTS) { rb0 = mm_fast_b(pb0, k1, b_kc); }
+            if (MM_B_PASSES > 1u && (MM_B_EXACT || lid + W < MM_B_SLOTS)) { rb1 = mm_fast_b(pb1, k1, b_kc); }
+            if (MM_B_PASSES > 2u && (MM_B_EXACT || lid + 2u * W < MM_B_SLOTS)) { rb2 = mm_fast_b(pb2, k1, b_kc); }
+            if (MM_B_PASSES > 3u && (MM_B_EXACT || lid + 3u * W < MM_B_SLOTS)) { rb3 = mm_fast_b(pb3, k1, b_kc); }
+        } else if (more && MM_PF) {  // prefetch the next slice; its latency hides behind the FMAs below
             let k1 = kb + (t + 1u) * MM_BK;
             ra0 = mm_fetch_a(lid, pa0, m0, k1, ke, a_kc);
             if (MM_A_PASSES > 1u) { ra1 = mm_fetch_a(lid + W, pa1, m0, k1, ke, a_kc); }
