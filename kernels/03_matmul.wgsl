@@ -608,6 +608,61 @@ fn matmul_at_dbias(@builtin(local_invocation_index) lid : u32, @builtin(workgrou
     }
 }
 
+// Column sums in two stages, for an x whose width N, row stride and offset are multiples of 4
+// (matmul_at's dbias at those widths; layernorm_backward_params_part shares the second stage).
+// The kernel above gives each 8 columns one workgroup: 96 to 384 workgroups at GPT-2's widths,
+// too few to keep the H200's memory busy (about a quarter of its bandwidth).
+// matmul_colsum_part: one workgroup per (64-column block, CS4_ROWS-row chunk), its 256 threads 16
+// vec4 columns × 16 row slices (a warp reads 2 rows × 256 contiguous bytes), each thread summing
+// its 16 rows; the 16 slices are added in order and the block's sums go to
+// part[part_off + chunk·N + n]. matmul_colsum_finish: out[out_off + n] += Σ_chunk
+// part[part_off + chunk·N + n], chunks in order. Both deterministic; grid x = column blocks
+// (vec4 columns for the finish), y = chunks.
+struct CS4Params { R : u32, N : u32, ld : u32, x_off : u32, out_off : u32, nchunk : u32, part_off : u32, p0 : u32 };
+const CS4_ROWS : u32 = 256u;
+
+@group(0) @binding(0) var<storage, read_write> cs4_part : array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> cs4_x : array<vec4<f32>>;
+@group(0) @binding(2) var<uniform> cs4_p : CS4Params;
+
+var<workgroup> cs4_red : array<vec4<f32>, 256>;
+
+@compute @workgroup_size(256)
+fn matmul_colsum_part(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>) {
+    let n4 = cs4_p.N / 4u;
+    let c4 = wid.x * 16u + lid % 16u;
+    let slice = lid / 16u;
+    var s = vec4<f32>(0.0);
+    if (c4 < n4) {
+        let r0 = wid.y * CS4_ROWS + slice;
+        for (var i = 0u; i < CS4_ROWS / 16u; i++) {
+            let r = r0 + 16u * i;
+            if (r < cs4_p.R) { s += cs4_x[(cs4_p.x_off + r * cs4_p.ld) / 4u + c4]; }
+        }
+    }
+    cs4_red[lid] = s;
+    workgroupBarrier();
+    if (slice == 0u && c4 < n4) {
+        var t = vec4<f32>(0.0);
+        for (var k = 0u; k < 16u; k++) { t += cs4_red[k * 16u + lid]; }
+        cs4_part[cs4_p.part_off / 4u + wid.y * n4 + c4] = t;
+    }
+}
+
+@group(0) @binding(0) var<storage, read_write> csf_out : array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> csf_part : array<vec4<f32>>;
+@group(0) @binding(2) var<uniform> csf_p : CS4Params;
+
+@compute @workgroup_size(256)
+fn matmul_colsum_finish(@builtin(global_invocation_id) gid : vec3<u32>) {
+    let n4 = csf_p.N / 4u;
+    let c4 = gid.x;
+    if (c4 >= n4) { return; }
+    var t = vec4<f32>(0.0);
+    for (var ch = 0u; ch < csf_p.nchunk; ch++) { t += csf_part[csf_p.part_off / 4u + ch * n4 + c4]; }
+    csf_out[csf_p.out_off / 4u + c4] += t;
+}
+
 // matmul_peak (benchmarks only): the FP32 FMA ceiling through this same compiler stack. Each
 // thread runs 32 independent FMA chains (8 vec4) for `iters` steps; x and y come from the
 // params so nothing folds, and one store a thread keeps the work alive. FLOPs = 64·iters·threads.

@@ -85,6 +85,55 @@ fn layernorm_backward_params(@builtin(local_invocation_index) lid : u32, @builti
     }
 }
 
+// layernorm_backward_params_part: the first stage of the parameter sums in two stages, for a C
+// that is a multiple of 4 (as matmul_colsum_part in 03_matmul.wgsl, whose matmul_colsum_finish is
+// the second): a workgroup per (64-column block, 256-row chunk), 16 vec4 columns × 16 row slices;
+// the chunk's dweight sums go to part[chunk·C + c], its dbias sums to part[(nchunk + chunk)·C + c].
+struct LNQParams { N : u32, C : u32, nchunk : u32, p0 : u32 };
+
+@group(0) @binding(0) var<storage, read_write> lq_part : array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> lq_dout : array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> lq_inp : array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> lq_mean : array<f32>;
+@group(0) @binding(4) var<storage, read> lq_rstd : array<f32>;
+@group(0) @binding(5) var<uniform> lq_p : LNQParams;
+
+var<workgroup> lq_w : array<vec4<f32>, 256>;
+var<workgroup> lq_b : array<vec4<f32>, 256>;
+
+@compute @workgroup_size(256)
+fn layernorm_backward_params_part(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>) {
+    let c4n = lq_p.C / 4u;
+    let c4 = wid.x * 16u + lid % 16u;
+    let slice = lid / 16u;
+    var sw = vec4<f32>(0.0);
+    var sb = vec4<f32>(0.0);
+    if (c4 < c4n) {
+        let n0 = wid.y * 256u + slice;
+        for (var i = 0u; i < 16u; i++) {
+            let n = n0 + 16u * i;
+            if (n < lq_p.N) {
+                let g = lq_dout[n * c4n + c4];
+                sw += g * ((lq_inp[n * c4n + c4] - lq_mean[n]) * lq_rstd[n]);
+                sb += g;
+            }
+        }
+    }
+    lq_w[lid] = sw;
+    lq_b[lid] = sb;
+    workgroupBarrier();
+    if (slice == 0u && c4 < c4n) {
+        var tw = vec4<f32>(0.0);
+        var tb = vec4<f32>(0.0);
+        for (var k = 0u; k < 16u; k++) {
+            tw += lq_w[k * 16u + lid];
+            tb += lq_b[k * 16u + lid];
+        }
+        lq_part[wid.y * c4n + c4] = tw;
+        lq_part[(lq_p.nchunk + wid.y) * c4n + c4] = tb;
+    }
+}
+
 @group(0) @binding(0) var<storage, read_write> rb_dinp : array<f32>;
 @group(0) @binding(1) var<storage, read> rb_dout : array<f32>;
 @group(0) @binding(2) var<storage, read> rb_inp : array<f32>;

@@ -26,6 +26,16 @@ static inline int wg_ew_lanes(size_t n, const wgt_view *views, int nv, const cha
 WGT_OPS(WG_PROTO_)
 #undef WG_PROTO_
 
+// Column sums in two stages (03_matmul.wgsl, matmul_colsum_part / matmul_colsum_finish), for
+// matmul_at's dbias and the LayerNorm parameter gradients where widths are multiples of 4:
+// wg_colsum_scratch returns the partials' buffer for n floats, or NULL (then the caller runs its
+// one-stage kernel) when n passes one binding or the buffer cannot be allocated;
+// wg_colsum_finish adds out[N] += Σ_chunk part[part_off + chunk·N + n], chunks in order.
+#define WG_COLSUM_ROWS 256u  // rows a chunk of the first stage (CS4_ROWS in 03_matmul.wgsl)
+wgt_buf *wg_colsum_scratch(wgt_backend *be, uint64_t n);
+void wg_colsum_finish(wgt_backend *be, const char *label, wgt_view out, wgt_view part, uint32_t N, uint32_t nchunk,
+                      uint32_t part_off);
+
 // The key splits decode_attention uses for `rows` query rows (B·T·NH) against caches of maxT
 // positions (1: none; wg_ops_decode.c), for tests and benchmarks.
 uint32_t wg_decode_attention_splits(wgt_backend *be, uint64_t rows, uint32_t maxT);

@@ -615,6 +615,45 @@ void wg_matmul_at_f16(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_vie
     matmul_at_any(be, dweight, dbias, dout, inp, N, C, OC, 1);
 }
 
+// ------------------------------------------------------------------ column sums in two stages
+typedef struct { uint32_t R, N, ld, x_off, out_off, nchunk, part_off, p0; } cs4_params;
+
+wgt_buf *wg_colsum_scratch(wgt_backend *be, uint64_t n) {
+    if (n == 0 || n > wg_binding_limit(be)) return NULL;
+    return wg_scratch(wg_of(be), WG_SCRATCH_COLSUM, (size_t)n, "column-sum partials");
+}
+
+void wg_colsum_finish(wgt_backend *be, const char *label, wgt_view out, wgt_view part, uint32_t N, uint32_t nchunk,
+                      uint32_t part_off) {
+    wg_ctx *ctx = wg_of(be);
+    cs4_params p = {0, N, 0, 0, 0, nchunk, part_off, 0};
+    wg_bind bd[2] = {wg_binding_window(out, 0, N, &p.out_off), wg_b(part, (size_t)part_off + (size_t)nchunk * N)};
+    WGT_ASSERT(N % 4 == 0 && part_off % 4 == 0 && p.out_off % 4 == 0, "two-stage column sums need vec4-aligned widths");
+    wg_dispatch(ctx, label, aux_pipeline(ctx, "matmul_colsum_finish"), bd, 2, &p, sizeof p, wg_groups(N / 4, 256));
+}
+
+// dbias[OC] += the column sums of dout[rc, OC] (a window of rows r0..): in two stages where OC and
+// the windows are vec4-aligned and the partials fit, else by matmul_at_dbias. 1 when it ran.
+static int dbias_two_stage(wgt_backend *be, wgt_view dbias, wgt_view dout, uint64_t r0, uint32_t rc, uint32_t OC) {
+    wg_ctx *ctx = wg_of(be);
+    const uint64_t nchunk = cdiv(rc, WG_COLSUM_ROWS), blocks = cdiv(OC, 64);
+    const uint32_t maxd = wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension;
+    if (OC % 4 || nchunk > maxd || blocks > maxd) return 0;
+    cs4_params p = {rc, OC, OC, 0, 0, (uint32_t)nchunk, 0, 0};
+    wg_bind bx = wg_binding_window(dout, r0 * OC, (uint64_t)rc * OC, &p.x_off);
+    uint32_t out_off;
+    wg_binding_window(dbias, 0, OC, &out_off);
+    if (p.x_off % 4 || out_off % 4) return 0;
+    wgt_buf *part = wg_colsum_scratch(be, nchunk * OC);
+    if (!part) return 0;
+    wgt_view pv = wgt_view_of(part, 0, (size_t)(nchunk * OC));
+    wg_bind bd[2] = {wg_b(pv, (size_t)(nchunk * OC)), bx};
+    wg_dispatch3(ctx, "matmul_at_dbias", aux_pipeline(ctx, "matmul_colsum_part"), bd, 2, &p, sizeof p, (uint32_t)blocks,
+                 (uint32_t)nchunk, 1);
+    wg_colsum_finish(be, "matmul_at_dbias", dbias, pv, OC, (uint32_t)nchunk, 0);
+    return 1;
+}
+
 static void matmul_at_any(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view dout, wgt_view inp, uint32_t N,
                           uint32_t C, uint32_t OC, int h) {
     wgt_view none = wgt_view_none();
@@ -626,6 +665,7 @@ static void matmul_at_any(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt
     uint64_t rows = chunk_rows(wg_binding_limit(be), OC, 1);
     for (uint64_t r0 = 0; r0 < N; r0 += rows) {
         uint32_t rc = (uint32_t)min_u64(rows, N - r0);
+        if (dbias_two_stage(be, dbias, dout, r0, rc, OC)) continue;
         colsum_params p = {rc, OC, OC, 0, 0, 0, 0, 0};
         wg_bind bd[2] = {wg_binding_window(dbias, 0, OC, &p.out_off), wg_binding_window(dout, r0 * OC, (uint64_t)rc * OC, &p.x_off)};
         wg_dispatch(ctx, "matmul_at_dbias", pipe, bd, 2, &p, sizeof p, wg_groups(OC, 8));

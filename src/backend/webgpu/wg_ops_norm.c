@@ -1,7 +1,8 @@
 // wg_ops_norm.c — dispatch wrappers for kernels/02_norm.wgsl (layernorm_forward, rmsnorm_forward)
 // and kernels/11_backward_norm.wgsl (layernorm_backward, rmsnorm_backward: dinp per row, then the
 // parameter gradients by columns).
-// One workgroup per row; N*C must fit one storage binding (it does for every GPT-2 activation:
+// One workgroup per row (the parameter gradients in two stages where C allows vec4: see
+// ln_params_two_stage); N*C must fit one storage binding (it does for every GPT-2 activation:
 // the op is not split).
 #include "backend/webgpu/wg_ops.h"
 
@@ -26,6 +27,29 @@ void wg_layernorm_forward(wgt_backend *be, wgt_view out, wgt_view mean, wgt_view
                 sizeof p, N);
 }
 
+// dweight, dbias += the column sums in two stages (layernorm_backward_params_part, then
+// matmul_colsum_finish for each) where C and the views allow vec4 and the partials fit; else 0
+// and the one-stage layernorm_backward_params runs.
+static int ln_params_two_stage(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view dout, wgt_view inp,
+                               wgt_view mean, wgt_view rstd, uint32_t N, uint32_t C) {
+    wg_ctx *ctx = wg_of(be);
+    const uint64_t NC = (uint64_t)N * C, nchunk = (N + WG_COLSUM_ROWS - 1) / WG_COLSUM_ROWS, blocks = (C + 63) / 64;
+    const uint32_t maxd = wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension;
+    if (C % 4 || dout.off % 4 || inp.off % 4 || dweight.off % 4 || dbias.off % 4 || nchunk > maxd || blocks > maxd)
+        return 0;
+    wgt_buf *part = wg_colsum_scratch(be, 2 * nchunk * C);
+    if (!part) return 0;
+    wgt_view pv = wgt_view_of(part, 0, (size_t)(2 * nchunk * C));
+    struct { uint32_t N, C, nchunk, p0; } q = {N, C, (uint32_t)nchunk, 0};
+    wg_bind b[] = {wg_b(pv, (size_t)(2 * nchunk * C)), wg_b(dout, NC), wg_b(inp, NC), wg_b(mean, N), wg_b(rstd, N)};
+    wg_dispatch3(ctx, "layernorm_backward_params",
+                 wg_pipeline(ctx, "11_backward_norm.wgsl", "layernorm_backward_params_part", NULL), b, 5, &q, sizeof q,
+                 (uint32_t)blocks, (uint32_t)nchunk, 1);
+    wg_colsum_finish(be, "layernorm_backward_params", dweight, pv, C, (uint32_t)nchunk, 0);
+    wg_colsum_finish(be, "layernorm_backward_params", dbias, pv, C, (uint32_t)nchunk, (uint32_t)(nchunk * C));
+    return 1;
+}
+
 void wg_layernorm_backward(wgt_backend *be, wgt_view dinp, wgt_view dweight, wgt_view dbias, wgt_view dout,
                            wgt_view inp, wgt_view weight, wgt_view mean, wgt_view rstd, uint32_t N, uint32_t C) {
     wg_ctx *ctx = wg_of(be);
@@ -36,6 +60,7 @@ void wg_layernorm_backward(wgt_backend *be, wgt_view dinp, wgt_view dweight, wgt
     wg_bind b[] = {wg_b(dinp, NC), wg_b(dout, NC), wg_b(inp, NC), wg_b(weight, C), wg_b(mean, N), wg_b(rstd, N)};
     wg_dispatch(ctx, "layernorm_backward", wg_pipeline(ctx, "11_backward_norm.wgsl", "layernorm_backward", NULL), b, 6,
                 &p, sizeof p, N);
+    if (ln_params_two_stage(be, dweight, dbias, dout, inp, mean, rstd, N, C)) return;
     wg_bind bp[] = {wg_b(dweight, C), wg_b(dbias, C), wg_b(dout, NC), wg_b(inp, NC), wg_b(mean, N), wg_b(rstd, N)};
     wg_dispatch(ctx, "layernorm_backward_params",
                 wg_pipeline(ctx, "11_backward_norm.wgsl", "layernorm_backward_params", NULL), bp, 6, &p, sizeof p,
