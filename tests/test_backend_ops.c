@@ -177,6 +177,7 @@ static const op_case cases[] = {
     {"embedding_forward", "B=3,T=17,C=40,V=50", 0, 0, NULL},
     {"embedding_backward", "B=3,T=17,C=40,V=11", 1e-5, 1e-5, NULL},
     {"layernorm_forward", "N=37,C=200", 1e-5, 1e-5, NULL},
+    {"layernorm_forward", "N=300,C=30", 1e-5, 1e-5, NULL},  // C not a multiple of 4: a workgroup a row
     {"layernorm_backward", "N=37,C=200", 1e-5, 1e-5, prep_layernorm_bwd},
     // the parameter sums in two stages: 3 row chunks (the last partial), 2 column blocks (the
     // second 3 vec4 wide); and C not a multiple of 4, which keeps the one-stage kernel

@@ -15,6 +15,24 @@ static void check_fits(wgt_backend *be, uint64_t NC, const char *op) {
     }
 }
 
+// The row kernels of 19_norm_rows.wgsl: the lanes a row (the device's least subgroup size, a
+// power of 2 from 4, at most 32), or 0 where subgroups are missing or C is not a multiple of 4
+// (then 02_norm.wgsl's and 11_backward_norm.wgsl's kernel of a workgroup a row runs).
+static uint32_t ln_rows_lanes(wg_ctx *ctx, uint32_t C) {
+    const wg_device_info *in = wg_ctx_info(ctx);
+    const uint32_t s = in->subgroup_min;
+    if (C == 0 || C % 4 || !in->has_subgroups || s < 4 || (s & (s - 1))) return 0;
+    return s < 32 ? s : 32;
+}
+static WGPUComputePipeline ln_rows_pipeline(wg_ctx *ctx, const char *entry, uint32_t rl) {
+    char defs[192];
+    snprintf(defs, sizeof defs,
+             "const LN_RL=%uu;fn ln_rsum(x:f32)->f32{var y=x;for(var i=1u;i<LN_RL;i=i<<1u){y=y+subgroupShuffleXor(y,i);}"
+             "return y;}",
+             rl);
+    return wg_pipeline(ctx, "19_norm_rows.wgsl", entry, defs);
+}
+
 void wg_layernorm_forward(wgt_backend *be, wgt_view out, wgt_view mean, wgt_view rstd, wgt_view inp, wgt_view weight,
                           wgt_view bias, uint32_t N, uint32_t C) {
     wg_ctx *ctx = wg_of(be);
@@ -23,6 +41,12 @@ void wg_layernorm_forward(wgt_backend *be, wgt_view out, wgt_view mean, wgt_view
     check_fits(be, NC, "layernorm_forward");
     ln_params p = {N, C, 0, 0};
     wg_bind b[] = {wg_b(out, NC), wg_b(mean, N), wg_b(rstd, N), wg_b(inp, NC), wg_b(weight, C), wg_b(bias, C)};
+    const uint32_t rl = ln_rows_lanes(ctx, C);
+    if (rl) {
+        wg_dispatch(ctx, "layernorm_forward", ln_rows_pipeline(ctx, "layernorm_forward_rows", rl), b, 6, &p, sizeof p,
+                    wg_groups(N, 256 / rl));
+        return;
+    }
     wg_dispatch(ctx, "layernorm_forward", wg_pipeline(ctx, "02_norm.wgsl", "layernorm_forward", NULL), b, 6, &p,
                 sizeof p, N);
 }
@@ -58,8 +82,13 @@ void wg_layernorm_backward(wgt_backend *be, wgt_view dinp, wgt_view dweight, wgt
     check_fits(be, NC, "layernorm_backward");
     ln_params p = {N, C, 0, 0};
     wg_bind b[] = {wg_b(dinp, NC), wg_b(dout, NC), wg_b(inp, NC), wg_b(weight, C), wg_b(mean, N), wg_b(rstd, N)};
-    wg_dispatch(ctx, "layernorm_backward", wg_pipeline(ctx, "11_backward_norm.wgsl", "layernorm_backward", NULL), b, 6,
-                &p, sizeof p, N);
+    const uint32_t rl = ln_rows_lanes(ctx, C);
+    if (rl)
+        wg_dispatch(ctx, "layernorm_backward", ln_rows_pipeline(ctx, "layernorm_backward_rows", rl), b, 6, &p, sizeof p,
+                    wg_groups(N, 256 / rl));
+    else
+        wg_dispatch(ctx, "layernorm_backward", wg_pipeline(ctx, "11_backward_norm.wgsl", "layernorm_backward", NULL), b,
+                    6, &p, sizeof p, N);
     if (ln_params_two_stage(be, dweight, dbias, dout, inp, mean, rstd, N, C)) return;
     wg_bind bp[] = {wg_b(dweight, C), wg_b(dbias, C), wg_b(dout, NC), wg_b(inp, NC), wg_b(mean, N), wg_b(rstd, N)};
     wg_dispatch(ctx, "layernorm_backward_params",

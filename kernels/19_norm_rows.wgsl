@@ -1,0 +1,113 @@
+// 19_norm_rows.wgsl — LayerNorm forward and backward with a row on a few lanes of a subgroup,
+// for devices with subgroups and a C that is a multiple of 4. The kernels of 02_norm.wgsl and
+// 11_backward_norm.wgsl give each row a workgroup of 256 threads and two tree reductions through
+// workgroup memory (8 barriers each); a GPT-2 row is 192 vec4, so most of their time went to the
+// barriers (on the H200 about a quarter of the memory bandwidth). Here a workgroup of 256 threads
+// holds 256/LN_RL rows, each on LN_RL adjacent lanes that read vec4 columns ln, ln + LN_RL, ...
+// and add their partial sums by the host's ln_rsum (subgroupShuffleXor butterflies: every lane
+// ends with the same sum; the host uses it only where every subgroup has at least LN_RL lanes,
+// which then hold whole rows). No workgroup memory, no barriers. The ops, their statistics
+// (around the row's first element x0) and bindings are those of layernorm_forward and
+// layernorm_backward (docs/kernels.md); only the order of the sums differs.
+// Host constants: LN_RL (a power of 2) and ln_rsum.
+
+struct LNRParams { N : u32, C : u32, p0 : u32, p1 : u32 };
+
+const LN_ROWS : u32 = 256u / LN_RL;  // rows a workgroup
+
+@group(0) @binding(0) var<storage, read_write> lr_out : array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> lr_mean : array<f32>;
+@group(0) @binding(2) var<storage, read_write> lr_rstd : array<f32>;
+@group(0) @binding(3) var<storage, read> lr_inp : array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> lr_weight : array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> lr_bias : array<vec4<f32>>;
+@group(0) @binding(6) var<uniform> lr_p : LNRParams;
+
+// Rows past N compute row N - 1's values and store nothing, so that every lane of a subgroup
+// reaches the shuffles (trip counts are the same for every lane: uniform control flow).
+@compute @workgroup_size(256)
+fn layernorm_forward_rows(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
+                          @builtin(num_workgroups) nwg : vec3<u32>) {
+    let ln = lid % LN_RL;
+    let row = flat_wg(wid, nwg) * LN_ROWS + lid / LN_RL;
+    let N = lr_p.N;
+    let C4 = lr_p.C / 4u;
+    let nj = (C4 + LN_RL - 1u) / LN_RL;  // vec4 a lane, the last ones partly past C4
+    let base = min(row, N - 1u) * C4;
+    let x0 = vec4<f32>(lr_inp[base].x);
+    var s = 0.0;
+    for (var j = 0u; j < nj; j++) {
+        let c4 = ln + LN_RL * j;
+        if (c4 < C4) {
+            let v = lr_inp[base + c4] - x0;
+            s += (v.x + v.y) + (v.z + v.w);
+        }
+    }
+    let mrel = ln_rsum(s) / f32(lr_p.C);  // mean - x0
+    var q = 0.0;
+    for (var j = 0u; j < nj; j++) {
+        let c4 = ln + LN_RL * j;
+        if (c4 < C4) {
+            let d = (lr_inp[base + c4] - x0) - vec4<f32>(mrel);
+            q += (d.x * d.x + d.y * d.y) + (d.z * d.z + d.w * d.w);
+        }
+    }
+    let rstd = 1.0 / sqrt(ln_rsum(q) / f32(lr_p.C) + 1e-5);
+    if (row >= N) { return; }
+    for (var j = 0u; j < nj; j++) {
+        let c4 = ln + LN_RL * j;
+        if (c4 < C4) {
+            lr_out[base + c4] = ((lr_inp[base + c4] - x0) - vec4<f32>(mrel)) * rstd * lr_weight[c4] + lr_bias[c4];
+        }
+    }
+    if (ln == 0u) {
+        lr_mean[row] = x0.x + mrel;
+        lr_rstd[row] = rstd;
+    }
+}
+
+@group(0) @binding(0) var<storage, read_write> lrb_dinp : array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> lrb_dout : array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> lrb_inp : array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> lrb_weight : array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> lrb_mean : array<f32>;
+@group(0) @binding(5) var<storage, read> lrb_rstd : array<f32>;
+@group(0) @binding(6) var<uniform> lrb_p : LNRParams;
+
+// dinp += rstd·(dxhat - mean(dxhat) - xhat·mean(dxhat·xhat)), dxhat = dout·weight (dinp
+// accumulates); the parameter gradients are layernorm_backward_params(_part)'s.
+@compute @workgroup_size(256)
+fn layernorm_backward_rows(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
+                           @builtin(num_workgroups) nwg : vec3<u32>) {
+    let ln = lid % LN_RL;
+    let row = flat_wg(wid, nwg) * LN_ROWS + lid / LN_RL;
+    let N = lrb_p.N;
+    let C4 = lrb_p.C / 4u;
+    let nj = (C4 + LN_RL - 1u) / LN_RL;
+    let r = min(row, N - 1u);
+    let base = r * C4;
+    let m = vec4<f32>(lrb_mean[r]);
+    let rs = lrb_rstd[r];
+    var s1 = 0.0;
+    var s2 = 0.0;
+    for (var j = 0u; j < nj; j++) {
+        let c4 = ln + LN_RL * j;
+        if (c4 < C4) {
+            let dxh = lrb_dout[base + c4] * lrb_weight[c4];
+            let xh = (lrb_inp[base + c4] - m) * rs;
+            s1 += (dxh.x + dxh.y) + (dxh.z + dxh.w);
+            s2 += (dxh.x * xh.x + dxh.y * xh.y) + (dxh.z * xh.z + dxh.w * xh.w);
+        }
+    }
+    let mean_d = ln_rsum(s1) / f32(lrb_p.C);
+    let mean_dx = ln_rsum(s2) / f32(lrb_p.C);
+    if (row >= N) { return; }
+    for (var j = 0u; j < nj; j++) {
+        let c4 = ln + LN_RL * j;
+        if (c4 < C4) {
+            let xh = (lrb_inp[base + c4] - m) * rs;
+            let dxh = lrb_dout[base + c4] * lrb_weight[c4];
+            lrb_dinp[base + c4] += rs * (dxh - vec4<f32>(mean_d) - xh * mean_dx);
+        }
+    }
+}
