@@ -23,16 +23,22 @@ const LN_ROWS : u32 = 256u / LN_RL;  // rows a workgroup
 @group(0) @binding(5) var<storage, read> lr_bias : array<vec4<f32>>;
 @group(0) @binding(6) var<uniform> lr_p : LNRParams;
 
-// Rows past N compute row N - 1's values and store nothing, so that every lane of a subgroup
-// reaches the shuffles (trip counts are the same for every lane: uniform control flow).
+// (lane, row, vec4 a lane) of an invocation for N rows of C4 vec4. Rows past N compute row
+// N - 1's values and store nothing, so that every lane of a subgroup reaches the shuffles (trip
+// counts are the same for every lane: uniform control flow; a lane's last ones may pass C4).
+fn ln_place(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, C4 : u32) -> vec3<u32> {
+    return vec3<u32>(lid % LN_RL, flat_wg(wid, nwg) * LN_ROWS + lid / LN_RL, (C4 + LN_RL - 1u) / LN_RL);
+}
+
 @compute @workgroup_size(256)
 fn layernorm_forward_rows(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
                           @builtin(num_workgroups) nwg : vec3<u32>) {
-    let ln = lid % LN_RL;
-    let row = flat_wg(wid, nwg) * LN_ROWS + lid / LN_RL;
     let N = lr_p.N;
     let C4 = lr_p.C / 4u;
-    let nj = (C4 + LN_RL - 1u) / LN_RL;  // vec4 a lane, the last ones partly past C4
+    let pl = ln_place(lid, wid, nwg, C4);
+    let ln = pl.x;
+    let row = pl.y;
+    let nj = pl.z;
     let base = min(row, N - 1u) * C4;
     let x0 = vec4<f32>(lr_inp[base].x);
     var s = 0.0;
@@ -79,11 +85,12 @@ fn layernorm_forward_rows(@builtin(local_invocation_index) lid : u32, @builtin(w
 @compute @workgroup_size(256)
 fn layernorm_backward_rows(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
                            @builtin(num_workgroups) nwg : vec3<u32>) {
-    let ln = lid % LN_RL;
-    let row = flat_wg(wid, nwg) * LN_ROWS + lid / LN_RL;
     let N = lrb_p.N;
     let C4 = lrb_p.C / 4u;
-    let nj = (C4 + LN_RL - 1u) / LN_RL;
+    let pl = ln_place(lid, wid, nwg, C4);
+    let ln = pl.x;
+    let row = pl.y;
+    let nj = pl.z;
     let r = min(row, N - 1u);
     let base = r * C4;
     let m = vec4<f32>(lrb_mean[r]);
