@@ -320,22 +320,40 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
 // columns ln + RL·c (c < RC) of the row's q (prescaled by scale·log2e) and of its output
 // accumulator in registers. Only the streamed K and V tiles (RB keys) live in workgroup memory,
 // 32·RB·HS4 bytes (HS = 128 with 32-key tiles: 32 KiB). Per tile a thread forms its partial
-// scores of its rows against every key of the tile, the RL lanes add them by the host's fa_rsum
-// (subgroupShuffleXor butterflies, so every lane holds the whole scores: the row max and sum
-// need no further exchange; RL > 1 only where every subgroup has at least RL lanes), then the
-// online softmax and O += P·V on its columns. A warp reads one key row at a time (broadcast)
-// and RL adjacent vec4 of it: no bank conflicts.
-// Host constants: RT threads (64, 128, 256), RL lanes a row (a power of 2), RR rows a thread, RB
-// keys a tile, PF the next tile prefetched into registers; a workgroup owns RBLK = RT/RL·RR rows,
-// row group rg holding rows rg + RT/RL·r.
+// scores of its rows against every key of the tile, then the RL lanes of a row reduce-scatter
+// them (reg_xor butterflies, halving the keys exchanged at each step) so that lane ln ends with
+// the whole scores of its KPL = RB/RL own keys ln·KPL + i; the online softmax runs on those (the
+// row max by a max butterfly, exp2 once per score, the row sum kept per lane and added over the
+// lanes once at the end), and the lanes all-gather the probabilities back (the butterflies in
+// reverse) for O += P·V on their columns. Slot i of a lane's score array holds key i ^ (ln·KPL)
+// of the tile throughout, which is what makes every exchange a plain xor shuffle of one slot. A
+// warp reads RL key rows at a time, the RL lanes different rows at adjacent vec4 columns (all row
+// groups the same addresses): no bank conflicts.
+// Host constants: RT threads (64, 128, 256), RL lanes a row (a power of 2, RL <= RB), RR rows a
+// thread, RB keys a tile, PF the next tile prefetched into registers; reg_xor(x, m) the value x
+// of lane ^ m (subgroupShuffleXor; RL > 1 only where every subgroup has at least RL lanes) and
+// fa_rsum(x) its sum over the RL lanes. A workgroup owns RBLK = RT/RL·RR rows, row group rg
+// holding rows rg + RT/RL·r.
 // The mask, dropout and grouped heads as attention_forward.
 const RNG : u32 = RT / RL;                     // row groups
 const RBLK : u32 = RNG * RR;                   // query rows of a workgroup
 const RC : u32 = (HS4 + RL - 1u) / RL;         // vec4 columns a lane
 const RSN : u32 = (RB * HS4 + RT - 1u) / RT;   // K (and V) vec4 a thread stages per tile
 const FR_NOROW : u32 = 0xffffffffu;            // lo of a row past T: no key attended
+const KPL : u32 = RB / RL;                     // keys of a tile whose scores a lane finishes
+const RL_LOG : u32 = countTrailingZeros(RL);   // log2(RL): the exchange steps
+// key rows at a power-of-2 stride with whole lane columns: (i ^ kx)·HS4 + ln = (i·HS4) ^ (kx·HS4 + ln)
+const FR_POW2 : bool = (HS4 & (HS4 - 1u)) == 0u && HS4 % RL == 0u;
 
 var<workgroup> fr_kv : array<vec4<f32>, 2u * RB * HS4>;  // K rows, then V rows [key][d4]
+
+// The fr_kv index of lane ln's column group c in the K row of slot i (key i ^ kx), lb = kx·HS4 + ln:
+// with FR_POW2 one xor a slot (i constant once the loops unroll) and constant offsets for c and
+// the V rows; else a lane's columns past HS4 read the last one (q is 0 there).
+fn fr_at(i : u32, kx : u32, ln : u32, lb : u32, c : u32) -> u32 {
+    if (FR_POW2) { return ((i * HS4) ^ lb) + RL * c; }
+    return (i ^ kx) * HS4 + min(ln + RL * c, HS4 - 1u);
+}
 
 // This thread's share of the K and V rows k0.. of kv head g (element i = tid + RT·n of the tile).
 fn fr_fetch(tid : u32, b : u32, g : u32, k0 : u32, kr : ptr<function, array<vec4<f32>, RSN>>,
@@ -358,10 +376,12 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
     let tid = lid.x;
     let rg = tid / RL;
     let ln = tid % RL;
+    let kx = ln * KPL;  // the lane's keys of a tile: kx .. kx + KPL - 1
+    let lb = kx * HS4 + ln;
     var qr = array<array<vec4<f32>, RC>, RR>();
     var o = array<array<vec4<f32>, RC>, RR>();
     var m = array<f32, RR>();    // running row max (log2 units), equal in the RL lanes
-    var l = array<f32, RR>();    // running row sum, equal in the RL lanes
+    var l = array<f32, RR>();    // running sum of the row's probabilities over the lane's keys
     var rlo = array<u32, RR>();
     var rkey = array<u32, RR>(); // dropout: the key of each row
     for (var r = 0u; r < RR; r++) {
@@ -403,49 +423,69 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
         }
         workgroupBarrier();
         if (PF && kt + 1u < n_tiles) { fr_fetch(tid, b, blk.g, k0 + RB, &pk, &pv); }
-        // scores (explicitly zeroed: a var in a loop is not reliably re-zeroed on every driver)
+        // partial scores over the lane's columns; slot i is key i ^ kx of the tile (explicitly
+        // zeroed: a var in a loop is not reliably re-zeroed on every driver)
         var s = array<array<f32, RB>, RR>();
         for (var i = 0u; i < nb; i++) {
             var kv = array<vec4<f32>, RC>();
-            for (var c = 0u; c < RC; c++) { kv[c] = fr_kv[i * HS4 + min(ln + RL * c, HS4 - 1u)]; }  // q is 0 past HS4
+            for (var c = 0u; c < RC; c++) { kv[c] = fr_kv[fr_at(i, kx, ln, lb, c)]; }
             for (var r = 0u; r < RR; r++) {
-                var x = array<f32, 2>();  // two FMA chains (latency)
-                for (var c = 0u; c < RC; c++) { x[c % 2u] = fma_dot4(x[c % 2u], qr[r][c], kv[c]); }
-                s[r][i] = fa_rsum(x[0] + x[1]);
+                var x = 0.0;
+                for (var c = 0u; c < RC; c++) { x = fma_dot4(x, qr[r][c], kv[c]); }
+                s[r][i] = x;
             }
         }
-        // online softmax: P over s in place
+        // reduce-scatter: at step j (lane mask h = RL/2^(j+1)), slots [0, ns) add the partner's
+        // [ns, 2ns), the same keys since ns = h·KPL; at the end slots [0, KPL) hold whole scores,
+        // of keys kx + i. (Loops of constant trip counts with constant-folded tests, so that
+        // the compiler unrolls them and s stays in registers.)
+        for (var j = 0u; j < RL_LOG; j++) {
+            let h = RL >> (j + 1u);
+            for (var i = 0u; i < RB / 2u; i++) {
+                if (i < h * KPL) {
+                    for (var r = 0u; r < RR; r++) { s[r][i] = s[r][i] + reg_xor(s[r][h * KPL + i], h); }
+                }
+            }
+        }
+        // online softmax on the lane's keys: P over s in place
         for (var r = 0u; r < RR; r++) {
             let t = q0 + rg + RNG * r;
             var mt = FA_NEG;
-            if (full) {
-                for (var i = 0u; i < nb; i++) { mt = max(mt, s[r][i]); }
-            } else {
-                for (var i = 0u; i < nb; i++) {
-                    let key = k0 + i;
-                    if (attn_sees(key, t, rlo[r])) { mt = max(mt, s[r][i]); }
-                }
+            for (var i = 0u; i < KPL; i++) {
+                if (full || attn_sees(k0 + kx + i, t, rlo[r])) { mt = max(mt, s[r][i]); }
             }
+            for (var h = 1u; h < RL; h = h * 2u) { mt = max(mt, reg_xor(mt, h)); }  // the same in the RL lanes
             let m_new = max(m[r], mt);
             let alpha = exp2(m[r] - m_new);
             m[r] = m_new;
             l[r] = l[r] * alpha;
             for (var c = 0u; c < RC; c++) { o[r][c] = o[r][c] * alpha; }
-            for (var i = 0u; i < nb; i++) {
-                let key = k0 + i;
+            for (var i = 0u; i < KPL; i++) {
+                let key = k0 + kx + i;
                 let p = fa_exp(full || attn_sees(key, t, rlo[r]), s[r][i], m_new);
                 l[r] = l[r] + p;
                 s[r][i] = fa_drop(p, rkey[r], key);
             }
         }
+        // all-gather: at step j (lane mask h = 2^j), slots [ns, 2ns) take the partner's [0, ns),
+        // ns = h·KPL
+        for (var j = 0u; j < RL_LOG; j++) {
+            let h = 1u << j;
+            for (var i = 0u; i < RB / 2u; i++) {
+                if (i < h * KPL) {
+                    for (var r = 0u; r < RR; r++) { s[r][h * KPL + i] = reg_xor(s[r][i], h); }
+                }
+            }
+        }
         for (var i = 0u; i < nb; i++) {
             var vv = array<vec4<f32>, RC>();
-            for (var c = 0u; c < RC; c++) { vv[c] = fr_kv[(RB + i) * HS4 + min(ln + RL * c, HS4 - 1u)]; }
+            for (var c = 0u; c < RC; c++) { vv[c] = fr_kv[RB * HS4 + fr_at(i, kx, ln, lb, c)]; }
             for (var r = 0u; r < RR; r++) {
                 for (var c = 0u; c < RC; c++) { o[r][c] = fma(vec4<f32>(s[r][i]), vv[c], o[r][c]); }
             }
         }
     }
+    for (var r = 0u; r < RR; r++) { l[r] = fa_rsum(l[r]); }  // the row sums, in every lane
     for (var r = 0u; r < RR; r++) {
         let t = q0 + rg + RNG * r;
         if (t >= T) { continue; }

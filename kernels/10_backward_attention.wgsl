@@ -925,6 +925,46 @@ fn ar_put_st(tid : u32, x : ptr<function, ARegs>) {
     }
 }
 
+// The dK/dV pass's exchange: a group of RL streamed rows gives a lane 2·RR partial sums a
+// streamed row (s and dP against each of its resident rows), AR_P slots. Slot group j of lane ln
+// holds streamed row j ^ ln of the group throughout, so that every exchange is an xor shuffle of
+// one slot (the forward's reduce-scatter, 05_attention.wgsl).
+const AR_P : u32 = 2u * RR;
+const AR_NX : u32 = RL * AR_P;
+const AR_LOG : u32 = countTrailingZeros(RL);
+// streamed rows at a power-of-2 stride with whole lane columns: (j ^ ln)·HS4 + ln = (j·HS4) ^ lb
+const AR_POW2 : bool = (HS4 & (HS4 - 1u)) == 0u && HS4 % RL == 0u;
+
+// The ar_x index of lane ln's column group c in streamed row i0 + (j ^ ln) (the Q rows; + RB·HS4
+// the dout rows), lb = ln·HS4 + ln; with AR_POW2 one xor for j (constant once the loops unroll).
+fn ar_at(i0 : u32, j : u32, ln : u32, lb : u32, c : u32) -> u32 {
+    if (AR_POW2) { return i0 * HS4 + ((j * HS4) ^ lb) + RL * c; }
+    return (i0 + (j ^ ln)) * HS4 + ar_col(ln, c);
+}
+
+// Reduce-scatter over the RL lanes of a row: at step e (lane mask m = RL/2^(e+1)) slots
+// [0, m·AR_P) add the partner's [m·AR_P, 2m·AR_P), the same streamed rows; at the end slots
+// [0, AR_P) hold the whole sums of streamed row ln. (Constant trip counts and constant-folded
+// tests, so that the loops unroll and x stays in registers.)
+fn ar_scatter(x : ptr<function, array<f32, AR_NX>>) {
+    for (var e = 0u; e < AR_LOG; e++) {
+        let m = RL >> (e + 1u);
+        for (var k = 0u; k < AR_NX / 2u; k++) {
+            if (k < m * AR_P) { (*x)[k] = (*x)[k] + reg_xor((*x)[m * AR_P + k], m); }
+        }
+    }
+}
+
+// The reverse: at step e (lane mask m = 2^e) slots [m·AR_P, 2m·AR_P) take the partner's [0, m·AR_P).
+fn ar_gather(x : ptr<function, array<f32, AR_NX>>) {
+    for (var e = 0u; e < AR_LOG; e++) {
+        let m = 1u << e;
+        for (var k = 0u; k < AR_NX / 2u; k++) {
+            if (k < m * AR_P) { (*x)[m * AR_P + k] = reg_xor((*x)[k], m); }
+        }
+    }
+}
+
 // One workgroup per (key block of RBLK keys, b, kv head g); key block 0 (the longest) first.
 @compute @workgroup_size(RT)
 fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
@@ -940,6 +980,7 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
     let tid = lid.x;
     let rg = tid / RL;
     let ln = tid % RL;
+    let lb = ln * HS4 + ln;
     var kr = array<array<vec4<f32>, RC>, RR>();
     var vr = array<array<vec4<f32>, RC>, RR>();
     var dk = array<array<vec4<f32>, RC>, RR>();
@@ -979,56 +1020,72 @@ fn attention_backward_dkdv_reg(@builtin(local_invocation_id) lid : vec3<u32>,
         workgroupBarrier();
         if (PF && it + 1u < GQ * nq) { ar_fetch_q(u, tid, b, g * GQ + (it + 1u) / nq, (qb0 + (it + 1u) % nq) * RB, &x); }
         {
-            // DSW: row t's first dS element, advanced row by row (ab_tri(t + 1) - ab_tri(t))
-            var dsrow = 0u;
-            if (DSW) { dsrow = (b * u.NH + h) * u.ntri + ab_tri(q0); }
-            for (var i = 0u; i < nb; i++) {
-                let st = ar_st[i];
+            let dsb = (b * u.NH + h) * u.ntri;  // DSW: the head's dS triangle
+            // groups of RL streamed rows: slot group j of x is row i0 + (j ^ ln); after the
+            // reduce-scatter lane ln holds the whole s, dP of row i0 + ln against its RR rows
+            for (var i0 = 0u; i0 < nb; i0 += RL) {
+                var x = array<f32, AR_NX>();
+                for (var j = 0u; j < RL; j++) {
+                    var qv = array<vec4<f32>, RC>();
+                    var gv = array<vec4<f32>, RC>();
+                    for (var c = 0u; c < RC; c++) {
+                        let a = ar_at(i0, j, ln, lb, c);
+                        qv[c] = ar_x[a];
+                        gv[c] = ar_x[RB * HS4 + a];
+                    }
+                    for (var r = 0u; r < RR; r++) {
+                        var sp = 0.0;
+                        var dpp = 0.0;
+                        for (var c = 0u; c < RC; c++) {
+                            sp = fma_dot4(sp, qv[c], kr[r][c]);
+                            dpp = fma_dot4(dpp, gv[c], vr[r][c]);
+                        }
+                        x[j * AR_P + 2u * r] = sp;
+                        x[j * AR_P + 2u * r + 1u] = dpp;
+                    }
+                }
+                ar_scatter(&x);
+                let i = i0 + ln;
                 let t = q0 + i;
+                let st = ar_st[i];
                 let lo = st.z;
                 let lse2 = bitcast<f32>(st.x);
                 let dd = bitcast<f32>(st.y);
-                var qv = array<vec4<f32>, RC>();
-                var gv = array<vec4<f32>, RC>();
-                for (var c = 0u; c < RC; c++) {
-                    qv[c] = ar_x[i * HS4 + ar_col(ln, c)];
-                    gv[c] = ar_x[(RB + i) * HS4 + ar_col(ln, c)];
-                }
-                var s = array<f32, RR>();
-                var dp = array<f32, RR>();
-                for (var r = 0u; r < RR; r++) {
-                    var x = array<f32, 4>();  // two FMA chains each (latency)
-                    for (var c = 0u; c < RC; c++) {
-                        x[c % 2u] = fma_dot4(x[c % 2u], qv[c], kr[r][c]);
-                        x[2u + c % 2u] = fma_dot4(x[2u + c % 2u], gv[c], vr[r][c]);
-                    }
-                    s[r] = x[0] + x[1];
-                    dp[r] = x[2] + x[3];
-                }
-                for (var r = 0u; r < RR; r++) {
-                    s[r] = ar_sum(s[r]);
-                    dp[r] = ar_sum(dp[r]);
-                }
                 for (var r = 0u; r < RR; r++) {
                     let key = k0 + rg + RNG * r;
                     var p = 0.0;
-                    if (attn_sees(key, t, lo)) { p = ab_prob(u, s[r], lse2); }
+                    if (attn_sees(key, t, lo)) { p = ab_prob(u, x[2u * r], lse2); }
                     var pm = p;
-                    var dpm = dp[r];
+                    var dpm = x[2u * r + 1u];
                     if (DROP) {
                         let m = ab_mult(u, st.w, key);
                         pm = p * m;
                         dpm = dpm * m;
                     }
                     let ds = p * (dpm - dd);
-                    // DSW: one lane of the row stores dS (0 where masked) for attention_backward_dq_ds
-                    if (DSW && ln == r % RL && key <= t && t < T) { ar_ds_put(dsrow + key, ds); }
+                    // DSW: dS (0 where masked) for attention_backward_dq_ds
+                    if (DSW && key <= t && t < T) { ar_ds_put(dsb + ab_tri(t) + key, ds); }
+                    x[2u * r] = pm;
+                    x[2u * r + 1u] = ds;
+                }
+                ar_gather(&x);
+                for (var j = 0u; j < RL; j++) {
+                    var qv = array<vec4<f32>, RC>();
+                    var gv = array<vec4<f32>, RC>();
                     for (var c = 0u; c < RC; c++) {
-                        dv[r][c] = fma(vec4<f32>(pm), gv[c], dv[r][c]);
-                        dk[r][c] = fma(vec4<f32>(ds), qv[c], dk[r][c]);
+                        let a = ar_at(i0, j, ln, lb, c);
+                        qv[c] = ar_x[a];
+                        gv[c] = ar_x[RB * HS4 + a];
+                    }
+                    for (var r = 0u; r < RR; r++) {
+                        let pm = x[j * AR_P + 2u * r];
+                        let ds = x[j * AR_P + 2u * r + 1u];
+                        for (var c = 0u; c < RC; c++) {
+                            dv[r][c] = fma(vec4<f32>(pm), gv[c], dv[r][c]);
+                            dk[r][c] = fma(vec4<f32>(ds), qv[c], dk[r][c]);
+                        }
                     }
                 }
-                if (DSW) { dsrow += 4u * (t / 4u + 1u); }
             }
         }
     }

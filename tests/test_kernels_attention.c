@@ -232,10 +232,10 @@ static void run_with(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
 static void check_settings(bpair *p) {
     static const char *const bad_fwd[] = {"nl=3", "nl=8,tr=3", "bc=24", "tr=2,zz=1", "nl=", "nl=8;tr=2", "tr=8,bc=128",
                                           "v=fast", "v=reg,nl=3", "v=reg,wg=96", "v=reg,tr=8", "v=reg,bc=256",
-                                          "v=reg,nl=1,tr=4,bc=128", "v=reg,pf=2"};
+                                          "v=reg,nl=1,tr=4,bc=128", "v=reg,pf=2", "v=reg,nl=8,tr=1,bc=4"};
     static const char *const bad_bwd[] = {"kv=16", "kv=16x16/3x3", "v=bogus", "q=8x8", "kv=256x256", "ncp=3",
                                           "st=16x16,x=1", "kv=16x16/", "v=rows", "rkv=2x1", "rkv=3x1x16",
-                                          "v=reg,rkv=2x1x256", "rt=100,rkv=2x1x16", "v=reg,rq=1x4x16", "pf=2"};
+                                          "v=reg,rkv=2x1x256", "rt=100,rkv=2x1x16", "v=reg,rq=1x4x16", "pf=2", "v=reg,rkv=16x1x8"};
     for (size_t i = 0; i < sizeof bad_fwd / sizeof bad_fwd[0]; i++)
         CHECK(!wg_attention_fwd_cfg_ok(p->gpu, 64, bad_fwd[i]), "forward setting '%s' accepted", bad_fwd[i]);
     for (size_t i = 0; i < sizeof bad_bwd / sizeof bad_bwd[0]; i++)
@@ -402,7 +402,11 @@ int main(void) {
     g_window = 0;
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = 1;
     run_with(&p, 2, 70, 2, 2, 4, RUN_REGS, "v=reg,nl=1,tr=1,bc=8,wg=64", "v=reg,rkv=1x1x8,rq=1x1x8,rt=64", 0.0f, 0);
+    run_with(&p, 1, 40, 2, 2, 16, RUN_REGS, "v=reg,nl=2,tr=2,bc=8,wg=64", "v=reg,rkv=2x2x8,rq=2x1x8,rt=64", 0.0f, 0);
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = WG_AUTO;
+    // three rows a thread (6 exchange slots a streamed row in the dK/dV pass), a head of 5 vec4
+    // (no power-of-2 addressing), grouped heads, dropout
+    run_with(&p, 1, 90, 4, 2, 20, RUN_REGS, "v=reg,nl=4,tr=3,bc=8", "v=reg,rkv=4x3x8,rq=4x3x8", 0.1f, 9);
     // reg-ds's dQ tile with column threads past the head (HS = 24: 6 vec4 on 8 threads), T past
     // one 128-row block
     run_with(&p, 1, 150, 2, 2, 24, RUN_REGS, NULL, "v=reg,rkv=4x1x8,rq=4x1x8", 0.0f, 0);

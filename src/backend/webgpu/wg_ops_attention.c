@@ -78,8 +78,11 @@ static const struct { const char *fwd, *bwd; uint32_t min_sg, max_hs; } attn_def
     // fits 48 KiB): 16 lanes, 16-row tiles, instead of the row kernels (not yet measured there).
     // The backward is reg-ds (the dK/dV pass stores dS, dQ = dS·K, where the scratch fits; else
     // reg): in a GPT-2 124M step on the H200 the backward's 21.5 -> 18.6 ms; HS 128 2.72 -> 2.18 ms.
-    {"v=reg,nl=8,tr=2,bc=16,wg=128", "v=reg-ds,rkv=4x2x32,rq=4x2x32,rt=128", 32, 64},
-    {"v=reg,nl=8,tr=2,bc=16,wg=128", "v=reg-ds,rkv=8x2x32,rq=8x2x32,rt=128", 32, 128},
+    // With the lanes' reduce-scatter (the forward's scores, the dK/dV pass's s and dP), measured
+    // again at B=8, T=1024: HS 64 forward 4 rows a thread 0.49 ms (2 rows: 0.61), HS 128 16
+    // lanes and 4 rows 0.48 ms (8 lanes, 2 rows: 0.57) and 16-row dK/dV tiles 1.47 (32: 1.57).
+    {"v=reg,nl=8,tr=4,bc=16,wg=128", "v=reg-ds,rkv=4x2x32,rq=4x2x32,rt=128", 32, 64},
+    {"v=reg,nl=16,tr=4,bc=16,wg=128", "v=reg-ds,rkv=8x2x16,rq=8x2x32,rt=128", 32, 128},
     {"v=reg,nl=16,tr=2,bc=16,wg=128", "v=reg-ds,rkv=16x1x16,rq=16x2x16,rt=128", 32, 256},
     {"nl=8,tr=4,bc=16,sg=1", "v=fused,kv=16x64,q=64x16/2x4,st=32x32", 0, 0},  // H200: forward from the sweep, fused measured in-model
     // H200 at HS = 128 (the first row does not fit 48 KiB there): the forward sweep's best, 1.31 ->
@@ -281,6 +284,8 @@ static int reg_fits_within(wg_ctx *ctx, int kind, uint32_t HS, uint32_t rt, reg_
     if (!is_pow2(t.rl) || t.rl > 32 || t.rr < 1 || t.rr > 4 || !is_pow2(t.rb) || t.rb < 4 || t.rb > 128 || t.pf > 1)
         return 0;
     if (t.rl > 1 && !sg_usable(ctx, t.rl)) return 0;
+    // the forward's lanes each finish RB/RL keys of a tile; the dK/dV pass exchanges RL streamed rows at a time
+    if (kind != REG_DQ && t.rb < t.rl) return 0;
     if (reg_floats(kind, HS, rt, t) > floats) return 0;
     return reg_bytes(kind, HS, t) <= smem_limit(ctx);
 }
@@ -645,24 +650,27 @@ static const char *qkv_type(uint32_t HS) {
     return HS % 4 == 0 ? "alias QT=vec4<f32>;const QV4=true;" : "alias QT=f32;const QV4=false;";
 }
 
-// The register-resident kernels' constants and their lane sum `name` (x summed over the RL lanes
+// The register-resident kernels' constants, their lane sum `name` (x summed over the RL lanes
 // of a row by subgroupShuffleXor butterflies, the same bits in every lane since each step adds
-// the same two values; only defined with shuffles where rl > 1, which reg_fits allows only with
-// subgroups of >= rl lanes).
+// the same two values) and reg_xor(x, m) (x of the lane whose index differs by m). Both use
+// shuffles only where rl > 1, which reg_fits allows only with subgroups of >= rl lanes.
 static void reg_defs(char *buf, size_t cap, const char *name, uint32_t rt, reg_tile t) {
     if (t.rl > 1)
         snprintf(buf, cap,
                  "const RT=%uu;const RL=%uu;const RR=%uu;const RB=%uu;const PF=%s;fn %s(x:f32)->f32{var y=x;"
-                 "for(var i=1u;i<RL;i=i<<1u){y=y+subgroupShuffleXor(y,i);}return y;}",
+                 "for(var i=1u;i<RL;i=i<<1u){y=y+subgroupShuffleXor(y,i);}return y;}"
+                 "fn reg_xor(x:f32,m:u32)->f32{return subgroupShuffleXor(x,m);}",
                  rt, t.rl, t.rr, t.rb, t.pf ? "true" : "false", name);
     else
-        snprintf(buf, cap, "const RT=%uu;const RL=%uu;const RR=%uu;const RB=%uu;const PF=%s;fn %s(x:f32)->f32{return x;}",
+        snprintf(buf, cap,
+                 "const RT=%uu;const RL=%uu;const RR=%uu;const RB=%uu;const PF=%s;fn %s(x:f32)->f32{return x;}"
+                 "fn reg_xor(x:f32,m:u32)->f32{return x;}",
                  rt, t.rl, t.rr, t.rb, t.pf ? "true" : "false", name);
 }
 
 static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, uint32_t gq, fwd_cfg c, int drop) {
     int sg = !c.v && c.sg && sg_usable(ctx, c.nl);
-    char defs[1024], rdefs[384];
+    char defs[1024], rdefs[512];
     reg_tile none = {1, 1, 4, 0};
     fwd_cfg tile = c;
     if (c.v) tile.nl = 8, tile.tr = 1, tile.bc = 16;  // the shared-tile kernel's constants, unused
@@ -783,7 +791,7 @@ static uint32_t short_max_t(wg_ctx *ctx) {
 // kernel's constants are in every pipeline of the file (its layout depends only on HS).
 static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
                                             bwd_tile t, uint32_t ss, int drop, uint32_t rt, reg_tile r, int ds) {
-    char defs[1536], rdefs[384];
+    char defs[1536], rdefs[512];
     reg_defs(rdefs, sizeof rdefs, "ar_sum", rt, r);
     dq_tile q = {128, 4, 4, 1, 1};  // a placeholder where no tile fits (the kernel is then never used)
     dq_tile_of(ctx, HS, &q);
