@@ -79,10 +79,12 @@ static const struct { const char *fwd, *bwd; uint32_t min_sg, max_hs; } attn_def
     // The backward is reg-ds (the dK/dV pass stores dS, dQ = dS·K, where the scratch fits; else
     // reg): in a GPT-2 124M step on the H200 the backward's 21.5 -> 18.6 ms; HS 128 2.72 -> 2.18 ms.
     // With the lanes' reduce-scatter (the forward's scores, the dK/dV pass's s and dP), measured
-    // again at B=8, T=1024: HS 64 forward 4 rows a thread 0.49 ms (2 rows: 0.61), HS 128 16
-    // lanes and 4 rows 0.48 ms (8 lanes, 2 rows: 0.57) and 16-row dK/dV tiles 1.47 (32: 1.57).
-    {"v=reg,nl=8,tr=4,bc=16,wg=128", "v=reg-ds,rkv=4x2x32,rq=4x2x32,rt=128", 32, 64},
-    {"v=reg,nl=16,tr=4,bc=16,wg=128", "v=reg-ds,rkv=8x2x16,rq=8x2x32,rt=128", 32, 128},
+    // again at B=8, T=1024 (bench/README.md): HS 64 forward 4 rows a thread 0.49 ms (2 rows:
+    // 0.61), backward with 8 lanes and 4 key rows a thread 1.26 (4 lanes, 2 rows: 1.31); HS 128
+    // forward 16 lanes and 4 rows 0.48 (8 lanes, 2 rows: 0.57), backward 16 lanes, 4 rows and
+    // 16-row tiles 1.27 (8 lanes, 2 rows, 32-row tiles: 1.57).
+    {"v=reg,nl=8,tr=4,bc=16,wg=128", "v=reg-ds,rkv=8x4x32,rq=4x2x32,rt=128", 32, 64},
+    {"v=reg,nl=16,tr=4,bc=16,wg=128", "v=reg-ds,rkv=16x4x16,rq=8x2x32,rt=128", 32, 128},
     {"v=reg,nl=16,tr=2,bc=16,wg=128", "v=reg-ds,rkv=16x1x16,rq=16x2x16,rt=128", 32, 256},
     {"nl=8,tr=4,bc=16,sg=1", "v=fused,kv=16x64,q=64x16/2x4,st=32x32", 0, 0},  // H200: forward from the sweep, fused measured in-model
     // H200 at HS = 128 (the first row does not fit 48 KiB there): the forward sweep's best, 1.31 ->
