@@ -354,7 +354,7 @@ int main(void) {
     run_case(&p, 2, 100, 2, 2, 64, 0, longv | RUN_STREAM | RUN_AUTO, NULL, 0.0f, 0);  // HS = 64 with NH = 2
     run_case(&p, 1, 256, 2, 2, 64, 0, longv | RUN_STREAM, NULL, 0.0f, 0);     // T = 256
     run_case(&p, 1, 56, 2, 2, 64, 0, RUN_SHORT, NULL, 0.0f, 0);             // T at the split-short limit of 32 KiB
-    run_case(&p, 1, 70, 1, 1, 128, 0, RUN_SPLIT, NULL, 0.0f, 0);              // HS = 128: the small tiles
+    run_case(&p, 1, 70, 1, 1, 128, 0, RUN_SPLIT | RUN_AUTO, NULL, 0.0f, 0);   // HS = 128: the small tiles; the defaults
     run_case(&p, 2, 40, 2, 2, 6, 0, RUN_SHORT | RUN_SPLIT, NULL, 0.0f, 0);  // HS = 6: not a multiple of 4 (scalar)
     run_case(&p, 1, 33, 2, 2, 4, 80.0f, RUN_AUTO, NULL, 0.0f, 0);             // ±80 inputs
     // grouped-query attention: every variant, T not a multiple of any tile
