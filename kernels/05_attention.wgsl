@@ -331,9 +331,9 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
 // groups the same addresses): no bank conflicts.
 // Host constants: RT threads (64, 128, 256), RL lanes a row (a power of 2, RL <= RB), RR rows a
 // thread, RB keys a tile, PF the next tile prefetched into registers; reg_xor(x, m) the value x
-// of lane ^ m (subgroupShuffleXor; RL > 1 only where every subgroup has at least RL lanes) and
-// fa_rsum(x) its sum over the RL lanes. A workgroup owns RBLK = RT/RL·RR rows, row group rg
-// holding rows rg + RT/RL·r.
+// of lane ^ m (subgroupShuffleXor; RL > 1 only where every subgroup has at least RL lanes),
+// fa_rsum(x) its sum over the RL lanes, RL_LOG = log2(RL) and RL_POW2 (fr_at). A workgroup owns
+// RBLK = RT/RL·RR rows, row group rg holding rows rg + RT/RL·r.
 // The mask, dropout and grouped heads as attention_forward.
 const RNG : u32 = RT / RL;                     // row groups
 const RBLK : u32 = RNG * RR;                   // query rows of a workgroup
@@ -341,17 +341,15 @@ const RC : u32 = (HS4 + RL - 1u) / RL;         // vec4 columns a lane
 const RSN : u32 = (RB * HS4 + RT - 1u) / RT;   // K (and V) vec4 a thread stages per tile
 const FR_NOROW : u32 = 0xffffffffu;            // lo of a row past T: no key attended
 const KPL : u32 = RB / RL;                     // keys of a tile whose scores a lane finishes
-const RL_LOG : u32 = countTrailingZeros(RL);   // log2(RL): the exchange steps
-// key rows at a power-of-2 stride with whole lane columns: (i ^ kx)·HS4 + ln = (i·HS4) ^ (kx·HS4 + ln)
-const FR_POW2 : bool = (HS4 & (HS4 - 1u)) == 0u && HS4 % RL == 0u;
 
 var<workgroup> fr_kv : array<vec4<f32>, 2u * RB * HS4>;  // K rows, then V rows [key][d4]
 
 // The fr_kv index of lane ln's column group c in the K row of slot i (key i ^ kx), lb = kx·HS4 + ln:
-// with FR_POW2 one xor a slot (i constant once the loops unroll) and constant offsets for c and
-// the V rows; else a lane's columns past HS4 read the last one (q is 0 there).
+// with RL_POW2 ((i ^ kx)·HS4 + ln = (i·HS4) ^ lb) one xor a slot (i constant once the loops
+// unroll) and constant offsets for c and the V rows; else a lane's columns past HS4 read the last
+// one (q is 0 there).
 fn fr_at(i : u32, kx : u32, ln : u32, lb : u32, c : u32) -> u32 {
-    if (FR_POW2) { return ((i * HS4) ^ lb) + RL * c; }
+    if (RL_POW2) { return ((i * HS4) ^ lb) + RL * c; }
     return (i ^ kx) * HS4 + min(ln + RL * c, HS4 - 1u);
 }
 

@@ -931,14 +931,12 @@ fn ar_put_st(tid : u32, x : ptr<function, ARegs>) {
 // one slot (the forward's reduce-scatter, 05_attention.wgsl).
 const AR_P : u32 = 2u * RR;
 const AR_NX : u32 = RL * AR_P;
-const AR_LOG : u32 = countTrailingZeros(RL);
-// streamed rows at a power-of-2 stride with whole lane columns: (j ^ ln)·HS4 + ln = (j·HS4) ^ lb
-const AR_POW2 : bool = (HS4 & (HS4 - 1u)) == 0u && HS4 % RL == 0u;
 
 // The ar_x index of lane ln's column group c in streamed row i0 + (j ^ ln) (the Q rows; + RB·HS4
-// the dout rows), lb = ln·HS4 + ln; with AR_POW2 one xor for j (constant once the loops unroll).
+// the dout rows), lb = ln·HS4 + ln; with the host's RL_POW2 ((j ^ ln)·HS4 + ln = (j·HS4) ^ lb)
+// one xor for j (constant once the loops unroll).
 fn ar_at(i0 : u32, j : u32, ln : u32, lb : u32, c : u32) -> u32 {
-    if (AR_POW2) { return i0 * HS4 + ((j * HS4) ^ lb) + RL * c; }
+    if (RL_POW2) { return i0 * HS4 + ((j * HS4) ^ lb) + RL * c; }
     return (i0 + (j ^ ln)) * HS4 + ar_col(ln, c);
 }
 
@@ -947,7 +945,7 @@ fn ar_at(i0 : u32, j : u32, ln : u32, lb : u32, c : u32) -> u32 {
 // [0, AR_P) hold the whole sums of streamed row ln. (Constant trip counts and constant-folded
 // tests, so that the loops unroll and x stays in registers.)
 fn ar_scatter(x : ptr<function, array<f32, AR_NX>>) {
-    for (var e = 0u; e < AR_LOG; e++) {
+    for (var e = 0u; e < RL_LOG; e++) {
         let m = RL >> (e + 1u);
         for (var k = 0u; k < AR_NX / 2u; k++) {
             if (k < m * AR_P) { (*x)[k] = (*x)[k] + reg_xor((*x)[m * AR_P + k], m); }
@@ -957,7 +955,7 @@ fn ar_scatter(x : ptr<function, array<f32, AR_NX>>) {
 
 // The reverse: at step e (lane mask m = 2^e) slots [m·AR_P, 2m·AR_P) take the partner's [0, m·AR_P).
 fn ar_gather(x : ptr<function, array<f32, AR_NX>>) {
-    for (var e = 0u; e < AR_LOG; e++) {
+    for (var e = 0u; e < RL_LOG; e++) {
         let m = 1u << e;
         for (var k = 0u; k < AR_NX / 2u; k++) {
             if (k < m * AR_P) { (*x)[m * AR_P + k] = reg_xor((*x)[k], m); }

@@ -655,19 +655,24 @@ static const char *qkv_type(uint32_t HS) {
 // The register-resident kernels' constants, their lane sum `name` (x summed over the RL lanes
 // of a row by subgroupShuffleXor butterflies, the same bits in every lane since each step adds
 // the same two values) and reg_xor(x, m) (x of the lane whose index differs by m). Both use
-// shuffles only where rl > 1, which reg_fits allows only with subgroups of >= rl lanes.
-static void reg_defs(char *buf, size_t cap, const char *name, uint32_t rt, reg_tile t) {
-    if (t.rl > 1)
-        snprintf(buf, cap,
-                 "const RT=%uu;const RL=%uu;const RR=%uu;const RB=%uu;const PF=%s;fn %s(x:f32)->f32{var y=x;"
-                 "for(var i=1u;i<RL;i=i<<1u){y=y+subgroupShuffleXor(y,i);}return y;}"
-                 "fn reg_xor(x:f32,m:u32)->f32{return subgroupShuffleXor(x,m);}",
-                 rt, t.rl, t.rr, t.rb, t.pf ? "true" : "false", name);
-    else
-        snprintf(buf, cap,
-                 "const RT=%uu;const RL=%uu;const RR=%uu;const RB=%uu;const PF=%s;fn %s(x:f32)->f32{return x;}"
-                 "fn reg_xor(x:f32,m:u32)->f32{return x;}",
-                 rt, t.rl, t.rr, t.rb, t.pf ? "true" : "false", name);
+// shuffles only where rl > 1, which reg_fits allows only with subgroups of >= rl lanes. For the
+// lanes' exchange (05_attention.wgsl, 10_backward_attention.wgsl): RL_LOG = log2(RL), its steps,
+// and RL_POW2, whether head rows (HS4 vec4) have a power-of-2 stride of whole lane columns, so
+// that a lane's permuted row is addressed with one xor.
+static void reg_defs(char *buf, size_t cap, const char *name, uint32_t HS, uint32_t rt, reg_tile t) {
+    uint32_t hs4 = hs4_of(HS), lg = 0;
+    while ((1u << lg) < t.rl) lg++;
+    int n = snprintf(buf, cap, "const RT=%uu;const RL=%uu;const RR=%uu;const RB=%uu;const PF=%s;const RL_LOG=%uu;"
+                     "const RL_POW2=%s;",
+                     rt, t.rl, t.rr, t.rb, t.pf ? "true" : "false", lg, is_pow2(hs4) && hs4 % t.rl == 0 ? "true" : "false");
+    WGT_ASSERT(n > 0 && (size_t)n < cap, "register kernel constants overflow their buffer");
+    int m = t.rl > 1 ? snprintf(buf + n, cap - (size_t)n,
+                                "fn %s(x:f32)->f32{var y=x;for(var i=1u;i<RL;i=i<<1u){y=y+subgroupShuffleXor(y,i);}"
+                                "return y;}fn reg_xor(x:f32,m:u32)->f32{return subgroupShuffleXor(x,m);}",
+                                name)
+                     : snprintf(buf + n, cap - (size_t)n, "fn %s(x:f32)->f32{return x;}fn reg_xor(x:f32,m:u32)->f32{return x;}",
+                                name);
+    WGT_ASSERT(m > 0 && (size_t)m < cap - (size_t)n, "register kernel functions overflow their buffer");
 }
 
 static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, uint32_t gq, fwd_cfg c, int drop) {
@@ -676,7 +681,7 @@ static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, uint32_t gq, f
     reg_tile none = {1, 1, 4, 0};
     fwd_cfg tile = c;
     if (c.v) tile.nl = 8, tile.tr = 1, tile.bc = 16;  // the shared-tile kernel's constants, unused
-    reg_defs(rdefs, sizeof rdefs, "fa_rsum", c.v ? c.wg : 64, c.v ? fwd_reg_tile(c) : none);
+    reg_defs(rdefs, sizeof rdefs, "fa_rsum", HS, c.v ? c.wg : 64, c.v ? fwd_reg_tile(c) : none);
     snprintf(defs, sizeof defs,
              "const HS=%uu;const GQ=%uu;const NL=%uu;const TR=%uu;const BC=%uu;const SG=%s;const UNROLL=%s;%s%s%s%s", HS,
              gq, tile.nl, tile.tr, tile.bc, sg ? "true" : "false", unroll_ok(ctx) ? "true" : "false", qkv_type(HS),
@@ -794,7 +799,7 @@ static uint32_t short_max_t(wg_ctx *ctx) {
 static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
                                             bwd_tile t, uint32_t ss, int drop, uint32_t rt, reg_tile r, int ds) {
     char defs[1536], rdefs[512];
-    reg_defs(rdefs, sizeof rdefs, "ar_sum", rt, r);
+    reg_defs(rdefs, sizeof rdefs, "ar_sum", HS, rt, r);
     dq_tile q = {128, 4, 4, 1, 1};  // a placeholder where no tile fits (the kernel is then never used)
     dq_tile_of(ctx, HS, &q);
     snprintf(defs, sizeof defs,
