@@ -40,6 +40,9 @@
 //
 // Host defines: const MM_BM, MM_BN, MM_BK, MM_TM, MM_TN, MM_WG : u32 with TM, TN in {4, 8},
 // (BM/TM)*(BN/TN) = MM_WG and BM*BK, BN*BK at most 16*MM_WG (a tile is loaded in 1-4 passes);
+// alias MM_C_T = f32 or vec4<f32> (C's binding, when N, ldc and C's offsets are multiples of 4)
+// with const MM_C_V4 : bool and the accessors mm_c_get/mm_c_put (element i) and mm_c_get4/mm_c_put4
+// (vec4 i; stubs for an f32 binding);
 // alias MM_A_T, MM_B_T = f32 or vec4<f32> with const MM_A_V4, MM_B_V4 : bool to match, or for an
 // f16 operand (mixed precision: matmul_f16, matmul_t_f16, matmul_at_f16) f16 (native, with
 // shader-f16) or u32 (packed pairs) with V4 false, its offset and leading dimension then counted
@@ -68,7 +71,7 @@ struct MMParams {
     zs : u32, p0 : u32, group : u32, s_off : u32,  // zs: C offset a layer; s_off: an nf4 weight's absmax
 };                                                 // in mm_s
 
-@group(0) @binding(0) var<storage, read_write> mm_c : array<f32>;
+@group(0) @binding(0) var<storage, read_write> mm_c : array<MM_C_T>;
 @group(0) @binding(1) var<storage, read> mm_a : array<MM_A_T>;
 @group(0) @binding(2) var<storage, read> mm_b : array<MM_B_T>;
 @group(0) @binding(3) var<storage, read> mm_bias : array<f32>;
@@ -306,7 +309,9 @@ fn mm_store_tiles(buf : u32, lid : u32, a0 : vec4<f32>, a1 : vec4<f32>, a2 : vec
 }
 
 // One output row of a thread: up to 8 columns in two vec4 (v1 only when MM_TN4 == 2), with the
-// bias and the accumulation of the params. cz: the element offset of this grid layer's C.
+// bias and the accumulation of the params. cz: the element offset of this grid layer's C. With
+// C bound as vec4 (MM_C_V4) each 4 columns are one 16-byte store: a warp then writes whole 32-byte
+// sectors, where 4 scalar stores 16 bytes apart write a quarter of each sector 4 times over.
 fn mm_store_row(cz : u32, m0 : u32, n0 : u32, g : u32, j : u32, tx : u32, ty : u32, v0 : vec4<f32>, v1 : vec4<f32>) {
     let m = m0 + (g * MM_TY + ty) * 4u + j;
     if (m >= mm_p.M) { return; }
@@ -316,13 +321,24 @@ fn mm_store_row(cz : u32, m0 : u32, n0 : u32, g : u32, j : u32, tx : u32, ty : u
     for (var h = 0u; h < MM_TN4; h++) {
         let nb = n0 + (h * MM_TX + tx) * 4u;
         let v = select(v0, v1, h == 1u);
+        if (MM_C_V4) {  // N, ldc and the offsets multiples of 4: the 4 columns are all in or all out
+            if (nb >= mm_p.N) { continue; }
+            var r = v;
+            if (has_bias) {
+                let bi = mm_p.bias_off + nb;
+                r += vec4<f32>(mm_bias[bi], mm_bias[bi + 1u], mm_bias[bi + 2u], mm_bias[bi + 3u]);
+            }
+            if (accumulate) { r += mm_c_get4((row + nb) / 4u); }
+            mm_c_put4((row + nb) / 4u, r);
+            continue;
+        }
         for (var q = 0u; q < 4u; q++) {
             let n = nb + q;
             if (n >= mm_p.N) { break; }
             var r = v[q];
             if (has_bias) { r += mm_bias[mm_p.bias_off + n]; }
-            if (accumulate) { r += mm_c[row + n]; }
-            mm_c[row + n] = r;
+            if (accumulate) { r += mm_c_get(row + n); }
+            mm_c_put(row + n, r);
         }
     }
 }

@@ -35,11 +35,17 @@ static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static const wg_settings *mm_settings(wg_ctx *ctx) { return wg_ctx_settings(ctx); }
 // WGTRAIN_MM_SPLITK: WG_AUTO | 0 (off) | S (every GEMM through the split path with S slices)
 static int splitk_setting(wg_ctx *ctx) { return mm_settings(ctx)->mm_splitk; }
-// WGTRAIN_MM_VEC4: 0 (scalar loads) | 1 (vec4 loads of every aligned f32 operand) | 2 (of B alone,
-// where it is stored along n: matmul_t's W, matmul_at's inp). auto = 2: on the H200 that took
-// matmul_t from 51.5 to 48.5 ms a GPT-2 124M step, while vec4 loads of A (matmul_at's dout) or of
-// an operand stored along k lost 6-25 % (bench/README.md)
+// WGTRAIN_MM_VEC4: 0 (scalar loads and stores) | 1 (vec4 loads of every aligned f32 operand) | 2
+// (of B alone, where it is stored along n: matmul_t's W, matmul_at's inp). auto = 2: on the H200
+// that took matmul_t from 51.5 to 48.5 ms a GPT-2 124M step, while vec4 loads of A (matmul_at's
+// dout) or of an operand stored along k lost 6-25 % (bench/README.md). With 1 or 2, C (the output
+// or the split-K partials) is also bound as vec4 where its width, row stride and offset allow.
 #define MM_VEC4_B_ALONG_N 2
+// vec4 stores of C only where a workgroup's k-range is at most this long: on the H200 they took the
+// GEMMs with short k-ranges 1-4 % faster (K = 768, and the split-K dW at 683-1170 a layer), and the
+// long ones 1-3 % slower (K >= 1536 a workgroup: the 16-byte stores' register quads cost the k-loop
+// more than the end of a long k-loop gains; bench/README.md)
+#define MM_C_V4_MAX_K 1024
 static int vec4_on(wg_ctx *ctx) {
     int v = mm_settings(ctx)->mm_vec4;
     return v == WG_AUTO ? MM_VEC4_B_ALONG_N : v;
@@ -300,15 +306,22 @@ static int mm_operand_defs(char *buf, size_t cap, char x, mm_optype t) {
 // The module's constants (every entry point of 03_matmul.wgsl needs them to compile): the tile
 // and how each operand is bound. An nf4 B operand also
 // brings the workgroup table of its 16 levels, filled from nf4_levels (the C reference's) bit for bit.
-#define MM_DEFINES_CAP 1600
+#define MM_DEFINES_CAP 2048
 // What is left of the defines buffer after n characters (a truncated append is a broken invariant).
 static size_t mm_room(int n, size_t cap) {
     WGT_ASSERT(n >= 0 && (size_t)n < cap, "matmul defines overflow their buffer");
     return cap - (size_t)n;
 }
-static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, char *buf, size_t cap) {
+static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int c_v4, char *buf, size_t cap) {
     const int lut = tb == MM_OP_NF4;
-    int n = snprintf(buf, cap,
+    int n = snprintf(buf, cap, "%s\n",
+                     c_v4 ? "alias MM_C_T=vec4<f32>;const MM_C_V4=true;fn mm_c_get(i:u32)->f32{return mm_c[i/4u][i%4u];}"
+                            "fn mm_c_put(i:u32,v:f32){mm_c[i/4u][i%4u]=v;}fn mm_c_get4(i:u32)->vec4<f32>{return mm_c[i];}"
+                            "fn mm_c_put4(i:u32,v:vec4<f32>){mm_c[i]=v;}"
+                          : "alias MM_C_T=f32;const MM_C_V4=false;fn mm_c_get(i:u32)->f32{return mm_c[i];}"
+                            "fn mm_c_put(i:u32,v:f32){mm_c[i]=v;}fn mm_c_get4(i:u32)->vec4<f32>{return vec4<f32>(0.0);}"
+                            "fn mm_c_put4(i:u32,v:vec4<f32>){}");
+    n += snprintf(buf + n, mm_room(n, cap),
                      "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;const MM_WG=%uu;"
                      "const MM_PF=%s;const MM_WX=%uu;const MM_PB=%uu;const MM_LUT=%s;\n",
                      t.bm, t.bn, t.bk, t.tm, t.tn, tile_threads(t), t.pf ? "true" : "false", tile_warp(t), lut ? 5u : 4u,
@@ -333,7 +346,7 @@ static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, char *buf, 
 
 static WGPUComputePipeline aux_pipeline(wg_ctx *ctx, const char *entry) {
     char defs[MM_DEFINES_CAP];
-    return wg_pipeline(ctx, "03_matmul.wgsl", entry, mm_defines(TILE_SMALL, MM_OP_F32, MM_OP_F32, defs, sizeof defs));
+    return wg_pipeline(ctx, "03_matmul.wgsl", entry, mm_defines(TILE_SMALL, MM_OP_F32, MM_OP_F32, 0, defs, sizeof defs));
 }
 
 // ------------------------------------------------------------------ split-K scratch
@@ -462,18 +475,20 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     static const mm_optype lowbit_type[] = {MM_OP_F16_PACKED, MM_OP_BF16, MM_OP_NF4};  // by WGT_LOWBIT_*
     const mm_optype ta = g->a_h ? h : v4a ? MM_OP_V4 : MM_OP_F32,
                     tb = lb ? lowbit_type[lb->fmt] : g->b_h ? h : v4b ? MM_OP_V4 : MM_OP_F32;
-    char defs[MM_DEFINES_CAP];
-    WGPUComputePipeline pipe =
-        wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[g->var], mm_defines(t, ta, tb, defs, sizeof defs));
     const uint32_t gx = (nc + t.bn - 1) / t.bn, gy = (mc + t.bm - 1) / t.bm;
-    int no_v4 = 0;
     const int nbind = tb == MM_OP_NF4 ? 5 : 4;  // with the absmax the uniform follows at binding 5
     const char *label = lb ? lb->label : mm_entry[g->var];
+    // C, the output or the split-K partials, as vec4 where its width, row stride and offset allow,
+    // for workgroups of a short k-range (MM_C_V4_MAX_K)
+    int v4c = g->want_v4 && nc % 4 == 0 && kc <= MM_C_V4_MAX_K;
+    char defs[MM_DEFINES_CAP];
 
     if (!g->plan.splits) {  // direct: the kernel writes C
         if (bias_here) { p.flags |= MMF_BIAS; bd[MM_BIAS] = wg_binding_window(g->bias, n0, nc, &p.bias_off); }
         if (acc_here) p.flags |= MMF_ACC;
-        bd[MM_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &p.c_off, &no_v4);
+        bd[MM_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &p.c_off, &v4c);
+        WGPUComputePipeline pipe =
+            wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[g->var], mm_defines(t, ta, tb, v4c, defs, sizeof defs));
         wg_dispatch3(ctx, label, pipe, bd, nbind, &p, sizeof p, gx, gy, 1);
         return;
     }
@@ -484,11 +499,14 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     S = min_u64(S, scratch_limit(g->be) / per);  // >= 1: checked for the largest chunk
     const uint64_t ks = cdiv(ktiles, S) * t.bk;
     S = cdiv(kc, ks);  // no empty slices
+    v4c = g->want_v4 && nc % 4 == 0 && ks <= MM_C_V4_MAX_K;
     wgt_view scr = wgt_view_of(mm_scratch(g->be, (size_t)(S * per)), 0, (size_t)(S * per));
     p.ks = (uint32_t)ks;
     p.ldc = nc;
     p.zs = mc * nc;
-    bd[MM_C] = wg_b(scr, (size_t)(S * per));
+    bd[MM_C] = wg_b(scr, (size_t)(S * per));  // at offset 0, S·per a multiple of 4 when nc is
+    WGPUComputePipeline pipe =
+        wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[g->var], mm_defines(t, ta, tb, v4c, defs, sizeof defs));
     wg_dispatch3(ctx, label, pipe, bd, nbind, &p, sizeof p, gx, gy, (uint32_t)S);
 
     // the reduction 4 columns a thread where N and every window's offset allow it (same sums)
