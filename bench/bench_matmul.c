@@ -17,7 +17,7 @@
 //
 // Usage: bench_matmul [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]
 //                     [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1|2] [--group G]
-//                     [--only NAME]
+//                     [--only NAME] [--rows N] [--vocab V]
 // --small shrinks every shape (÷16 rows, ÷8 columns) so that the software GPU finishes quickly.
 #include <math.h>
 #include <stdint.h>
@@ -293,6 +293,7 @@ static uint64_t big_tiles(const shape *s, op_kind op) {
 int main(int argc, char **argv) {
     const char *adapter = "gpu", *tiles = "auto", *splitk = NULL, *peer_path = NULL;
     int small = 0, reps = -1, profile = 0, only = -1, sweep = 0, vec4 = WG_AUTO, group = WG_AUTO;
+    long rows = 8192, vocab = 50257;  // the layer GEMMs' and the lm_head's rows (B*T), the lm_head's width
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--small")) small = 1;
@@ -311,6 +312,15 @@ int main(int argc, char **argv) {
                 return 2;
             }
         } else if (!strcmp(a, "--group") && i + 1 < argc) group = atoi(argv[++i]);
+        else if ((!strcmp(a, "--rows") || !strcmp(a, "--vocab")) && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 16 || v > 262144) {
+                fprintf(stderr, "bench_matmul: %s takes a whole number from 16 to 262144\n", a);
+                return 2;
+            }
+            *(!strcmp(a, "--rows") ? &rows : &vocab) = v;
+        }
         else if (!strcmp(a, "--only") && i + 1 < argc) {
             const char *o = argv[++i];
             for (int k = 0; k < 3; k++) if (!strcmp(o, op_name[k])) only = k;
@@ -318,7 +328,9 @@ int main(int argc, char **argv) {
         } else {
             printf("usage: bench_matmul [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
                    "                    [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1|2] [--group G]\n"
-                   "                    [--only matmul|matmul_t|matmul_at] [--peer FILE]\n"
+                   "                    [--only matmul|matmul_t|matmul_at] [--peer FILE] [--rows N] [--vocab V]\n"
+                   "  --rows N, --vocab V  the GEMMs of a GPT-2 124M step with N = B*T rows (8192) and a V-wide\n"
+                   "               lm_head (50257), e.g. --rows 4096 --vocab 16384 for the seeds preset\n"
                    "  --peer FILE  the peer's times at the same shapes (bench/torch_peer.py's output): adds the ratio\n"
                    "  --sweep   time every shape under a list of GEMM settings (ignores the four setting flags)\n"
                    "  --sweep-tiles  the same over a list of tile shapes (WGTRAIN_MM_TILE specs)\n"
@@ -342,10 +354,11 @@ int main(int argc, char **argv) {
            info->limits.maxComputeWorkgroupStorageSize, reps, profile ? "GPU timestamps" : "wall-clock");
     fflush(stdout);
 
-    // GPT-2 124M, B*T = 8192: c_attn, attn c_proj, mlp c_fc, mlp c_proj, tied lm_head; and 4096³
+    // GPT-2 124M, B*T = rows (8192): c_attn, attn c_proj, mlp c_fc, mlp c_proj, tied lm_head; and 4096³
+    const uint32_t R = (uint32_t)rows, V = (uint32_t)vocab;
     shape shapes[] = {
-        {"qkv", 8192, 768, 2304, 1, 12}, {"attproj", 8192, 768, 768, 1, 12}, {"fc", 8192, 768, 3072, 1, 12},
-        {"fcproj", 8192, 3072, 768, 1, 12}, {"lm_head", 8192, 768, 50257, 0, 1}, {"square", 4096, 4096, 4096, 0, 0},
+        {"qkv", R, 768, 2304, 1, 12}, {"attproj", R, 768, 768, 1, 12}, {"fc", R, 768, 3072, 1, 12},
+        {"fcproj", R, 3072, 768, 1, 12}, {"lm_head", R, 768, V, 0, 1}, {"square", 4096, 4096, 4096, 0, 0},
     };
     const size_t ns = sizeof shapes / sizeof shapes[0];
     if (small)

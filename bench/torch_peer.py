@@ -33,9 +33,12 @@ def timed(fn, reps=20):
     return best
 
 
-# the shapes of bench_matmul.c (name, N rows, C in, OC out)
-SHAPES = [("qkv", 8192, 768, 2304), ("attproj", 8192, 768, 768), ("fc", 8192, 768, 3072),
-          ("fcproj", 8192, 3072, 768), ("lm_head", 8192, 768, 50257), ("square", 4096, 4096, 4096)]
+# the shapes of bench_matmul.c (name, N rows, C in, OC out); `torch_peer.py ROWS VOCAB` as
+# `bench_matmul --rows ROWS --vocab VOCAB` (8192 and 50257 by default)
+R = int(sys.argv[1]) if len(sys.argv) > 1 else 8192
+V = int(sys.argv[2]) if len(sys.argv) > 2 else 50257
+SHAPES = [("qkv", R, 768, 2304), ("attproj", R, 768, 768), ("fc", R, 768, 3072),
+          ("fcproj", R, 3072, 768), ("lm_head", R, 768, V), ("square", 4096, 4096, 4096)]
 
 for name, N, C, OC in SHAPES:
     x = torch.randn(N, C, device=dev)
