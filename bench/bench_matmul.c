@@ -16,7 +16,7 @@
 // call count).
 //
 // Usage: bench_matmul [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]
-//                     [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1|2] [--group G]
+//                     [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1|2|3] [--group G]
 //                     [--only NAME] [--rows N] [--vocab V]
 // --small shrinks every shape (÷16 rows, ÷8 columns) so that the software GPU finishes quickly.
 #include <math.h>
@@ -307,8 +307,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--splitk") && i + 1 < argc) splitk = argv[++i];
         else if (!strcmp(a, "--vec4") && i + 1 < argc) {
             vec4 = atoi(argv[++i]);
-            if (vec4 < 0 || vec4 > 2) {
-                fprintf(stderr, "bench_matmul: --vec4 takes 0, 1 or 2 (docs/webgpu-settings.md)\n");
+            if (vec4 < 0 || vec4 > 3) {
+                fprintf(stderr, "bench_matmul: --vec4 takes 0, 1, 2 or 3 (docs/webgpu-settings.md)\n");
                 return 2;
             }
         } else if (!strcmp(a, "--group") && i + 1 < argc) group = atoi(argv[++i]);
@@ -327,7 +327,7 @@ int main(int argc, char **argv) {
             if (only < 0) { fprintf(stderr, "bench_matmul: --only takes matmul, matmul_t or matmul_at\n"); return 2; }
         } else {
             printf("usage: bench_matmul [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
-                   "                    [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1|2] [--group G]\n"
+                   "                    [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1|2|3] [--group G]\n"
                    "                    [--only matmul|matmul_t|matmul_at] [--peer FILE] [--rows N] [--vocab V]\n"
                    "  --rows N, --vocab V  the GEMMs of a GPT-2 124M step with N = B*T rows (8192) and a V-wide\n"
                    "               lm_head (50257), e.g. --rows 4096 --vocab 16384 for the seeds preset\n"

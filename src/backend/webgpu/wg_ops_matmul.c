@@ -36,11 +36,14 @@ static const wg_settings *mm_settings(wg_ctx *ctx) { return wg_ctx_settings(ctx)
 // WGTRAIN_MM_SPLITK: WG_AUTO | 0 (off) | S (every GEMM through the split path with S slices)
 static int splitk_setting(wg_ctx *ctx) { return mm_settings(ctx)->mm_splitk; }
 // WGTRAIN_MM_VEC4: 0 (scalar loads and stores) | 1 (vec4 loads of every aligned f32 operand) | 2
-// (of B alone, where it is stored along n: matmul_t's W, matmul_at's inp). auto = 2: on the H200
-// that took matmul_t from 51.5 to 48.5 ms a GPT-2 124M step, while vec4 loads of A (matmul_at's
-// dout) or of an operand stored along k lost 6-25 % (bench/README.md). With 1 or 2, C (the output
-// or the split-K partials) is also bound as vec4 where its width, row stride and offset allow.
+// (of B alone, where it is stored along n: matmul_t's W, matmul_at's inp) | 3 (of every operand
+// stored along m or n: those two and matmul_at's dout). auto = 3. On the H200, 2 took matmul_t
+// from 51.5 to 48.5 ms a GPT-2 124M step, while vec4 loads of an operand stored along k lose 6-25 %
+// (they land in workgroup memory as 4 scattered scalars); 3 took matmul_at a further 2-3 %
+// faster once C was stored as vec4 (bench/README.md). With 1-3, C (the output or the split-K
+// partials) is also bound as vec4 where its width, row stride and offset allow.
 #define MM_VEC4_B_ALONG_N 2
+#define MM_VEC4_ALONG_MN 3
 // vec4 stores of C only where a workgroup's k-range is at most this long: on the H200 they took the
 // GEMMs with short k-ranges 1-4 % faster (K = 768, and the split-K dW at 683-1170 a layer), and the
 // long ones 1-3 % slower (K >= 1536 a workgroup: the 16-byte stores' register quads cost the k-loop
@@ -48,7 +51,7 @@ static int splitk_setting(wg_ctx *ctx) { return mm_settings(ctx)->mm_splitk; }
 #define MM_C_V4_MAX_K 1024
 static int vec4_on(wg_ctx *ctx) {
     int v = mm_settings(ctx)->mm_vec4;
-    return v == WG_AUTO ? MM_VEC4_B_ALONG_N : v;
+    return v == WG_AUTO ? MM_VEC4_ALONG_MN : v;
 }
 // WGTRAIN_MM_GROUP: row blocks per raster group (1 = plain row-major order; auto MM_GROUP)
 #define MM_GROUP 8
@@ -455,7 +458,9 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     enum { SK_C, SK_PART, SK_BIAS };           // and those of matmul_splitk_reduce
     wg_bind bd[5];
     const int v4ok = g->want_v4 && t.bk % 8 == 0;  // vec4 slots need 8-deep k-slices
-    int v4a = v4ok && !g->a_h && g->want_v4 != MM_VEC4_B_ALONG_N, v4b = v4ok && !g->b_h && (g->want_v4 != MM_VEC4_B_ALONG_N || !b_kc);
+    const int along_mn = g->want_v4 == MM_VEC4_ALONG_MN;  // only operands stored along m or n
+    int v4a = v4ok && !g->a_h && g->want_v4 != MM_VEC4_B_ALONG_N && (!along_mn || !a_kc),
+        v4b = v4ok && !g->b_h && (g->want_v4 == 1 || !b_kc);
     if (g->a_h) bd[MM_A] = a_kc ? mm_window_h(g->a, m0, mc, k0, kc, g->lda, &p.a_off)
                                 : mm_window_h(g->a, k0, kc, m0, mc, g->lda, &p.a_off);
     else if (a_kc) bd[MM_A] = mm_window(g->a, m0, mc, k0, kc, g->lda, &p.a_off, &v4a);

@@ -17,7 +17,7 @@ static const setting_def defs[] = {
     {"WGTRAIN_MM_WARP", "auto, 0, 4, 8 or 16"},
     {"WGTRAIN_WG_ZERO_INIT", "auto, 0 or 1"},
     {"WGTRAIN_MM_SPLITK", "auto, off or an integer 0..1024"},
-    {"WGTRAIN_MM_VEC4", "auto, 0, 1 or 2"},
+    {"WGTRAIN_MM_VEC4", "auto, 0, 1, 2 or 3"},
     {"WGTRAIN_MM_GROUP", "auto or an integer 1..1024"},
     {"WGTRAIN_ATTN_FWD_CFG", "comma-separated key=value pairs: v=tile|reg and integers nl, tr, bc, sg, wg, pf (e.g. "
                              "nl=8,tr=2,bc=64,sg=1 or v=reg,nl=4,tr=2,bc=32)"},
@@ -160,7 +160,7 @@ static int set_one(wg_settings *s, const char *name, const char *v) {
         ok = dflt || parse_auto_int(v, 0, 1024, &off, &t.mm_splitk);
     } else if (!strcmp(name, "WGTRAIN_MM_VEC4")) {
         t.mm_vec4 = d.mm_vec4;
-        ok = dflt || parse_auto_int(v, 0, 2, NULL, &t.mm_vec4);
+        ok = dflt || parse_auto_int(v, 0, 3, NULL, &t.mm_vec4);
     } else if (!strcmp(name, "WGTRAIN_MM_GROUP")) {
         t.mm_group = d.mm_group;
         ok = dflt || parse_auto_int(v, 1, 1024, NULL, &t.mm_group);

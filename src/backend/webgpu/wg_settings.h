@@ -25,8 +25,9 @@
 //   WGTRAIN_MM_SPLITK           auto | off | 0..1024   split-K: off or 0 never; S >= 1 every GEMM
 //                                                      through the split path with up to S slices
 //                                                      (auto: outputs of few tiles with a long K)
-//   WGTRAIN_MM_VEC4             auto | 0 | 1 | 2       vec4 operand loads where aligned: 1 both, 2 a B
-//                                                      stored along n (auto: 2)
+//   WGTRAIN_MM_VEC4             auto | 0 | 1 | 2 | 3   vec4 operand loads where aligned: 1 both, 2 a B
+//                                                      stored along n, 3 those stored along m or n
+//                                                      (auto: 3); with 1-3 C stored as vec4 too
 //   WGTRAIN_MM_GROUP            auto | 1..1024         row blocks per raster group, 1 = row-major
 //                                                      (auto: 8)
 //   WGTRAIN_ATTN_FWD_CFG        k=v,...                attention forward tiles, keys nl, tr, bc, sg
@@ -98,7 +99,7 @@ typedef struct {
     int mm_warp;                 // WGTRAIN_MM_WARP: WG_AUTO, 0, 4, 8 or 16
     int wg_zero_init;            // WGTRAIN_WG_ZERO_INIT: WG_AUTO, 0 or 1
     int mm_splitk;               // WGTRAIN_MM_SPLITK: WG_AUTO, 0 (off) or S >= 1
-    int mm_vec4;                 // WGTRAIN_MM_VEC4: WG_AUTO, 0, 1 or 2
+    int mm_vec4;                 // WGTRAIN_MM_VEC4: WG_AUTO, 0, 1, 2 or 3
     int mm_group;                // WGTRAIN_MM_GROUP: WG_AUTO or >= 1
     char attn_fwd[256];          // WGTRAIN_ATTN_FWD_CFG ("" = the defaults)
     char attn_bwd[256];          // WGTRAIN_ATTN_BWD_CFG ("" = the defaults)
