@@ -88,13 +88,15 @@ typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
 typedef struct { mm_tile big, small; } mm_tile_pair;
 static const struct { const char *match; mm_tile_pair op[3]; } mm_tile_table[] = {  // op: mm_variant
     // NVIDIA (measured on the H200): 128x128x8 with 8x8 outputs a thread (127 registers, two
-    // workgroups an SM) since the slice is straight-line code; 128x64x8/8x4 for outputs of partial
-    // waves with a short K (plan_pick). matmul_t took the big tile with the partial waves' split-K
-    // (unsplit, its 384 tiles of 8192 x 768 ran at 28-31 TFLOP/s). A GPT-2 124M step's GEMMs
-    // 225.7 ms -> 178.8 (64x128x8/8x8) -> 169.5 (128x64x8/8x4, 128x128x4/8x8) -> 159.5 (8x8
-    // straight-line) -> 155.9 (split-K of partial waves) -> see bench/README.md
-    {"nvidia", {{{128, 128, 8, 8, 8, 1, 0}, {128, 64, 8, 8, 4, 1, 0}},
-                {{128, 128, 8, 8, 8, 1, 0}, {128, 64, 8, 8, 4, 1, 0}},
+    // workgroups an SM) since the slice is straight-line code. matmul_t takes 128x64x8/8x8 (128
+    // threads) for outputs of partial waves with a short K (plan_pick), and the big tile with
+    // the partial waves' split-K (unsplit, its 384 tiles of 8192 x 768 ran at 28-31 TFLOP/s);
+    // matmul keeps the big tile there too (8192 x 768 at K = 768: 0.241 ms against 0.277 on
+    // 128x64x8/8x4). A GPT-2 124M step's GEMMs 225.7 ms -> 178.8 (64x128x8/8x8) -> 169.5
+    // (128x64x8/8x4, 128x128x4/8x8) -> 159.5 (8x8 straight-line) -> 155.9 (split-K of partial
+    // waves) -> see bench/README.md
+    {"nvidia", {{{128, 128, 8, 8, 8, 1, 0}, {128, 128, 8, 8, 8, 1, 0}},
+                {{128, 128, 8, 8, 8, 1, 0}, {128, 64, 8, 8, 8, 1, 0}},
                 {{128, 128, 8, 8, 8, 1, 0}, {128, 128, 8, 8, 8, 1, 0}}}},
     {"", {{{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}},
           {{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}},
