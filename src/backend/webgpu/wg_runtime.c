@@ -20,8 +20,12 @@
 #define MAX_PROFILE 4096
 #define MAX_TIMER_QUERIES 4096         // pass timestamps of wg_timer_start .. wg_timer_stop
 
+// A pipeline's cache key: its file, entry point and defines (the GEMMs' defines, with an nf4
+// weight's level table, are the longest at about 1.9 KB).
+#define PIPE_KEY_MAX 4096
+
 typedef struct {
-    char key[1024];
+    char key[PIPE_KEY_MAX];
     WGPUComputePipeline p;
     WGPUBindGroupLayout bgl;
 } pipe_entry;
@@ -760,7 +764,7 @@ static void on_compiled(WGPUCompilationInfoRequestStatus st, const WGPUCompilati
 }
 
 WGPUComputePipeline wg_pipeline(wg_ctx *ctx, const char *file, const char *entry, const char *defines) {
-    char key[1024];
+    char key[PIPE_KEY_MAX];
     int kl = snprintf(key, sizeof key, "%s:%s:%s", file, entry, defines ? defines : "");
     WGT_ASSERT(kl > 0 && (size_t)kl < sizeof key, "pipeline key (file, entry, defines) too long for the cache");
     for (int i = 0; i < ctx->n_pipes; i++)
