@@ -266,6 +266,15 @@ static mm_plan plan_pick(wg_ctx *ctx, mm_variant var, uint32_t M, uint32_t N, ui
     int s = splitk_setting(ctx);
     if (K > 0 && s > 0) p.splits = (uint32_t)s;
     else if (K > 0 && s == WG_AUTO) p.splits = splitk_auto(tiles, K);
+    // a K too short for the partial-wave split (MM_SPLITK_WAVE_MIN_K) whose small tiles alone fill
+    // the GPU: those, unsplit, rather than the big tile's split, whose partials' round trip costs
+    // more than the small tile loses (H200: 4096 x 768 at K = 768, matmul_t 0.141 -> 0.127 ms)
+    if (tile == WG_MM_TILE_AUTO && s == WG_AUTO && p.splits && K < MM_SPLITK_WAVE_MIN_K &&
+        (small.bm != big.bm || small.bn != big.bn) && tile_count(small, M, N) >= MM_MIN_BIG_TILES) {
+        p.t = small;
+        p.splits = 0;
+        return p;
+    }
     if (tile == WG_MM_TILE_AUTO && !p.splits && tiles < MM_MIN_BIG_TILES) p.t = small;
     // partial waves of big tiles that split-K does not take (K too short): the small tile when
     // it fills the GPU better by MM_SPLITK_GAIN
