@@ -198,6 +198,7 @@ static void test_matmul_tile_specs(void) {
     CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "64x64x32/8x8") != WGT_OK, "a tile of 8 load passes is refused");
     CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x8/8x8 ") != WGT_OK, "a tile spec with a blank is refused");
     CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x2/8x8") != WGT_OK, "a 2-deep k-slice is refused");
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", "16x256x4/4x4") == WGT_OK, "a 16-row tile of 256 threads parses");
     wg_settings_set(S, "WGTRAIN_MM_TILE", NULL);
     S->mm_prefetch = S->mm_splitk = S->mm_vec4 = WG_AUTO;
 }

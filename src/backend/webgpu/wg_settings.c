@@ -107,9 +107,7 @@ int wg_mm_tile_spec_valid(const wg_mm_tile_spec *t) {
     if (t->bk != 4 && t->bk != 8 && t->bk != 16 && t->bk != 32) return 0;
     int wg = (t->bm / t->tm) * (t->bn / t->tn);
     if (wg != 64 && wg != 128 && wg != 256) return 0;
-    if (t->bm * t->bk / 4 > 4 * wg || t->bn * t->bk / 4 > 4 * wg) return 0;  // at most 4 load passes a tile
-    if (wg % (t->bm / 4)) return 0;                                           // the row sums of dbias
-    return 2 * t->bk * (t->bm / 4 + 1) >= wg;                                 // their reduction's room
+    return t->bm * t->bk / 4 <= 4 * wg && t->bn * t->bk / 4 <= 4 * wg;  // at most 4 load passes a tile
 }
 
 // "BMxBNxBK/TMxTN", the whole text.
