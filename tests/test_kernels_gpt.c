@@ -234,6 +234,22 @@ static void test_matmul_splitk(void) {
     test_matmul_fwd(50, 601, 70, 1, "auto split-K");
     test_matmul_t(50, 70, 601, "auto split-K");
     test_matmul_at(300, 71, 53, 1, "auto, no split");
+    // the plan of an output whose small tiles alone fill the GPU (256 of them; fewer big ones):
+    // at a K too short for the partial-wave split (< 2048) the small tile unsplit, at a long K the
+    // big tile's split (read from the plan, for this device's tiles; nothing runs)
+    {
+        wg_mm_tile_spec big, small;
+        wg_mm_tiles(wg_of(P.gpu), 1, &big, &small);
+        const uint32_t N = 16 * (uint32_t)small.bm, C = 16 * (uint32_t)small.bn;
+        const int fewer_big = (N / big.bm) * (C / big.bn) < 256;
+        char d[160], want[48];
+        snprintf(want, sizeof want, "%dx%dx%d/%dx%d ", small.bm, small.bn, small.bk, small.tm, small.tn);
+        wg_mm_describe(P.gpu, 1, N, C, 1000, d, sizeof d);
+        CHECK(strstr(d, " split 0 ") && (!fewer_big || !strncmp(d, want, strlen(want))),
+              "matmul_t %ux%u at K = 1000 takes the small tile (%s) unsplit: %s", N, C, want, d);
+        wg_mm_describe(P.gpu, 1, N, C, 4096, d, sizeof d);
+        CHECK(!fewer_big || !strstr(d, " split 0 "), "matmul_t %ux%u at K = 4096 is split: %s", N, C, d);
+    }
     // split-K under the binding-split paths: a 3000-element limit also caps the scratch, so the
     // slices shrink to what fits (down to 1); multiples of 4 so that the vec4 loads see k-chunks
     // that start or end inside a vec4 (scalar fallback of that operand, masked edges)
