@@ -42,6 +42,7 @@ static int splitk_setting(wg_ctx *ctx) { return mm_settings(ctx)->mm_splitk; }
 // (they land in workgroup memory as 4 scattered scalars); 3 took matmul_at a further 2-3 %
 // faster once C was stored as vec4 (bench/README.md). With 1-3, C (the output or the split-K
 // partials) is also bound as vec4 where its width, row stride and offset allow.
+#define MM_VEC4_ALL 1
 #define MM_VEC4_B_ALONG_N 2
 #define MM_VEC4_ALONG_MN 3
 // vec4 stores of C only where a workgroup's k-range is at most this long: on the H200 they took the
@@ -358,9 +359,15 @@ static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int c_v4, c
     return buf;
 }
 
-static WGPUComputePipeline aux_pipeline(wg_ctx *ctx, const char *entry) {
+// Entry point `entry` of 03_matmul.wgsl compiled for tile t, operand types ta, tb and C bound as
+// vec4 (c_v4) or f32.
+static WGPUComputePipeline mm_pipeline(wg_ctx *ctx, const char *entry, mm_tile t, mm_optype ta, mm_optype tb, int c_v4) {
     char defs[MM_DEFINES_CAP];
-    return wg_pipeline(ctx, "03_matmul.wgsl", entry, mm_defines(TILE_SMALL, MM_OP_F32, MM_OP_F32, 0, defs, sizeof defs));
+    return wg_pipeline(ctx, "03_matmul.wgsl", entry, mm_defines(t, ta, tb, c_v4, defs, sizeof defs));
+}
+
+static WGPUComputePipeline aux_pipeline(wg_ctx *ctx, const char *entry) {
+    return mm_pipeline(ctx, entry, TILE_SMALL, MM_OP_F32, MM_OP_F32, 0);
 }
 
 // ------------------------------------------------------------------ split-K scratch
@@ -471,7 +478,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     const int v4ok = g->want_v4 && t.bk % 8 == 0;  // vec4 slots need 8-deep k-slices
     const int along_mn = g->want_v4 == MM_VEC4_ALONG_MN;  // only operands stored along m or n
     int v4a = v4ok && !g->a_h && g->want_v4 != MM_VEC4_B_ALONG_N && (!along_mn || !a_kc),
-        v4b = v4ok && !g->b_h && (g->want_v4 == 1 || !b_kc);
+        v4b = v4ok && !g->b_h && (g->want_v4 == MM_VEC4_ALL || !b_kc);
     if (g->a_h) bd[MM_A] = a_kc ? mm_window_h(g->a, m0, mc, k0, kc, g->lda, &p.a_off)
                                 : mm_window_h(g->a, k0, kc, m0, mc, g->lda, &p.a_off);
     else if (a_kc) bd[MM_A] = mm_window(g->a, m0, mc, k0, kc, g->lda, &p.a_off, &v4a);
@@ -494,18 +501,16 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     const uint32_t gx = (nc + t.bn - 1) / t.bn, gy = (mc + t.bm - 1) / t.bm;
     const int nbind = tb == MM_OP_NF4 ? 5 : 4;  // with the absmax the uniform follows at binding 5
     const char *label = lb ? lb->label : mm_entry[g->var];
-    // C, the output or the split-K partials, as vec4 where its width, row stride and offset allow,
-    // for workgroups of a short k-range (MM_C_V4_MAX_K)
-    int v4c = g->want_v4 && nc % 4 == 0 && kc <= MM_C_V4_MAX_K;
-    char defs[MM_DEFINES_CAP];
+    // C, the output or the split-K partials, as vec4 where its width allows (and, for the output,
+    // its row stride and offset: mm_window), for workgroups of a short k-range (MM_C_V4_MAX_K)
+    const int v4c_width = g->want_v4 && nc % 4 == 0;
 
     if (!g->plan.splits) {  // direct: the kernel writes C
         if (bias_here) { p.flags |= MMF_BIAS; bd[MM_BIAS] = wg_binding_window(g->bias, n0, nc, &p.bias_off); }
         if (acc_here) p.flags |= MMF_ACC;
+        int v4c = v4c_width && kc <= MM_C_V4_MAX_K;
         bd[MM_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &p.c_off, &v4c);
-        WGPUComputePipeline pipe =
-            wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[g->var], mm_defines(t, ta, tb, v4c, defs, sizeof defs));
-        wg_dispatch3(ctx, label, pipe, bd, nbind, &p, sizeof p, gx, gy, 1);
+        wg_dispatch3(ctx, label, mm_pipeline(ctx, mm_entry[g->var], t, ta, tb, v4c), bd, nbind, &p, sizeof p, gx, gy, 1);
         return;
     }
 
@@ -515,15 +520,14 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     S = min_u64(S, scratch_limit(g->be) / per);  // >= 1: checked for the largest chunk
     const uint64_t ks = cdiv(ktiles, S) * t.bk;
     S = cdiv(kc, ks);  // no empty slices
-    v4c = g->want_v4 && nc % 4 == 0 && ks <= MM_C_V4_MAX_K;
     wgt_view scr = wgt_view_of(mm_scratch(g->be, (size_t)(S * per)), 0, (size_t)(S * per));
     p.ks = (uint32_t)ks;
     p.ldc = nc;
     p.zs = mc * nc;
     bd[MM_C] = wg_b(scr, (size_t)(S * per));  // at offset 0, S·per a multiple of 4 when nc is
-    WGPUComputePipeline pipe =
-        wg_pipeline(ctx, "03_matmul.wgsl", mm_entry[g->var], mm_defines(t, ta, tb, v4c, defs, sizeof defs));
-    wg_dispatch3(ctx, label, pipe, bd, nbind, &p, sizeof p, gx, gy, (uint32_t)S);
+    const int v4c = v4c_width && ks <= MM_C_V4_MAX_K;
+    wg_dispatch3(ctx, label, mm_pipeline(ctx, mm_entry[g->var], t, ta, tb, v4c), bd, nbind, &p, sizeof p, gx, gy,
+                 (uint32_t)S);
 
     // the reduction 4 columns a thread where N and every window's offset allow it (same sums)
     sk_params q = {mc, nc, (uint32_t)S, 0, g->ldc, 0, 0, p.zs};
