@@ -139,12 +139,15 @@ fn mm_slot_b(s : u32, b_kc : bool) -> vec2<u32> {  // (kk, nn4)
     if (b_kc) { return vec2<u32>(s % MM_BK, s / MM_BK); }
     return vec2<u32>(s / (MM_BN / 4u), s % (MM_BN / 4u));
 }
-// Slot s of a k-contiguous operand read as vec4 = 4 adjacent k of one row: 16 rows, then the
-// k-quads, then the next 16 rows. A warp reads one full 32-byte sector from each of 16 rows, and
-// the scattered scalar stores of a warp hit 32 distinct banks (16 rows × 2 k-rows 16 banks apart).
+// Slot s of a k-contiguous operand read as vec4 = 4 adjacent k of one row. Two adjacent lanes read
+// the two k-quads of one row's 8 k (one 32-byte sector), 16 rows a warp; a slice of 16 k takes
+// its next 8 k in the next warp's slots. A quarter-warp's 16-byte loads then fall in 4 rows, not
+// 8 (on the H200 that took qkv's forward under WGTRAIN_MM_VEC4=1 from 0.90 to 0.78 ms, still
+// slower than scalar loads' 0.68), and the scattered scalar stores of a warp hit 32 distinct banks
+// (16 rows x 2 k-rows 16 banks apart: a k-row is MM_BM + 4 words, 4 of them 16 banks on).
 fn mm_slot_kc4(s : u32) -> vec2<u32> {  // (kk, row)
-    let kq = MM_BK / 4u;
-    return vec2<u32>(((s / 16u) % kq) * 4u, (s / (16u * kq)) * 16u + s % 16u);
+    let kh = MM_BK / 8u;  // 8-k halves of the slice
+    return vec2<u32>((s % 2u) * 4u + ((s / 32u) % kh) * 8u, (s / 2u) % 16u + (s / (32u * kh)) * 16u);
 }
 
 // The part of slot s's first element index that does not change from slice to slice (k0 = 0),
