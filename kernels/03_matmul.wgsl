@@ -30,9 +30,11 @@
 // few tiles to fill the GPU and a long K) slice z covers k in [z·ks, (z+1)·ks) and writes its
 // partial tile to C + z·zs, a scratch buffer, without bias or accumulation;
 // `matmul_splitk_reduce` then sums the slices in a fixed order into the real output: the result
-// is deterministic. Blocks are visited in groups of `group` row blocks, row-fastest inside a
-// group, so that neighbouring workgroups share a B tile and a few A tiles stay in L2 (group 1 is
-// plain row-major order).
+// is deterministic. With MM_SK (stream-K, mm_streamk below) the grid is instead P workgroups
+// along x that share the tiles' k-slices evenly, and `matmul_streamk_fixup` sums each tile's
+// pieces. Blocks are visited in groups of `group` row blocks, row-fastest inside a group, so
+// that neighbouring workgroups share a B tile and a few A tiles stay in L2 (group 1 is plain
+// row-major order).
 //
 // Every operand carries an element offset and a leading dimension in the params, so the host can
 // bind a 256-byte-aligned window of a larger matrix (splitting bindings larger than the device
@@ -42,7 +44,7 @@
 // (BM/TM)*(BN/TN) = MM_WG and BM*BK, BN*BK at most 16*MM_WG (a tile is loaded in 1-4 passes);
 // alias MM_C_T = f32 or vec4<f32> (C's binding, when N, ldc and C's offsets are multiples of 4)
 // with const MM_C_V4 : bool and the accessors mm_c_get/mm_c_put (element i) and mm_c_get4/mm_c_put4
-// (vec4 i; stubs for an f32 binding);
+// (vec4 i; stubs for an f32 binding); const MM_SK : bool, the stream-K grid;
 // alias MM_A_T, MM_B_T = f32 or vec4<f32> with const MM_A_V4, MM_B_V4 : bool to match, or for an
 // f16 operand (mixed precision: matmul_f16, matmul_t_f16, matmul_at_f16) f16 (native, with
 // shader-f16) or u32 (packed pairs) with V4 false, its offset and leading dimension then counted
@@ -67,9 +69,9 @@
 struct MMParams {
     M : u32, N : u32, K : u32, flags : u32,   // flags: 1 add bias, 2 accumulate into C
     a_off : u32, b_off : u32, c_off : u32, bias_off : u32,
-    lda : u32, ldb : u32, ldc : u32, ks : u32,  // ks: k-range of one grid layer (a multiple of MM_BK)
-    zs : u32, p0 : u32, group : u32, s_off : u32,  // zs: C offset a layer; s_off: an nf4 weight's absmax
-};                                                 // in mm_s
+    lda : u32, ldb : u32, ldc : u32, ks : u32,  // ks: k-range of one grid layer (a multiple of MM_BK);
+    zs : u32, p0 : u32, group : u32, s_off : u32,  // stream-K: k-slices a tile, and p0 its workgroups.
+};                                                 // zs: C offset a layer; s_off: an nf4 weight's absmax in mm_s
 
 @group(0) @binding(0) var<storage, read_write> mm_c : array<MM_C_T>;
 @group(0) @binding(1) var<storage, read> mm_a : array<MM_A_T>;
@@ -417,15 +419,14 @@ fn mm_k_step(c : ptr<function, MMAcc>, ai : u32, bi : u32) {
 // code: NVIDIA's compiler declined to unroll a loop of 8 steps of 8x8 outputs a thread (and
 // rolled a loop of 4 written-out steps back into single steps), which left a loop of 64 FMAs
 // with register copies at every trip (docs/kernels.md#the-gemm-kernel).
-fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool) {
+// One tile (column block tile.x, row block tile.y) over the k-range [kb, ke), written to C at
+// element offset cz (the output, or a layer of split-K's or stream-K's partials).
+fn mm_main(lid : u32, tile : vec2<u32>, kb : u32, ke : u32, cz : u32, a_kc : bool, b_kc : bool) {
     let txy = mm_thread_xy(lid);
     let tx = txy.x;
     let ty = txy.y;
-    let tile = mm_tile_of(wid, nwg);
     let n0 = tile.x * MM_BN;
     let m0 = tile.y * MM_BM;
-    let kb = wid.z * mm_p.ks;                // this layer's k-range [kb, ke)
-    let ke = min(mm_p.K, kb + mm_p.ks);
     let ntiles = select(0u, (ke - kb + MM_BK - 1u) / MM_BK, ke > kb);
     let interior = m0 + MM_BM <= mm_p.M && n0 + MM_BN <= mm_p.N;  // the same for the whole workgroup
     let z = vec4<f32>(0.0);
@@ -516,7 +517,6 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
         workgroupBarrier();
     }
 
-    let cz = mm_p.c_off + wid.z * mm_p.zs;
     mm_store_row(cz, m0, n0, 0u, 0u, tx, ty, acc.c00, acc.c01);
     mm_store_row(cz, m0, n0, 0u, 1u, tx, ty, acc.c10, acc.c11);
     mm_store_row(cz, m0, n0, 0u, 2u, tx, ty, acc.c20, acc.c21);
@@ -529,22 +529,66 @@ fn mm_main(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool
     }
 }
 
+// Stream-K (MM_SK): the grid is P = mm_p.p0 workgroups along x, and the U = tiles x ns units of
+// work (ns = mm_p.ks k-slices of MM_BK a tile, tiles in mm_tile_of's order, k fastest) are dealt
+// out evenly: workgroup w takes units [w·U/P, (w+1)·U/P), which cover pieces of one tile or of a
+// few consecutive ones. Every piece is a partial tile: the j-th workgroup of tile t (j = w -
+// mm_sk_owner(t·ns)) writes it to layer j of the partials (C + j·zs, no bias, no accumulation),
+// and matmul_streamk_fixup adds a tile's layers in order j = 0, 1, ... into the output. Each
+// workgroup does the same work (to one unit), so no wave is left partial, and a tile is cut into
+// only as many pieces as workgroups share it, where split-K cuts every tile into S slices. The
+// host keeps P·U < 2^32.
+fn mm_sk_owner(u : u32, P : u32, U : u32) -> u32 {  // the last workgroup whose range starts at or before u
+    return ((u + 1u) * P - 1u) / U;
+}
+
+fn mm_streamk(lid : u32, wid : vec3<u32>, a_kc : bool, b_kc : bool) {
+    let P = mm_p.p0;
+    let ns = mm_p.ks;
+    let ntx = (mm_p.N + MM_BN - 1u) / MM_BN;
+    let nty = (mm_p.M + MM_BM - 1u) / MM_BM;
+    let U = ntx * nty * ns;
+    let w = wid.x;
+    let u1 = (w + 1u) * U / P;
+    var u = w * U / P;
+    loop {
+        if (u >= u1) { break; }
+        let t = u / ns;
+        let s0 = u - t * ns;
+        let s1 = min(ns, s0 + (u1 - u));
+        let j = w - mm_sk_owner(t * ns, P, U);
+        let tile = mm_tile_of(vec3<u32>(t % ntx, t / ntx, 0u), vec3<u32>(ntx, nty, 1u));
+        mm_main(lid, tile, s0 * MM_BK, min(mm_p.K, s1 * MM_BK), mm_p.c_off + j * mm_p.zs, a_kc, b_kc);
+        u += s1 - s0;
+    }
+}
+
+// The grid's workgroup: its tile and k-range (wid.z: split-K's layer), or stream-K's pieces.
+fn mm_entry(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : bool) {
+    if (MM_SK) {
+        mm_streamk(lid, wid, a_kc, b_kc);
+        return;
+    }
+    let kb = wid.z * mm_p.ks;  // this layer's k-range [kb, ke)
+    mm_main(lid, mm_tile_of(wid, nwg), kb, min(mm_p.K, kb + mm_p.ks), mm_p.c_off + wid.z * mm_p.zs, a_kc, b_kc);
+}
+
 @compute @workgroup_size(MM_WG)
 fn matmul(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
           @builtin(num_workgroups) nwg : vec3<u32>) {
-    mm_main(lid, wid, nwg, true, true);
+    mm_entry(lid, wid, nwg, true, true);
 }
 
 @compute @workgroup_size(MM_WG)
 fn matmul_t(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
             @builtin(num_workgroups) nwg : vec3<u32>) {
-    mm_main(lid, wid, nwg, true, false);
+    mm_entry(lid, wid, nwg, true, false);
 }
 
 @compute @workgroup_size(MM_WG)
 fn matmul_at(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>,
              @builtin(num_workgroups) nwg : vec3<u32>) {
-    mm_main(lid, wid, nwg, false, false);
+    mm_entry(lid, wid, nwg, false, false);
 }
 
 // Split-K, second stage: C[m, n] (=|+=) Σ_z part[z·zs + m·N + n] (+ bias[n]), the slices added in
@@ -595,6 +639,77 @@ fn matmul_splitk_reduce4(@builtin(global_invocation_id) gid : vec3<u32>, @builti
     let ci = sk_p.c_off / 4u + m * (sk_p.ldc / 4u) + n;
     if ((sk_p.flags & 2u) != 0u) { s += sk4_c[ci]; }
     sk4_c[ci] = s;
+}
+
+// Stream-K, second stage: C[m, n] (=|+=) Σ_j part[j·zs + m·N + n] (+ bias[n]) over the layers j
+// that hold pieces of the element's tile (mm_streamk: as many as workgroups shared it), added in
+// order j = 0, 1, ... (deterministic for a given P); one thread an element (matmul_streamk_fixup4:
+// 4 columns, where N, ldc and the offsets are multiples of 4). Flags as in MMParams; bm, bn: the
+// GEMM's tile; group: its raster groups.
+struct SFParams {
+    M : u32, N : u32, flags : u32, ldc : u32,
+    c_off : u32, bias_off : u32, zs : u32, ns : u32,
+    P : u32, bm : u32, bn : u32, group : u32,
+};
+
+@group(0) @binding(0) var<storage, read_write> sf_c : array<f32>;
+@group(0) @binding(1) var<storage, read> sf_part : array<f32>;
+@group(0) @binding(2) var<storage, read> sf_bias : array<f32>;
+@group(0) @binding(3) var<uniform> sf_p : SFParams;
+
+// The number of layers holding pieces of the tile of element (m, n): the tile's index t in
+// mm_tile_of's order (its inverse), then the workgroups whose ranges meet [t·ns, (t+1)·ns).
+fn sf_pieces(m : u32, n : u32) -> u32 {
+    let ntx = (sf_p.N + sf_p.bn - 1u) / sf_p.bn;
+    let nty = (sf_p.M + sf_p.bm - 1u) / sf_p.bm;
+    let bx = n / sf_p.bn;
+    let by = m / sf_p.bm;
+    var t = by * ntx + bx;
+    let g = sf_p.group;
+    if (g > 1u) {
+        let first = (by / g) * g;
+        let gs = min(g, nty - first);
+        t = first * ntx + bx * gs + (by - first);
+    }
+    let U = ntx * nty * sf_p.ns;
+    let u = t * sf_p.ns;
+    return mm_sk_owner(u + sf_p.ns - 1u, sf_p.P, U) - mm_sk_owner(u, sf_p.P, U) + 1u;
+}
+
+@compute @workgroup_size(256)
+fn matmul_streamk_fixup(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let i = flat_id(gid, nwg);
+    if (i >= sf_p.M * sf_p.N) { return; }
+    let m = i / sf_p.N;
+    let n = i - m * sf_p.N;
+    let np = sf_pieces(m, n);
+    var s = 0.0;
+    for (var j = 0u; j < np; j++) { s += sf_part[j * sf_p.zs + i]; }
+    if ((sf_p.flags & 1u) != 0u) { s += sf_bias[sf_p.bias_off + n]; }
+    let ci = sf_p.c_off + m * sf_p.ldc + n;
+    if ((sf_p.flags & 2u) != 0u) { s += sf_c[ci]; }
+    sf_c[ci] = s;
+}
+
+@group(0) @binding(0) var<storage, read_write> sf4_c : array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> sf4_part : array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> sf4_bias : array<vec4<f32>>;
+
+@compute @workgroup_size(256)
+fn matmul_streamk_fixup4(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let i = flat_id(gid, nwg);  // vec4 index in the M x N/4 output
+    let n4 = sf_p.N / 4u;
+    if (i >= sf_p.M * n4) { return; }
+    let m = i / n4;
+    let n = i - m * n4;
+    let np = sf_pieces(m, n * 4u);
+    let zs4 = sf_p.zs / 4u;
+    var s = vec4<f32>(0.0);
+    for (var j = 0u; j < np; j++) { s += sf4_part[j * zs4 + i]; }
+    if ((sf_p.flags & 1u) != 0u) { s += sf4_bias[sf_p.bias_off / 4u + n]; }
+    let ci = sf_p.c_off / 4u + m * (sf_p.ldc / 4u) + n;
+    if ((sf_p.flags & 2u) != 0u) { s += sf4_c[ci]; }
+    sf4_c[ci] = s;
 }
 
 // dbias[n] += Σ_r x[r, n] for a column block (matmul_at's dbias): the workgroup owns 8

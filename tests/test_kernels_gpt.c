@@ -143,6 +143,43 @@ static void test_matmul_splitk_pass(const char *tiles, size_t first_shape) {
     }
 }
 
+// Stream-K (WGTRAIN_MM_STREAMK=1), through the forced split path: the GPU's workgroups (264 at
+// 256 threads) deal out the tiles' k-slices evenly. Shapes where a workgroup's range crosses into
+// the next tiles (more small tiles than workgroups: 18 x 17 tiles of 64 at K = 40, 3 slices of 16,
+// the last partial) with the scalar fixup (N odd) and the vec4 one, raster groups 8 (a short last
+// group of 2 row blocks) and 1; the dW pattern (12 tiles at K = 2000: about 23 workgroups a tile,
+// accumulating); one unit a workgroup (fewer units than workgroups); and the big tile.
+static void test_matmul_streamk(void) {
+    char what[96];
+    S->mm_streamk = 1;
+    S->mm_splitk = 2;
+    S->mm_tile = WG_MM_TILE_SMALL;
+    static const int groups[] = {WG_AUTO, 1};
+    for (int gi = 0; gi < 2; gi++) {
+        S->mm_group = groups[gi];
+        snprintf(what, sizeof what, "stream-K small tiles group %d", groups[gi]);
+        test_matmul_fwd(1090, 40, 1031, 1, what);
+        test_matmul_t(1092, 1028, 40, what);
+    }
+    S->mm_group = WG_AUTO;
+    test_matmul_at(2000, 132, 200, 1, "stream-K small tiles");
+    test_matmul_at(150, 68, 70, 0, "stream-K one unit a workgroup");
+    // under a 3000-element binding limit, which also caps the scratch: chunks of every operand,
+    // and stream-K's partials that do not fit fall back to split-K's slices
+    S->binding_limit = 3000;
+    test_matmul_fwd(68, 44, 132, 1, "stream-K split binding");
+    test_matmul_at(300, 72, 152, 1, "stream-K split binding");
+    S->binding_limit = 0;
+    S->mm_tile = WG_MM_TILE_BIG;
+    test_matmul_at(3000, 260, 300, 1, "stream-K big tile");
+    char desc[160];
+    CHECK(strstr(wg_mm_describe(P.gpu, 2, 3000, 260, 300, desc, sizeof desc), "stream-K") != NULL,
+          "the plan says stream-K: %s", desc);
+    S->mm_tile = WG_MM_TILE_AUTO;
+    S->mm_splitk = WG_AUTO;
+    S->mm_streamk = WG_AUTO;
+}
+
 // Tile shapes other than the generic defaults (WGTRAIN_MM_TILE specs): the tile table's row for
 // NVIDIA GPUs, which the software GPU never picks itself: 128x64 tiles of 256 threads, 8x4 outputs
 // a thread, with 8-deep k-slices (matmul, matmul_t; once without the register prefetch) and 128x128
@@ -204,6 +241,7 @@ static void test_matmul_tile_specs(void) {
 }
 
 static void test_matmul_splitk(void) {
+    S->mm_streamk = 0;  // split-K's own path (stream-K takes its GEMMs by default)
     S->mm_vec4 = 0;
     test_matmul_splitk_pass("big tiles", 0);  // forced split-K takes the big tile
     S->mm_vec4 = 1;
@@ -267,6 +305,7 @@ static void test_matmul_splitk(void) {
     S->mm_tile = WG_MM_TILE_AUTO;
     S->mm_splitk = WG_AUTO;
     S->mm_vec4 = WG_AUTO;
+    S->mm_streamk = WG_AUTO;
 }
 
 // dW and dbias as views into one gradient buffer (as the model lays parameters out): the split
@@ -686,6 +725,7 @@ int main(void) {
     S = wg_ctx_settings(wg_of(P.gpu));
     TIMED("matmul family", test_matmuls());
     TIMED("matmul split-K, vec4 loads, raster groups", test_matmul_splitk());
+    TIMED("matmul stream-K", test_matmul_streamk());
     TIMED("matmul tile shapes of the tile table", test_matmul_tile_specs());
     TIMED("matmul_at shared gradient buffer", test_matmul_at_shared_grads());
     TIMED("matmul offsets", test_matmul_offsets());

@@ -339,6 +339,10 @@ static void check_settings(void) {
           "WGTRAIN_CE_CFG=sm=1 through the setter: wg %d sm %d", w->ce.wg, w->ce.sm);
     CHECK(wg_settings_set(w, "WGTRAIN_MM_SPLITK", "x") == WGT_ERR_ARG && w->mm_splitk == 0 &&
           strstr(wgt_last_error(), "WGTRAIN_MM_SPLITK"), "a malformed value through the setter: %s", wgt_last_error());
+    CHECK(wg_settings_set(w, "WGTRAIN_MM_STREAMK", "0") == WGT_OK && w->mm_streamk == 0 &&
+          wg_settings_set(w, "WGTRAIN_MM_STREAMK", "2") == WGT_ERR_ARG && w->mm_streamk == 0 &&
+          wg_settings_set(w, "WGTRAIN_MM_STREAMK", "auto") == WGT_OK && w->mm_streamk == WG_AUTO,
+          "WGTRAIN_MM_STREAMK takes auto, 0 or 1: %d", w->mm_streamk);
     CHECK(wg_settings_set(w, "WGTRAIN_NO_SUCH", "1") == WGT_ERR_ARG, "an unknown setting name was accepted");
     // the backend's optional entries: a device name; no profiling without profile mode
     CHECK(be->device_name && !strcmp(be->device_name(be), wg_ctx_info(ctx)->name), "device_name entry");

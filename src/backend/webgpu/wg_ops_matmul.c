@@ -8,6 +8,8 @@
 //     kernel that also adds the bias / accumulates (+=) into the real output: deterministic, no
 //     atomics (matmul_at's dbias, the column sums of dout, is a kernel of its own: summed in
 //     the split kernels it cost them more on the H200, bench/README.md);
+//     By default (WGTRAIN_MM_STREAMK) those GEMMs run as stream-K instead: the GPU's workgroups
+//     share the tiles' k-slices evenly and a second kernel adds each tile's pieces in order;
 //   - vec4 global loads for each operand whose leading dimension and offset are multiples of 4;
 //   - the raster order of the tiles (groups of row blocks, so neighbours share L2 tiles).
 // The WGTRAIN_MM_* settings of the context (wg_settings.h) can force each choice.
@@ -54,6 +56,10 @@ static int vec4_on(wg_ctx *ctx) {
     int v = mm_settings(ctx)->mm_vec4;
     return v == WG_AUTO ? MM_VEC4_ALONG_MN : v;
 }
+// WGTRAIN_MM_STREAMK: the GEMMs that split-K takes, as stream-K instead (auto: on). On the H200
+// that took the GEMMs of a GPT-2 124M step from 138.7 to 137.4 ms and seeds' from 58.6 to 57.4
+// (the dW 2-5 % faster, 768 x 768's 2 % slower; bench/README.md).
+static int streamk_on(wg_ctx *ctx) { return mm_settings(ctx)->mm_streamk != 0; }
 // WGTRAIN_MM_GROUP: row blocks per raster group (1 = plain row-major order; auto MM_GROUP)
 #define MM_GROUP 8
 static uint32_t group_setting(wg_ctx *ctx) {
@@ -327,7 +333,7 @@ static size_t mm_room(int n, size_t cap) {
     WGT_ASSERT(n >= 0 && (size_t)n < cap, "matmul defines overflow their buffer");
     return cap - (size_t)n;
 }
-static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int c_v4, char *buf, size_t cap) {
+static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int c_v4, int sk, char *buf, size_t cap) {
     const int lut = tb == MM_OP_NF4;
     int n = snprintf(buf, cap, "%s\n",
                      c_v4 ? "alias MM_C_T=vec4<f32>;const MM_C_V4=true;fn mm_c_get(i:u32)->f32{return mm_c[i/4u][i%4u];}"
@@ -338,9 +344,9 @@ static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int c_v4, c
                             "fn mm_c_put4(i:u32,v:vec4<f32>){}");
     n += snprintf(buf + n, mm_room(n, cap),
                      "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;const MM_WG=%uu;"
-                     "const MM_PF=%s;const MM_WX=%uu;const MM_PB=%uu;const MM_LUT=%s;\n",
+                     "const MM_PF=%s;const MM_WX=%uu;const MM_PB=%uu;const MM_LUT=%s;const MM_SK=%s;\n",
                      t.bm, t.bn, t.bk, t.tm, t.tn, tile_threads(t), t.pf ? "true" : "false", tile_warp(t), lut ? 5u : 4u,
-                     lut ? "true" : "false");
+                     lut ? "true" : "false", sk ? "true" : "false");
     n += mm_operand_defs(buf + n, mm_room(n, cap), 'a', ta);
     n += snprintf(buf + n, mm_room(n, cap), "\n");
     n += mm_operand_defs(buf + n, mm_room(n, cap), 'b', tb);
@@ -359,15 +365,16 @@ static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int c_v4, c
     return buf;
 }
 
-// Entry point `entry` of 03_matmul.wgsl compiled for tile t, operand types ta, tb and C bound as
-// vec4 (c_v4) or f32.
-static WGPUComputePipeline mm_pipeline(wg_ctx *ctx, const char *entry, mm_tile t, mm_optype ta, mm_optype tb, int c_v4) {
+// Entry point `entry` of 03_matmul.wgsl compiled for tile t, operand types ta, tb, C bound as
+// vec4 (c_v4) or f32, and stream-K's grid (sk) or the tiles' one.
+static WGPUComputePipeline mm_pipeline(wg_ctx *ctx, const char *entry, mm_tile t, mm_optype ta, mm_optype tb, int c_v4,
+                                       int sk) {
     char defs[MM_DEFINES_CAP];
-    return wg_pipeline(ctx, "03_matmul.wgsl", entry, mm_defines(t, ta, tb, c_v4, defs, sizeof defs));
+    return wg_pipeline(ctx, "03_matmul.wgsl", entry, mm_defines(t, ta, tb, c_v4, sk, defs, sizeof defs));
 }
 
 static WGPUComputePipeline aux_pipeline(wg_ctx *ctx, const char *entry) {
-    return mm_pipeline(ctx, entry, TILE_SMALL, MM_OP_F32, MM_OP_F32, 0);
+    return mm_pipeline(ctx, entry, TILE_SMALL, MM_OP_F32, MM_OP_F32, 0, 0);
 }
 
 // ------------------------------------------------------------------ split-K scratch
@@ -462,7 +469,87 @@ typedef struct {
     uint32_t group;
     int a_h, b_h;                   // the operand is f16 (then mm_window_h, no vec4)
     const mm_lowbit *lb;            // B is a packed frozen weight (NULL: it is not)
+    int streamk;                    // the split path as stream-K (WGTRAIN_MM_STREAMK)
 } mm_call;
+
+typedef struct {
+    uint32_t M, N, flags, ldc;
+    uint32_t c_off, bias_off, zs, ns;
+    uint32_t P, bm, bn, group;
+} sf_params;
+
+// Stream-K's workgroups: the slots of the GPU (MM_GPU_SLOTS at 256 threads a workgroup; more for
+// smaller workgroups), at most one a unit.
+static uint64_t streamk_workgroups(mm_tile t, uint64_t units) {
+    return min_u64(units, (uint64_t)MM_GPU_SLOTS * 256 / tile_threads(t));
+}
+// mm_sk_owner of 03_matmul.wgsl: the last of P workgroups over U units whose range starts at or before u.
+static uint64_t sk_owner(uint64_t u, uint64_t P, uint64_t U) { return ((u + 1) * P - 1) / U; }
+// The most workgroups that share one tile (the layers of partials stream-K needs).
+static uint64_t streamk_layers(uint64_t tiles, uint64_t ns, uint64_t P) {
+    uint64_t U = tiles * ns, most = 1;
+    for (uint64_t t = 0; t < tiles; t++) {
+        uint64_t k = sk_owner(t * ns + ns - 1, P, U) - sk_owner(t * ns, P, U) + 1;
+        if (k > most) most = k;
+    }
+    return most;
+}
+
+// The bindings of the split paths' second stage (matmul_splitk_reduce, matmul_streamk_fixup: 0 C's
+// window, 1 the n partials of the scratch, 2 the bias's window or a placeholder) and its flags and
+// offsets. Returns whether it can read every binding as vec4 (N and each window's offset
+// multiples of 4: its 4-column form, the same sums).
+static int mm_stage2_binds(mm_call *g, wgt_view scr, uint64_t n, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t nc,
+                           int bias_here, int acc_here, uint32_t *flags, uint32_t *c_off, uint32_t *bias_off,
+                           wg_bind rb[3]) {
+    enum { S2_C, S2_PART, S2_BIAS };
+    int v4 = nc % 4 == 0, v4_bias = v4;
+    *flags = 0;
+    *bias_off = 0;
+    rb[S2_PART] = wg_b(scr, (size_t)n);
+    if (bias_here) {
+        *flags |= MMF_BIAS;
+        rb[S2_BIAS] = mm_window(g->bias, 0, 1, n0, nc, nc, bias_off, &v4_bias);
+    }
+    if (acc_here) *flags |= MMF_ACC;
+    rb[S2_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, c_off, &v4);
+    v4 = v4 && v4_bias && *c_off % 4 == 0 && *bias_off % 4 == 0;
+    if (!bias_here) rb[S2_BIAS] = wg_b(scr, v4 ? 4 : 0);  // placeholder (one vec4), read-only like the partials
+    return v4;
+}
+
+// The split path as stream-K (mm_streamk of 03_matmul.wgsl, then matmul_streamk_fixup): p and bd
+// are mm_chunk's, set up for the partials but for C. Returns 0, having dispatched nothing, where
+// the partials would not fit the scratch or the kernel's u32 unit arithmetic (then split-K runs).
+static int mm_streamk_chunk(mm_call *g, mm_params *p, wg_bind *bd, int nbind, mm_optype ta, mm_optype tb,
+                            const char *label, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t nc, uint32_t kc,
+                            int bias_here, int acc_here) {
+    wg_ctx *ctx = wg_of(g->be);
+    const mm_tile t = g->plan.t;
+    const uint64_t tiles = tile_count(t, mc, nc), ns = cdiv(kc, t.bk), U = tiles * ns;
+    if (U == 0) return 0;
+    const uint64_t P = streamk_workgroups(t, U);
+    if (P * U + P > UINT32_MAX) return 0;  // (u + 1)·P for every unit u < U
+    const uint64_t per = (uint64_t)mc * nc, J = streamk_layers(tiles, ns, P);
+    if (J * per > scratch_limit(g->be)) return 0;
+    wgt_view scr = wgt_view_of(mm_scratch(g->be, (size_t)(J * per)), 0, (size_t)(J * per));
+    p->ks = (uint32_t)ns;
+    p->p0 = (uint32_t)P;
+    p->ldc = nc;
+    p->zs = (uint32_t)per;
+    bd[0] = wg_b(scr, (size_t)(J * per));  // C: binding 0
+    // C as vec4 as split-K's: by the k-range of a workgroup (at most ceil(U/P) slices)
+    const int v4c = g->want_v4 && nc % 4 == 0 && cdiv(U, P) * t.bk <= MM_C_V4_MAX_K;
+    wg_dispatch3(ctx, label, mm_pipeline(ctx, mm_entry[g->var], t, ta, tb, v4c, 1), bd, nbind, p, sizeof *p,
+                 (uint32_t)P, 1, 1);
+
+    sf_params q = {mc, nc, 0, g->ldc, 0, 0, (uint32_t)per, (uint32_t)ns, (uint32_t)P, t.bm, t.bn, g->group};
+    wg_bind rb[3];
+    const int v4 = mm_stage2_binds(g, scr, J * per, m0, mc, n0, nc, bias_here, acc_here, &q.flags, &q.c_off, &q.bias_off, rb);
+    const char *entry = v4 ? "matmul_streamk_fixup4" : "matmul_streamk_fixup";
+    wg_dispatch(ctx, "matmul_streamk_fixup", aux_pipeline(ctx, entry), rb, 3, &q, sizeof q, wg_groups(per / (v4 ? 4 : 1), 256));
+    return 1;
+}
 
 // One chunk: C[m0:+mc, n0:+nc] (+)= A[m0:+mc, k0:+kc]·B[k0:+kc, n0:+nc]
 static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t nc, uint64_t k0, uint32_t kc) {
@@ -473,7 +560,6 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     const int acc_here = g->accumulate || !first_k;
     mm_params p = {mc, nc, kc, 0, 0, 0, 0, 0, g->lda, g->ldb, g->ldc, kc, 0, 0, g->group, 0};
     enum { MM_C, MM_A, MM_B, MM_BIAS, MM_S };  // 03_matmul.wgsl bindings: outputs first; MM_S: nf4's absmax
-    enum { SK_C, SK_PART, SK_BIAS };           // and those of matmul_splitk_reduce
     wg_bind bd[5];
     const int v4ok = g->want_v4 && t.bk % 8 == 0;  // vec4 slots need 8-deep k-slices
     const int along_mn = g->want_v4 == MM_VEC4_ALONG_MN;  // only operands stored along m or n
@@ -510,9 +596,10 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
         if (acc_here) p.flags |= MMF_ACC;
         int v4c = v4c_width && kc <= MM_C_V4_MAX_K;
         bd[MM_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &p.c_off, &v4c);
-        wg_dispatch3(ctx, label, mm_pipeline(ctx, mm_entry[g->var], t, ta, tb, v4c), bd, nbind, &p, sizeof p, gx, gy, 1);
+        wg_dispatch3(ctx, label, mm_pipeline(ctx, mm_entry[g->var], t, ta, tb, v4c, 0), bd, nbind, &p, sizeof p, gx, gy, 1);
         return;
     }
+    if (g->streamk && mm_streamk_chunk(g, &p, bd, nbind, ta, tb, label, m0, mc, n0, nc, kc, bias_here, acc_here)) return;
 
     // split-K: S layers of partial tiles [S, mc, nc] in the scratch
     const uint64_t per = (uint64_t)mc * nc;
@@ -526,22 +613,13 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     p.zs = mc * nc;
     bd[MM_C] = wg_b(scr, (size_t)(S * per));  // at offset 0, S·per a multiple of 4 when nc is
     const int v4c = v4c_width && ks <= MM_C_V4_MAX_K;
-    wg_dispatch3(ctx, label, mm_pipeline(ctx, mm_entry[g->var], t, ta, tb, v4c), bd, nbind, &p, sizeof p, gx, gy,
+    wg_dispatch3(ctx, label, mm_pipeline(ctx, mm_entry[g->var], t, ta, tb, v4c, 0), bd, nbind, &p, sizeof p, gx, gy,
                  (uint32_t)S);
 
     // the reduction 4 columns a thread where N and every window's offset allow it (same sums)
     sk_params q = {mc, nc, (uint32_t)S, 0, g->ldc, 0, 0, p.zs};
-    int v4 = nc % 4 == 0, v4_bias = v4;
     wg_bind rb[3];
-    rb[SK_PART] = wg_b(scr, (size_t)(S * per));
-    if (bias_here) {
-        q.flags |= MMF_BIAS;
-        rb[SK_BIAS] = mm_window(g->bias, 0, 1, n0, nc, nc, &q.bias_off, &v4_bias);
-    }
-    if (acc_here) q.flags |= MMF_ACC;
-    rb[SK_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &q.c_off, &v4);
-    v4 = v4 && v4_bias && q.c_off % 4 == 0 && q.bias_off % 4 == 0;
-    if (!bias_here) rb[SK_BIAS] = wg_b(scr, v4 ? 4 : 0);  // placeholder (one vec4), read-only like rb[SK_PART]
+    const int v4 = mm_stage2_binds(g, scr, S * per, m0, mc, n0, nc, bias_here, acc_here, &q.flags, &q.c_off, &q.bias_off, rb);
     const char *entry = v4 ? "matmul_splitk_reduce4" : "matmul_splitk_reduce";
     wg_dispatch(ctx, "matmul_splitk_reduce", aux_pipeline(ctx, entry), rb, 3, &q, sizeof q,
                 wg_groups((uint64_t)mc * nc / (v4 ? 4 : 1), 256));
@@ -558,7 +636,7 @@ static void mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt
     if (M == 0 || N == 0) return;
     const int a_kc = var != MM_TN, b_kc = var == MM_NT;
     mm_call g = {be, var, plan_pick(ctx, var, M, N, K), a, b, c, bias, lda, ldb, ldc, accumulate, vec4_on(ctx),
-                 group_setting(ctx), a_h, b_h, lb};
+                 group_setting(ctx), a_h, b_h, lb, streamk_on(ctx)};
     const mm_tile t = g.plan.t;
 
     // chunk sizes: every operand's window must fit one binding; grids stay within 65535 a side
@@ -726,9 +804,9 @@ const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint
     uint64_t tiles = tile_count(p.t, M, Nn);
     uint64_t S = p.splits ? min_u64(p.splits, cdiv(K, p.t.bk)) : 0;
     if (S) S = cdiv(K, cdiv(cdiv(K, p.t.bk), S) * p.t.bk);
-    snprintf(buf, cap, "%ux%ux%u/%ux%u%s warp %u tiles %llu split %llu vec4 %d group %u", p.t.bm, p.t.bn, p.t.bk, p.t.tm,
-             p.t.tn, p.t.pf ? "" : " no-prefetch", tile_warp(p.t),
-             (unsigned long long)tiles,
-             (unsigned long long)S, vec4_on(wg_of(be)), group_setting(wg_of(be)));
+    snprintf(buf, cap, "%ux%ux%u/%ux%u%s warp %u tiles %llu split %llu%s vec4 %d group %u", p.t.bm, p.t.bn, p.t.bk,
+             p.t.tm, p.t.tn, p.t.pf ? "" : " no-prefetch", tile_warp(p.t), (unsigned long long)tiles,
+             (unsigned long long)S, S && streamk_on(wg_of(be)) ? " (stream-K)" : "", vec4_on(wg_of(be)),
+             group_setting(wg_of(be)));
     return buf;
 }

@@ -17,6 +17,7 @@ static const setting_def defs[] = {
     {"WGTRAIN_MM_WARP", "auto, 0, 4, 8 or 16"},
     {"WGTRAIN_WG_ZERO_INIT", "auto, 0 or 1"},
     {"WGTRAIN_MM_SPLITK", "auto, off or an integer 0..1024"},
+    {"WGTRAIN_MM_STREAMK", "auto, 0 or 1"},
     {"WGTRAIN_MM_VEC4", "auto, 0, 1, 2 or 3"},
     {"WGTRAIN_MM_GROUP", "auto or an integer 1..1024"},
     {"WGTRAIN_ATTN_FWD_CFG", "comma-separated key=value pairs: v=tile|reg and integers nl, tr, bc, sg, wg, pf (e.g. "
@@ -39,7 +40,7 @@ void wg_settings_default(wg_settings *s) {
     memset(s, 0, sizeof *s);
     s->robust = 0;
     s->mm_tile = WG_MM_TILE_AUTO;
-    s->mm_splitk = s->mm_vec4 = s->mm_group = WG_AUTO;
+    s->mm_splitk = s->mm_streamk = s->mm_vec4 = s->mm_group = WG_AUTO;
     s->wg_zero_init = s->mm_prefetch = s->mm_warp = WG_AUTO;
     s->attn_unroll = WG_AUTO;
     wg_ce_settings ce = {WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO};
@@ -156,6 +157,9 @@ static int set_one(wg_settings *s, const char *name, const char *v) {
     } else if (!strcmp(name, "WGTRAIN_MM_SPLITK")) {
         t.mm_splitk = d.mm_splitk;
         ok = dflt || parse_auto_int(v, 0, 1024, &off, &t.mm_splitk);
+    } else if (!strcmp(name, "WGTRAIN_MM_STREAMK")) {
+        t.mm_streamk = d.mm_streamk;
+        ok = dflt || parse_auto_int(v, 0, 1, NULL, &t.mm_streamk);
     } else if (!strcmp(name, "WGTRAIN_MM_VEC4")) {
         t.mm_vec4 = d.mm_vec4;
         ok = dflt || parse_auto_int(v, 0, 3, NULL, &t.mm_vec4);

@@ -25,6 +25,9 @@
 //   WGTRAIN_MM_SPLITK           auto | off | 0..1024   split-K: off or 0 never; S >= 1 every GEMM
 //                                                      through the split path with up to S slices
 //                                                      (auto: outputs of few tiles with a long K)
+//   WGTRAIN_MM_STREAMK          auto | 0 | 1           the GEMMs that split-K takes, as stream-K
+//                                                      instead (every workgroup the same share of
+//                                                      the units of tile x k-slice; auto: 0)
 //   WGTRAIN_MM_VEC4             auto | 0 | 1 | 2 | 3   vec4 operand loads where aligned: 1 both, 2 a B
 //                                                      stored along n, 3 those stored along m or n
 //                                                      (auto: 3); with 1-3 C stored as vec4 too
@@ -99,6 +102,7 @@ typedef struct {
     int mm_warp;                 // WGTRAIN_MM_WARP: WG_AUTO, 0, 4, 8 or 16
     int wg_zero_init;            // WGTRAIN_WG_ZERO_INIT: WG_AUTO, 0 or 1
     int mm_splitk;               // WGTRAIN_MM_SPLITK: WG_AUTO, 0 (off) or S >= 1
+    int mm_streamk;              // WGTRAIN_MM_STREAMK: WG_AUTO, 0 or 1
     int mm_vec4;                 // WGTRAIN_MM_VEC4: WG_AUTO, 0, 1, 2 or 3
     int mm_group;                // WGTRAIN_MM_GROUP: WG_AUTO or >= 1
     char attn_fwd[256];          // WGTRAIN_ATTN_FWD_CFG ("" = the defaults)
