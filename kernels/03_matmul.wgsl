@@ -31,7 +31,7 @@
 // partial tile to C + z·zs, a scratch buffer, without bias or accumulation;
 // `matmul_splitk_reduce` then sums the slices in a fixed order into the real output: the result
 // is deterministic. With MM_SK (stream-K, mm_streamk below) the grid is instead P workgroups
-// along x that share the tiles' k-slices evenly, and `matmul_streamk_fixup` sums each tile's
+// along x that share the tiles' k-slices evenly, and `matmul_splitk_reduce` sums each tile's
 // pieces. Blocks are visited in groups of `group` row blocks, row-fastest inside a group, so
 // that neighbouring workgroups share a B tile and a few A tiles stay in L2 (group 1 is plain
 // row-major order).
@@ -534,7 +534,7 @@ fn mm_main(lid : u32, tile : vec2<u32>, kb : u32, ke : u32, cz : u32, a_kc : boo
 // out evenly: workgroup w takes units [w·U/P, (w+1)·U/P), which cover pieces of one tile or of a
 // few consecutive ones. Every piece is a partial tile: the j-th workgroup of tile t (j = w -
 // mm_sk_owner(t·ns)) writes it to layer j of the partials (C + j·zs, no bias, no accumulation),
-// and matmul_streamk_fixup adds a tile's layers in order j = 0, 1, ... into the output. Each
+// and matmul_splitk_reduce (P > 0) adds a tile's layers in order j = 0, 1, ... into the output. Each
 // workgroup does the same work (to one unit), so no wave is left partial, and a tile is cut into
 // only as many pieces as workgroups share it, where split-K cuts every tile into S slices. The
 // host keeps P·U < 2^32.
@@ -591,12 +591,15 @@ fn matmul_at(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) 
     mm_entry(lid, wid, nwg, false, false);
 }
 
-// Split-K, second stage: C[m, n] (=|+=) Σ_z part[z·zs + m·N + n] (+ bias[n]), the slices added in
-// order z = 0, 1, ... (deterministic); one thread an element, a 2-D grid above 65535 workgroups.
-// Flags as in MMParams.
+// The second stage of split-K and of stream-K: C[m, n] (=|+=) Σ_z part[z·zs + m·N + n] (+ bias[n]),
+// the layers added in order z = 0, 1, ... (deterministic); one thread an element, a 2-D grid
+// above 65535 workgroups. Flags as in MMParams. The layers of an element: split-K's S slices
+// (P = 0), or (P > 0, stream-K with S = ns k-slices a tile, bm x bn tiles in raster groups of
+// `group`, mm_streamk) as many as workgroups shared its tile.
 struct SKParams {
     M : u32, N : u32, S : u32, flags : u32,
     ldc : u32, c_off : u32, bias_off : u32, zs : u32,
+    P : u32, bm : u32, bn : u32, group : u32,
 };
 
 @group(0) @binding(0) var<storage, read_write> sk_c : array<f32>;
@@ -604,14 +607,36 @@ struct SKParams {
 @group(0) @binding(2) var<storage, read> sk_bias : array<f32>;
 @group(0) @binding(3) var<uniform> sk_p : SKParams;
 
+// The layers holding element (m, n)'s partial sums. For stream-K: the tile's index t in
+// mm_tile_of's order (its inverse), then the workgroups whose ranges meet [t·ns, (t+1)·ns).
+fn sk_layers(m : u32, n : u32) -> u32 {
+    if (sk_p.P == 0u) { return sk_p.S; }
+    let ntx = (sk_p.N + sk_p.bn - 1u) / sk_p.bn;
+    let nty = (sk_p.M + sk_p.bm - 1u) / sk_p.bm;
+    let bx = n / sk_p.bn;
+    let by = m / sk_p.bm;
+    var t = by * ntx + bx;
+    let g = sk_p.group;
+    if (g > 1u) {
+        let first = (by / g) * g;
+        let gs = min(g, nty - first);
+        t = first * ntx + bx * gs + (by - first);
+    }
+    let ns = sk_p.S;
+    let U = ntx * nty * ns;
+    let u = t * ns;
+    return mm_sk_owner(u + ns - 1u, sk_p.P, U) - mm_sk_owner(u, sk_p.P, U) + 1u;
+}
+
 @compute @workgroup_size(256)
 fn matmul_splitk_reduce(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
     let i = flat_id(gid, nwg);
     if (i >= sk_p.M * sk_p.N) { return; }
-    var s = 0.0;
-    for (var z = 0u; z < sk_p.S; z++) { s += sk_part[z * sk_p.zs + i]; }
     let m = i / sk_p.N;
     let n = i - m * sk_p.N;
+    let nl = sk_layers(m, n);
+    var s = 0.0;
+    for (var z = 0u; z < nl; z++) { s += sk_part[z * sk_p.zs + i]; }
     if ((sk_p.flags & 1u) != 0u) { s += sk_bias[sk_p.bias_off + n]; }
     let ci = sk_p.c_off + m * sk_p.ldc + n;
     if ((sk_p.flags & 2u) != 0u) { s += sk_c[ci]; }
@@ -630,86 +655,16 @@ fn matmul_splitk_reduce4(@builtin(global_invocation_id) gid : vec3<u32>, @builti
     let i = flat_id(gid, nwg);  // vec4 index in the M x N/4 output
     let n4 = sk_p.N / 4u;
     if (i >= sk_p.M * n4) { return; }
-    let zs4 = sk_p.zs / 4u;
-    var s = vec4<f32>(0.0);
-    for (var z = 0u; z < sk_p.S; z++) { s += sk4_part[z * zs4 + i]; }
     let m = i / n4;
     let n = i - m * n4;
+    let nl = sk_layers(m, n * 4u);
+    let zs4 = sk_p.zs / 4u;
+    var s = vec4<f32>(0.0);
+    for (var z = 0u; z < nl; z++) { s += sk4_part[z * zs4 + i]; }
     if ((sk_p.flags & 1u) != 0u) { s += sk4_bias[sk_p.bias_off / 4u + n]; }
     let ci = sk_p.c_off / 4u + m * (sk_p.ldc / 4u) + n;
     if ((sk_p.flags & 2u) != 0u) { s += sk4_c[ci]; }
     sk4_c[ci] = s;
-}
-
-// Stream-K, second stage: C[m, n] (=|+=) Σ_j part[j·zs + m·N + n] (+ bias[n]) over the layers j
-// that hold pieces of the element's tile (mm_streamk: as many as workgroups shared it), added in
-// order j = 0, 1, ... (deterministic for a given P); one thread an element (matmul_streamk_fixup4:
-// 4 columns, where N, ldc and the offsets are multiples of 4). Flags as in MMParams; bm, bn: the
-// GEMM's tile; group: its raster groups.
-struct SFParams {
-    M : u32, N : u32, flags : u32, ldc : u32,
-    c_off : u32, bias_off : u32, zs : u32, ns : u32,
-    P : u32, bm : u32, bn : u32, group : u32,
-};
-
-@group(0) @binding(0) var<storage, read_write> sf_c : array<f32>;
-@group(0) @binding(1) var<storage, read> sf_part : array<f32>;
-@group(0) @binding(2) var<storage, read> sf_bias : array<f32>;
-@group(0) @binding(3) var<uniform> sf_p : SFParams;
-
-// The number of layers holding pieces of the tile of element (m, n): the tile's index t in
-// mm_tile_of's order (its inverse), then the workgroups whose ranges meet [t·ns, (t+1)·ns).
-fn sf_pieces(m : u32, n : u32) -> u32 {
-    let ntx = (sf_p.N + sf_p.bn - 1u) / sf_p.bn;
-    let nty = (sf_p.M + sf_p.bm - 1u) / sf_p.bm;
-    let bx = n / sf_p.bn;
-    let by = m / sf_p.bm;
-    var t = by * ntx + bx;
-    let g = sf_p.group;
-    if (g > 1u) {
-        let first = (by / g) * g;
-        let gs = min(g, nty - first);
-        t = first * ntx + bx * gs + (by - first);
-    }
-    let U = ntx * nty * sf_p.ns;
-    let u = t * sf_p.ns;
-    return mm_sk_owner(u + sf_p.ns - 1u, sf_p.P, U) - mm_sk_owner(u, sf_p.P, U) + 1u;
-}
-
-@compute @workgroup_size(256)
-fn matmul_streamk_fixup(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
-    let i = flat_id(gid, nwg);
-    if (i >= sf_p.M * sf_p.N) { return; }
-    let m = i / sf_p.N;
-    let n = i - m * sf_p.N;
-    let np = sf_pieces(m, n);
-    var s = 0.0;
-    for (var j = 0u; j < np; j++) { s += sf_part[j * sf_p.zs + i]; }
-    if ((sf_p.flags & 1u) != 0u) { s += sf_bias[sf_p.bias_off + n]; }
-    let ci = sf_p.c_off + m * sf_p.ldc + n;
-    if ((sf_p.flags & 2u) != 0u) { s += sf_c[ci]; }
-    sf_c[ci] = s;
-}
-
-@group(0) @binding(0) var<storage, read_write> sf4_c : array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> sf4_part : array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> sf4_bias : array<vec4<f32>>;
-
-@compute @workgroup_size(256)
-fn matmul_streamk_fixup4(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
-    let i = flat_id(gid, nwg);  // vec4 index in the M x N/4 output
-    let n4 = sf_p.N / 4u;
-    if (i >= sf_p.M * n4) { return; }
-    let m = i / n4;
-    let n = i - m * n4;
-    let np = sf_pieces(m, n * 4u);
-    let zs4 = sf_p.zs / 4u;
-    var s = vec4<f32>(0.0);
-    for (var j = 0u; j < np; j++) { s += sf4_part[j * zs4 + i]; }
-    if ((sf_p.flags & 1u) != 0u) { s += sf4_bias[sf_p.bias_off / 4u + n]; }
-    let ci = sf_p.c_off / 4u + m * (sf_p.ldc / 4u) + n;
-    if ((sf_p.flags & 2u) != 0u) { s += sf4_c[ci]; }
-    sf4_c[ci] = s;
 }
 
 // dbias[n] += Σ_r x[r, n] for a column block (matmul_at's dbias): the workgroup owns 8

@@ -417,9 +417,10 @@ typedef struct {
     uint32_t zs, p0, group, s_off;
 } mm_params;
 
-typedef struct {
+typedef struct {  // SKParams: P = 0 for split-K's S slices; stream-K's S = ns, P, tile and group
     uint32_t M, N, S, flags;
     uint32_t ldc, c_off, bias_off, zs;
+    uint32_t P, bm, bn, group;
 } sk_params;
 
 enum { MMF_BIAS = 1, MMF_ACC = 2 };
@@ -472,12 +473,6 @@ typedef struct {
     int streamk;                    // the split path as stream-K (WGTRAIN_MM_STREAMK)
 } mm_call;
 
-typedef struct {
-    uint32_t M, N, flags, ldc;
-    uint32_t c_off, bias_off, zs, ns;
-    uint32_t P, bm, bn, group;
-} sf_params;
-
 // Stream-K's workgroups: the slots of the GPU (MM_GPU_SLOTS at 256 threads a workgroup; more for
 // smaller workgroups), at most one a unit.
 static uint64_t streamk_workgroups(mm_tile t, uint64_t units) {
@@ -495,7 +490,7 @@ static uint64_t streamk_layers(uint64_t tiles, uint64_t ns, uint64_t P) {
     return most;
 }
 
-// The bindings of the split paths' second stage (matmul_splitk_reduce, matmul_streamk_fixup: 0 C's
+// The bindings of the split paths' second stage (matmul_splitk_reduce for both: 0 C's
 // window, 1 the n partials of the scratch, 2 the bias's window or a placeholder) and its flags and
 // offsets. Returns whether it can read every binding as vec4 (N and each window's offset
 // multiples of 4: its 4-column form, the same sums).
@@ -518,7 +513,8 @@ static int mm_stage2_binds(mm_call *g, wgt_view scr, uint64_t n, uint64_t m0, ui
     return v4;
 }
 
-// The split path as stream-K (mm_streamk of 03_matmul.wgsl, then matmul_streamk_fixup): p and bd
+// The split path as stream-K (mm_streamk of 03_matmul.wgsl, then matmul_splitk_reduce over each
+// tile's pieces, labelled matmul_streamk_fixup in profiles): p and bd
 // are mm_chunk's, set up for the partials but for C. Returns 0, having dispatched nothing, where
 // the partials would not fit the scratch or the kernel's u32 unit arithmetic (then split-K runs).
 static int mm_streamk_chunk(mm_call *g, mm_params *p, wg_bind *bd, int nbind, mm_optype ta, mm_optype tb,
@@ -543,10 +539,10 @@ static int mm_streamk_chunk(mm_call *g, mm_params *p, wg_bind *bd, int nbind, mm
     wg_dispatch3(ctx, label, mm_pipeline(ctx, mm_entry[g->var], t, ta, tb, v4c, 1), bd, nbind, p, sizeof *p,
                  (uint32_t)P, 1, 1);
 
-    sf_params q = {mc, nc, 0, g->ldc, 0, 0, (uint32_t)per, (uint32_t)ns, (uint32_t)P, t.bm, t.bn, g->group};
+    sk_params q = {mc, nc, (uint32_t)ns, 0, g->ldc, 0, 0, (uint32_t)per, (uint32_t)P, t.bm, t.bn, g->group};
     wg_bind rb[3];
     const int v4 = mm_stage2_binds(g, scr, J * per, m0, mc, n0, nc, bias_here, acc_here, &q.flags, &q.c_off, &q.bias_off, rb);
-    const char *entry = v4 ? "matmul_streamk_fixup4" : "matmul_streamk_fixup";
+    const char *entry = v4 ? "matmul_splitk_reduce4" : "matmul_splitk_reduce";
     wg_dispatch(ctx, "matmul_streamk_fixup", aux_pipeline(ctx, entry), rb, 3, &q, sizeof q, wg_groups(per / (v4 ? 4 : 1), 256));
     return 1;
 }
@@ -617,7 +613,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
                  (uint32_t)S);
 
     // the reduction 4 columns a thread where N and every window's offset allow it (same sums)
-    sk_params q = {mc, nc, (uint32_t)S, 0, g->ldc, 0, 0, p.zs};
+    sk_params q = {mc, nc, (uint32_t)S, 0, g->ldc, 0, 0, p.zs, 0, 0, 0, 0};
     wg_bind rb[3];
     const int v4 = mm_stage2_binds(g, scr, S * per, m0, mc, n0, nc, bias_here, acc_here, &q.flags, &q.c_off, &q.bias_off, rb);
     const char *entry = v4 ? "matmul_splitk_reduce4" : "matmul_splitk_reduce";
