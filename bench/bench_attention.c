@@ -24,7 +24,9 @@
 // check's reference applies too.
 // --sweep-reg times the register-resident kernels' layouts (v=reg: forward nl lanes a row, tr
 // rows a thread, bc keys a tile, wg threads; backward rkv= and rq= lanes x rows x streamed rows,
-// rt threads; then the best with the next tile prefetched, pf=1) the same way, and prints the row to put first in attn_defaults for them.
+// rt threads; then the best with the next tile prefetched, pf=1, and the forward's best with its
+// probabilities through workgroup memory, pw=1) the same way, and prints the row to put first in
+// attn_defaults for them.
 // --budget: the sweep skips the settings it has not reached after this many seconds (default 60;
 // the most promising ones come first).
 // --small: B = 1, T = 256, NH = 2 (HS 64), for a smoke test on the software GPU.
@@ -464,6 +466,9 @@ static void sweep_reg(bench *bn) {
         char base[224];
         snprintf(base, sizeof base, "%.200s", bf.cfg);
         snprintf(cfg, sizeof cfg, "%s,pf=1", base);
+        try_cfg(bn, "fwd-reg", -1, cfg, &bf);
+        snprintf(base, sizeof base, "%.200s", bf.cfg);  // the probabilities through workgroup memory
+        snprintf(cfg, sizeof cfg, "%s,pw=1", base);
         try_cfg(bn, "fwd-reg", -1, cfg, &bf);
     }
     printf("\nsweep took %.1f s\n", wgt_now_s() - t_start);

@@ -329,8 +329,14 @@ fn attention_forward(@builtin(local_invocation_id) lid : vec3<u32>, @builtin(wor
 // of the tile throughout, which is what makes every exchange a plain xor shuffle of one slot. A
 // warp reads RL key rows at a time, the RL lanes different rows at adjacent vec4 columns (all row
 // groups the same addresses): no bank conflicts.
+// PW (v=reg,pw=1): the probabilities go to the other lanes through workgroup memory instead of
+// the all-gather: each lane stores its KPL probabilities of each row, and after a barrier every
+// lane reads its rows' RB probabilities as RB/4 vec4 (one address for the RL lanes of a row) and
+// walks the tile's V rows in key order. A tile then costs RR·KPL stores, RR·RB/4 loads and a
+// barrier instead of RR·(RB - KPL) shuffles, which, like the workgroup-memory loads, go through
+// the SM's one shared-memory pipe.
 // Host constants: RT threads (64, 128, 256), RL lanes a row (a power of 2, RL <= RB), RR rows a
-// thread, RB keys a tile, PF the next tile prefetched into registers; reg_xor(x, m) the value x
+// thread, RB keys a tile, PF the next tile prefetched into registers, PW above; reg_xor(x, m) the value x
 // of lane ^ m (subgroupShuffleXor; RL > 1 only where every subgroup has at least RL lanes),
 // fa_rsum(x) its sum over the RL lanes, RL_LOG = log2(RL) and RL_POW2 (fr_at). A workgroup owns
 // RBLK = RT/RL·RR rows, row group rg holding rows rg + RT/RL·r.
@@ -342,7 +348,9 @@ const RSN : u32 = (RB * HS4 + RT - 1u) / RT;   // K (and V) vec4 a thread stages
 const FR_NOROW : u32 = 0xffffffffu;            // lo of a row past T: no key attended
 const KPL : u32 = RB / RL;                     // keys of a tile whose scores a lane finishes
 
-var<workgroup> fr_kv : array<vec4<f32>, 2u * RB * HS4>;  // K rows, then V rows [key][d4]
+// K rows, then V rows [key][d4]; with PW then the tile's probabilities [row of the block][key]
+const FR_P0 : u32 = 2u * RB * HS4;
+var<workgroup> fr_kv : array<vec4<f32>, FR_P0 + select(0u, RBLK * RB / 4u, PW)>;
 
 // The fr_kv index of lane ln's column group c in the K row of slot i (key i ^ kx), lb = kx·HS4 + ln:
 // with RL_POW2 ((i ^ kx)·HS4 + ln = (i·HS4) ^ lb) one xor a slot (i constant once the loops
@@ -464,6 +472,28 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
                 l[r] = l[r] + p;
                 s[r][i] = fa_drop(p, rkey[r], key);
             }
+        }
+        if (PW) {  // the lane's probabilities to workgroup memory, then O += P·V in key order
+            for (var r = 0u; r < RR; r++) {
+                for (var i = 0u; i < KPL; i++) {
+                    let e = (rg + RNG * r) * RB + kx + i;
+                    fr_kv[FR_P0 + e / 4u][e % 4u] = s[r][i];
+                }
+            }
+            workgroupBarrier();
+            for (var j4 = 0u; j4 < nb / 4u; j4++) {
+                var p4 = array<vec4<f32>, RR>();
+                for (var r = 0u; r < RR; r++) { p4[r] = fr_kv[FR_P0 + (rg + RNG * r) * (RB / 4u) + j4]; }
+                for (var e = 0u; e < 4u; e++) {
+                    let vb = RB * HS4 + (j4 * 4u + e) * HS4;
+                    var vv = array<vec4<f32>, RC>();
+                    for (var c = 0u; c < RC; c++) { vv[c] = fr_kv[vb + select(min(ln + RL * c, HS4 - 1u), ln + RL * c, RL_POW2)]; }
+                    for (var r = 0u; r < RR; r++) {
+                        for (var c = 0u; c < RC; c++) { o[r][c] = fma(vec4<f32>(p4[r][e]), vv[c], o[r][c]); }
+                    }
+                }
+            }
+            continue;
         }
         // all-gather: at step j (lane mask h = 2^j), slots [ns, 2ns) take the partner's [0, ns),
         // ns = h·KPL

@@ -232,7 +232,8 @@ static void run_with(bpair *p, uint32_t B, uint32_t T, uint32_t NH, uint32_t NKV
 static void check_settings(bpair *p) {
     static const char *const bad_fwd[] = {"nl=3", "nl=8,tr=3", "bc=24", "tr=2,zz=1", "nl=", "nl=8;tr=2", "tr=8,bc=128",
                                           "v=fast", "v=reg,nl=3", "v=reg,wg=96", "v=reg,tr=8", "v=reg,bc=256",
-                                          "v=reg,nl=1,tr=4,bc=128", "v=reg,pf=2", "v=reg,nl=8,tr=1,bc=4"};
+                                          "v=reg,nl=1,tr=4,bc=128", "v=reg,pf=2", "v=reg,nl=8,tr=1,bc=4",
+                                          "v=reg,pw=2", "nl=8,tr=1,bc=16,sg=0,pw=1"};
     static const char *const bad_bwd[] = {"kv=16", "kv=16x16/3x3", "v=bogus", "q=8x8", "kv=256x256", "ncp=3",
                                           "st=16x16,x=1", "kv=16x16/", "v=rows", "rkv=2x1", "rkv=3x1x16",
                                           "v=reg,rkv=2x1x256", "rt=100,rkv=2x1x16", "v=reg,rq=1x4x16", "pf=2", "v=reg,rkv=16x1x8"};
@@ -243,6 +244,7 @@ static void check_settings(bpair *p) {
     CHECK(wg_attention_fwd_cfg_ok(p->gpu, 64, "nl=8,tr=1,bc=16,sg=0"), "a small forward setting refused");
     CHECK(wg_attention_bwd_cfg_ok(p->gpu, 64, "v=split,kv=16x16/1x2,q=16x16"), "a small backward setting refused");
     CHECK(wg_attention_fwd_cfg_ok(p->gpu, 64, "v=reg,nl=1,tr=1,bc=16,wg=64"), "a small register forward refused");
+    CHECK(wg_attention_fwd_cfg_ok(p->gpu, 64, "v=reg,nl=1,tr=1,bc=16,wg=64,pw=1"), "pw=1 refused");
     CHECK(wg_attention_bwd_cfg_ok(p->gpu, 64, "v=reg,rkv=4x1x8,rq=4x1x8,rt=64"), "a small register backward refused");
     wg_settings s;
     wg_settings_default(&s);
@@ -394,6 +396,13 @@ int main(void) {
     run_with(&p, 2, 130, 4, 1, 16, RUN_REGS, "v=reg,nl=2,tr=2,bc=16,pf=1", "v=reg,rkv=2x2x16,rq=4x2x16,pf=1", 0.0f, 0);
     g_doc = 40, g_window = 13;
     run_with(&p, 1, 100, 8, 2, 8, RUN_REGS, "v=reg,nl=8,tr=1,bc=16", "v=reg,rkv=8x1x8,rq=8x1x8", 0.2f, 5);
+    // the probabilities through workgroup memory (pw=1): the mask, grouped heads and dropout; the
+    // H200's HS = 64 layout with partial tiles; 5 vec4 a head row (no power-of-2 addressing)
+    run_with(&p, 1, 100, 8, 2, 8, RUN_REGS, "v=reg,nl=8,tr=1,bc=16,pw=1", "v=reg,rkv=8x1x8,rq=8x1x8", 0.2f, 5);
+    g_doc = 0, g_window = 0;
+    run_with(&p, 2, 100, 2, 2, 64, RUN_REGS, "v=reg,nl=8,tr=4,bc=16,pw=1", reg64, 0.0f, 0);
+    run_with(&p, 1, 90, 4, 2, 20, RUN_REGS, "v=reg,nl=4,tr=3,bc=8,pw=1", "v=reg,rkv=4x3x8,rq=4x3x8", 0.1f, 9);
+    g_doc = 40, g_window = 13;
     g_doc = 0, g_window = 0;
     // head size 256, where no shared tile fits (the register layouts replace the row kernels,
     // auto included): grouped heads, a window and dropout
@@ -403,6 +412,8 @@ int main(void) {
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = 1;
     run_with(&p, 2, 70, 2, 2, 4, RUN_REGS, "v=reg,nl=1,tr=1,bc=8,wg=64", "v=reg,rkv=1x1x8,rq=1x1x8,rt=64", 0.0f, 0);
     run_with(&p, 1, 40, 2, 2, 16, RUN_REGS, "v=reg,nl=2,tr=2,bc=8,wg=64", "v=reg,rkv=2x2x8,rq=2x1x8,rt=64", 0.0f, 0);
+    run_with(&p, 1, 40, 2, 2, 16, RUN_REGS, "v=reg,nl=2,tr=2,bc=8,wg=64,pw=1", "v=reg,rkv=2x2x8,rq=2x1x8,rt=64", 0.0f,
+             0);
     wg_ctx_settings(wg_of(p.gpu))->attn_unroll = WG_AUTO;
     // three rows a thread (6 exchange slots a streamed row in the dK/dV pass), a head of 5 vec4
     // (no power-of-2 addressing), grouped heads, dropout

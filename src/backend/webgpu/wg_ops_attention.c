@@ -82,8 +82,9 @@ static const struct { const char *fwd, *bwd; uint32_t min_sg, max_hs; } attn_def
     // again at B=8, T=1024 (bench/README.md): HS 64 forward 4 rows a thread 0.49 ms (2 rows:
     // 0.61), backward with 8 lanes and 4 key rows a thread 1.26 (4 lanes, 2 rows: 1.31); HS 128
     // forward 16 lanes and 4 rows 0.48 (8 lanes, 2 rows: 0.57), backward 16 lanes, 4 rows and
-    // 16-row tiles 1.27 (8 lanes, 2 rows, 32-row tiles: 1.57).
-    {"v=reg,nl=8,tr=4,bc=16,wg=128", "v=reg-ds,rkv=8x4x32,rq=4x2x32,rt=128", 32, 64},
+    // 16-row tiles 1.27 (8 lanes, 2 rows, 32-row tiles: 1.57). The forward's probabilities through
+    // workgroup memory (pw=1): HS 64 0.490 -> 0.479 ms; HS 128 0.479 -> 0.574, so only the first row.
+    {"v=reg,nl=8,tr=4,bc=16,wg=128,pw=1", "v=reg-ds,rkv=8x4x32,rq=4x2x32,rt=128", 32, 64},
     {"v=reg,nl=16,tr=4,bc=16,wg=128", "v=reg-ds,rkv=16x4x16,rq=8x2x32,rt=128", 32, 128},
     {"v=reg,nl=16,tr=2,bc=16,wg=128", "v=reg-ds,rkv=16x1x16,rq=16x2x16,rt=128", 32, 256},
     {"nl=8,tr=4,bc=16,sg=1", "v=fused,kv=16x64,q=64x16/2x4,st=32x32", 0, 0},  // H200: forward from the sweep, fused measured in-model
@@ -113,8 +114,9 @@ typedef struct {
 } attn_params;
 
 // v: 0 the shared-tile kernel (attention_forward), 1 the register-resident one
-// (attention_forward_reg: nl lanes a row, tr rows a thread, bc keys a tile, wg threads)
-typedef struct { uint32_t nl, tr, bc, sg, v, wg, pf; } fwd_cfg;  // sg: as requested; pf: v=reg's prefetch
+// (attention_forward_reg: nl lanes a row, tr rows a thread, bc keys a tile, wg threads; pw 1: the
+// probabilities through workgroup memory instead of the lanes' all-gather)
+typedef struct { uint32_t nl, tr, bc, sg, v, wg, pf, pw; } fwd_cfg;  // sg: as requested; pf: v=reg's prefetch
 typedef struct { uint32_t bq, bk, rqs, rks; } bwd_tile;         // rqs = rks = 0: chosen
 // a register-resident kernel's layout: rl lanes a row, rr resident rows a thread, rb streamed
 // rows a tile (rl = 0: not given); pf 1: the next tile prefetched into registers
@@ -178,6 +180,7 @@ static int fwd_key(void *dst, const char *k, const char *v) {
     }
     if (!strcmp(k, "wg")) return parse_u(v, &c->wg);
     if (!strcmp(k, "pf")) return parse_u(v, &c->pf);
+    if (!strcmp(k, "pw")) return parse_u(v, &c->pw);
     if (!strcmp(k, "nl")) return parse_u(v, &c->nl);
     if (!strcmp(k, "tr")) return parse_u(v, &c->tr);
     if (!strcmp(k, "bc")) return parse_u(v, &c->bc);
@@ -235,7 +238,7 @@ static int bwd_key(void *dst, const char *k, const char *v) {
 
 // The form of a setting text alone (wg_settings.c checks the environment with it).
 int wg_attention_cfg_parses(const char *text, int backward) {
-    fwd_cfg f = {0, 0, 0, 0, 0, 0, 0};
+    fwd_cfg f = {0, 0, 0, 0, 0, 0, 0, 0};
     bwd_cfg b;
     memset(&b, 0, sizeof b);
     return backward ? parse_pairs(text, bwd_key, &b) : parse_pairs(text, fwd_key, &f);
@@ -298,8 +301,15 @@ static int reg_fits(wg_ctx *ctx, int kind, uint32_t HS, uint32_t rt, reg_tile t)
 
 static reg_tile fwd_reg_tile(fwd_cfg c) { reg_tile t = {c.nl, c.tr, c.bc, c.pf}; return t; }
 
+// v=reg,pw=1's probabilities: a float per row of the workgroup and key of the tile
+static uint32_t fwd_pw_bytes(fwd_cfg c) { return c.pw ? 4 * ((c.wg ? c.wg : 128) / c.nl) * c.tr * c.bc : 0; }
+
 static int fwd_fits(wg_ctx *ctx, uint32_t HS, fwd_cfg c) {
-    if (c.v) return reg_fits(ctx, REG_FWD, HS, c.wg ? c.wg : 128, fwd_reg_tile(c));
+    if (c.v) {
+        if (c.pw > 1 || !reg_fits(ctx, REG_FWD, HS, c.wg ? c.wg : 128, fwd_reg_tile(c))) return 0;
+        return c.pw == 0 || reg_bytes(REG_FWD, HS, fwd_reg_tile(c)) + fwd_pw_bytes(c) <= smem_limit(ctx);
+    }
+    if (c.pw) return 0;  // the shared-tile kernel has no such option
     if (c.nl != 4 && c.nl != 8 && c.nl != 16) return 0;
     if (c.tr != 1 && c.tr != 2 && c.tr != 4 && c.tr != 8) return 0;
     if (!is_pow2(c.bc) || c.bc < 16 || c.bc > 128 || c.bc % c.nl) return 0;
@@ -376,7 +386,7 @@ static int row_for_device(wg_ctx *ctx, size_t i, uint32_t HS) {
 // v (0 shared-tile, 1 register-resident, -1 either) and fits; 0 when none.
 static int fwd_row(wg_ctx *ctx, uint32_t HS, int v, int own, fwd_cfg *out) {
     for (size_t i = 0; i < N_DEFAULTS; i++) {
-        fwd_cfg c = {0, 0, 0, 0, 0, 0, 0};
+        fwd_cfg c = {0, 0, 0, 0, 0, 0, 0, 0};
         if (own && !row_for_device(ctx, i, HS)) continue;
         if (parse_pairs(attn_defaults[i].fwd, fwd_key, &c) && (v < 0 || (int)c.v == v) && fwd_fits(ctx, HS, c) &&
             (!c.v || reg_fits_within(ctx, REG_FWD, HS, c.wg ? c.wg : 128, fwd_reg_tile(c), WG_ATTN_REG_FLOATS_TABLE))) {
@@ -391,10 +401,10 @@ static int fwd_row(wg_ctx *ctx, uint32_t HS, int v, int own, fwd_cfg *out) {
 // Setting text applied over the default d: its keys over the first row of the same kind (v=reg
 // or not), or over d itself when it is of that kind. 1 when the result fits (then *out is it).
 static int fwd_apply(wg_ctx *ctx, uint32_t HS, fwd_cfg d, const char *text, fwd_cfg *out) {
-    fwd_cfg probe = {0, 0, 0, 0, 0, 0, 0}, c = d;
+    fwd_cfg probe = {0, 0, 0, 0, 0, 0, 0, 0}, c = d;
     if (!parse_pairs(text, fwd_key, &probe)) return 0;
     if (probe.v != d.v) {
-        fwd_cfg base = {1, 1, 16, 0, 1, 128, 0};  // v=reg with no row of that kind: one lane, one row, 16 keys
+        fwd_cfg base = {1, 1, 16, 0, 1, 128, 0, 0};  // v=reg with no row of that kind: one lane, one row, 16 keys
         if (!fwd_row(ctx, HS, (int)probe.v, 0, &c)) {
             if (!probe.v) return 0;  // no shared-tile setting fits this head size
             c = base;
@@ -411,7 +421,7 @@ static int fwd_apply(wg_ctx *ctx, uint32_t HS, fwd_cfg d, const char *text, fwd_
 // (over nothing where no row fits: a complete override still runs). 0 when neither gives a
 // setting (then the row kernel runs).
 static int fwd_choose_ok(wg_ctx *ctx, uint32_t HS, fwd_cfg *out) {
-    fwd_cfg d = {0, 0, 0, 0, 0, 0, 0};
+    fwd_cfg d = {0, 0, 0, 0, 0, 0, 0, 0};
     int found = fwd_row(ctx, HS, -1, 1, &d);
     const char *o = fwd_override(ctx);
     if (o && *o) {
@@ -683,8 +693,10 @@ static WGPUComputePipeline fwd_pipeline(wg_ctx *ctx, uint32_t HS, uint32_t gq, f
     if (c.v) tile.nl = 8, tile.tr = 1, tile.bc = 16;  // the shared-tile kernel's constants, unused
     reg_defs(rdefs, sizeof rdefs, "fa_rsum", HS, c.v ? c.wg : 64, c.v ? fwd_reg_tile(c) : none);
     snprintf(defs, sizeof defs,
-             "const HS=%uu;const GQ=%uu;const NL=%uu;const TR=%uu;const BC=%uu;const SG=%s;const UNROLL=%s;%s%s%s%s", HS,
-             gq, tile.nl, tile.tr, tile.bc, sg ? "true" : "false", unroll_ok(ctx) ? "true" : "false", qkv_type(HS),
+             "const HS=%uu;const GQ=%uu;const NL=%uu;const TR=%uu;const BC=%uu;const SG=%s;const UNROLL=%s;const PW=%s;"
+             "%s%s%s%s",
+             HS, gq, tile.nl, tile.tr, tile.bc, sg ? "true" : "false", unroll_ok(ctx) ? "true" : "false",
+             c.v && c.pw ? "true" : "false", qkv_type(HS),
              drop_def(drop),
              sg ? "fn fa_sg(x:f32,mx:bool)->f32{var y=x;for(var i=1u;i<NL;i=i<<1u){let z=subgroupShuffleXor(y,i);"
                   "y=select(y+z,max(y,z),mx);}return y;}"
@@ -1014,7 +1026,7 @@ void wg_attention_backward(wgt_backend *be, wgt_view dqkv, wgt_view dout, wgt_vi
 // Whether a forward (backward) setting, complete or partial, parses and fits this device at head
 // size HS, i.e. whether it would be used as given rather than replaced by the default.
 int wg_attention_fwd_cfg_ok(wgt_backend *be, uint32_t HS, const char *cfg) {
-    fwd_cfg d = {0, 0, 0, 0, 0, 0, 0}, c;  // over nothing where no setting fits (large heads)
+    fwd_cfg d = {0, 0, 0, 0, 0, 0, 0, 0}, c;  // over nothing where no setting fits (large heads)
     fwd_choose_ok(wg_of(be), HS, &d);
     return fwd_apply(wg_of(be), HS, d, cfg, &c);
 }
@@ -1039,7 +1051,8 @@ const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_
     bwd_cfg c = bwd_choose(ctx, HS);
     size_t n = 0;
     if (f.v)
-        n = (size_t)snprintf(buf, cap, "fwd v=reg,nl=%u,tr=%u,bc=%u,wg=%u,pf=%u", f.nl, f.tr, f.bc, f.wg, f.pf);
+        n = (size_t)snprintf(buf, cap, "fwd v=reg,nl=%u,tr=%u,bc=%u,wg=%u,pf=%u,pw=%u", f.nl, f.tr, f.bc, f.wg, f.pf,
+                             f.pw);
     else
         n = (size_t)snprintf(buf, cap, "fwd nl=%u,tr=%u,bc=%u,sg=%d", f.nl, f.tr, f.bc, f.sg && sg_usable(ctx, f.nl));
     if (n < cap)
