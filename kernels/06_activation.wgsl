@@ -1,5 +1,5 @@
-// 06_activation.wgsl — FFN activations: GeLU in place, fused silu(gate)*up and gelu(gate)*up
-// (docs/kernels.md#gelu_inplace, #swiglu_combine, #geglu_combine).
+// 06_activation.wgsl — FFN activations: GeLU in place or into another buffer, fused silu(gate)*up
+// and gelu(gate)*up (docs/kernels.md#gelu_inplace, #gelu_forward, #swiglu_combine, #geglu_combine).
 // One thread per element (or per 4 elements), no shared memory, no barriers. The host defines
 // the element type EW (and EU, the matching u32 type): f32, or vec4<f32> when n is a multiple of 4 — 16-byte
 // loads and stores move the same bytes with a quarter of the instructions. All the math below is
@@ -36,6 +36,18 @@ fn gelu_inplace(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_wor
     let i = flat_id(gid, nwg);
     if (i >= params.n) { return; }
     x[i] = gelu(x[i]);
+}
+
+@group(0) @binding(0) var<storage, read_write> gf_out : array<EW>;
+@group(0) @binding(1) var<storage, read> gf_inp : array<EW>;
+@group(0) @binding(2) var<uniform> gf_params : Params;
+
+// out = gelu(inp) into another buffer (the bits of gelu_inplace)
+@compute @workgroup_size(256)
+fn gelu_forward(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let i = flat_id(gid, nwg);
+    if (i >= gf_params.n) { return; }
+    gf_out[i] = gelu(gf_inp[i]);
 }
 
 @group(0) @binding(0) var<storage, read_write> hidden : array<EW>;

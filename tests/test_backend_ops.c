@@ -161,6 +161,8 @@ static void prep_positive(const wgt_op_desc *d, float **h, const double *s) {
 static const op_case cases[] = {
     {"gelu_inplace", "n=4099", 1e-6, 1e-5, NULL},
     {"gelu_inplace", "n=4096", 1e-6, 1e-5, NULL},  // the vec4 path
+    {"gelu_forward", "n=4099", 1e-6, 1e-5, NULL},
+    {"gelu_forward", "n=4096", 1e-6, 1e-5, NULL},  // the vec4 path
     {"swiglu_combine", "n=1027", 1e-6, 1e-5, NULL},
     {"swiglu_combine", "n=2048", 1e-6, 1e-5, NULL},
     {"geglu_combine", "n=1027", 1e-6, 1e-5, NULL},

@@ -755,6 +755,19 @@ static void test_gelu_edges(void) {
     cpu_ffn_gelu_backward(gp, g, pre, 4);
     for (int i = 0; i < 4; i++) CHECK(isfinite(gp[i]), "ffn_gelu_backward[%d] = %g not finite", i, gp[i]);
     CHECK(gp[0] == 0 && gp[3] == 0, "nan_guard must give 0, got %g %g", gp[0], gp[3]);
+    // gelu_forward is gelu_inplace into another buffer: the same bits over a sweep of values
+    // (both tails, the edges above, NaN, ±Inf), with n past the parallel threshold
+    size_t n = 70001;
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    for (size_t i = 0; i < n; i++) a[i] = (float)((double)i - 35000.0) * 1e-3f;
+    a[0] = NAN, a[1] = INFINITY, a[2] = -INFINITY, a[3] = 1e4f, a[4] = -3e38f, a[5] = -0.0f;
+    cpu_gelu_forward(b, a, n);
+    cpu_gelu_inplace(a, n);
+    size_t diff = 0;
+    for (size_t i = 0; i < n; i++) diff += memcmp(&a[i], &b[i], sizeof a[i]) != 0;
+    CHECK(diff == 0, "gelu_forward differs from gelu_inplace in %zu of %zu elements", diff, n);
+    free(a);
+    free(b);
 }
 
 // The libm-free helpers the CPU ops vectorize with: cpu_expf_neg (GeLU's and SwiGLU's

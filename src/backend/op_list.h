@@ -42,6 +42,7 @@
 
 #define WGT_OPS(X)                                                                               \
     X(gelu_inplace, "x = gelu(x), tanh approximation")                                         \
+    X(gelu_forward, "out = gelu(inp), tanh approximation (out and inp distinct)")              \
     X(swiglu_combine, "hidden = silu(gate) * up")                                              \
     X(geglu_combine, "hidden = gelu(gate) * up, tanh approximation (GeGLU)")                   \
     X(cross_entropy, "row softmax cross-entropy, label smoothing alpha, z-loss beta; dlogits in place") \
@@ -87,6 +88,10 @@
 // ---- element-wise and loss (docs/kernels.md#activations, #cross_entropy, #ffn-backward) ----
 #define WGT_OP_gelu_inplace(BIND, SCAL)                                                            \
     BIND(x, INOUT, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
+// the GeLU of gelu_inplace into another buffer: what a model keeps both sides of (GPT-2's MLP
+// keeps pre_gelu for the backward) costs one read and one write, not a copy and an in-place pass
+#define WGT_OP_gelu_forward(BIND, SCAL)                                                            \
+    BIND(out, OUT, F32, "n") BIND(inp, IN, F32, "n") SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)
 #define WGT_OP_swiglu_combine(BIND, SCAL)                                                          \
     BIND(hidden, OUT, F32, "n") BIND(gate, IN, F32, "n") BIND(up, IN, F32, "n")                    \
     SCAL(n, SIZE, WGT_REQ, 1, WGT_SIZE_MAX)

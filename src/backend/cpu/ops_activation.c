@@ -1,4 +1,5 @@
-// ops_activation.c — C reference of 06_activation.wgsl: gelu_inplace, swiglu_combine and geglu_combine.
+// ops_activation.c — C reference of 06_activation.wgsl: gelu_inplace, gelu_forward, swiglu_combine and
+// geglu_combine.
 // Computed in f32 with the kernels' exact formulas so the WGSL results can be held to tight
 // tolerances; one element per iteration, parallel over elements.
 #include "backend/cpu/ops.h"
@@ -21,6 +22,25 @@ void cpu_gelu_inplace(float *x, size_t n) {
         size_t lo, hi;
         cpu_thread_block(n, &lo, &hi);
         gelu_block(x + lo, hi - lo);
+    }
+}
+
+// out = gelu(inp): the same formula, element for element the bits of gelu_inplace
+CPU_ISA_DISPATCH(gelu_out_block, (float *out, const float *inp, size_t n), (out, inp, n)) {
+    #pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float xi = inp[i], h, unused;
+        cpu_gelu_halves(cpu_gelu_inner(cpu_gelu_clamp(xi)), &h, &unused);
+        out[i] = xi * h;
+    }
+}
+
+void cpu_gelu_forward(float *out, const float *inp, size_t n) {
+    #pragma omp parallel if (n > 65536)
+    {
+        size_t lo, hi;
+        cpu_thread_block(n, &lo, &hi);
+        gelu_out_block(out + lo, inp + lo, hi - lo);
     }
 }
 
