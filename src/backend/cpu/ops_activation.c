@@ -6,27 +6,9 @@
 
 // gelu(x) = 0.5·x·(1 + tanh(inner(clamp(x)))), with 0.5·(1 + tanh) from cpu_gelu_halves (no
 // cancellation where tanh is near -1). The clamp lives only inside inner, so gelu(x) = x for
-// large x and (-)0 for very negative x instead of saturating at ±100.
-CPU_ISA_DISPATCH(gelu_block, (float *x, size_t n), (x, n)) {
-    #pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        float xi = x[i], h, unused;
-        cpu_gelu_halves(cpu_gelu_inner(cpu_gelu_clamp(xi)), &h, &unused);
-        x[i] = xi * h;
-    }
-}
-
-void cpu_gelu_inplace(float *x, size_t n) {
-    #pragma omp parallel if (n > 65536)
-    {
-        size_t lo, hi;
-        cpu_thread_block(n, &lo, &hi);
-        gelu_block(x + lo, hi - lo);
-    }
-}
-
-// out = gelu(inp): the same formula, element for element the bits of gelu_inplace
-CPU_ISA_DISPATCH(gelu_out_block, (float *out, const float *inp, size_t n), (out, inp, n)) {
+// large x and (-)0 for very negative x instead of saturating at ±100. out may be inp (each
+// element is read before it is written): gelu_inplace is gelu_forward onto itself.
+CPU_ISA_DISPATCH(gelu_block, (float *out, const float *inp, size_t n), (out, inp, n)) {
     #pragma omp simd
     for (size_t i = 0; i < n; i++) {
         float xi = inp[i], h, unused;
@@ -40,9 +22,11 @@ void cpu_gelu_forward(float *out, const float *inp, size_t n) {
     {
         size_t lo, hi;
         cpu_thread_block(n, &lo, &hi);
-        gelu_out_block(out + lo, inp + lo, hi - lo);
+        gelu_block(out + lo, inp + lo, hi - lo);
     }
 }
+
+void cpu_gelu_inplace(float *x, size_t n) { cpu_gelu_forward(x, x, n); }
 
 // hidden = silu(gate)·up with the sign-branched sigmoid; no clamp, so silu(x) -> x holds for
 // any finite large x.
