@@ -1,4 +1,24 @@
-// 15_copy.wgsl — copy_vec4: dst = src, one vec4 (16 bytes) a thread. The benchmarks' ceiling for
+// 15_copy.wgsl — fill_zero, the backend's fill of a view with zeros, and copy_vec4: dst = src, one
+// vec4 (16 bytes) a thread.
+//
+// fill_zero: elements [off, off + n) of the binding (a 256-byte-aligned window, off its remainder)
+// set to 0, a fixed grid striding over them so that every warp writes 128 contiguous bytes a
+// store. A dispatch rather than the API's ClearBuffer: a clear is a command outside the compute
+// pass, so each one ended the pass (on the H200 the GPU idled between passes, and the clear
+// engine wrote more slowly than kernels do).
+
+struct FillParams { n : u32, off : u32, p0 : u32, p1 : u32 };
+
+@group(0) @binding(0) var<storage, read_write> fz_dst : array<f32>;
+@group(0) @binding(1) var<uniform> fz_p : FillParams;
+
+@compute @workgroup_size(256)
+fn fill_zero(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
+    let stride = nwg.x * nwg.y * 256u;
+    for (var i = flat_id(gid, nwg); i < fz_p.n; i += stride) { fz_dst[fz_p.off + i] = 0.0; }
+}
+
+// copy_vec4: the benchmarks' ceiling for
 // memory-bound kernels: a device-to-device copy through the same compiler and dispatch path as
 // every kernel (the API's buffer-to-buffer copy runs through another engine and measured well
 // below what kernels reach on the H200, so it is no ceiling for them). Sizes are in vec4; the host

@@ -485,10 +485,16 @@ static void check_readback(wgt_backend *be) {
         long passes;
         CHECK(be->gpu_timer_start(be) == WGT_OK, "timer start: %s", wgt_last_error());
         be->gelu_inplace(be, wgt_buf_view(be, a), 1000);
-        be->fill_zero(be, wgt_buf_view(be, b), 10);  // ends the pass
+        be->copy(be, wgt_buf_view(be, b), wgt_buf_view(be, a), 10);  // a copy command ends the pass
         be->gelu_inplace(be, wgt_buf_view(be, a), 1000);
         CHECK(be->gpu_timer_stop(be, &ms, &passes) == WGT_OK && passes == 2 && ms > 0, "timer: %ld passes, %g ms: %s",
               passes, ms, wgt_last_error());
+        CHECK(be->gpu_timer_start(be) == WGT_OK, "timer start: %s", wgt_last_error());
+        be->gelu_inplace(be, wgt_buf_view(be, a), 1000);
+        be->fill_zero(be, wgt_buf_view(be, b), 10);  // a dispatch: the pass goes on
+        be->gelu_inplace(be, wgt_buf_view(be, a), 1000);
+        CHECK(be->gpu_timer_stop(be, &ms, &passes) == WGT_OK && passes == 1, "timer with fill_zero: %ld passes: %s",
+              passes, wgt_last_error());
     }
     be->buf_free(be, a);
     be->buf_free(be, b);
@@ -523,6 +529,42 @@ static void check_dry_run(wgt_backend *be) {
     be->buf_free(be, b);
 }
 
+// fill_zero is a dispatch over binding windows: views at any offset, in chunks when a view is
+// larger than one binding (here a 256-element limit: 192-element chunks, each window starting
+// up to 63 elements before its chunk); nothing outside the view changes.
+static void check_fill_zero(wgt_backend *be) {
+    wg_ctx *ctx = (wg_ctx *)be->impl;
+    const size_t N = 5000;
+    static const struct { size_t off, n; uint64_t limit; } cases[] = {
+        {37, 3001, 256}, {64, 192, 256}, {1, 4999, 256}, {100, 10, 0}, {4999, 1, 0}, {0, 5000, 0}};
+    wgt_buf *a;
+    if (be->buf_alloc(be, &a, N, "fill") != WGT_OK) {
+        CHECK(0, "allocation failed: %s", wgt_last_error());
+        return;
+    }
+    float *x = malloc(N * sizeof *x), *got = malloc(N * sizeof *got);
+    uint64_t saved = wg_ctx_settings(ctx)->binding_limit;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (size_t i = 0; i < N; i++) x[i] = 1.0f + (float)i;
+        wg_ctx_settings(ctx)->binding_limit = cases[c].limit;
+        wgt_status st = be->upload(be, wgt_buf_view(be, a), x, N);
+        be->fill_zero(be, wgt_view_at(wgt_buf_view(be, a), cases[c].off), cases[c].n);
+        if (st == WGT_OK) st = be->download(be, got, wgt_buf_view(be, a), N);
+        size_t bad = 0;
+        for (size_t i = 0; i < N; i++) {
+            int inside = i >= cases[c].off && i < cases[c].off + cases[c].n;
+            bad += got[i] != (inside ? 0.0f : x[i]);
+        }
+        CHECK(st == WGT_OK && bad == 0, "fill_zero of [%zu, %zu) with binding limit %llu: %zu wrong elements (%s)",
+              cases[c].off, cases[c].off + cases[c].n, (unsigned long long)cases[c].limit, bad,
+              st == WGT_OK ? "" : wgt_last_error());
+    }
+    wg_ctx_settings(ctx)->binding_limit = saved;
+    free(x);
+    free(got);
+    be->buf_free(be, a);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--child-overrun")) return child_overrun();
     if (argc > 1 && !strcmp(argv[1], "--child-no-driver")) return child_no_driver();
@@ -541,6 +583,7 @@ int main(int argc, char **argv) {
     check_dry_run(be);  // first: its scalar gelu pipeline must not exist yet
     check_errors(be);
     check_readback(be);
+    check_fill_zero(be);
     check_gelu_split(be, (size_t)maxd * 256 + 1000, "2-D split (x*y grid)");
     check_gelu_split(be, (size_t)maxd * 256, "largest 1-D grid");
     check_gelu_split(be, (size_t)maxd * 256 + 1, "smallest 2-D grid");

@@ -639,15 +639,26 @@ wgt_status wg_download(wg_ctx *ctx, void *dst, wgt_view src, size_t n) {
     return WGT_OK;
 }
 
+// A dispatch of 15_copy.wgsl's fill_zero, not ClearBuffer, which would end the compute pass
+// (why there). Views of any offset: each binding is a window from the 256-byte boundary below,
+// the remainder passed as an offset; views larger than one binding go in chunks.
 void wg_fill_zero(wg_ctx *ctx, wgt_view dst, size_t n) {
     check_view(dst, n, "fill_zero");
     if (!n || ctx->dry) return;
-    ensure_encoder(ctx);
-    end_pass(ctx);
-    uint64_t off = dst.off * 4, bytes = (uint64_t)n * 4;
-    dst.buf->epoch = ctx->epoch;
-    // ClearBuffer needs 4-byte granularity, which elements always have
-    wgpuCommandEncoderClearBuffer(ctx->enc, dst.buf->b, off, bytes);
+    uint64_t lim = wg_max_binding_elems(ctx);
+    if (ctx->settings.binding_limit && ctx->settings.binding_limit < lim) lim = ctx->settings.binding_limit;
+    if (lim > (1ull << 31)) lim = 1ull << 31;  // the kernel's u32 index plus its stride stays below 2^32
+    WGT_ASSERT(lim >= 2 * WGT_VIEW_ALIGN, "a storage binding of fewer than 128 elements");
+    uint64_t chunk = (lim - WGT_VIEW_ALIGN) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;  // + a remainder < 64 fits
+    WGPUComputePipeline pipe = wg_pipeline(ctx, "15_copy.wgsl", "fill_zero", NULL);
+    for (uint64_t o = 0; o < n; o += chunk) {
+        uint64_t k = n - o < chunk ? n - o : chunk;
+        uint32_t rem;
+        wg_bind b = wg_binding_window(dst, o, k, &rem);
+        struct { uint32_t n, off, p0, p1; } p = {(uint32_t)k, rem, 0, 0};
+        uint64_t groups = (k + 255) / 256;
+        wg_dispatch(ctx, "fill_zero", pipe, &b, 1, &p, sizeof p, groups < 8192 ? groups : 8192);
+    }
 }
 
 void wg_copy(wg_ctx *ctx, wgt_view dst, wgt_view src, size_t n) {
