@@ -42,7 +42,7 @@
 
 #define WGT_OPS(X)                                                                               \
     X(gelu_inplace, "x = gelu(x), tanh approximation")                                         \
-    X(gelu_forward, "out = gelu(inp), tanh approximation (out and inp distinct)")              \
+    X(gelu_forward, "out = gelu(inp), tanh approximation (out may be inp itself)")             \
     X(swiglu_combine, "hidden = silu(gate) * up")                                              \
     X(geglu_combine, "hidden = gelu(gate) * up, tanh approximation (GeGLU)")                   \
     X(cross_entropy, "row softmax cross-entropy, label smoothing alpha, z-loss beta; dlogits in place") \

@@ -184,8 +184,7 @@ static void block_forward(wgt_model *m, int l) {
     wgt_view pre = model_act_out(m, h->pre_gelu, a->x_f), fch = model_act_out(m, h->fch, a->x_f);
     model_matmul(m, pre, h->ln2, p->fc_w, p->fc_b, BT, C, F);                                   // pre_gelu [B,T,F]
     model_act_keep(m, h->pre_gelu, pre, nf);
-    if (model_f16(m)) be->gelu_inplace(be, fch, nf);  // (f16: pre_gelu is kept as f16, fch is x_f)   fch [B,T,F]
-    else be->gelu_forward(be, fch, pre, nf);                                                         // fch [B,T,F]
+    be->gelu_forward(be, fch, pre, nf);  // (f16: both are the scratch x_f, so in place)               fch [B,T,F]
     model_act_keep(m, h->fch, fch, nf);
     model_matmul(m, a->scratch_c, h->fch, p->fcproj_w, p->fcproj_b, BT, F, C);                    // fcproj [B,T,C]
     model_branch_dropout(m, a->scratch_c, l, 2);
