@@ -2,8 +2,7 @@
 // vec4 (16 bytes) a thread.
 //
 // fill_zero: elements [off, off + n) of the binding (a 256-byte-aligned window, off its remainder)
-// set to 0, a fixed grid striding over them so that every warp writes 128 contiguous bytes a
-// store. A dispatch rather than the API's ClearBuffer: a clear is a command outside the compute
+// set to 0, one thread an element. A dispatch rather than the API's ClearBuffer: a clear is a command outside the compute
 // pass, so each one ended the pass (on the H200 the GPU idled between passes, and the clear
 // engine wrote more slowly than kernels do).
 
@@ -14,8 +13,8 @@ struct FillParams { n : u32, off : u32, p0 : u32, p1 : u32 };
 
 @compute @workgroup_size(256)
 fn fill_zero(@builtin(global_invocation_id) gid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>) {
-    let stride = nwg.x * nwg.y * 256u;
-    for (var i = flat_id(gid, nwg); i < fz_p.n; i += stride) { fz_dst[fz_p.off + i] = 0.0; }
+    let i = flat_id(gid, nwg);
+    if (i < fz_p.n) { fz_dst[fz_p.off + i] = 0.0; }
 }
 
 // copy_vec4: the benchmarks' ceiling for

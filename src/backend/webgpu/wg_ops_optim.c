@@ -20,18 +20,12 @@ static wgt_buf *norm_scratch(wgt_backend *be) {
 
 typedef struct { uint32_t n, nwg, g_off, out_off, accumulate, p0, p1, p2; } norm_params;
 
-static size_t elem_chunk(wgt_backend *be) {
-    uint64_t c = (wg_binding_limit(be) - WGT_VIEW_ALIGN) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
-    if (c > (uint64_t)UINT32_MAX - 255) c = ((uint64_t)UINT32_MAX - 255) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
-    return (size_t)c;
-}
-
 void wg_grad_norm_sq(wgt_backend *be, wgt_view norm_sq, wgt_view g, size_t n, uint32_t accumulate) {
     wg_ctx *ctx = wg_of(be);
     wgt_view part = wgt_view_of(norm_scratch(be), 0, NORM_MAX_WG);
     WGPUComputePipeline p1 = wg_pipeline(ctx, "13_optimizer.wgsl", "grad_norm_partial", NULL);
     WGPUComputePipeline p2 = wg_pipeline(ctx, "13_optimizer.wgsl", "grad_norm_sq", NULL);
-    size_t ch = elem_chunk(be);
+    size_t ch = (size_t)wg_binding_chunk(be);
     size_t o = 0;
     do {  // one chunk per binding window; chunks after the first add to norm_sq
         size_t k = n - o < ch ? n - o : ch;
@@ -68,7 +62,7 @@ void wg_adamw(wgt_backend *be, wgt_view params, wgt_view m, wgt_view v, wgt_view
               float lr, float beta1, float beta2, float eps, float weight_decay) {
     wg_ctx *ctx = wg_of(be);
     WGPUComputePipeline pipe = wg_pipeline(ctx, "13_optimizer.wgsl", "adamw", NULL);
-    size_t ch = elem_chunk(be);
+    size_t ch = (size_t)wg_binding_chunk(be);
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
         adam_params p = {(uint32_t)k, 0, 0, 0, 0, 0, 0, 0, lr, beta1, beta2, eps, weight_decay, 0, 0, 0};

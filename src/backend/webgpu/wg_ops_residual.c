@@ -6,13 +6,6 @@
 
 typedef struct { uint32_t n, out_off, a_off, b_off; } res_params;
 
-// elements per dispatch: one binding (less the alignment slack), whole multiples of 64
-static size_t res_chunk(wgt_backend *be) {
-    uint64_t c = (wg_binding_limit(be) - WGT_VIEW_ALIGN) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
-    if (c > (uint64_t)UINT32_MAX - 255) c = ((uint64_t)UINT32_MAX - 255) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
-    return (size_t)c;
-}
-
 static int same_view(wgt_view x, wgt_view y) { return x.buf == y.buf && x.off == y.off; }
 static int overlaps(wgt_view x, wgt_view y, size_t n) {
     return x.buf == y.buf && x.off < y.off + n && y.off < x.off + n;
@@ -22,7 +15,7 @@ void wg_add_inplace(wgt_backend *be, wgt_view out, wgt_view a, size_t n) {
     wg_ctx *ctx = wg_of(be);
     WGT_ASSERT(!overlaps(out, a, n), "add_inplace: out and a overlap");
     WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", "add_inplace", NULL);
-    size_t ch = res_chunk(be);
+    size_t ch = (size_t)wg_binding_chunk(be);
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
         res_params p = {(uint32_t)k, 0, 0, 0};
@@ -36,7 +29,7 @@ typedef struct { uint32_t n, off; float s; uint32_t p0; } scale_params;
 void wg_scale_inplace(wgt_backend *be, wgt_view x, size_t n, float s) {
     wg_ctx *ctx = wg_of(be);
     WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", "scale_inplace", NULL);
-    size_t ch = res_chunk(be);
+    size_t ch = (size_t)wg_binding_chunk(be);
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
         scale_params p = {(uint32_t)k, 0, s, 0};
@@ -53,7 +46,7 @@ void wg_residual_forward(wgt_backend *be, wgt_view out, wgt_view a, wgt_view b, 
     WGT_ASSERT(!overlaps(out, a, n) && !overlaps(out, b, n), "residual_forward: out partially overlaps an input");
     wg_ctx *ctx = wg_of(be);
     WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", "residual_forward", NULL);
-    size_t ch = res_chunk(be);
+    size_t ch = (size_t)wg_binding_chunk(be);
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
         res_params p = {(uint32_t)k, 0, 0, 0};
@@ -69,8 +62,9 @@ typedef struct {
     uint32_t p0, p1, p2;
 } drop_params;  // DropParams
 
-// out = dropout(inp), windows of res_chunk elements; the window's first element index goes to the
-// kernel (base_lo, base_hi), so the mask is that of the whole tensor whatever the windows.
+// out = dropout(inp), in windows of wg_binding_chunk elements; the window's first element index
+// goes to the kernel (base_lo, base_hi), so the mask is that of the whole tensor whatever the
+// windows.
 static void dropout_map(wgt_backend *be, wgt_view out, wgt_view inp, size_t n, float p, uint32_t seed,
                         uint32_t stream, const char *what) {
     WGT_ASSERT(p >= 0.0f && p < 1.0f, "dropout needs p in [0, 1)");
@@ -81,7 +75,7 @@ static void dropout_map(wgt_backend *be, wgt_view out, wgt_view inp, size_t n, f
     wg_ctx *ctx = wg_of(be);
     const char *entry = inplace ? "dropout_inplace" : "dropout";
     WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", entry, NULL);
-    size_t ch = res_chunk(be);
+    size_t ch = (size_t)wg_binding_chunk(be);
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
         uint64_t base = o;

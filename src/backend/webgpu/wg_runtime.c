@@ -457,11 +457,23 @@ uint64_t wg_max_binding_elems(const wg_ctx *ctx) { return ctx->info.limits.maxSt
 wg_settings *wg_ctx_settings(wg_ctx *ctx) { return &ctx->settings; }
 
 // ------------------------------------------------------------------ binding windows
-uint64_t wg_binding_limit(wgt_backend *be) {
-    const wg_ctx *ctx = be->impl;
-    uint64_t lim = be->max_binding_elems, test = ctx->settings.binding_limit;
+// lim lowered to the binding_limit setting when that is nonzero and lower
+static uint64_t limit_setting(const wg_ctx *ctx, uint64_t lim) {
+    uint64_t test = ctx->settings.binding_limit;
     return test && test < lim ? test : lim;
 }
+
+uint64_t wg_binding_limit(wgt_backend *be) { return limit_setting(be->impl, be->max_binding_elems); }
+
+// One binding of lim elements less the slack of a window's start, in whole multiples of 64, and
+// at most what a u32 element index (plus a workgroup) reaches.
+static uint64_t window_chunk(uint64_t lim) {
+    uint64_t c = (lim - WGT_VIEW_ALIGN) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
+    if (c > (uint64_t)UINT32_MAX - 255) c = ((uint64_t)UINT32_MAX - 255) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
+    return c;
+}
+
+uint64_t wg_binding_chunk(wgt_backend *be) { return window_chunk(wg_binding_limit(be)); }
 
 wg_bind wg_binding_window(wgt_view v, uint64_t start, uint64_t count, uint32_t *rem) {
     WGT_ASSERT(start <= v.n && count <= v.n - start, "binding window runs past the end of its view");
@@ -645,19 +657,14 @@ wgt_status wg_download(wg_ctx *ctx, void *dst, wgt_view src, size_t n) {
 void wg_fill_zero(wg_ctx *ctx, wgt_view dst, size_t n) {
     check_view(dst, n, "fill_zero");
     if (!n || ctx->dry) return;
-    uint64_t lim = wg_max_binding_elems(ctx);
-    if (ctx->settings.binding_limit && ctx->settings.binding_limit < lim) lim = ctx->settings.binding_limit;
-    if (lim > (1ull << 31)) lim = 1ull << 31;  // the kernel's u32 index plus its stride stays below 2^32
-    WGT_ASSERT(lim >= 2 * WGT_VIEW_ALIGN, "a storage binding of fewer than 128 elements");
-    uint64_t chunk = (lim - WGT_VIEW_ALIGN) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;  // + a remainder < 64 fits
+    const uint64_t chunk = window_chunk(limit_setting(ctx, wg_max_binding_elems(ctx)));
     WGPUComputePipeline pipe = wg_pipeline(ctx, "15_copy.wgsl", "fill_zero", NULL);
     for (uint64_t o = 0; o < n; o += chunk) {
         uint64_t k = n - o < chunk ? n - o : chunk;
         uint32_t rem;
         wg_bind b = wg_binding_window(dst, o, k, &rem);
         struct { uint32_t n, off, p0, p1; } p = {(uint32_t)k, rem, 0, 0};
-        uint64_t groups = (k + 255) / 256;
-        wg_dispatch(ctx, "fill_zero", pipe, &b, 1, &p, sizeof p, groups < 8192 ? groups : 8192);
+        wg_dispatch(ctx, "fill_zero", pipe, &b, 1, &p, sizeof p, (k + 255) / 256);
     }
 }
 

@@ -97,6 +97,9 @@ int wg_f16_native(wg_ctx *ctx);
 // test may lower), lowered further by the binding_limit setting when that is nonzero. be is a
 // webgpu backend.
 uint64_t wg_binding_limit(wgt_backend *be);
+// Elements a dispatch over binding windows takes at a time: wg_binding_limit less the 63-element
+// slack of a window's start, in whole multiples of 64, at most UINT32_MAX - 255 (u32 indices).
+uint64_t wg_binding_chunk(wgt_backend *be);
 // A binding of `count` elements starting `start` elements into view v, bound from the
 // 256-byte-aligned element at or below that start; *rem receives the offset of the wanted first
 // element inside the binding (the kernel adds it). count 0 binds a placeholder.
