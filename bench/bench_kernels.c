@@ -50,8 +50,7 @@ typedef struct {
 static void wgsl_copy(wgt_backend *be, wgt_view dst, wgt_view src, size_t n) {
     wg_ctx *ctx = wg_of(be);
     WGPUComputePipeline pipe = wg_pipeline(ctx, "15_copy.wgsl", "copy_vec4", NULL);
-    uint64_t chunk = (be->max_binding_elems - WGT_VIEW_ALIGN) / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
-    if (chunk > (uint64_t)UINT32_MAX) chunk = (uint64_t)UINT32_MAX / WGT_VIEW_ALIGN * WGT_VIEW_ALIGN;
+    uint64_t chunk = wg_binding_chunk(be);  // a multiple of 64, so of 4
     for (size_t o = 0; o < n; o += chunk) {
         size_t k = n - o < chunk ? n - o : (size_t)chunk;
         struct { uint32_t n4, src_off4, dst_off4, p0; } p = {(uint32_t)(k / 4), 0, 0, 0};

@@ -358,8 +358,11 @@ var<workgroup> fr_kv : array<vec4<f32>, FR_P0 + select(0u, RBLK * RB / 4u, PW)>;
 // one (q is 0 there).
 fn fr_at(i : u32, kx : u32, ln : u32, lb : u32, c : u32) -> u32 {
     if (RL_POW2) { return ((i * HS4) ^ lb) + RL * c; }
-    return (i ^ kx) * HS4 + min(ln + RL * c, HS4 - 1u);
+    return (i ^ kx) * HS4 + fr_col(ln, c);
 }
+
+// Lane ln's column group c within a head row (the last one for lanes past HS4, where q is 0).
+fn fr_col(ln : u32, c : u32) -> u32 { return select(min(ln + RL * c, HS4 - 1u), ln + RL * c, RL_POW2); }
 
 // This thread's share of the K and V rows k0.. of kv head g (element i = tid + RT·n of the tile).
 fn fr_fetch(tid : u32, b : u32, g : u32, k0 : u32, kr : ptr<function, array<vec4<f32>, RSN>>,
@@ -487,7 +490,7 @@ fn attention_forward_reg(@builtin(local_invocation_id) lid : vec3<u32>, @builtin
                 for (var e = 0u; e < 4u; e++) {
                     let vb = RB * HS4 + (j4 * 4u + e) * HS4;
                     var vv = array<vec4<f32>, RC>();
-                    for (var c = 0u; c < RC; c++) { vv[c] = fr_kv[vb + select(min(ln + RL * c, HS4 - 1u), ln + RL * c, RL_POW2)]; }
+                    for (var c = 0u; c < RC; c++) { vv[c] = fr_kv[vb + fr_col(ln, c)]; }
                     for (var r = 0u; r < RR; r++) {
                         for (var c = 0u; c < RC; c++) { o[r][c] = fma(vec4<f32>(p4[r][e]), vv[c], o[r][c]); }
                     }
