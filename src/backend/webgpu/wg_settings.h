@@ -27,7 +27,7 @@
 //                                                      (auto: outputs of few tiles with a long K)
 //   WGTRAIN_MM_STREAMK          auto | 0 | 1           the GEMMs that split-K takes, as stream-K
 //                                                      instead (every workgroup the same share of
-//                                                      the units of tile x k-slice; auto: 0)
+//                                                      the units of tile x k-slice; auto: 1)
 //   WGTRAIN_MM_VEC4             auto | 0 | 1 | 2 | 3   vec4 operand loads where aligned: 1 both, 2 a B
 //                                                      stored along n, 3 those stored along m or n
 //                                                      (auto: 3); with 1-3 C stored as vec4 too
