@@ -637,6 +637,16 @@ int main(int argc, char **argv) {
     }
     printf("per GPT-2 step (12 layers, forward + automatic backward): %.2f ms%s\n", 12 * (ms_fwd + ms_auto),
            profile ? " of GPU time" : " wall-clock");
+    if (profile) {  // where the default forward and backward spend it, kernel by kernel
+        wg_profile_reset(wg_of(be));
+        for (int i = 0; i < bn.reps; i++) {
+            run_once(&bn, -1);
+            run_once(&bn, 0);
+        }
+        if (be->sync(be) != WGT_OK) die("device");
+        printf("kernels of %d forward + automatic backward calls:\n", bn.reps);
+        wg_profile_report(wg_of(be), stdout);
+    }
     double pf, pfb;
     char pbe[64];
     if (peer_path && peer_attention(peer_path, &bn, &pf, &pfb, pbe, sizeof pbe))
