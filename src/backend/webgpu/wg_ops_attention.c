@@ -130,6 +130,7 @@ typedef struct {
     uint32_t rt;           // rt= as given (threads of both; 0: not given)
     uint32_t pf;           // pf= as given plus 1 (0: not given)
     uint32_t rt_kv, rt_q;  // the threads each uses
+    uint32_t dqb;          // dqb=: query rows a block of attention_backward_dq_ds (0: its default)
     int tiles_ok;          // kv, q, st fit (else only v=reg can run: large heads)
 } bwd_cfg;
 
@@ -223,6 +224,7 @@ static int bwd_key(void *dst, const char *k, const char *v) {
     if (!strcmp(k, "rkv")) return parse_reg_tile(v, &c->rkv);
     if (!strcmp(k, "rq")) return parse_reg_tile(v, &c->rq);
     if (!strcmp(k, "rt")) return parse_u(v, &c->rt);
+    if (!strcmp(k, "dqb")) return parse_u(v, &c->dqb) && c->dqb;
     if (!strcmp(k, "pf")) {
         uint32_t x;
         if (!parse_u(v, &x) || x > 1) return 0;
@@ -460,6 +462,9 @@ static int reg_row(wg_ctx *ctx, uint32_t HS, int kind, int own, reg_tile *t, uin
     return 0;
 }
 
+typedef struct { uint32_t bm, bk, tm, tx, cn; } dq_tile;
+static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, dq_tile *t);
+
 // Backward setting text over the default d (as fwd_apply): tiles and layouts left out keep d's
 // (the register layouts: d's or, where d has none, the first row's that fits); a variant left
 // out stays d's. 1 when everything the result names fits.
@@ -478,6 +483,9 @@ static int bwd_apply(wg_ctx *ctx, uint32_t HS, bwd_cfg d, const char *text, bwd_
     }
     if (!c.forced) c.variant = d.variant;
     if (!c.tiles_ok && !is_reg(c.variant)) return 0;
+    if (!c.dqb) c.dqb = d.dqb;
+    dq_tile qt;
+    if (c.dqb && !dq_tile_of(ctx, HS, c.dqb, &qt)) return 0;
     uint32_t rt_given = c.rt;
     reg_tile *rs[2] = {&c.rkv, &c.rq}, *dr[2] = {&d.rkv, &d.rq};
     uint32_t *rts[2] = {&c.rt_kv, &c.rt_q}, drt[2] = {d.rt_kv, d.rt_q};
@@ -593,16 +601,20 @@ static uint64_t ds_elems(uint32_t B, uint32_t T, uint32_t NH) { return (uint64_t
 
 // attention_backward_dq_ds's layout at a head size: DQ_CN vec4 columns a thread (2 above 16 of
 // them), DQ_TX threads along the columns (the power of 2 that covers them), DQ_TM rows a thread
-// (8 with at least 16 column threads, else 4), DQ_BM rows a block (64 with 32 column threads, else
-// 128: 256 threads or fewer), DQ_BK keys a tile (16, or the largest multiple of 4 whose tiles fit
-// the workgroup memory). 0 when none fits.
-typedef struct { uint32_t bm, bk, tm, tx, cn; } dq_tile;
-static int dq_tile_of(wg_ctx *ctx, uint32_t HS, dq_tile *t) {
+// (8 with at least 16 column threads, else 4), DQ_BM rows a block (bm when given, a power of 2
+// from DQ_TM whose threads, DQ_TX·DQ_BM/DQ_TM, are at most 256; else 64 with 32 column threads,
+// else 128), DQ_BK keys a tile (16, or the largest multiple of 4 whose tiles fit the workgroup
+// memory). 0 when none fits.
+static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, dq_tile *t) {
     uint32_t hs4 = hs4_of(HS);
     t->cn = hs4 > 16 ? 2 : 1;
     t->tx = pow2_ceil((hs4 + t->cn - 1) / t->cn);
     t->tm = t->tx >= 16 ? 8 : 4;
     t->bm = t->tx >= 32 ? 64 : 128;
+    if (bm) {
+        if (!is_pow2(bm) || bm < t->tm || t->tx * (bm / t->tm) > 256) return 0;
+        t->bm = bm;
+    }
     for (t->bk = 16; t->bk >= 4; t->bk -= 4)
         if (16 * t->bk * (t->bm / 4 + 1) + 16 * t->bk * hs4 <= smem_limit(ctx)) return 1;
     return 0;
@@ -612,7 +624,7 @@ static int dq_tile_of(wg_ctx *ctx, uint32_t HS, dq_tile *t) {
 static int regds_fits(wg_ctx *ctx, uint32_t B, uint32_t T, uint32_t NH, uint32_t HS) {
     dq_tile t;
     uint64_t n = ds_elems(B, T, NH);
-    return dq_tile_of(ctx, HS, &t) && n <= UINT32_MAX && n <= wg_max_binding_elems(ctx) && n * 4 <= WG_ATTN_DS_MAX_BYTES;
+    return dq_tile_of(ctx, HS, 0, &t) && n <= UINT32_MAX && n <= wg_max_binding_elems(ctx) && n * 4 <= WG_ATTN_DS_MAX_BYTES;
 }
 
 // ------------------------------------------------------------------ pipelines and dispatch
@@ -809,11 +821,12 @@ static uint32_t short_max_t(wg_ctx *ctx) {
 // ds: attention_backward_dkdv_reg stores dS (DSW; its params at binding 6). The dQ-from-dS
 // kernel's constants are in every pipeline of the file (its layout depends only on HS).
 static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
-                                            bwd_tile t, uint32_t ss, int drop, uint32_t rt, reg_tile r, int ds) {
+                                            bwd_tile t, uint32_t ss, int drop, uint32_t rt, reg_tile r, int ds,
+                                            uint32_t dqb) {
     char defs[1536], rdefs[512];
     reg_defs(rdefs, sizeof rdefs, "ar_sum", HS, rt, r);
     dq_tile q = {128, 4, 4, 1, 1};  // a placeholder where no tile fits (the kernel is then never used)
-    dq_tile_of(ctx, HS, &q);
+    if (!dq_tile_of(ctx, HS, dqb, &q)) dq_tile_of(ctx, HS, 0, &q);
     snprintf(defs, sizeof defs,
              "const HS=%uu;const GQ=%uu;const BQ=%uu;const BK=%uu;const RQS=%uu;const RKS=%uu;const NCP=%uu;"
              "const SS=%uu;const UNROLL=%s;%s%s%s"
@@ -829,7 +842,7 @@ static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint
 static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
                                         bwd_tile t, uint32_t ss, int drop) {
     reg_tile none = {1, 1, 4, 0};
-    return bwd_pipeline_reg(ctx, entry, HS, gq, ncp, t, ss, drop, 64, none, 0);
+    return bwd_pipeline_reg(ctx, entry, HS, gq, ncp, t, ss, drop, 64, none, 0, 0);
 }
 
 // The register-resident layouts of c, completed from the rows of the defaults (any device's)
@@ -969,15 +982,15 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         pk.has_doc = pm.has_doc, pk.window = window;
         wg_bind bk6[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T), doc,
                          wg_b(sv, ns)};
-        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 1), bk6, 6,
+        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 1, cfg.dqb), bk6, 6,
                     &pk, sizeof pk, (uint64_t)pk.nblk * bnk);
         dq_tile qt;
-        WGT_ASSERT(dq_tile_of(ctx, HS, &qt), "reg-ds chosen where its dQ tile does not fit (regds_fits)");
+        WGT_ASSERT(dq_tile_of(ctx, HS, cfg.dqb, &qt), "reg-ds chosen where its dQ tile does not fit (regds_fits, bwd_apply)");
         attn_params pq = make_params(B, T, NH, NKV, HS, (T + qt.bm - 1) / qt.bm);
         pq.ntri = pk.ntri;
         pq.has_doc = pm.has_doc, pq.window = window;
         wg_bind bq4[] = {wg_b(dqkv, n3), wg_b(sv, ns), wg_b(qkv, n3), doc};
-        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, 0, cfg.rt_q, cfg.rq, 0), bq4, 4, &pq,
+        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, 0, cfg.rt_q, cfg.rq, 0, cfg.dqb), bq4, 4, &pq,
                     sizeof pq, (uint64_t)pq.nblk * bnh);
     } else if (variant == V_REG) {
         // dK, dV (reading every row's D in the dQ slots), then dQ over them
@@ -987,13 +1000,13 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         pk.bq = cfg.rkv.rb;  // streamed rows a tile (the loops' trip count without UNROLL)
         set_dropout(&pk, p_drop, seed);
         pk.has_doc = pm.has_doc, pk.window = window;
-        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 0), b, 5, &pk,
+        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 0, 0), b, 5, &pk,
                     sizeof pk, (uint64_t)pk.nblk * bnk);
         attn_params pq = make_params(B, T, NH, NKV, HS, (T + bq - 1) / bq);
         pq.bq = cfg.rq.rb;
         set_dropout(&pq, p_drop, seed);
         pq.has_doc = pm.has_doc, pq.window = window;
-        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, drop, cfg.rt_q, cfg.rq, 0), b, 5, &pq,
+        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, drop, cfg.rt_q, cfg.rq, 0, 0), b, 5, &pq,
                     sizeof pq, (uint64_t)pq.nblk * bnh);
     } else {
         bwd_tile tk = cfg.kv;
@@ -1060,7 +1073,9 @@ const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_
                               variant_names[c.variant], c.kv.bq, c.kv.bk, c.kv.rqs, c.kv.rks, c.q.bq, c.q.bk, c.q.rqs,
                               c.q.rks, c.st.bq, c.st.bk, c.st.rqs, c.st.rks, c.ncp);
     if (n < cap && c.rkv.rl && c.rq.rl)
-        snprintf(buf + n, cap - n, ",rkv=%ux%ux%u,rq=%ux%ux%u,rt=%u/%u,pf=%u/%u", c.rkv.rl, c.rkv.rr, c.rkv.rb, c.rq.rl,
-                 c.rq.rr, c.rq.rb, c.rt_kv, c.rt_q, c.rkv.pf, c.rq.pf);
+        n += (size_t)snprintf(buf + n, cap - n, ",rkv=%ux%ux%u,rq=%ux%ux%u,rt=%u/%u,pf=%u/%u", c.rkv.rl, c.rkv.rr,
+                              c.rkv.rb, c.rq.rl, c.rq.rr, c.rq.rb, c.rt_kv, c.rt_q, c.rkv.pf, c.rq.pf);
+    dq_tile qt;
+    if (n < cap && c.variant == V_REGDS && dq_tile_of(ctx, HS, c.dqb, &qt)) snprintf(buf + n, cap - n, ",dqb=%u", qt.bm);
     return buf;
 }
