@@ -259,7 +259,7 @@ static void try_cfg(bench *bn, const char *kind, int v, const char *cfg, result 
     double err;
     int ran;
     double ms = timed(bn, v, &err, &ran);
-    if (v >= 0 && ran != v) { set_cfg(bn->be, 1, NULL); return; }  // fused fell back
+    if (v > 0 && ran != v) { set_cfg(bn->be, 1, NULL); return; }  // fused fell back (auto, v = 0, runs what it picks)
     row(kind, cfg, ms, v < 0 ? bn->fl_fwd : bn->fl_bwd, err);
     if (err < 1e-3 && (best->ms <= 0 || ms < best->ms)) {
         snprintf(best->cfg, sizeof best->cfg, "%s", cfg);
@@ -510,7 +510,7 @@ static int peer_attention(const char *path, const bench *bn, double *fwd, double
 }
 
 int main(int argc, char **argv) {
-    const char *adapter = "gpu", *peer_path = NULL;
+    const char *adapter = "gpu", *peer_path = NULL, *try_bwd = NULL;
     int small = 0, reps = -1, profile = 0, do_sweep = 0, do_sweep_reg = 0;
     double budget = 60;
     long over[5] = {-1, -1, -1, -1, -1};  // B, T, NH, HS, NKV
@@ -524,6 +524,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--budget") && i + 1 < argc) budget = atof(argv[++i]);
         else if (!strcmp(a, "--adapter") && i + 1 < argc) adapter = argv[++i];
         else if (!strcmp(a, "--peer") && i + 1 < argc) peer_path = argv[++i];
+        else if (!strcmp(a, "--try-bwd") && i + 1 < argc) try_bwd = argv[++i];
         else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(a, "--B") && i + 1 < argc) over[0] = atol(argv[++i]);
         else if (!strcmp(a, "--T") && i + 1 < argc) over[1] = atol(argv[++i]);
@@ -534,10 +535,12 @@ int main(int argc, char **argv) {
         else {
             printf("usage: bench_attention [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
                    "                       [--sweep-reg] [--budget SECONDS] [--B N] [--T N] [--NH N] [--NKV N] [--HS N]\n"
-                   "                       [--dropout P] [--peer FILE]\n"
+                   "                       [--dropout P] [--peer FILE] [--try-bwd 'CFG;CFG;...']\n"
                    "  --peer FILE  the peer's times at this size (bench/torch_peer.py's output): adds the ratio\n"
                    "  --sweep      every setting of the shared-tile kernels; --sweep-reg those of the register-\n"
-                   "               resident kernels (v=reg); each prints the best and the attn_defaults row\n");
+                   "               resident kernels (v=reg); each prints the best and the attn_defaults row\n"
+                   "  --try-bwd L  the forward and the automatic backward at the defaults, then the backward\n"
+                   "               under each WGTRAIN_ATTN_BWD_CFG text of L (other variants not timed)\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
     }
@@ -616,6 +619,7 @@ int main(int argc, char **argv) {
     static const int order[] = {-1, 1, 2, 3, 4, 6, 7, 0};
     for (size_t oi = 0; oi < sizeof order / sizeof order[0]; oi++) {
         int v = order[oi];
+        if (try_bwd && v > 0) continue;
         char label[64];
         if (v < 0) snprintf(label, sizeof label, "forward");
         else if (v == 0)
@@ -656,6 +660,18 @@ int main(int argc, char **argv) {
     printf("(host reference of the two checked heads took %.1f s)\n", t_ref);
     if (do_sweep) sweep(&bn);
     if (do_sweep_reg) sweep_reg(&bn);
+    if (try_bwd) {  // the backward under each given setting, checked as the sweeps' rows
+        result best = {"", 0, 0};
+        char list[1024];
+        snprintf(list, sizeof list, "%s", try_bwd);
+        bn.deadline = wgt_now_s() + 1e9;
+        printf("\n%-8s %-44s %9s %9s  %s\n", "kernel", "setting", "ms/call", "GFLOP/s", "max error / max |ref|");
+        for (char *save = NULL, *c = strtok_r(list, ";", &save); c; c = strtok_r(NULL, ";", &save)) {
+            if (!wg_attention_bwd_cfg_ok(be, HS, c)) { printf("bwd      %-44s refused (does not fit)\n", c); continue; }
+            try_cfg(&bn, "bwd", 0, c, &best);
+        }
+        if (best.ms > 0) printf("best backward: %s %.3f ms\n", best.cfg, best.ms);
+    }
     for (int k = 0; k < 2; k++) head_ref_free(&bn.refs[k]);
     free(bn.host); free(bn.host_l); free(bn.qkv); free(bn.dout);
     be->buf_free(be, bn.d_qkv); be->buf_free(be, bn.d_dout); be->buf_free(be, bn.d_out); be->buf_free(be, bn.d_lse);

@@ -237,7 +237,8 @@ static void check_settings(bpair *p) {
     static const char *const bad_bwd[] = {"kv=16", "kv=16x16/3x3", "v=bogus", "q=8x8", "kv=256x256", "ncp=3",
                                           "st=16x16,x=1", "kv=16x16/", "v=rows", "rkv=2x1", "rkv=3x1x16",
                                           "v=reg,rkv=2x1x256", "rt=100,rkv=2x1x16", "v=reg,rq=1x4x16", "pf=2", "v=reg,rkv=16x1x8",
-                                          "dqb=0", "dqb=48", "dqb=4", "v=reg-ds,dqb=256"};
+                                          "dqb=0", "dqb=48", "dqb=4", "v=reg-ds,dqb=256", "dqk=0", "dqk=6",
+                                          "dqk=68"};
     for (size_t i = 0; i < sizeof bad_fwd / sizeof bad_fwd[0]; i++)
         CHECK(!wg_attention_fwd_cfg_ok(p->gpu, 64, bad_fwd[i]), "forward setting '%s' accepted", bad_fwd[i]);
     for (size_t i = 0; i < sizeof bad_bwd / sizeof bad_bwd[0]; i++)
@@ -247,7 +248,7 @@ static void check_settings(bpair *p) {
     CHECK(wg_attention_fwd_cfg_ok(p->gpu, 64, "v=reg,nl=1,tr=1,bc=16,wg=64"), "a small register forward refused");
     CHECK(wg_attention_fwd_cfg_ok(p->gpu, 64, "v=reg,nl=1,tr=1,bc=16,wg=64,pw=1"), "pw=1 refused");
     CHECK(wg_attention_bwd_cfg_ok(p->gpu, 64, "v=reg,rkv=4x1x8,rq=4x1x8,rt=64"), "a small register backward refused");
-    CHECK(wg_attention_bwd_cfg_ok(p->gpu, 64, "v=reg-ds,rkv=4x1x8,rq=4x1x8,rt=64,dqb=8"), "dqb=8 refused");
+    CHECK(wg_attention_bwd_cfg_ok(p->gpu, 64, "v=reg-ds,rkv=4x1x8,rq=4x1x8,rt=64,dqb=8,dqk=4"), "dqb=8,dqk=4 refused");
     wg_settings s;
     wg_settings_default(&s);
     static const char *const malformed_fwd[] = {"tr=2,zz=1", "nl=", "nl=8;tr=2", "nl"};
@@ -423,13 +424,14 @@ int main(void) {
     // reg-ds's dQ tile with column threads past the head (HS = 24: 6 vec4 on 8 threads), T past
     // one 128-row block
     run_with(&p, 1, 150, 2, 2, 24, RUN_REGS, NULL, "v=reg,rkv=4x1x8,rq=4x1x8", 0.0f, 0);
-    // its other row blocks (dqb): 32 rows at HS = 128 (64 threads) under a window and packed
-    // examples with grouped heads, 64 at HS = 64, 8 at HS = 24 (16 threads)
+    // its other blocks (dqb rows, dqk keys a tile): 32 rows and 8 keys at HS = 128 (64 threads)
+    // under a window and packed examples with grouped heads, 64 rows and 32 keys at HS = 64 (T
+    // past a block, the diagonal inside a tile), 8 rows and 4 keys at HS = 24 (16 threads)
     g_doc = 60, g_window = 37;
-    run_with(&p, 1, 150, 4, 2, 128, RUN_REGS, NULL, "v=reg,rkv=8x2x16,rq=8x2x32,dqb=32", 0.0f, 0);
+    run_with(&p, 1, 150, 4, 2, 128, RUN_REGS, NULL, "v=reg,rkv=8x2x16,rq=8x2x32,dqb=32,dqk=8", 0.0f, 0);
     g_doc = 0, g_window = 0;
-    run_with(&p, 2, 100, 2, 2, 64, RUN_REGS, NULL, "v=reg,rkv=4x2x32,rq=4x2x32,dqb=64", 0.0f, 0);
-    run_with(&p, 1, 150, 2, 2, 24, RUN_REGS, NULL, "v=reg,rkv=4x1x8,rq=4x1x8,dqb=8", 0.0f, 0);
+    run_with(&p, 2, 100, 2, 2, 64, RUN_REGS, NULL, "v=reg,rkv=4x2x32,rq=4x2x32,dqb=64,dqk=32", 0.0f, 0);
+    run_with(&p, 1, 150, 2, 2, 24, RUN_REGS, NULL, "v=reg,rkv=4x1x8,rq=4x1x8,dqb=8,dqk=4", 0.0f, 0);
     // dropout on the probabilities: every variant against the reference (which draws the same
     // masks), grouped heads, scalar loads, an unrolled kernel; then the masks bit for bit
     run_case(&p, 2, 100, 2, 2, 64, 0, longv | RUN_STREAM | RUN_AUTO, NULL, 0.1f, 42);

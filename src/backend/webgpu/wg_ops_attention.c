@@ -130,7 +130,7 @@ typedef struct {
     uint32_t rt;           // rt= as given (threads of both; 0: not given)
     uint32_t pf;           // pf= as given plus 1 (0: not given)
     uint32_t rt_kv, rt_q;  // the threads each uses
-    uint32_t dqb;          // dqb=: query rows a block of attention_backward_dq_ds (0: its default)
+    uint32_t dqb, dqk;     // dqb=, dqk=: query rows a block, keys a tile of attention_backward_dq_ds (0: its default)
     int tiles_ok;          // kv, q, st fit (else only v=reg can run: large heads)
 } bwd_cfg;
 
@@ -225,6 +225,7 @@ static int bwd_key(void *dst, const char *k, const char *v) {
     if (!strcmp(k, "rq")) return parse_reg_tile(v, &c->rq);
     if (!strcmp(k, "rt")) return parse_u(v, &c->rt);
     if (!strcmp(k, "dqb")) return parse_u(v, &c->dqb) && c->dqb;
+    if (!strcmp(k, "dqk")) return parse_u(v, &c->dqk) && c->dqk;
     if (!strcmp(k, "pf")) {
         uint32_t x;
         if (!parse_u(v, &x) || x > 1) return 0;
@@ -463,7 +464,7 @@ static int reg_row(wg_ctx *ctx, uint32_t HS, int kind, int own, reg_tile *t, uin
 }
 
 typedef struct { uint32_t bm, bk, tm, tx, cn; } dq_tile;
-static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, dq_tile *t);
+static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, uint32_t bk, dq_tile *t);
 
 // Backward setting text over the default d (as fwd_apply): tiles and layouts left out keep d's
 // (the register layouts: d's or, where d has none, the first row's that fits); a variant left
@@ -484,8 +485,9 @@ static int bwd_apply(wg_ctx *ctx, uint32_t HS, bwd_cfg d, const char *text, bwd_
     if (!c.forced) c.variant = d.variant;
     if (!c.tiles_ok && !is_reg(c.variant)) return 0;
     if (!c.dqb) c.dqb = d.dqb;
+    if (!c.dqk) c.dqk = d.dqk;
     dq_tile qt;
-    if (c.dqb && !dq_tile_of(ctx, HS, c.dqb, &qt)) return 0;
+    if ((c.dqb || c.dqk) && !dq_tile_of(ctx, HS, c.dqb, c.dqk, &qt)) return 0;
     uint32_t rt_given = c.rt;
     reg_tile *rs[2] = {&c.rkv, &c.rq}, *dr[2] = {&d.rkv, &d.rq};
     uint32_t *rts[2] = {&c.rt_kv, &c.rt_q}, drt[2] = {d.rt_kv, d.rt_q};
@@ -603,9 +605,9 @@ static uint64_t ds_elems(uint32_t B, uint32_t T, uint32_t NH) { return (uint64_t
 // them), DQ_TX threads along the columns (the power of 2 that covers them), DQ_TM rows a thread
 // (8 with at least 16 column threads, else 4), DQ_BM rows a block (bm when given, a power of 2
 // from DQ_TM whose threads, DQ_TX·DQ_BM/DQ_TM, are at most 256; else 64 with 32 column threads,
-// else 128), DQ_BK keys a tile (16, or the largest multiple of 4 whose tiles fit the workgroup
-// memory). 0 when none fits.
-static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, dq_tile *t) {
+// else 128), DQ_BK keys a tile (bk when given, a multiple of 4 up to 64; else 16, or the largest
+// multiple of 4 whose tiles fit the workgroup memory). 0 when none fits.
+static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, uint32_t bk, dq_tile *t) {
     uint32_t hs4 = hs4_of(HS);
     t->cn = hs4 > 16 ? 2 : 1;
     t->tx = pow2_ceil((hs4 + t->cn - 1) / t->cn);
@@ -615,8 +617,13 @@ static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, dq_tile *t) {
         if (!is_pow2(bm) || bm < t->tm || t->tx * (bm / t->tm) > 256) return 0;
         t->bm = bm;
     }
+    uint32_t per_key = 16 * (t->bm / 4 + 1) + 16 * hs4;  // workgroup memory a key of the tile
+    if (bk) {
+        t->bk = bk;
+        return bk % 4 == 0 && bk <= 64 && bk * per_key <= smem_limit(ctx);
+    }
     for (t->bk = 16; t->bk >= 4; t->bk -= 4)
-        if (16 * t->bk * (t->bm / 4 + 1) + 16 * t->bk * hs4 <= smem_limit(ctx)) return 1;
+        if (t->bk * per_key <= smem_limit(ctx)) return 1;
     return 0;
 }
 
@@ -624,7 +631,7 @@ static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, dq_tile *t) {
 static int regds_fits(wg_ctx *ctx, uint32_t B, uint32_t T, uint32_t NH, uint32_t HS) {
     dq_tile t;
     uint64_t n = ds_elems(B, T, NH);
-    return dq_tile_of(ctx, HS, 0, &t) && n <= UINT32_MAX && n <= wg_max_binding_elems(ctx) && n * 4 <= WG_ATTN_DS_MAX_BYTES;
+    return dq_tile_of(ctx, HS, 0, 0, &t) && n <= UINT32_MAX && n <= wg_max_binding_elems(ctx) && n * 4 <= WG_ATTN_DS_MAX_BYTES;
 }
 
 // ------------------------------------------------------------------ pipelines and dispatch
@@ -822,11 +829,11 @@ static uint32_t short_max_t(wg_ctx *ctx) {
 // kernel's constants are in every pipeline of the file (its layout depends only on HS).
 static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
                                             bwd_tile t, uint32_t ss, int drop, uint32_t rt, reg_tile r, int ds,
-                                            uint32_t dqb) {
+                                            uint32_t dqb, uint32_t dqk) {
     char defs[1536], rdefs[512];
     reg_defs(rdefs, sizeof rdefs, "ar_sum", HS, rt, r);
     dq_tile q = {128, 4, 4, 1, 1};  // a placeholder where no tile fits (the kernel is then never used)
-    if (!dq_tile_of(ctx, HS, dqb, &q)) dq_tile_of(ctx, HS, 0, &q);
+    if (!dq_tile_of(ctx, HS, dqb, dqk, &q)) dq_tile_of(ctx, HS, 0, 0, &q);
     snprintf(defs, sizeof defs,
              "const HS=%uu;const GQ=%uu;const BQ=%uu;const BK=%uu;const RQS=%uu;const RKS=%uu;const NCP=%uu;"
              "const SS=%uu;const UNROLL=%s;%s%s%s"
@@ -842,7 +849,7 @@ static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint
 static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
                                         bwd_tile t, uint32_t ss, int drop) {
     reg_tile none = {1, 1, 4, 0};
-    return bwd_pipeline_reg(ctx, entry, HS, gq, ncp, t, ss, drop, 64, none, 0, 0);
+    return bwd_pipeline_reg(ctx, entry, HS, gq, ncp, t, ss, drop, 64, none, 0, 0, 0);
 }
 
 // The register-resident layouts of c, completed from the rows of the defaults (any device's)
@@ -982,15 +989,15 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         pk.has_doc = pm.has_doc, pk.window = window;
         wg_bind bk6[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T), doc,
                          wg_b(sv, ns)};
-        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 1, cfg.dqb), bk6, 6,
+        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 1, cfg.dqb, cfg.dqk), bk6, 6,
                     &pk, sizeof pk, (uint64_t)pk.nblk * bnk);
         dq_tile qt;
-        WGT_ASSERT(dq_tile_of(ctx, HS, cfg.dqb, &qt), "reg-ds chosen where its dQ tile does not fit (regds_fits, bwd_apply)");
+        WGT_ASSERT(dq_tile_of(ctx, HS, cfg.dqb, cfg.dqk, &qt), "reg-ds chosen where its dQ tile does not fit (regds_fits, bwd_apply)");
         attn_params pq = make_params(B, T, NH, NKV, HS, (T + qt.bm - 1) / qt.bm);
         pq.ntri = pk.ntri;
         pq.has_doc = pm.has_doc, pq.window = window;
         wg_bind bq4[] = {wg_b(dqkv, n3), wg_b(sv, ns), wg_b(qkv, n3), doc};
-        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, 0, cfg.rt_q, cfg.rq, 0, cfg.dqb), bq4, 4, &pq,
+        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, 0, cfg.rt_q, cfg.rq, 0, cfg.dqb, cfg.dqk), bq4, 4, &pq,
                     sizeof pq, (uint64_t)pq.nblk * bnh);
     } else if (variant == V_REG) {
         // dK, dV (reading every row's D in the dQ slots), then dQ over them
@@ -1000,13 +1007,13 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         pk.bq = cfg.rkv.rb;  // streamed rows a tile (the loops' trip count without UNROLL)
         set_dropout(&pk, p_drop, seed);
         pk.has_doc = pm.has_doc, pk.window = window;
-        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 0, 0), b, 5, &pk,
+        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 0, 0, 0), b, 5, &pk,
                     sizeof pk, (uint64_t)pk.nblk * bnk);
         attn_params pq = make_params(B, T, NH, NKV, HS, (T + bq - 1) / bq);
         pq.bq = cfg.rq.rb;
         set_dropout(&pq, p_drop, seed);
         pq.has_doc = pm.has_doc, pq.window = window;
-        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, drop, cfg.rt_q, cfg.rq, 0, 0), b, 5, &pq,
+        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, drop, cfg.rt_q, cfg.rq, 0, 0, 0), b, 5, &pq,
                     sizeof pq, (uint64_t)pq.nblk * bnh);
     } else {
         bwd_tile tk = cfg.kv;
@@ -1076,6 +1083,7 @@ const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_
         n += (size_t)snprintf(buf + n, cap - n, ",rkv=%ux%ux%u,rq=%ux%ux%u,rt=%u/%u,pf=%u/%u", c.rkv.rl, c.rkv.rr,
                               c.rkv.rb, c.rq.rl, c.rq.rr, c.rq.rb, c.rt_kv, c.rt_q, c.rkv.pf, c.rq.pf);
     dq_tile qt;
-    if (n < cap && c.variant == V_REGDS && dq_tile_of(ctx, HS, c.dqb, &qt)) snprintf(buf + n, cap - n, ",dqb=%u", qt.bm);
+    if (n < cap && c.variant == V_REGDS && dq_tile_of(ctx, HS, c.dqb, c.dqk, &qt))
+        snprintf(buf + n, cap - n, ",dqb=%u,dqk=%u", qt.bm, qt.bk);
     return buf;
 }
