@@ -238,7 +238,7 @@ static void check_settings(bpair *p) {
                                           "st=16x16,x=1", "kv=16x16/", "v=rows", "rkv=2x1", "rkv=3x1x16",
                                           "v=reg,rkv=2x1x256", "rt=100,rkv=2x1x16", "v=reg,rq=1x4x16", "pf=2", "v=reg,rkv=16x1x8",
                                           "dqb=0", "dqb=48", "dqb=4", "v=reg-ds,dqb=256", "dqk=0", "dqk=6",
-                                          "dqk=68"};
+                                          "dqk=68", "dqm=2", "dqm=16", "dqm=4,dqb=2"};
     for (size_t i = 0; i < sizeof bad_fwd / sizeof bad_fwd[0]; i++)
         CHECK(!wg_attention_fwd_cfg_ok(p->gpu, 64, bad_fwd[i]), "forward setting '%s' accepted", bad_fwd[i]);
     for (size_t i = 0; i < sizeof bad_bwd / sizeof bad_bwd[0]; i++)
@@ -429,9 +429,11 @@ int main(void) {
     // past a block, the diagonal inside a tile), 8 rows and 4 keys at HS = 24 (16 threads)
     g_doc = 60, g_window = 37;
     run_with(&p, 1, 150, 4, 2, 128, RUN_REGS, NULL, "v=reg,rkv=8x2x16,rq=8x2x32,dqb=32,dqk=8", 0.0f, 0);
+    run_with(&p, 1, 150, 4, 2, 128, RUN_REGS, NULL, "v=reg,rkv=8x2x16,rq=8x2x32,dqm=4,dqk=12", 0.0f, 0);
     g_doc = 0, g_window = 0;
     run_with(&p, 2, 100, 2, 2, 64, RUN_REGS, NULL, "v=reg,rkv=4x2x32,rq=4x2x32,dqb=64,dqk=32", 0.0f, 0);
     run_with(&p, 1, 150, 2, 2, 24, RUN_REGS, NULL, "v=reg,rkv=4x1x8,rq=4x1x8,dqb=8,dqk=4", 0.0f, 0);
+    run_with(&p, 1, 150, 2, 2, 24, RUN_REGS, NULL, "v=reg,rkv=4x1x8,rq=4x1x8,dqm=8,dqb=16", 0.0f, 0);
     // dropout on the probabilities: every variant against the reference (which draws the same
     // masks), grouped heads, scalar loads, an unrolled kernel; then the masks bit for bit
     run_case(&p, 2, 100, 2, 2, 64, 0, longv | RUN_STREAM | RUN_AUTO, NULL, 0.1f, 42);

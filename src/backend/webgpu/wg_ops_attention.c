@@ -84,8 +84,10 @@ static const struct { const char *fwd, *bwd; uint32_t min_sg, max_hs; } attn_def
     // forward 16 lanes and 4 rows 0.48 (8 lanes, 2 rows: 0.57), backward 16 lanes, 4 rows and
     // 16-row tiles 1.27 (8 lanes, 2 rows, 32-row tiles: 1.57). The forward's probabilities through
     // workgroup memory (pw=1): HS 64 0.490 -> 0.479 ms; HS 128 0.479 -> 0.574, so only the first row.
-    {"v=reg,nl=8,tr=4,bc=16,wg=128,pw=1", "v=reg-ds,rkv=8x4x32,rq=4x2x32,rt=128", 32, 64},
-    {"v=reg,nl=16,tr=4,bc=16,wg=128", "v=reg-ds,rkv=16x4x16,rq=8x2x32,rt=128", 32, 128},
+    // The dQ GEMM over the stored dS in 8-key tiles (64-row blocks at HS 64): 1.257 -> 1.231 ms (HS
+    // 64) and 1.271 -> 1.225 (HS 128) a backward.
+    {"v=reg,nl=8,tr=4,bc=16,wg=128,pw=1", "v=reg-ds,rkv=8x4x32,rq=4x2x32,rt=128,dqb=64,dqk=8", 32, 64},
+    {"v=reg,nl=16,tr=4,bc=16,wg=128", "v=reg-ds,rkv=16x4x16,rq=8x2x32,rt=128,dqk=8", 32, 128},
     {"v=reg,nl=16,tr=2,bc=16,wg=128", "v=reg-ds,rkv=16x1x16,rq=16x2x16,rt=128", 32, 256},
     {"nl=8,tr=4,bc=16,sg=1", "v=fused,kv=16x64,q=64x16/2x4,st=32x32", 0, 0},  // H200: forward from the sweep, fused measured in-model
     // H200 at HS = 128 (the first row does not fit 48 KiB there): the forward sweep's best, 1.31 ->
@@ -130,7 +132,8 @@ typedef struct {
     uint32_t rt;           // rt= as given (threads of both; 0: not given)
     uint32_t pf;           // pf= as given plus 1 (0: not given)
     uint32_t rt_kv, rt_q;  // the threads each uses
-    uint32_t dqb, dqk;     // dqb=, dqk=: query rows a block, keys a tile of attention_backward_dq_ds (0: its default)
+    uint32_t dqb, dqk, dqm;  // dqb=, dqk=, dqm=: query rows a block, keys a tile, rows a thread of
+                             // attention_backward_dq_ds (0: its default)
     int tiles_ok;          // kv, q, st fit (else only v=reg can run: large heads)
 } bwd_cfg;
 
@@ -226,6 +229,7 @@ static int bwd_key(void *dst, const char *k, const char *v) {
     if (!strcmp(k, "rt")) return parse_u(v, &c->rt);
     if (!strcmp(k, "dqb")) return parse_u(v, &c->dqb) && c->dqb;
     if (!strcmp(k, "dqk")) return parse_u(v, &c->dqk) && c->dqk;
+    if (!strcmp(k, "dqm")) return parse_u(v, &c->dqm) && (c->dqm == 4 || c->dqm == 8);
     if (!strcmp(k, "pf")) {
         uint32_t x;
         if (!parse_u(v, &x) || x > 1) return 0;
@@ -464,7 +468,7 @@ static int reg_row(wg_ctx *ctx, uint32_t HS, int kind, int own, reg_tile *t, uin
 }
 
 typedef struct { uint32_t bm, bk, tm, tx, cn; } dq_tile;
-static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, uint32_t bk, dq_tile *t);
+static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, uint32_t bk, uint32_t tm, dq_tile *t);
 
 // Backward setting text over the default d (as fwd_apply): tiles and layouts left out keep d's
 // (the register layouts: d's or, where d has none, the first row's that fits); a variant left
@@ -486,8 +490,9 @@ static int bwd_apply(wg_ctx *ctx, uint32_t HS, bwd_cfg d, const char *text, bwd_
     if (!c.tiles_ok && !is_reg(c.variant)) return 0;
     if (!c.dqb) c.dqb = d.dqb;
     if (!c.dqk) c.dqk = d.dqk;
+    if (!c.dqm) c.dqm = d.dqm;
     dq_tile qt;
-    if ((c.dqb || c.dqk) && !dq_tile_of(ctx, HS, c.dqb, c.dqk, &qt)) return 0;
+    if ((c.dqb || c.dqk || c.dqm) && !dq_tile_of(ctx, HS, c.dqb, c.dqk, c.dqm, &qt)) return 0;
     uint32_t rt_given = c.rt;
     reg_tile *rs[2] = {&c.rkv, &c.rq}, *dr[2] = {&d.rkv, &d.rq};
     uint32_t *rts[2] = {&c.rt_kv, &c.rt_q}, drt[2] = {d.rt_kv, d.rt_q};
@@ -543,6 +548,9 @@ static int bwd_choose_ok(wg_ctx *ctx, uint32_t HS, bwd_cfg *out) {
         if (!row_for_device(ctx, i, HS) || !parse_pairs(attn_defaults[i].bwd, bwd_key, &c)) continue;
         if (is_reg(c.variant) && !have_reg) continue;
         d.variant = c.variant == V_FUSED || is_reg(c.variant) ? c.variant : V_SPLIT;
+        dq_tile qt;  // the dQ GEMM's blocks of the same row, where they fit
+        if ((c.dqb || c.dqk || c.dqm) && dq_tile_of(ctx, HS, c.dqb, c.dqk, c.dqm, &qt))
+            d.dqb = c.dqb, d.dqk = c.dqk, d.dqm = c.dqm;
         break;
     }
     if (!d.tiles_ok && !is_reg(d.variant)) d.variant = V_REG;  // the only ones that can run (if have_reg)
@@ -603,20 +611,18 @@ static uint64_t ds_elems(uint32_t B, uint32_t T, uint32_t NH) { return (uint64_t
 
 // attention_backward_dq_ds's layout at a head size: DQ_CN vec4 columns a thread (2 above 16 of
 // them), DQ_TX threads along the columns (the power of 2 that covers them), DQ_TM rows a thread
-// (8 with at least 16 column threads, else 4), DQ_BM rows a block (bm when given, a power of 2
-// from DQ_TM whose threads, DQ_TX·DQ_BM/DQ_TM, are at most 256; else 64 with 32 column threads,
-// else 128), DQ_BK keys a tile (bk when given, a multiple of 4 up to 64; else 16, or the largest
-// multiple of 4 whose tiles fit the workgroup memory). 0 when none fits.
-static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, uint32_t bk, dq_tile *t) {
+// (tm when given, 4 or 8; else 8 with at least 16 column threads, else 4), DQ_BM rows a block (bm
+// when given, a power of 2 from DQ_TM whose threads, DQ_TX·DQ_BM/DQ_TM, are at most 256; else the
+// larger of 64 and 128 that keeps within 256 threads), DQ_BK keys a tile (bk when given, a multiple
+// of 4 up to 64; else 16, or the largest multiple of 4 whose tiles fit the workgroup memory). The
+// device's row of attn_defaults may give bm, bk, tm (dqb, dqk, dqm). 0 when none fits.
+static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, uint32_t bk, uint32_t tm, dq_tile *t) {
     uint32_t hs4 = hs4_of(HS);
     t->cn = hs4 > 16 ? 2 : 1;
     t->tx = pow2_ceil((hs4 + t->cn - 1) / t->cn);
-    t->tm = t->tx >= 16 ? 8 : 4;
-    t->bm = t->tx >= 32 ? 64 : 128;
-    if (bm) {
-        if (!is_pow2(bm) || bm < t->tm || t->tx * (bm / t->tm) > 256) return 0;
-        t->bm = bm;
-    }
+    t->tm = tm ? tm : t->tx >= 16 ? 8 : 4;
+    t->bm = bm ? bm : t->tx * (128 / t->tm) <= 256 ? 128 : 64;
+    if (!is_pow2(t->bm) || t->bm < t->tm || t->tx * (t->bm / t->tm) > 256) return 0;
     uint32_t per_key = 16 * (t->bm / 4 + 1) + 16 * hs4;  // workgroup memory a key of the tile
     if (bk) {
         t->bk = bk;
@@ -631,7 +637,7 @@ static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, uint32_t bk, dq_til
 static int regds_fits(wg_ctx *ctx, uint32_t B, uint32_t T, uint32_t NH, uint32_t HS) {
     dq_tile t;
     uint64_t n = ds_elems(B, T, NH);
-    return dq_tile_of(ctx, HS, 0, 0, &t) && n <= UINT32_MAX && n <= wg_max_binding_elems(ctx) && n * 4 <= WG_ATTN_DS_MAX_BYTES;
+    return dq_tile_of(ctx, HS, 0, 0, 0, &t) && n <= UINT32_MAX && n <= wg_max_binding_elems(ctx) && n * 4 <= WG_ATTN_DS_MAX_BYTES;
 }
 
 // ------------------------------------------------------------------ pipelines and dispatch
@@ -829,11 +835,11 @@ static uint32_t short_max_t(wg_ctx *ctx) {
 // kernel's constants are in every pipeline of the file (its layout depends only on HS).
 static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
                                             bwd_tile t, uint32_t ss, int drop, uint32_t rt, reg_tile r, int ds,
-                                            uint32_t dqb, uint32_t dqk) {
+                                            const bwd_cfg *dq) {
     char defs[1536], rdefs[512];
     reg_defs(rdefs, sizeof rdefs, "ar_sum", HS, rt, r);
     dq_tile q = {128, 4, 4, 1, 1};  // a placeholder where no tile fits (the kernel is then never used)
-    if (!dq_tile_of(ctx, HS, dqb, dqk, &q)) dq_tile_of(ctx, HS, 0, 0, &q);
+    if (!dq || !dq_tile_of(ctx, HS, dq->dqb, dq->dqk, dq->dqm, &q)) dq_tile_of(ctx, HS, 0, 0, 0, &q);
     snprintf(defs, sizeof defs,
              "const HS=%uu;const GQ=%uu;const BQ=%uu;const BK=%uu;const RQS=%uu;const RKS=%uu;const NCP=%uu;"
              "const SS=%uu;const UNROLL=%s;%s%s%s"
@@ -849,7 +855,7 @@ static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint
 static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
                                         bwd_tile t, uint32_t ss, int drop) {
     reg_tile none = {1, 1, 4, 0};
-    return bwd_pipeline_reg(ctx, entry, HS, gq, ncp, t, ss, drop, 64, none, 0, 0, 0);
+    return bwd_pipeline_reg(ctx, entry, HS, gq, ncp, t, ss, drop, 64, none, 0, NULL);
 }
 
 // The register-resident layouts of c, completed from the rows of the defaults (any device's)
@@ -989,15 +995,15 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         pk.has_doc = pm.has_doc, pk.window = window;
         wg_bind bk6[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T), doc,
                          wg_b(sv, ns)};
-        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 1, cfg.dqb, cfg.dqk), bk6, 6,
+        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 1, &cfg), bk6, 6,
                     &pk, sizeof pk, (uint64_t)pk.nblk * bnk);
         dq_tile qt;
-        WGT_ASSERT(dq_tile_of(ctx, HS, cfg.dqb, cfg.dqk, &qt), "reg-ds chosen where its dQ tile does not fit (regds_fits, bwd_apply)");
+        WGT_ASSERT(dq_tile_of(ctx, HS, cfg.dqb, cfg.dqk, cfg.dqm, &qt), "reg-ds chosen where its dQ tile does not fit (regds_fits, bwd_apply)");
         attn_params pq = make_params(B, T, NH, NKV, HS, (T + qt.bm - 1) / qt.bm);
         pq.ntri = pk.ntri;
         pq.has_doc = pm.has_doc, pq.window = window;
         wg_bind bq4[] = {wg_b(dqkv, n3), wg_b(sv, ns), wg_b(qkv, n3), doc};
-        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, 0, cfg.rt_q, cfg.rq, 0, cfg.dqb, cfg.dqk), bq4, 4, &pq,
+        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, 0, cfg.rt_q, cfg.rq, 0, &cfg), bq4, 4, &pq,
                     sizeof pq, (uint64_t)pq.nblk * bnh);
     } else if (variant == V_REG) {
         // dK, dV (reading every row's D in the dQ slots), then dQ over them
@@ -1007,13 +1013,13 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         pk.bq = cfg.rkv.rb;  // streamed rows a tile (the loops' trip count without UNROLL)
         set_dropout(&pk, p_drop, seed);
         pk.has_doc = pm.has_doc, pk.window = window;
-        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 0, 0, 0), b, 5, &pk,
+        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 0, NULL), b, 5, &pk,
                     sizeof pk, (uint64_t)pk.nblk * bnk);
         attn_params pq = make_params(B, T, NH, NKV, HS, (T + bq - 1) / bq);
         pq.bq = cfg.rq.rb;
         set_dropout(&pq, p_drop, seed);
         pq.has_doc = pm.has_doc, pq.window = window;
-        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, drop, cfg.rt_q, cfg.rq, 0, 0, 0), b, 5, &pq,
+        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, drop, cfg.rt_q, cfg.rq, 0, NULL), b, 5, &pq,
                     sizeof pq, (uint64_t)pq.nblk * bnh);
     } else {
         bwd_tile tk = cfg.kv;
@@ -1083,7 +1089,7 @@ const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_
         n += (size_t)snprintf(buf + n, cap - n, ",rkv=%ux%ux%u,rq=%ux%ux%u,rt=%u/%u,pf=%u/%u", c.rkv.rl, c.rkv.rr,
                               c.rkv.rb, c.rq.rl, c.rq.rr, c.rq.rb, c.rt_kv, c.rt_q, c.rkv.pf, c.rq.pf);
     dq_tile qt;
-    if (n < cap && c.variant == V_REGDS && dq_tile_of(ctx, HS, c.dqb, c.dqk, &qt))
-        snprintf(buf + n, cap - n, ",dqb=%u,dqk=%u", qt.bm, qt.bk);
+    if (n < cap && c.variant == V_REGDS && dq_tile_of(ctx, HS, c.dqb, c.dqk, c.dqm, &qt))
+        snprintf(buf + n, cap - n, ",dqb=%u,dqk=%u,dqm=%u", qt.bm, qt.bk, qt.tm);
     return buf;
 }
