@@ -84,10 +84,10 @@ static const struct { const char *fwd, *bwd; uint32_t min_sg, max_hs; } attn_def
     // forward 16 lanes and 4 rows 0.48 (8 lanes, 2 rows: 0.57), backward 16 lanes, 4 rows and
     // 16-row tiles 1.27 (8 lanes, 2 rows, 32-row tiles: 1.57). The forward's probabilities through
     // workgroup memory (pw=1): HS 64 0.490 -> 0.479 ms; HS 128 0.479 -> 0.574, so only the first row.
-    // The dQ GEMM over the stored dS in 8-key tiles (64-row blocks at HS 64): 1.257 -> 1.231 ms (HS
-    // 64) and 1.271 -> 1.225 (HS 128) a backward.
+    // The dQ GEMM over the stored dS in 8-key tiles, of 64-row blocks (at HS 128 4 rows a thread):
+    // 1.257 -> 1.231 ms (HS 64) and 1.271 -> 1.225 -> 1.185 (HS 128) a backward.
     {"v=reg,nl=8,tr=4,bc=16,wg=128,pw=1", "v=reg-ds,rkv=8x4x32,rq=4x2x32,rt=128,dqb=64,dqk=8", 32, 64},
-    {"v=reg,nl=16,tr=4,bc=16,wg=128", "v=reg-ds,rkv=16x4x16,rq=8x2x32,rt=128,dqk=8", 32, 128},
+    {"v=reg,nl=16,tr=4,bc=16,wg=128", "v=reg-ds,rkv=16x4x16,rq=8x2x32,rt=128,dqk=8,dqm=4", 32, 128},
     {"v=reg,nl=16,tr=2,bc=16,wg=128", "v=reg-ds,rkv=16x1x16,rq=16x2x16,rt=128", 32, 256},
     {"nl=8,tr=4,bc=16,sg=1", "v=fused,kv=16x64,q=64x16/2x4,st=32x32", 0, 0},  // H200: forward from the sweep, fused measured in-model
     // H200 at HS = 128 (the first row does not fit 48 KiB there): the forward sweep's best, 1.31 ->
