@@ -23,7 +23,7 @@ static const setting_def defs[] = {
     {"WGTRAIN_ATTN_FWD_CFG", "comma-separated key=value pairs: v=tile|reg and integers nl, tr, bc, sg, wg, pf (e.g. "
                              "nl=8,tr=2,bc=64,sg=1 or v=reg,nl=4,tr=2,bc=32)"},
     {"WGTRAIN_ATTN_BWD_CFG", "comma-separated key=value pairs: v=auto|stream|split|short|fused|reg|reg-ds, kv=, q=, st=BQxBK "
-                             "or BQxBK/RQSxRKS, rkv=, rq=RLxRRxRB, ncp=, rt=, pf=, dqb=integer (e.g. "
+                             "or BQxBK/RQSxRKS, rkv=, rq=RLxRRxRB, ncp=, rt=, pf=, dqb=, dqk=, dqm=integer (e.g. "
                              "v=fused,kv=16x64,q=64x16/4x2)"},
     {"WGTRAIN_ATTN_UNROLL", "auto, 0 or 1"},
     {"WGTRAIN_CE_CFG", "comma-separated key=integer pairs: wg=64..1024 (a power of 2), vec=0|1, sg=0|1, reg=0..16, "

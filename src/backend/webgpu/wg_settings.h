@@ -36,7 +36,8 @@
 //   WGTRAIN_ATTN_FWD_CFG        k=v,...                attention forward tiles, keys nl, tr, bc, sg
 //                                                      (integers), e.g. "nl=8,tr=2,bc=64,sg=1"
 //   WGTRAIN_ATTN_BWD_CFG        k=v,...                attention backward: v=auto|stream|split|short|
-//                                                      fused, kv=/q=/st=BQxBK[/RQSxRKS], ncp=N
+//                                                      fused|reg|reg-ds, kv=/q=/st=BQxBK[/RQSxRKS],
+//                                                      ncp=N, rkv=/rq=RLxRRxRB, rt, pf, dqb, dqk, dqm
 //   WGTRAIN_ATTN_UNROLL         auto | 0 | 1           unrolled head-dimension loops (auto: on real
 //                                                      GPUs, off on software adapters)
 //   WGTRAIN_CE_CFG              k=v,...                cross_entropy kernel: wg=64..1024 (power of
