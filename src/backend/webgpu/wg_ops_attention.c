@@ -123,6 +123,10 @@ typedef struct { uint32_t bq, bk, rqs, rks; } bwd_tile;         // rqs = rks = 0
 // a register-resident kernel's layout: rl lanes a row, rr resident rows a thread, rb streamed
 // rows a tile (rl = 0: not given); pf 1: the next tile prefetched into registers
 typedef struct { uint32_t rl, rr, rb, pf; } reg_tile;
+// the blocks of attention_backward_dq_ds as given (dqb=, dqk=, dqm=: query rows a block, keys a
+// tile, rows a thread; 0: its default), completed by dq_tile_of
+typedef struct { uint32_t bm, bk, tm; } dq_blocks;
+static const dq_blocks DQ_DEFAULT = {0, 0, 0};
 typedef struct {
     int variant;
     bwd_tile kv, q, st;
@@ -132,8 +136,7 @@ typedef struct {
     uint32_t rt;           // rt= as given (threads of both; 0: not given)
     uint32_t pf;           // pf= as given plus 1 (0: not given)
     uint32_t rt_kv, rt_q;  // the threads each uses
-    uint32_t dqb, dqk, dqm;  // dqb=, dqk=, dqm=: query rows a block, keys a tile, rows a thread of
-                             // attention_backward_dq_ds (0: its default)
+    dq_blocks dq;          // the dQ GEMM's blocks (v=reg-ds)
     int tiles_ok;          // kv, q, st fit (else only v=reg can run: large heads)
 } bwd_cfg;
 
@@ -227,9 +230,9 @@ static int bwd_key(void *dst, const char *k, const char *v) {
     if (!strcmp(k, "rkv")) return parse_reg_tile(v, &c->rkv);
     if (!strcmp(k, "rq")) return parse_reg_tile(v, &c->rq);
     if (!strcmp(k, "rt")) return parse_u(v, &c->rt);
-    if (!strcmp(k, "dqb")) return parse_u(v, &c->dqb) && c->dqb;
-    if (!strcmp(k, "dqk")) return parse_u(v, &c->dqk) && c->dqk;
-    if (!strcmp(k, "dqm")) return parse_u(v, &c->dqm) && (c->dqm == 4 || c->dqm == 8);
+    if (!strcmp(k, "dqb")) return parse_u(v, &c->dq.bm) && c->dq.bm;
+    if (!strcmp(k, "dqk")) return parse_u(v, &c->dq.bk) && c->dq.bk;
+    if (!strcmp(k, "dqm")) return parse_u(v, &c->dq.tm) && (c->dq.tm == 4 || c->dq.tm == 8);
     if (!strcmp(k, "pf")) {
         uint32_t x;
         if (!parse_u(v, &x) || x > 1) return 0;
@@ -468,7 +471,8 @@ static int reg_row(wg_ctx *ctx, uint32_t HS, int kind, int own, reg_tile *t, uin
 }
 
 typedef struct { uint32_t bm, bk, tm, tx, cn; } dq_tile;
-static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, uint32_t bk, uint32_t tm, dq_tile *t);
+static int dq_tile_of(wg_ctx *ctx, uint32_t HS, dq_blocks want, dq_tile *t);
+static int dq_given(dq_blocks b) { return b.bm || b.bk || b.tm; }
 
 // Backward setting text over the default d (as fwd_apply): tiles and layouts left out keep d's
 // (the register layouts: d's or, where d has none, the first row's that fits); a variant left
@@ -488,11 +492,11 @@ static int bwd_apply(wg_ctx *ctx, uint32_t HS, bwd_cfg d, const char *text, bwd_
     }
     if (!c.forced) c.variant = d.variant;
     if (!c.tiles_ok && !is_reg(c.variant)) return 0;
-    if (!c.dqb) c.dqb = d.dqb;
-    if (!c.dqk) c.dqk = d.dqk;
-    if (!c.dqm) c.dqm = d.dqm;
+    if (!c.dq.bm) c.dq.bm = d.dq.bm;
+    if (!c.dq.bk) c.dq.bk = d.dq.bk;
+    if (!c.dq.tm) c.dq.tm = d.dq.tm;
     dq_tile qt;
-    if ((c.dqb || c.dqk || c.dqm) && !dq_tile_of(ctx, HS, c.dqb, c.dqk, c.dqm, &qt)) return 0;
+    if (dq_given(c.dq) && !dq_tile_of(ctx, HS, c.dq, &qt)) return 0;
     uint32_t rt_given = c.rt;
     reg_tile *rs[2] = {&c.rkv, &c.rq}, *dr[2] = {&d.rkv, &d.rq};
     uint32_t *rts[2] = {&c.rt_kv, &c.rt_q}, drt[2] = {d.rt_kv, d.rt_q};
@@ -549,8 +553,7 @@ static int bwd_choose_ok(wg_ctx *ctx, uint32_t HS, bwd_cfg *out) {
         if (is_reg(c.variant) && !have_reg) continue;
         d.variant = c.variant == V_FUSED || is_reg(c.variant) ? c.variant : V_SPLIT;
         dq_tile qt;  // the dQ GEMM's blocks of the same row, where they fit
-        if ((c.dqb || c.dqk || c.dqm) && dq_tile_of(ctx, HS, c.dqb, c.dqk, c.dqm, &qt))
-            d.dqb = c.dqb, d.dqk = c.dqk, d.dqm = c.dqm;
+        if (dq_given(c.dq) && dq_tile_of(ctx, HS, c.dq, &qt)) d.dq = c.dq;
         break;
     }
     if (!d.tiles_ok && !is_reg(d.variant)) d.variant = V_REG;  // the only ones that can run (if have_reg)
@@ -616,8 +619,8 @@ static uint64_t ds_elems(uint32_t B, uint32_t T, uint32_t NH) { return (uint64_t
 // larger of 64 and 128 that keeps within 256 threads), DQ_BK keys a tile (bk when given, a multiple
 // of 4 up to 64; else 16, or the largest multiple of 4 whose tiles fit the workgroup memory). The
 // device's row of attn_defaults may give bm, bk, tm (dqb, dqk, dqm). 0 when none fits.
-static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, uint32_t bk, uint32_t tm, dq_tile *t) {
-    uint32_t hs4 = hs4_of(HS);
+static int dq_tile_of(wg_ctx *ctx, uint32_t HS, dq_blocks want, dq_tile *t) {
+    uint32_t hs4 = hs4_of(HS), bm = want.bm, bk = want.bk, tm = want.tm;
     t->cn = hs4 > 16 ? 2 : 1;
     t->tx = pow2_ceil((hs4 + t->cn - 1) / t->cn);
     t->tm = tm ? tm : t->tx >= 16 ? 8 : 4;
@@ -637,7 +640,7 @@ static int dq_tile_of(wg_ctx *ctx, uint32_t HS, uint32_t bm, uint32_t bk, uint32
 static int regds_fits(wg_ctx *ctx, uint32_t B, uint32_t T, uint32_t NH, uint32_t HS) {
     dq_tile t;
     uint64_t n = ds_elems(B, T, NH);
-    return dq_tile_of(ctx, HS, 0, 0, 0, &t) && n <= UINT32_MAX && n <= wg_max_binding_elems(ctx) && n * 4 <= WG_ATTN_DS_MAX_BYTES;
+    return dq_tile_of(ctx, HS, DQ_DEFAULT, &t) && n <= UINT32_MAX && n <= wg_max_binding_elems(ctx) && n * 4 <= WG_ATTN_DS_MAX_BYTES;
 }
 
 // ------------------------------------------------------------------ pipelines and dispatch
@@ -832,14 +835,15 @@ static uint32_t short_max_t(wg_ctx *ctx) {
 // gq: query heads per kv head (1 for the kernels that do not loop over a group: one pipeline
 // serves every group size); drop: dropout (0 for the kernels that do not depend on it)
 // ds: attention_backward_dkdv_reg stores dS (DSW; its params at binding 6). The dQ-from-dS
-// kernel's constants are in every pipeline of the file (its layout depends only on HS).
+// kernel's constants are in every pipeline of the file: its blocks dq (zeros where no setting
+// names them: the default for the head size).
 static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
                                             bwd_tile t, uint32_t ss, int drop, uint32_t rt, reg_tile r, int ds,
-                                            const bwd_cfg *dq) {
+                                            dq_blocks dq) {
     char defs[1536], rdefs[512];
     reg_defs(rdefs, sizeof rdefs, "ar_sum", HS, rt, r);
     dq_tile q = {128, 4, 4, 1, 1};  // a placeholder where no tile fits (the kernel is then never used)
-    if (!dq || !dq_tile_of(ctx, HS, dq->dqb, dq->dqk, dq->dqm, &q)) dq_tile_of(ctx, HS, 0, 0, 0, &q);
+    if (!dq_tile_of(ctx, HS, dq, &q)) dq_tile_of(ctx, HS, DQ_DEFAULT, &q);
     snprintf(defs, sizeof defs,
              "const HS=%uu;const GQ=%uu;const BQ=%uu;const BK=%uu;const RQS=%uu;const RKS=%uu;const NCP=%uu;"
              "const SS=%uu;const UNROLL=%s;%s%s%s"
@@ -855,7 +859,7 @@ static WGPUComputePipeline bwd_pipeline_reg(wg_ctx *ctx, const char *entry, uint
 static WGPUComputePipeline bwd_pipeline(wg_ctx *ctx, const char *entry, uint32_t HS, uint32_t gq, uint32_t ncp,
                                         bwd_tile t, uint32_t ss, int drop) {
     reg_tile none = {1, 1, 4, 0};
-    return bwd_pipeline_reg(ctx, entry, HS, gq, ncp, t, ss, drop, 64, none, 0, NULL);
+    return bwd_pipeline_reg(ctx, entry, HS, gq, ncp, t, ss, drop, 64, none, 0, DQ_DEFAULT);
 }
 
 // The register-resident layouts of c, completed from the rows of the defaults (any device's)
@@ -995,15 +999,15 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         pk.has_doc = pm.has_doc, pk.window = window;
         wg_bind bk6[] = {wg_b(dqkv, n3), wg_b(dout, bt * C), wg_b(qkv, n3), wg_b(lse, (size_t)B * NH * T), doc,
                          wg_b(sv, ns)};
-        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 1, &cfg), bk6, 6,
+        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 1, cfg.dq), bk6, 6,
                     &pk, sizeof pk, (uint64_t)pk.nblk * bnk);
         dq_tile qt;
-        WGT_ASSERT(dq_tile_of(ctx, HS, cfg.dqb, cfg.dqk, cfg.dqm, &qt), "reg-ds chosen where its dQ tile does not fit (regds_fits, bwd_apply)");
+        WGT_ASSERT(dq_tile_of(ctx, HS, cfg.dq, &qt), "reg-ds chosen where its dQ tile does not fit (regds_fits, bwd_apply)");
         attn_params pq = make_params(B, T, NH, NKV, HS, (T + qt.bm - 1) / qt.bm);
         pq.ntri = pk.ntri;
         pq.has_doc = pm.has_doc, pq.window = window;
         wg_bind bq4[] = {wg_b(dqkv, n3), wg_b(sv, ns), wg_b(qkv, n3), doc};
-        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, 0, cfg.rt_q, cfg.rq, 0, &cfg), bq4, 4, &pq,
+        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, 0, cfg.rt_q, cfg.rq, 0, cfg.dq), bq4, 4, &pq,
                     sizeof pq, (uint64_t)pq.nblk * bnh);
     } else if (variant == V_REG) {
         // dK, dV (reading every row's D in the dQ slots), then dQ over them
@@ -1013,13 +1017,13 @@ int wg_attention_backward_with(wgt_backend *be, int variant, wgt_view dqkv, wgt_
         pk.bq = cfg.rkv.rb;  // streamed rows a tile (the loops' trip count without UNROLL)
         set_dropout(&pk, p_drop, seed);
         pk.has_doc = pm.has_doc, pk.window = window;
-        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 0, NULL), b, 5, &pk,
+        wg_dispatch(ctx, rkv, bwd_pipeline_reg(ctx, rkv, HS, gq, ncp0, small, 8, drop, cfg.rt_kv, cfg.rkv, 0, DQ_DEFAULT), b, 5, &pk,
                     sizeof pk, (uint64_t)pk.nblk * bnk);
         attn_params pq = make_params(B, T, NH, NKV, HS, (T + bq - 1) / bq);
         pq.bq = cfg.rq.rb;
         set_dropout(&pq, p_drop, seed);
         pq.has_doc = pm.has_doc, pq.window = window;
-        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, drop, cfg.rt_q, cfg.rq, 0, NULL), b, 5, &pq,
+        wg_dispatch(ctx, rq, bwd_pipeline_reg(ctx, rq, HS, gq, ncp0, small, 8, drop, cfg.rt_q, cfg.rq, 0, DQ_DEFAULT), b, 5, &pq,
                     sizeof pq, (uint64_t)pq.nblk * bnh);
     } else {
         bwd_tile tk = cfg.kv;
@@ -1089,7 +1093,7 @@ const char *wg_attention_describe(wgt_backend *be, uint32_t HS, char *buf, size_
         n += (size_t)snprintf(buf + n, cap - n, ",rkv=%ux%ux%u,rq=%ux%ux%u,rt=%u/%u,pf=%u/%u", c.rkv.rl, c.rkv.rr,
                               c.rkv.rb, c.rq.rl, c.rq.rr, c.rq.rb, c.rt_kv, c.rt_q, c.rkv.pf, c.rq.pf);
     dq_tile qt;
-    if (n < cap && c.variant == V_REGDS && dq_tile_of(ctx, HS, c.dqb, c.dqk, c.dqm, &qt))
+    if (n < cap && c.variant == V_REGDS && dq_tile_of(ctx, HS, c.dq, &qt))
         snprintf(buf + n, cap - n, ",dqb=%u,dqk=%u,dqm=%u", qt.bm, qt.bk, qt.tm);
     return buf;
 }
