@@ -36,4 +36,17 @@ static inline wgt_buf *dev_from(wgt_backend *be, const float *h, size_t n, const
 }
 
 static inline wgt_view V0(wgt_buf *b) { wgt_view v = wgt_view_of(b, 0, b->n_elems); return v; }
+
+// The value of a flag that takes a whole number in [lo, hi]; anything else is a usage error:
+// a message naming the flag and its range, and exit status 2.
+static inline long arg_whole(const char *flag, const char *text, long lo, long hi) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi) {
+        fprintf(stderr, "%s: %s takes a whole number from %ld to %ld\n", program_invocation_short_name, flag, lo, hi);
+        exit(2);
+    }
+    return v;
+}
 #endif

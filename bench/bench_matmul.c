@@ -122,7 +122,7 @@ static void config_apply(wgt_backend *be, const wg_settings *env, const config *
 
 typedef struct {
     wgt_backend *be;
-    int reps, profile, checks, warm;  // warm: 150 ms of calls before each timed batch
+    int reps, profile, checks, warm;  // warm: 150 ms of calls before an op's timed batches
     int batches;                      // timed batches of reps calls; the fastest is reported
     uint64_t rng;
     double peak;  // GFLOP/s of the FMA ceiling
@@ -312,15 +312,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--sweep")) sweep = 1;
         else if (!strcmp(a, "--sweep-tiles")) sweep = 2;
         else if (!strcmp(a, "--adapter") && i + 1 < argc) adapter = argv[++i];
-        else if ((!strcmp(a, "--reps") || !strcmp(a, "--batches")) && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || end == argv[i] || v < 1 || v > 1000) {
-                fprintf(stderr, "bench_matmul: %s takes a whole number from 1 to 1000\n", a);
-                return 2;
-            }
-            *(!strcmp(a, "--reps") ? &reps : &batches) = (int)v;
-        }
+        else if (!strcmp(a, "--reps") && i + 1 < argc) reps = (int)arg_whole(a, argv[++i], 1, 1000);
+        else if (!strcmp(a, "--batches") && i + 1 < argc) batches = (int)arg_whole(a, argv[++i], 1, 1000);
         else if (!strcmp(a, "--tiles") && i + 1 < argc) tiles = argv[++i];
         else if (!strcmp(a, "--peer") && i + 1 < argc) peer_path = argv[++i];
         else if (!strcmp(a, "--splitk") && i + 1 < argc) splitk = argv[++i];
@@ -331,15 +324,8 @@ int main(int argc, char **argv) {
                 return 2;
             }
         } else if (!strcmp(a, "--group") && i + 1 < argc) group = atoi(argv[++i]);
-        else if ((!strcmp(a, "--rows") || !strcmp(a, "--vocab")) && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 16 || v > 262144) {
-                fprintf(stderr, "bench_matmul: %s takes a whole number from 16 to 262144\n", a);
-                return 2;
-            }
-            *(!strcmp(a, "--rows") ? &rows : &vocab) = v;
-        }
+        else if (!strcmp(a, "--rows") && i + 1 < argc) rows = arg_whole(a, argv[++i], 16, 262144);
+        else if (!strcmp(a, "--vocab") && i + 1 < argc) vocab = arg_whole(a, argv[++i], 16, 262144);
         else if (!strcmp(a, "--only") && i + 1 < argc) {
             const char *o = argv[++i];
             for (int k = 0; k < 3; k++) if (!strcmp(o, op_name[k])) only = k;
