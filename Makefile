@@ -72,7 +72,8 @@ $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrappe
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lutf8proc -lz -lm -lpthread -fopenmp $(MPI_LIBS)
 
-# benchmarks: built like the tests, never by `make` / `make test`
+# benchmarks: built like the tests, by `make bench` and `make test` (tests/test_bench_flags.sh
+# checks their flags and runs two of them small on the software GPU), not by `make`
 BENCH_SRC := $(sort $(wildcard bench/bench_*.c))
 BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 $(BUILD)/bench/%: bench/%.c bench/bench_common.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
@@ -88,7 +89,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzzlib.h $(LIB_OBJ) $(BUILD)/libwebg
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lutf8proc -lz -lm -lpthread -fopenmp $(MPI_LIBS)
 
-test: all
+test: all bench
 	bash tests/run_all.sh
 
 # make install PREFIX=DIR: the command in DIR/bin, Dawn's library in DIR/lib/wgtrain (found

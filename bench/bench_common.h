@@ -49,4 +49,17 @@ static inline long arg_whole(const char *flag, const char *text, long lo, long h
     }
     return v;
 }
+
+// The value of a flag that takes a number in [lo, hi) (a finite decimal); anything else is a usage
+// error, as for arg_whole.
+static inline double arg_real(const char *flag, const char *text, double lo, double hi) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !(v >= lo && v < hi)) {
+        fprintf(stderr, "%s: %s takes a number x with %g <= x < %g\n", program_invocation_short_name, flag, lo, hi);
+        exit(2);
+    }
+    return v;
+}
 #endif

@@ -18,6 +18,7 @@
 #include "model/lora.h"
 #include "model/model.h"
 #include "backend/webgpu/wg_ops.h"
+#include "bench_common.h"
 
 static void fail(const char *what) {
     fprintf(stderr, "bench_generate: %s: %s\n", what, wgt_last_error());
@@ -31,8 +32,8 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--shape")) shape = argv[i + 1];
         else if (!strcmp(argv[i], "--device")) device = argv[i + 1];
         else if (!strcmp(argv[i], "--adapter")) adapter = argv[i + 1];
-        else if (!strcmp(argv[i], "--prompt")) P = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--tokens")) N = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--prompt")) P = (int)arg_whole(argv[i], argv[i + 1], 1, 2047);
+        else if (!strcmp(argv[i], "--tokens")) N = (int)arg_whole(argv[i], argv[i + 1], 1, 2047);
         else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             return 2;

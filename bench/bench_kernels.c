@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--adapter") && i + 1 < argc) adapter = argv[++i];
         else if (!strcmp(argv[i], "--small")) small = 1;
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = (int)arg_whole(argv[i], argv[i + 1], 1, 100000), i++;
         else if (!strcmp(argv[i], "--profile")) profile = 1;
         else if (!strcmp(argv[i], "--wall")) profile = 0;
         else {
@@ -115,7 +115,6 @@ int main(int argc, char **argv) {
             return strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
-    if (reps < 1) reps = 1;
     bench_ctx x;
     memset(&x, 0, sizeof x);
     if (backend_webgpu_init_ex(&x.be, adapter, profile) != WGT_OK) die("webgpu backend");

@@ -317,13 +317,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--tiles") && i + 1 < argc) tiles = argv[++i];
         else if (!strcmp(a, "--peer") && i + 1 < argc) peer_path = argv[++i];
         else if (!strcmp(a, "--splitk") && i + 1 < argc) splitk = argv[++i];
-        else if (!strcmp(a, "--vec4") && i + 1 < argc) {
-            vec4 = atoi(argv[++i]);
-            if (vec4 < 0 || vec4 > 3) {
-                fprintf(stderr, "bench_matmul: --vec4 takes 0, 1, 2 or 3 (docs/webgpu-settings.md)\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--group") && i + 1 < argc) group = atoi(argv[++i]);
+        else if (!strcmp(a, "--vec4") && i + 1 < argc) vec4 = (int)arg_whole(a, argv[++i], 0, 3);  // docs/webgpu-settings.md
+        else if (!strcmp(a, "--group") && i + 1 < argc) group = (int)arg_whole(a, argv[++i], 1, 1024);
         else if (!strcmp(a, "--rows") && i + 1 < argc) rows = arg_whole(a, argv[++i], 16, 262144);
         else if (!strcmp(a, "--vocab") && i + 1 < argc) vocab = arg_whole(a, argv[++i], 16, 262144);
         else if (!strcmp(a, "--only") && i + 1 < argc) {
@@ -351,7 +346,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(tiles, "small")) one.tiles = WG_MM_TILE_SMALL;
     else if (strcmp(tiles, "auto")) { fprintf(stderr, "bench_matmul: --tiles takes auto, big or small\n"); return 2; }
     if (splitk && !strcmp(splitk, "off")) one.splitk = 0;
-    else if (splitk && strcmp(splitk, "auto")) one.splitk = atoi(splitk);
+    else if (splitk && strcmp(splitk, "auto")) one.splitk = (int)arg_whole("--splitk", splitk, 1, 1024);
     if (reps < 1) reps = small ? 2 : 10;
     if (batches < 1) batches = small || sweep ? 1 : 3;
 
