@@ -101,6 +101,13 @@ struct LNQParams { N : u32, C : u32, nchunk : u32, p0 : u32 };
 var<workgroup> lq_w : array<vec4<f32>, 256>;
 var<workgroup> lq_b : array<vec4<f32>, 256>;
 
+// Row n's terms of the 4 columns c4 into the dweight and dbias sums.
+fn lq_add_row(sw : ptr<function, vec4<f32>>, sb : ptr<function, vec4<f32>>, n : u32, c4n : u32, c4 : u32) {
+    let g = lq_dout[n * c4n + c4];
+    *sw += g * ((lq_inp[n * c4n + c4] - lq_mean[n]) * lq_rstd[n]);
+    *sb += g;
+}
+
 @compute @workgroup_size(256)
 fn layernorm_backward_params_part(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>) {
     let c4n = lq_p.C / 4u;
@@ -110,12 +117,11 @@ fn layernorm_backward_params_part(@builtin(local_invocation_index) lid : u32, @b
     var sb = vec4<f32>(0.0);
     if (c4 < c4n) {
         let n0 = wid.y * 256u + slice;
-        for (var i = 0u; i < 16u; i++) {
-            let n = n0 + 16u * i;
-            if (n < lq_p.N) {
-                let g = lq_dout[n * c4n + c4];
-                sw += g * ((lq_inp[n * c4n + c4] - lq_mean[n]) * lq_rstd[n]);
-                sb += g;
+        if ((wid.y + 1u) * 256u <= lq_p.N) {  // a whole chunk: no row tests, its loads all in flight
+            for (var i = 0u; i < 16u; i++) { lq_add_row(&sw, &sb, n0 + 16u * i, c4n, c4); }
+        } else {
+            for (var i = 0u; i < 16u; i++) {
+                if (n0 + 16u * i < lq_p.N) { lq_add_row(&sw, &sb, n0 + 16u * i, c4n, c4); }
             }
         }
     }
