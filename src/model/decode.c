@@ -91,7 +91,11 @@ static wgt_view joined(wgt_view a, wgt_view b) {
 static void rows_of(const model_config *c, int batch, int max_len, int *rows) {
     int chunk = max_len < 512 ? max_len : 512;
     const char *tc = getenv("WGTRAIN_TEST_DECODE_CHUNK");
-    if (tc && atoi(tc) >= 1 && atoi(tc) < chunk) chunk = atoi(tc);
+    if (tc) {  // a whole number in [1, chunk); any other text leaves the chunk as it is
+        char *end;
+        long v = strtol(tc, &end, 10);
+        if (end != tc && !*end && v >= 1 && v < chunk) chunk = (int)v;
+    }
     *rows = chunk > batch ? chunk : batch;
 }
 
