@@ -1,4 +1,5 @@
-// bench_kernels.c — bandwidth of the activation and loss kernels (docs/kernels.md) on one WebGPU device, as a fraction
+// bench_kernels.c — bandwidth of the activation and loss kernels and of matmul_at's dbias column sum
+// (docs/kernels.md) on one WebGPU device, as a fraction
 // of a device-to-device copy measured in the same run (docs/architecture.md#performance-principles: report speed against a ceiling
 // measured alongside, not against a datasheet).
 //
@@ -37,7 +38,8 @@ static wgt_buf *alloc_rand(wgt_backend *be, size_t n, float scale, const char *l
     return b;
 }
 
-typedef enum { B_WCOPY_EW, B_WCOPY_CE, B_COPY_EW, B_COPY_CE, B_GELU, B_SWIGLU, B_GELU_BWD, B_SWIGLU_BWD, B_CE, B_SUM, B_SUM_BIG } bench_id;
+typedef enum { B_WCOPY_EW, B_WCOPY_CE, B_COPY_EW, B_COPY_CE, B_GELU, B_SWIGLU, B_GELU_BWD, B_SWIGLU_BWD, B_CE, B_SUM, B_SUM_BIG, B_DBIAS_C,
+               B_DBIAS_F } bench_id;
 
 typedef struct {
     wgt_backend *be;
@@ -77,6 +79,9 @@ static void run_once(bench_ctx *x, bench_id id) {
         break;
     case B_SUM: be->sum_losses(be, V0(x->out), V0(x->losses), (uint32_t)x->R, 0); break;
     case B_SUM_BIG: be->sum_losses(be, V0(x->out), V0(x->big), (uint32_t)x->n_sum_big, 0); break;
+    // matmul_at's dbias alone: the column sums of dout [R, 768] (attproj, fcproj) and [R, 3072] (fc)
+    case B_DBIAS_C: wg_matmul_at_dbias(be, wgt_view_of(x->d, 0, 768), V0(x->a), (uint32_t)x->R, 768); break;
+    case B_DBIAS_F: wg_matmul_at_dbias(be, wgt_view_of(x->d, 0, 3072), V0(x->a), (uint32_t)x->R, 3072); break;
     }
 }
 
@@ -107,7 +112,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--wall")) profile = 0;
         else {
             printf("usage: bench_kernels [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--wall]\n"
-                   "  Bandwidth of the activation and loss kernels as a fraction of a WGSL vec4 copy on the same device.\n"
+                   "  Bandwidth of the activation and loss kernels and of matmul_at's dbias as a fraction of a WGSL vec4\n"
+                   "  copy on the same device.\n"
                    "  --adapter  WebGPU adapter (default gpu: a real GPU only; cpu = lavapipe)\n"
                    "  --small    every size / 64, for a smoke test on the software GPU\n"
                    "  --reps N   calls per timed submit (default 20)\n"
@@ -159,6 +165,9 @@ int main(int argc, char **argv) {
         {"cross_entropy", B_CE, 2 * f * x.R * x.V + 2 * f * x.R, 1},
         {"sum_losses (n = R)", B_SUM, f * x.R + f, 0},
         {"sum_losses (n = 2^24/div)", B_SUM_BIG, f * x.n_sum_big + f, 0},
+        // dout read once, dbias read and written
+        {"matmul_at dbias (R x 768)", B_DBIAS_C, f * x.R * 768 + 2 * f * 768, 0},
+        {"matmul_at dbias (R x 3072)", B_DBIAS_F, f * x.R * 3072 + 2 * f * 3072, 0},
     };
     int nrows = sizeof rows / sizeof rows[0];
     // GB/s of copy_vec4 (GPU and wall-clock) and of the buffer copy (wall-clock), per size class
@@ -187,7 +196,8 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     printf("\nbytes moved = the minimum each kernel must read + write. \"of copy\" = GB/s against copy_vec4 of the same\n"
-           "size class (element-wise kernels and sum_losses: the element-wise size; cross_entropy: the logits size),\n"
+           "size class (element-wise kernels, sum_losses and dbias: the element-wise size; cross_entropy: the logits\n"
+           "size),\n"
            "%s; \"of bufcpy\" = wall-clock GB/s against the API's buffer copy (no timestamps there).\n",
            profile ? "GPU timestamps first, then wall-clock" : "wall-clock");
 

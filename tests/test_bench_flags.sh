@@ -58,5 +58,6 @@ check "bench_matmul times the 6 shapes, each spot check ok" test "$(grep -c 'che
 check "bench_matmul reports no wrong result" test "$(grep -c 'WRONG' <<<"$out")" -eq 0
 out=$($B/bench_kernels --small --adapter software --reps 1 2>&1); rc=$?
 check "bench_kernels --small exits 0 ($rc: $(tail -2 <<<"$out"))" test $rc -eq 0
+check "bench_kernels times matmul_at's dbias at both widths" test "$(grep -c '^matmul_at dbias (R x [0-9]*) ' <<<"$out")" -eq 2
 
 echo "$pass passed, $fail failed"

@@ -35,6 +35,8 @@ WGT_OPS(WG_PROTO_)
 wgt_buf *wg_colsum_scratch(wgt_backend *be, uint64_t n);
 void wg_colsum_finish(wgt_backend *be, const char *label, wgt_view out, wgt_view part, uint32_t N, uint32_t nchunk,
                       uint32_t part_off);
+// matmul_at's dbias alone (bench_kernels times it): dbias[OC] += the column sums of dout[N, OC].
+void wg_matmul_at_dbias(wgt_backend *be, wgt_view dbias, wgt_view dout, uint32_t N, uint32_t OC);
 
 // The key splits decode_attention uses for `rows` query rows (B·T·NH) against caches of maxT
 // positions (1: none; wg_ops_decode.c), for tests and benchmarks.

@@ -770,7 +770,11 @@ static void matmul_at_any(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt
                           uint32_t C, uint32_t OC, int h) {
     wgt_view none = wgt_view_none();
     mm_gemm(be, MM_TN, dweight, dout, inp, none, OC, C, N, OC, C, C, 1, 0, h, NULL);
-    if (!dbias.buf || N == 0 || OC == 0) return;
+    if (dbias.buf) wg_matmul_at_dbias(be, dbias, dout, N, OC);
+}
+
+void wg_matmul_at_dbias(wgt_backend *be, wgt_view dbias, wgt_view dout, uint32_t N, uint32_t OC) {
+    if (N == 0 || OC == 0) return;
     // dbias[OC] += column sums of dout[N,OC], over row chunks that fit one binding
     wg_ctx *ctx = wg_of(be);
     WGPUComputePipeline pipe = aux_pipeline(ctx, "matmul_at_dbias");
