@@ -182,8 +182,10 @@ static const op_case cases[] = {
     {"layernorm_forward", "N=300,C=30", 1e-5, 1e-5, NULL},  // C not a multiple of 4: a workgroup a row
     {"layernorm_backward", "N=37,C=200", 1e-5, 1e-5, prep_layernorm_bwd},
     // the parameter sums in two stages: 3 row chunks (the last partial), 2 column blocks (the
-    // second 3 vec4 wide); and C not a multiple of 4, which keeps the one-stage kernel
+    // second 3 vec4 wide), then 2 whole chunks (no partial one: only the path without row tests);
+    // and C not a multiple of 4, which keeps the one-stage kernel
     {"layernorm_backward", "N=600,C=76", 1e-5, 1e-5, prep_layernorm_bwd},
+    {"layernorm_backward", "N=512,C=68", 1e-5, 1e-5, prep_layernorm_bwd},  // whole row chunks only
     {"layernorm_backward", "N=300,C=30", 1e-5, 1e-5, prep_layernorm_bwd},
     {"rmsnorm_forward", "N=37,C=200", 1e-5, 1e-5, NULL},
     {"rmsnorm_forward", "N=3,C=1000,eps=1e-6", 1e-5, 1e-5, NULL},
