@@ -76,10 +76,11 @@ $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrappe
 # checks their flags and runs two of them small on the software GPU), not by `make`
 BENCH_SRC := $(sort $(wildcard bench/bench_*.c))
 BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
-$(BUILD)/bench/%: bench/%.c bench/bench_common.h $(LIB_OBJ) $(BUILD)/libwebgpu_wrapper.so
+# (with the command's flag parsers, src/cli/cli_common.c: bench_common.h's arg_whole and arg_real)
+$(BUILD)/bench/%: bench/%.c bench/bench_common.h $(LIB_OBJ) $(BUILD)/src/cli/cli_common.o $(BUILD)/libwebgpu_wrapper.so
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS) -Ibench -o $@ $< $(LIB_OBJ) -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lutf8proc -lz -lm -lpthread -fopenmp $(MPI_LIBS)
+	$(Q)$(CC) $(CFLAGS) -Ibench -o $@ $< $(LIB_OBJ) $(BUILD)/src/cli/cli_common.o -L$(BUILD) -lwebgpu_wrapper -Wl,-rpath,'$$ORIGIN/..' -lopenblas -lcjson -lpcre2-8 -lutf8proc -lz -lm -lpthread -fopenmp $(MPI_LIBS)
 bench: $(BENCHES)
 
 # fuzz drivers (tests/fuzz/): plain C mutation fuzzers over every file format

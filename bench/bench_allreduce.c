@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backend/backend.h"
+#include "cli/cli.h"
 #include "core/clock.h"
 #include "train/dist.h"
 
@@ -44,16 +45,13 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) { usage(); return 0; }
         if (i + 1 >= argc) { usage(); return 2; }
-        char *end;
-        if (!strcmp(argv[i], "--elems")) {
-            elems = strtol(argv[++i], &end, 10);
-            if (*end || elems < 1 || elems > (1L << 31)) { fprintf(stderr, "--elems must be 1..2^31\n"); return 2; }
-        } else if (!strcmp(argv[i], "--iters")) {
-            iters = strtol(argv[++i], &end, 10);
-            if (*end || iters < 1 || iters > 1000) { fprintf(stderr, "--iters must be 1..1000\n"); return 2; }
-        } else if (!strcmp(argv[i], "--device")) device = argv[++i];
+        wgt_status st = WGT_OK;
+        if (!strcmp(argv[i], "--elems")) st = cli_parse_long(argv[i], argv[i + 1], 1, 1L << 31, &elems), i++;
+        else if (!strcmp(argv[i], "--iters")) st = cli_parse_long(argv[i], argv[i + 1], 1, 1000, &iters), i++;
+        else if (!strcmp(argv[i], "--device")) device = argv[++i];
         else if (!strcmp(argv[i], "--adapter")) adapter = argv[++i];
         else { usage(); return 2; }
+        if (st != WGT_OK) { fprintf(stderr, "bench_allreduce: %s\n", wgt_last_error()); return 2; }
     }
     if (strcmp(device, "none") && strcmp(device, "cpu") && strcmp(device, "webgpu")) {
         fprintf(stderr, "--device must be none, cpu or webgpu\n");

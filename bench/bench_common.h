@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "backend/backend.h"
+#include "cli/cli.h"
 
 // A benchmark has no recovery path: report the last error with the program's name and stop.
 static inline void die(const char *what) {
@@ -37,29 +38,21 @@ static inline wgt_buf *dev_from(wgt_backend *be, const float *h, size_t n, const
 
 static inline wgt_view V0(wgt_buf *b) { wgt_view v = wgt_view_of(b, 0, b->n_elems); return v; }
 
-// The value of a flag that takes a whole number in [lo, hi]; anything else is a usage error:
-// a message naming the flag and its range, and exit status 2.
+// A flag's value through the command's own parsers (src/cli/cli_common.c): a whole number in
+// [lo, hi], or a finite number in [lo, hi). Anything else is a usage error: the parser's message
+// (naming the flag and its range) and exit status 2.
+static inline void arg_fail(void) {
+    fprintf(stderr, "%s: %s\n", program_invocation_short_name, wgt_last_error());
+    exit(2);
+}
 static inline long arg_whole(const char *flag, const char *text, long lo, long hi) {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi) {
-        fprintf(stderr, "%s: %s takes a whole number from %ld to %ld\n", program_invocation_short_name, flag, lo, hi);
-        exit(2);
-    }
+    long v;
+    if (cli_parse_long(flag, text, lo, hi, &v) != WGT_OK) arg_fail();
     return v;
 }
-
-// The value of a flag that takes a number in [lo, hi) (a finite decimal); anything else is a usage
-// error, as for arg_whole.
 static inline double arg_real(const char *flag, const char *text, double lo, double hi) {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || *end || !(v >= lo && v < hi)) {
-        fprintf(stderr, "%s: %s takes a number x with %g <= x < %g\n", program_invocation_short_name, flag, lo, hi);
-        exit(2);
-    }
+    double v;
+    if (cli_parse_double_range(flag, text, lo, hi, 1, &v) != WGT_OK) arg_fail();
     return v;
 }
 #endif
