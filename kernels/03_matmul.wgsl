@@ -1,7 +1,8 @@
 // 03_matmul.wgsl — the GEMMs of the model: forward `matmul` (out = inp·Wᵀ + b), and the two
 // backward ones, `matmul_t` (dinp = dout·W) and `matmul_at` (dW += doutᵀ·inp), plus the split-K
-// reduction, the column sum that gives dbias, and the FMA ceiling of the benchmark. The GEMMs are
-// nearly all of a training step's FLOPs.
+// reduction, the column sum that gives dbias, the transposed copies of the forward's operands
+// (matmul_transpose, where the host runs the forward in matmul_at's layout) and the FMA ceiling
+// of the benchmark. The GEMMs are nearly all of a training step's FLOPs.
 //
 // One register-blocked kernel serves the three: C[M,N] (=|+=) A[M,K]·B[K,N] (+ bias[N]). The
 // variants differ only in which operand is stored transposed, and that is absorbed when a tile
@@ -750,6 +751,102 @@ fn matmul_colsum_finish(@builtin(global_invocation_id) gid : vec3<u32>) {
     var t = vec4<f32>(0.0);
     for (var ch = 0u; ch < csf_p.nchunk; ch++) { t += csf_part[csf_p.part_off / 4u + ch * n4 + c4]; }
     csf_out[csf_p.out_off / 4u + c4] += t;
+}
+
+// matmul_transpose: out[out_off + c·ldo + r] = x[x_off + r·ldi + c] for r < R, c < C. It copies
+// the forward's operands (inp [M, K] and W [N, K], both along k) into matmul_at's layout (along m
+// and n) when the host runs the forward that way (wg_ops_matmul.c, fwd_t_pick). One workgroup a
+// 32 x 32 block: 8 rows of 32 threads read it along the input's rows, then write it along the
+// output's rows through workgroup memory 33 words a row, so that a warp's column reads fall in
+// distinct banks. Output columns from R to ldo (the host's padding to a multiple of 4) are not
+// written. Grid: x = column blocks of the input, y = row blocks.
+struct TRParams { R : u32, C : u32, ldi : u32, ldo : u32, x_off : u32, out_off : u32, p0 : u32, p1 : u32 };
+const TR_B : u32 = 32u;
+
+@group(0) @binding(0) var<storage, read_write> tr_out : array<f32>;
+@group(0) @binding(1) var<storage, read> tr_x : array<f32>;
+@group(0) @binding(2) var<uniform> tr_p : TRParams;
+
+var<workgroup> tr_tile : array<f32, 1056>;  // TR_B x (TR_B + 1)
+
+@compute @workgroup_size(256)
+fn matmul_transpose(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>) {
+    let tx = lid % TR_B;
+    let ty = lid / TR_B;  // 0..7
+    let c0 = wid.x * TR_B;
+    let r0 = wid.y * TR_B;
+    for (var i = 0u; i < TR_B; i += 8u) {
+        let r = r0 + ty + i;
+        let c = c0 + tx;
+        if (r < tr_p.R && c < tr_p.C) { tr_tile[(ty + i) * (TR_B + 1u) + tx] = tr_x[tr_p.x_off + r * tr_p.ldi + c]; }
+    }
+    workgroupBarrier();
+    for (var i = 0u; i < TR_B; i += 8u) {
+        let c = c0 + ty + i;
+        let r = r0 + tx;
+        if (c < tr_p.C && r < tr_p.R) { tr_out[tr_p.out_off + c * tr_p.ldo + r] = tr_tile[tx * (TR_B + 1u) + ty + i]; }
+    }
+}
+
+// matmul_transpose4: two such copies in one dispatch, out1 = x1ᵀ and out2 = x2ᵀ (the forward's
+// inp and W, both K wide: C is theirs), where C, ldi, both ldo and every offset are multiples of
+// 4, by 64 x 64 blocks as vec4: row blocks y < nb1 are x1's, the rest x2's (R2 may be 0). One
+// dispatch instead of two spares the GPU a drain between them, and the small copies of a layer's
+// GEMM fill its waves better together. A thread loads 4 vec4 of input rows and stores 4 vec4 of
+// output rows, so a workgroup has 16 KiB in flight where matmul_transpose has 4. The block lies
+// in workgroup memory transposed, each input column as 16 vec4 of rows, with the vec4 index
+// XOR-ed by the column's 4-column group (tr4_at) so that the scatter of a loaded vec4 into 4
+// columns meets at most 2-way bank conflicts and a quarter-warp's vec4 reads of one column none;
+// 16 KiB in all, the least WebGPU guarantees. Rows from R to the next multiple of 4 are written as
+// zeros. Grid: x = 64-column blocks, y = 64-row blocks of x1 then of x2.
+struct TR4Params {
+    R1 : u32, R2 : u32, C : u32, ldi : u32,
+    ldo1 : u32, ldo2 : u32, nb1 : u32, x1_off : u32,
+    x2_off : u32, out1_off : u32, out2_off : u32, p0 : u32,
+};
+
+@group(0) @binding(0) var<storage, read_write> tr4_out : array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> tr4_x1 : array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> tr4_x2 : array<vec4<f32>>;
+@group(0) @binding(3) var<uniform> tr4_p : TR4Params;
+
+var<workgroup> tr4_tile : array<vec4<f32>, 1024>;
+
+fn tr4_at(cl : u32, q : u32) -> u32 { return cl * 16u + (q ^ ((cl >> 2u) & 15u)); }  // column cl, rows 4q..4q+3
+
+@compute @workgroup_size(256)
+fn matmul_transpose4(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>) {
+    let second = wid.y >= tr4_p.nb1;
+    let R = select(tr4_p.R1, tr4_p.R2, second);
+    let ldo = select(tr4_p.ldo1, tr4_p.ldo2, second);
+    let out_off = select(tr4_p.out1_off, tr4_p.out2_off, second);
+    let c0 = wid.x * 64u;
+    let r0 = select(wid.y, wid.y - tr4_p.nb1, second) * 64u;
+    for (var i = 0u; i < 4u; i++) {
+        let j = lid + 256u * i;
+        let rl = j / 16u;         // the block's row
+        let cl = (j % 16u) * 4u;  // its first of 4 columns
+        var v = vec4<f32>(0.0);
+        if (r0 + rl < R && c0 + cl < tr4_p.C) {
+            let e = (r0 + rl) * tr4_p.ldi + c0 + cl;
+            if (second) { v = tr4_x2[(tr4_p.x2_off + e) / 4u]; } else { v = tr4_x1[(tr4_p.x1_off + e) / 4u]; }
+        }
+        let q = rl / 4u;
+        let e = rl % 4u;
+        tr4_tile[tr4_at(cl, q)][e] = v.x;
+        tr4_tile[tr4_at(cl + 1u, q)][e] = v.y;
+        tr4_tile[tr4_at(cl + 2u, q)][e] = v.z;
+        tr4_tile[tr4_at(cl + 3u, q)][e] = v.w;
+    }
+    workgroupBarrier();
+    for (var i = 0u; i < 4u; i++) {
+        let j = lid + 256u * i;
+        let cl = j / 16u;  // the block's column: an output row
+        let q = j % 16u;   // its vec4 of rows
+        if (c0 + cl < tr4_p.C && r0 + 4u * q < R) {
+            tr4_out[(out_off + (c0 + cl) * ldo + r0 + 4u * q) / 4u] = tr4_tile[tr4_at(cl, q)];
+        }
+    }
 }
 
 // matmul_peak (benchmarks only): the FP32 FMA ceiling through this same compiler stack. Each

@@ -180,6 +180,44 @@ static void test_matmul_streamk(void) {
     S->mm_streamk = WG_AUTO;
 }
 
+// The forward through transposed copies of its operands (WGTRAIN_MM_FWD_T=1: matmul_transpose,
+// then the GEMM in matmul_at's layout): edges in every dimension, rows not multiples of 4 (the
+// copies' padded rows) and multiples of 4 (vec4 loads), one row, one column, K = 1, a K that
+// is not a multiple of the transpose's 32-blocks; with and without bias, both tiles. Under a
+// 3000-element binding limit the copies of a small GEMM still fit while its output is cut into
+// windows, and a GEMM whose copies do not fit runs the direct path. The plan text says which.
+static void test_matmul_fwd_transposed(void) {
+    static const struct { uint32_t N, C, OC; } shapes[] = {
+        {67, 45, 130}, {1, 1, 1}, {5, 3, 7}, {130, 67, 45}, {260, 132, 300}, {130, 68, 45}, {3, 300, 2}, {64, 1, 33},
+        {4, 0, 9}};
+    const wg_mm_tile_choice tiles[] = {WG_MM_TILE_BIG, WG_MM_TILE_SMALL};
+    const char *tname[] = {"transposed big tiles", "transposed small tiles"};
+    char desc[160];
+    S->mm_fwd_t = 0;
+    CHECK(strstr(wg_mm_describe(P.gpu, 0, 260, 132, 300, desc, sizeof desc), "transposed") == NULL,
+          "WGTRAIN_MM_FWD_T=0: the forward runs directly: %s", desc);
+    S->mm_fwd_t = 1;
+    CHECK(strstr(wg_mm_describe(P.gpu, 0, 260, 132, 300, desc, sizeof desc), "transposed") != NULL,
+          "WGTRAIN_MM_FWD_T=1: the forward runs through the transposed copies: %s", desc);
+    for (int ti = 0; ti < 2; ti++) {
+        S->mm_tile = tiles[ti];
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            test_matmul_fwd(shapes[s].N, shapes[s].C, shapes[s].OC, 1, tname[ti]);
+            if (s < 2) test_matmul_fwd(shapes[s].N, shapes[s].C, shapes[s].OC, 0, tname[ti]);
+        }
+    }
+    S->mm_tile = WG_MM_TILE_AUTO;
+    S->binding_limit = 3000;
+    CHECK(strstr(wg_mm_describe(P.gpu, 0, 100, 10, 60, desc, sizeof desc), "transposed") != NULL,
+          "copies of 1600 elements fit a 3000-element binding: %s", desc);
+    test_matmul_fwd(100, 10, 60, 1, "transposed, output in windows");
+    CHECK(strstr(wg_mm_describe(P.gpu, 0, 67, 45, 130, desc, sizeof desc), "transposed") == NULL,
+          "copies of 9000 elements do not fit a 3000-element binding: %s", desc);
+    test_matmul_fwd(67, 45, 130, 1, "transposed copies too large: direct");
+    S->binding_limit = 0;
+    S->mm_fwd_t = WG_AUTO;
+}
+
 // Tile shapes other than the generic defaults (WGTRAIN_MM_TILE specs): the tile table's row for
 // NVIDIA GPUs, which the software GPU never picks itself: 128x64 tiles of 256 threads, 8x4 outputs
 // a thread, with 8-deep k-slices (matmul, matmul_t; once without the register prefetch) and 128x128
@@ -727,6 +765,7 @@ int main(void) {
     TIMED("matmul split-K, vec4 loads, raster groups", test_matmul_splitk());
     TIMED("matmul stream-K", test_matmul_streamk());
     TIMED("matmul tile shapes of the tile table", test_matmul_tile_specs());
+    TIMED("matmul forward through transposed operands", test_matmul_fwd_transposed());
     TIMED("matmul_at shared gradient buffer", test_matmul_at_shared_grads());
     TIMED("matmul offsets", test_matmul_offsets());
     TIMED("matmul split-K scratch lifetime", test_matmul_scratch_lifetime());

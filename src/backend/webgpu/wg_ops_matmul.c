@@ -11,7 +11,9 @@
 //     By default (WGTRAIN_MM_STREAMK) those GEMMs run as stream-K instead: the GPU's workgroups
 //     share the tiles' k-slices evenly and a second kernel adds each tile's pieces in order;
 //   - vec4 global loads for each operand whose leading dimension and offset are multiples of 4;
-//   - the raster order of the tiles (groups of row blocks, so neighbours share L2 tiles).
+//   - the raster order of the tiles (groups of row blocks, so neighbours share L2 tiles);
+//   - for the forward on some GPUs, transposed copies of both operands, so that it runs in
+//     matmul_at's faster layout (fwd_t_pick below).
 // The WGTRAIN_MM_* settings of the context (wg_settings.h) can force each choice.
 // matmul_lowbit and matmul_t_lowbit (a frozen weight packed as f16, bf16 or nf4, LoRA's
 // --base-precision) are matmul and matmul_t with a B operand that the kernel decodes as it loads it,
@@ -93,7 +95,8 @@ typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
 // `bench_matmul --sweep-tiles` on that GPU (bench/README.md). Tiles from the tuning cache
 // (`wgtrain tune`, wg_tune.h) take the row's place.
 typedef struct { mm_tile big, small; } mm_tile_pair;
-static const struct { const char *match; mm_tile_pair op[3]; } mm_tile_table[] = {  // op: mm_variant
+// fwd_t: the forward through transposed copies of its operands where they pay (fwd_t_pick)
+static const struct { const char *match; mm_tile_pair op[3]; int fwd_t; } mm_tile_table[] = {  // op: mm_variant
     // NVIDIA (measured on the H200): 128x128x8 with 8x8 outputs a thread (127 registers, two
     // workgroups an SM) since the slice is straight-line code. matmul_t takes 128x64x8/8x8 (128
     // threads) for outputs of partial waves with a short K (plan_pick), and the big tile with
@@ -104,10 +107,10 @@ static const struct { const char *match; mm_tile_pair op[3]; } mm_tile_table[] =
     // waves) -> see bench/README.md
     {"nvidia", {{{128, 128, 8, 8, 8, 1, 0}, {128, 128, 8, 8, 8, 1, 0}},
                 {{128, 128, 8, 8, 8, 1, 0}, {128, 64, 8, 8, 8, 1, 0}},
-                {{128, 128, 8, 8, 8, 1, 0}, {128, 128, 8, 8, 8, 1, 0}}}},
+                {{128, 128, 8, 8, 8, 1, 0}, {128, 128, 8, 8, 8, 1, 0}}}, 1},
     {"", {{{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}},
           {{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}},
-          {{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}}}},
+          {{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}}}, 0},
 };
 #define MM_TILE_ROWS (sizeof mm_tile_table / sizeof mm_tile_table[0])
 
@@ -471,6 +474,7 @@ typedef struct {
     int a_h, b_h;                   // the operand is f16 (then mm_window_h, no vec4)
     const mm_lowbit *lb;            // B is a packed frozen weight (NULL: it is not)
     int streamk;                    // the split path as stream-K (WGTRAIN_MM_STREAMK)
+    const char *label;              // the GEMM's dispatches in profiles (NULL: the variant's entry)
 } mm_call;
 
 // Stream-K's workgroups: the slots of the GPU (MM_GPU_SLOTS at 256 threads a workgroup; more for
@@ -582,7 +586,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
                     tb = lb ? lowbit_type[lb->fmt] : g->b_h ? h : v4b ? MM_OP_V4 : MM_OP_F32;
     const uint32_t gx = (nc + t.bn - 1) / t.bn, gy = (mc + t.bm - 1) / t.bm;
     const int nbind = tb == MM_OP_NF4 ? 5 : 4;  // with the absmax the uniform follows at binding 5
-    const char *label = lb ? lb->label : mm_entry[g->var];
+    const char *label = lb ? lb->label : g->label ? g->label : mm_entry[g->var];
     // C, the output or the split-K partials, as vec4 where its width allows (and, for the output,
     // its row stride and offset: mm_window), for workgroups of a short k-range (MM_C_V4_MAX_K)
     const int v4c_width = g->want_v4 && nc % 4 == 0;
@@ -627,12 +631,12 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
 // whenever the f32 chunks below do). lb: B is a packed frozen weight (NULL: it is not).
 static void mm_gemm(wgt_backend *be, mm_variant var, wgt_view c, wgt_view a, wgt_view b, wgt_view bias, uint32_t M,
                     uint32_t N, uint32_t K, uint32_t lda, uint32_t ldb, uint32_t ldc, int accumulate, int a_h, int b_h,
-                    const mm_lowbit *lb) {
+                    const mm_lowbit *lb, const char *label) {
     wg_ctx *ctx = wg_of(be);
     if (M == 0 || N == 0) return;
     const int a_kc = var != MM_TN, b_kc = var == MM_NT;
     mm_call g = {be, var, plan_pick(ctx, var, M, N, K), a, b, c, bias, lda, ldb, ldc, accumulate, vec4_on(ctx),
-                 group_setting(ctx), a_h, b_h, lb, streamk_on(ctx)};
+                 group_setting(ctx), a_h, b_h, lb, streamk_on(ctx), label};
     const mm_tile t = g.plan.t;
 
     // chunk sizes: every operand's window must fit one binding; grids stay within 65535 a side
@@ -678,8 +682,8 @@ static void lowbit_gemm(wgt_backend *be, mm_variant var, const char *label, wgt_
     WGT_ASSERT(n <= UINT32_MAX - 1024, "lowbit GEMM: a weight above 2^32 elements");
     mm_lowbit lb = {fmt, absmax, words, blocks, label};
     wgt_view none = wgt_view_none();
-    if (var == MM_NT) mm_gemm(be, MM_NT, c, a, weight, bias, N, OC, C, C, C, OC, 0, 0, 0, &lb);
-    else mm_gemm(be, MM_NN, c, a, weight, none, N, C, OC, OC, C, C, 0, 0, 0, &lb);
+    if (var == MM_NT) mm_gemm(be, MM_NT, c, a, weight, bias, N, OC, C, C, C, OC, 0, 0, 0, &lb, NULL);
+    else mm_gemm(be, MM_NN, c, a, weight, none, N, C, OC, OC, C, C, 0, 0, 0, &lb, NULL);
 }
 
 void wg_matmul_lowbit(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view absmax, wgt_view bias,
@@ -692,9 +696,89 @@ void wg_matmul_t_lowbit(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view 
     lowbit_gemm(be, MM_NN, "matmul_t_lowbit", dinp, dout, weight, absmax, wgt_view_none(), N, C, OC, fmt, WW, NB);
 }
 
+// ------------------------------------------------------------------ the forward in matmul_at's layout
+// The kernel reads an operand stored along m or n as one 16-byte load a vec4 of the tile, which
+// lands in workgroup memory as it is; one stored along k (both of the forward's: inp [M, K] and
+// W [N, K]) as 4 scalar loads a vec4. On the H200 the forward ran 4-7 % faster with both operands
+// transposed (bench/README.md), more than the copies cost at wide outputs. Where the tile
+// table's row says so (fwd_t), the forward copies inp and W transposed into a scratch
+// (matmul_transpose, rows padded to multiples of 4 so that they load as vec4) and runs the
+// GEMM in matmul_at's layout there: the same products, added in the same k order. The copies
+// move 8·(M + N)·K bytes against the GEMM's 2·M·N·K FLOPs, 4·F/B·(1/M + 1/N) of its time (F/B:
+// MM_FLOP_PER_BYTE); auto takes them where that is below MM_FWD_T_GAIN, the gain measured.
+#define MM_FWD_T_GAIN 0.05
+#define TR_BLOCK 32  // TR_B of 03_matmul.wgsl: one workgroup transposes a 32 x 32 block (64 x 64 as vec4)
+
+typedef struct { uint32_t R, C, ldi, ldo, x_off, out_off, p0, p1; } tr_params;
+typedef struct { uint32_t R1, R2, C, ldi, ldo1, ldo2, nb1, x1_off, x2_off, out1_off, out2_off, p0; } tr4_params;
+
+static uint64_t round4(uint64_t x) { return (x + 3) & ~(uint64_t)3; }
+
+// Whether out[M,N] = inp[M,K]·W[N,K]ᵀ runs through the transposed copies (WGTRAIN_MM_FWD_T).
+// They must fit the scratch (one binding), each input one binding window, the grids a dimension.
+static int fwd_t_pick(wgt_backend *be, uint32_t M, uint32_t N, uint32_t K) {
+    wg_ctx *ctx = wg_of(be);
+    const int s = mm_settings(ctx)->mm_fwd_t;
+    if (s == 0 || M == 0 || N == 0 || K == 0) return 0;
+    const uint64_t lim = wg_binding_limit(be), maxd = wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension;
+    if ((round4(M) + round4(N)) * K > scratch_limit(be)) return 0;
+    if ((uint64_t)M * K + WGT_VIEW_ALIGN > lim || (uint64_t)N * K + WGT_VIEW_ALIGN > lim) return 0;
+    if (cdiv(K, TR_BLOCK) > maxd || cdiv(M, TR_BLOCK) > maxd || cdiv(N, TR_BLOCK) > maxd) return 0;  // (the 64-blocks' fewer)
+    if (s == 1) return 1;
+    if (!mm_tile_table[table_row(wg_ctx_info(ctx), MM_NT)].fwd_t) return 0;
+    return 4.0 * MM_FLOP_PER_BYTE * (1.0 / M + 1.0 / N) < MM_FWD_T_GAIN;
+}
+
+// out[c, r] = x[r, c]: x [R, C] dense, out [C, ldo] (ldo >= R, a multiple of 4; its columns from
+// R are not written).
+static void mm_transpose(wg_ctx *ctx, wgt_view out, uint64_t ldo, wgt_view x, uint32_t R, uint32_t C) {
+    tr_params p = {R, C, C, (uint32_t)ldo, 0, 0, 0, 0};
+    wg_bind bd[2] = {wg_binding_window(out, 0, (uint64_t)C * ldo, &p.out_off),
+                     wg_binding_window(x, 0, (uint64_t)R * C, &p.x_off)};
+    wg_dispatch3(ctx, "matmul_transpose", aux_pipeline(ctx, "matmul_transpose"), bd, 2, &p, sizeof p,
+                 (uint32_t)cdiv(C, TR_BLOCK), (uint32_t)cdiv(R, TR_BLOCK), 1);
+}
+
+// Both copies at once, as vec4 (matmul_transpose4): out [K, lda + ldb·...]: inpᵀ at 0 ([K, lda]),
+// Wᵀ at lda·K ([K, ldb]), columns from M (N) up to the next multiple of 4 zeros. 0, having
+// dispatched nothing, where K or an input window's offset is not a multiple of 4.
+static int mm_transpose_pair(wg_ctx *ctx, wgt_view out, uint64_t lda, uint64_t ldb, wgt_view inp, uint32_t M,
+                             wgt_view w, uint32_t N, uint32_t K) {
+    const uint64_t na = lda * K, nb1 = cdiv(M, 2 * TR_BLOCK), nb2 = cdiv(N, 2 * TR_BLOCK);
+    if (K % 4 || nb1 + nb2 > wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension) return 0;
+    tr4_params p = {M, N, K, K, (uint32_t)lda, (uint32_t)ldb, (uint32_t)nb1, 0, 0, 0, 0, 0};
+    int v4o = 1, v4a = 1, v4b = 1;
+    wg_bind bd[3] = {mm_window(out, 0, 1, 0, na + ldb * K, na + ldb * K, &p.out1_off, &v4o),
+                     mm_window(inp, 0, M, 0, K, K, &p.x1_off, &v4a), mm_window(w, 0, N, 0, K, K, &p.x2_off, &v4b)};
+    if (!v4o || !v4a || !v4b || p.out1_off % 4 || p.x1_off % 4 || p.x2_off % 4) return 0;
+    p.out2_off = p.out1_off + (uint32_t)na;
+    wg_dispatch3(ctx, "matmul_transpose", aux_pipeline(ctx, "matmul_transpose4"), bd, 3, &p, sizeof p,
+                 (uint32_t)cdiv(K, 2 * TR_BLOCK), (uint32_t)(nb1 + nb2), 1);
+    return 1;
+}
+
+// 0, having dispatched nothing, when the scratch could not be allocated (the direct path runs).
+static int matmul_fwd_t(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t M,
+                        uint32_t K, uint32_t N) {
+    wg_ctx *ctx = wg_of(be);
+    const uint64_t lda = round4(M), ldb = round4(N), na = lda * K, nb = ldb * K;
+    size_t want = (size_t)min_u64(cdiv(na + nb, SCRATCH_GRAIN) * SCRATCH_GRAIN, scratch_limit(be));
+    if (want < na + nb) want = (size_t)(na + nb);
+    wgt_buf *scr = wg_scratch(ctx, WG_SCRATCH_FWD_T, want, "the forward's transposed operands");
+    if (!scr) return 0;
+    wgt_view at = wgt_view_of(scr, 0, (size_t)na), bt = wgt_view_of(scr, (size_t)na, (size_t)nb);
+    if (!mm_transpose_pair(ctx, wgt_view_of(scr, 0, (size_t)(na + nb)), lda, ldb, inp, M, weight, N, K)) {
+        mm_transpose(ctx, at, lda, inp, M, K);     // inpᵀ [K, lda]
+        mm_transpose(ctx, bt, ldb, weight, N, K);  // Wᵀ [K, ldb]
+    }
+    mm_gemm(be, MM_TN, out, at, bt, bias, M, N, K, (uint32_t)lda, (uint32_t)ldb, N, 0, 0, 0, NULL, "matmul");
+    return 1;
+}
+
 static void matmul_fwd(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N,
                        uint32_t C, uint32_t OC, int h) {
-    mm_gemm(be, MM_NT, out, inp, weight, bias, N, OC, C, C, C, OC, 0, h, h, NULL);
+    if (!h && fwd_t_pick(be, N, OC, C) && matmul_fwd_t(be, out, inp, weight, bias, N, C, OC)) return;
+    mm_gemm(be, MM_NT, out, inp, weight, bias, N, OC, C, C, C, OC, 0, h, h, NULL, NULL);
 }
 void wg_matmul(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N, uint32_t C,
                uint32_t OC) {
@@ -707,11 +791,11 @@ void wg_matmul_f16(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight,
 
 void wg_matmul_t(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t N, uint32_t C, uint32_t OC) {
     wgt_view none = wgt_view_none();
-    mm_gemm(be, MM_NN, dinp, dout, weight, none, N, C, OC, OC, C, C, 0, 0, 0, NULL);
+    mm_gemm(be, MM_NN, dinp, dout, weight, none, N, C, OC, OC, C, C, 0, 0, 0, NULL, NULL);
 }
 void wg_matmul_t_f16(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t N, uint32_t C, uint32_t OC) {
     wgt_view none = wgt_view_none();
-    mm_gemm(be, MM_NN, dinp, dout, weight, none, N, C, OC, OC, C, C, 0, 0, 1, NULL);
+    mm_gemm(be, MM_NN, dinp, dout, weight, none, N, C, OC, OC, C, C, 0, 0, 1, NULL, NULL);
 }
 
 typedef struct { uint32_t R, N, ld, x_off, out_off, p0, p1, p2; } colsum_params;
@@ -769,7 +853,7 @@ static int dbias_two_stage(wgt_backend *be, wgt_view dbias, wgt_view dout, uint6
 static void matmul_at_any(wgt_backend *be, wgt_view dweight, wgt_view dbias, wgt_view dout, wgt_view inp, uint32_t N,
                           uint32_t C, uint32_t OC, int h) {
     wgt_view none = wgt_view_none();
-    mm_gemm(be, MM_TN, dweight, dout, inp, none, OC, C, N, OC, C, C, 1, 0, h, NULL);
+    mm_gemm(be, MM_TN, dweight, dout, inp, none, OC, C, N, OC, C, C, 1, 0, h, NULL, NULL);
     if (dbias.buf) wg_matmul_at_dbias(be, dbias, dout, N, OC);
 }
 
@@ -800,13 +884,14 @@ void wg_matmul_peak(wgt_backend *be, wgt_view out, uint32_t groups, uint32_t ite
 // ------------------------------------------------------------------ bench/test introspection
 const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint32_t OC, char *buf, size_t cap) {
     uint32_t M = op == 2 ? OC : N, Nn = op == 0 ? OC : C, K = op == 0 ? C : op == 1 ? OC : N;
-    mm_plan p = plan_pick(wg_of(be), (mm_variant)op, M, Nn, K);
+    const int fwd_t = op == 0 && fwd_t_pick(be, M, Nn, K);
+    mm_plan p = plan_pick(wg_of(be), fwd_t ? MM_TN : (mm_variant)op, M, Nn, K);
     uint64_t tiles = tile_count(p.t, M, Nn);
     uint64_t S = p.splits ? min_u64(p.splits, cdiv(K, p.t.bk)) : 0;
     if (S) S = cdiv(K, cdiv(cdiv(K, p.t.bk), S) * p.t.bk);
-    snprintf(buf, cap, "%ux%ux%u/%ux%u%s warp %u tiles %llu split %llu%s vec4 %d group %u", p.t.bm, p.t.bn, p.t.bk,
+    snprintf(buf, cap, "%ux%ux%u/%ux%u%s warp %u tiles %llu split %llu%s vec4 %d group %u%s", p.t.bm, p.t.bn, p.t.bk,
              p.t.tm, p.t.tn, p.t.pf ? "" : " no-prefetch", tile_warp(p.t), (unsigned long long)tiles,
              (unsigned long long)S, S && streamk_on(wg_of(be)) ? " (stream-K)" : "", vec4_on(wg_of(be)),
-             group_setting(wg_of(be)));
+             group_setting(wg_of(be)), fwd_t ? " transposed" : "");
     return buf;
 }
