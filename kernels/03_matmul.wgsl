@@ -706,8 +706,8 @@ fn matmul_at_dbias(@builtin(local_invocation_index) lid : u32, @builtin(workgrou
 // vec4 columns × 16 row slices (a warp reads 2 rows × 256 contiguous bytes), each thread summing
 // its 16 rows; the 16 slices are added in order and the block's sums go to
 // part[part_off + chunk·N + n]. matmul_colsum_finish: out[out_off + n] += Σ_chunk
-// part[part_off + chunk·N + n], chunks in order. Both deterministic; grid x = column blocks
-// (vec4 columns for the finish), y = chunks.
+// part[part_off + chunk·N + n], in the same pattern over the chunks (below). Both deterministic;
+// grid x = column blocks (of 16 vec4 columns), y = chunks (the finish: 1).
 struct CS4Params { R : u32, N : u32, ld : u32, x_off : u32, out_off : u32, nchunk : u32, part_off : u32, p0 : u32 };
 const CS4_ROWS : u32 = 256u;
 
@@ -743,14 +743,28 @@ fn matmul_colsum_part(@builtin(local_invocation_index) lid : u32, @builtin(workg
 @group(0) @binding(1) var<storage, read> csf_part : array<vec4<f32>>;
 @group(0) @binding(2) var<uniform> csf_p : CS4Params;
 
+var<workgroup> csf_red : array<vec4<f32>, 256>;
+
+// The finish as the first stage over the partials: one workgroup per 16 vec4 columns, 16 chunk
+// slices (slice s adds chunks s, s + 16, ... in order), the slices then added in order. A thread
+// a column looping over every chunk (the earlier form) waited on each load in turn: 32 at
+// GPT-2's 8192 rows, on 192-768 threads.
 @compute @workgroup_size(256)
-fn matmul_colsum_finish(@builtin(global_invocation_id) gid : vec3<u32>) {
+fn matmul_colsum_finish(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>) {
     let n4 = csf_p.N / 4u;
-    let c4 = gid.x;
-    if (c4 >= n4) { return; }
-    var t = vec4<f32>(0.0);
-    for (var ch = 0u; ch < csf_p.nchunk; ch++) { t += csf_part[csf_p.part_off / 4u + ch * n4 + c4]; }
-    csf_out[csf_p.out_off / 4u + c4] += t;
+    let c4 = wid.x * 16u + lid % 16u;
+    let slice = lid / 16u;
+    var s = vec4<f32>(0.0);
+    if (c4 < n4) {
+        for (var ch = slice; ch < csf_p.nchunk; ch += 16u) { s += csf_part[csf_p.part_off / 4u + ch * n4 + c4]; }
+    }
+    csf_red[lid] = s;
+    workgroupBarrier();
+    if (slice == 0u && c4 < n4) {
+        var t = vec4<f32>(0.0);
+        for (var k = 0u; k < 16u; k++) { t += csf_red[k * 16u + lid]; }
+        csf_out[csf_p.out_off / 4u + c4] += t;
+    }
 }
 
 // matmul_transpose: out[out_off + c·ldo + r] = x[x_off + r·ldi + c] for r < R, c < C. It copies

@@ -777,6 +777,10 @@ int main(void) {
         test_layernorm(17, 768, 3e4f, 0.01f, "mean 3e4 spread 0.01");
     });
     TIMED("layernorm 66000 rows (2-D grid)", test_layernorm(66000, 3, 1.0f, 2.0f, "66000 rows"));
+    // the two-stage column sums (widths multiples of 4) over 20 chunks of 256 rows: the finish's
+    // 16 chunk slices, 4 of them with two chunks
+    TIMED("column sums over 20 chunks", (test_layernorm(5000, 68, 0.0f, 1.0f, "20 chunks"),
+                                         test_matmul_at(5000, 8, 68, 1, "dbias over 20 chunks")));
     TIMED("embedding", {
         test_embedding(3, 37, 45, 50, "random");
         test_embedding(2, 300, 70, 1000, "several chunks");

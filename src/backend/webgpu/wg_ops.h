@@ -30,7 +30,8 @@ WGT_OPS(WG_PROTO_)
 // matmul_at's dbias and the LayerNorm parameter gradients where widths are multiples of 4:
 // wg_colsum_scratch returns the partials' buffer for n floats, or NULL (then the caller runs its
 // one-stage kernel) when n passes one binding or the buffer cannot be allocated;
-// wg_colsum_finish adds out[N] += Σ_chunk part[part_off + chunk·N + n], chunks in order.
+// wg_colsum_finish adds out[N] += Σ_chunk part[part_off + chunk·N + n] (16 slices of the chunks,
+// each summed in order, then the slices in order).
 #define WG_COLSUM_ROWS 256u  // rows a chunk of the first stage (CS4_ROWS in 03_matmul.wgsl)
 wgt_buf *wg_colsum_scratch(wgt_backend *be, uint64_t n);
 void wg_colsum_finish(wgt_backend *be, const char *label, wgt_view out, wgt_view part, uint32_t N, uint32_t nchunk,

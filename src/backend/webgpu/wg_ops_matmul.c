@@ -825,7 +825,9 @@ void wg_colsum_finish(wgt_backend *be, const char *label, wgt_view out, wgt_view
     cs4_params p = {0, N, 0, 0, 0, nchunk, part_off, 0};
     wg_bind bd[2] = {wg_binding_window(out, 0, N, &p.out_off), wg_b(part, (size_t)part_off + (size_t)nchunk * N)};
     WGT_ASSERT(N % 4 == 0 && part_off % 4 == 0 && p.out_off % 4 == 0, "two-stage column sums need vec4-aligned widths");
-    wg_dispatch(ctx, label, aux_pipeline(ctx, "matmul_colsum_finish"), bd, 2, &p, sizeof p, wg_groups(N / 4, 256));
+    WGT_ASSERT(cdiv(N, 64) <= wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension,
+               "two-stage column sums: the callers check the 64-column blocks against the grid limit");
+    wg_dispatch3(ctx, label, aux_pipeline(ctx, "matmul_colsum_finish"), bd, 2, &p, sizeof p, (uint32_t)cdiv(N, 64), 1, 1);
 }
 
 // dbias[OC] += the column sums of dout[rc, OC] (a window of rows r0..): in two stages where OC and
