@@ -721,8 +721,8 @@ static int fwd_t_pick(wgt_backend *be, uint32_t M, uint32_t N, uint32_t K) {
     const int s = mm_settings(ctx)->mm_fwd_t;
     if (s == 0 || M == 0 || N == 0 || K == 0) return 0;
     const uint64_t lim = wg_binding_limit(be), maxd = wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension;
-    if ((round4(M) + round4(N)) * K > scratch_limit(be)) return 0;
     if ((uint64_t)M * K + WGT_VIEW_ALIGN > lim || (uint64_t)N * K + WGT_VIEW_ALIGN > lim) return 0;
+    if ((round4(M) + round4(N)) * K > scratch_limit(be)) return 0;  // no overflow: M·K, N·K within a binding
     if (cdiv(K, TR_BLOCK) > maxd || cdiv(M, TR_BLOCK) > maxd || cdiv(N, TR_BLOCK) > maxd) return 0;  // (the 64-blocks' fewer)
     if (s == 1) return 1;
     if (!mm_tile_table[table_row(wg_ctx_info(ctx), MM_NT)].fwd_t) return 0;
