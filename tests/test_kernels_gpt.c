@@ -180,12 +180,13 @@ static void test_matmul_streamk(void) {
     S->mm_streamk = WG_AUTO;
 }
 
-// The forward through transposed copies of its operands (WGTRAIN_MM_FWD_T=1: matmul_transpose,
-// then the GEMM in matmul_at's layout): edges in every dimension, rows not multiples of 4 (the
-// copies' padded rows) and multiples of 4 (vec4 loads), one row, one column, K = 1, a K that
-// is not a multiple of the transpose's 32-blocks; with and without bias, both tiles. Under a
-// 3000-element binding limit the copies of a small GEMM still fit while its output is cut into
-// windows, and a GEMM whose copies do not fit runs the direct path. The plan text says which.
+// The forward and matmul_t through transposed copies of their operands stored along k
+// (WGTRAIN_MM_TCOPY=1: matmul_transpose4 or matmul_transpose, then the GEMM in matmul_at's
+// layout): edges in every dimension, rows not multiples of 4 (the copies' padded rows) and
+// multiples of 4 (vec4 loads), one row, one column, K = 1, a K that is not a multiple of the
+// transpose's blocks; with and without bias, both tiles. Under a 3000-element binding limit the
+// copies of a small GEMM still fit while its output is cut into windows, and a GEMM whose copies
+// do not fit runs the direct path. The plan text says which.
 static void test_matmul_fwd_transposed(void) {
     static const struct { uint32_t N, C, OC; } shapes[] = {
         {67, 45, 130}, {1, 1, 1}, {5, 3, 7}, {130, 67, 45}, {260, 132, 300}, {130, 68, 45}, {3, 300, 2}, {64, 1, 33},
@@ -193,17 +194,20 @@ static void test_matmul_fwd_transposed(void) {
     const wg_mm_tile_choice tiles[] = {WG_MM_TILE_BIG, WG_MM_TILE_SMALL};
     const char *tname[] = {"transposed big tiles", "transposed small tiles"};
     char desc[160];
-    S->mm_fwd_t = 0;
+    S->mm_tcopy = 0;
     CHECK(strstr(wg_mm_describe(P.gpu, 0, 260, 132, 300, desc, sizeof desc), "transposed") == NULL,
-          "WGTRAIN_MM_FWD_T=0: the forward runs directly: %s", desc);
-    S->mm_fwd_t = 1;
+          "WGTRAIN_MM_TCOPY=0: the forward runs directly: %s", desc);
+    S->mm_tcopy = 1;
     CHECK(strstr(wg_mm_describe(P.gpu, 0, 260, 132, 300, desc, sizeof desc), "transposed") != NULL,
-          "WGTRAIN_MM_FWD_T=1: the forward runs through the transposed copies: %s", desc);
+          "WGTRAIN_MM_TCOPY=1: the forward runs through the transposed copies: %s", desc);
+    CHECK(strstr(wg_mm_describe(P.gpu, 1, 260, 132, 300, desc, sizeof desc), "transposed") != NULL,
+          "WGTRAIN_MM_TCOPY=1: matmul_t runs through the transposed copy: %s", desc);
     for (int ti = 0; ti < 2; ti++) {
         S->mm_tile = tiles[ti];
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             test_matmul_fwd(shapes[s].N, shapes[s].C, shapes[s].OC, 1, tname[ti]);
             if (s < 2) test_matmul_fwd(shapes[s].N, shapes[s].C, shapes[s].OC, 0, tname[ti]);
+            test_matmul_t(shapes[s].N, shapes[s].C, shapes[s].OC, tname[ti]);  // dout [N, OC] copied
         }
     }
     S->mm_tile = WG_MM_TILE_AUTO;
@@ -211,11 +215,15 @@ static void test_matmul_fwd_transposed(void) {
     CHECK(strstr(wg_mm_describe(P.gpu, 0, 100, 10, 60, desc, sizeof desc), "transposed") != NULL,
           "copies of 1600 elements fit a 3000-element binding: %s", desc);
     test_matmul_fwd(100, 10, 60, 1, "transposed, output in windows");
+    test_matmul_t(100, 60, 10, "transposed, output in windows");
     CHECK(strstr(wg_mm_describe(P.gpu, 0, 67, 45, 130, desc, sizeof desc), "transposed") == NULL,
           "copies of 9000 elements do not fit a 3000-element binding: %s", desc);
     test_matmul_fwd(67, 45, 130, 1, "transposed copies too large: direct");
+    CHECK(strstr(wg_mm_describe(P.gpu, 1, 67, 45, 130, desc, sizeof desc), "transposed") == NULL,
+          "a copy of 8840 elements does not fit a 3000-element binding: %s", desc);
+    test_matmul_t(67, 45, 130, "transposed copy too large: direct");
     S->binding_limit = 0;
-    S->mm_fwd_t = WG_AUTO;
+    S->mm_tcopy = WG_AUTO;
 }
 
 // Tile shapes other than the generic defaults (WGTRAIN_MM_TILE specs): the tile table's row for
@@ -765,7 +773,7 @@ int main(void) {
     TIMED("matmul split-K, vec4 loads, raster groups", test_matmul_splitk());
     TIMED("matmul stream-K", test_matmul_streamk());
     TIMED("matmul tile shapes of the tile table", test_matmul_tile_specs());
-    TIMED("matmul forward through transposed operands", test_matmul_fwd_transposed());
+    TIMED("matmul, matmul_t through transposed operands", test_matmul_fwd_transposed());
     TIMED("matmul_at shared gradient buffer", test_matmul_at_shared_grads());
     TIMED("matmul offsets", test_matmul_offsets());
     TIMED("matmul split-K scratch lifetime", test_matmul_scratch_lifetime());

@@ -12,8 +12,9 @@
 //     share the tiles' k-slices evenly and a second kernel adds each tile's pieces in order;
 //   - vec4 global loads for each operand whose leading dimension and offset are multiples of 4;
 //   - the raster order of the tiles (groups of row blocks, so neighbours share L2 tiles);
-//   - for the forward on some GPUs, transposed copies of both operands, so that it runs in
-//     matmul_at's faster layout (fwd_t_pick below).
+//   - on some GPUs, transposed copies of the operands stored along k (both of the forward's,
+//     matmul_t's dout at wide outputs), so that the GEMM runs in matmul_at's faster layout
+//     (fwd_t_pick, dx_t_pick below).
 // The WGTRAIN_MM_* settings of the context (wg_settings.h) can force each choice.
 // matmul_lowbit and matmul_t_lowbit (a frozen weight packed as f16, bf16 or nf4, LoRA's
 // --base-precision) are matmul and matmul_t with a B operand that the kernel decodes as it loads it,
@@ -95,8 +96,9 @@ typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
 // `bench_matmul --sweep-tiles` on that GPU (bench/README.md). Tiles from the tuning cache
 // (`wgtrain tune`, wg_tune.h) take the row's place.
 typedef struct { mm_tile big, small; } mm_tile_pair;
-// fwd_t: the forward through transposed copies of its operands where they pay (fwd_t_pick)
-static const struct { const char *match; mm_tile_pair op[3]; int fwd_t; } mm_tile_table[] = {  // op: mm_variant
+// tcopy: the forward and dinp through transposed copies of their operands stored along k, where
+// the copies pay (fwd_t_pick, dx_t_pick)
+static const struct { const char *match; mm_tile_pair op[3]; int tcopy; } mm_tile_table[] = {  // op: mm_variant
     // NVIDIA (measured on the H200): 128x128x8 with 8x8 outputs a thread (127 registers, two
     // workgroups an SM) since the slice is straight-line code. matmul_t takes 128x64x8/8x8 (128
     // threads) for outputs of partial waves with a short K (plan_pick), and the big tile with
@@ -701,7 +703,7 @@ void wg_matmul_t_lowbit(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view 
 // lands in workgroup memory as it is; one stored along k (both of the forward's: inp [M, K] and
 // W [N, K]) as 4 scalar loads a vec4. On the H200 the forward ran 4-7 % faster with both operands
 // transposed (bench/README.md), more than the copies cost at wide outputs. Where the tile
-// table's row says so (fwd_t), the forward copies inp and W transposed into a scratch
+// table's row says so (tcopy), the forward copies inp and W transposed into a scratch
 // (matmul_transpose, rows padded to multiples of 4 so that they load as vec4) and runs the
 // GEMM in matmul_at's layout there: the same products, added in the same k order. The copies
 // move 8·(M + N)·K bytes against the GEMM's 2·M·N·K FLOPs, 4·F/B·(1/M + 1/N) of its time (F/B:
@@ -714,18 +716,18 @@ typedef struct { uint32_t R1, R2, C, ldi, ldo1, ldo2, nb1, x1_off, x2_off, out1_
 
 static uint64_t round4(uint64_t x) { return (x + 3) & ~(uint64_t)3; }
 
-// Whether out[M,N] = inp[M,K]·W[N,K]ᵀ runs through the transposed copies (WGTRAIN_MM_FWD_T).
+// Whether out[M,N] = inp[M,K]·W[N,K]ᵀ runs through the transposed copies (WGTRAIN_MM_TCOPY).
 // They must fit the scratch (one binding), each input one binding window, the grids a dimension.
 static int fwd_t_pick(wgt_backend *be, uint32_t M, uint32_t N, uint32_t K) {
     wg_ctx *ctx = wg_of(be);
-    const int s = mm_settings(ctx)->mm_fwd_t;
+    const int s = mm_settings(ctx)->mm_tcopy;
     if (s == 0 || M == 0 || N == 0 || K == 0) return 0;
     const uint64_t lim = wg_binding_limit(be), maxd = wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension;
     if ((uint64_t)M * K + WGT_VIEW_ALIGN > lim || (uint64_t)N * K + WGT_VIEW_ALIGN > lim) return 0;
     if ((round4(M) + round4(N)) * K > scratch_limit(be)) return 0;  // no overflow: M·K, N·K within a binding
     if (cdiv(K, TR_BLOCK) > maxd || cdiv(M, TR_BLOCK) > maxd || cdiv(N, TR_BLOCK) > maxd) return 0;  // (the 64-blocks' fewer)
     if (s == 1) return 1;
-    if (!mm_tile_table[table_row(wg_ctx_info(ctx), MM_NT)].fwd_t) return 0;
+    if (!mm_tile_table[table_row(wg_ctx_info(ctx), MM_NT)].tcopy) return 0;
     return 4.0 * MM_FLOP_PER_BYTE * (1.0 / M + 1.0 / N) < MM_FWD_T_GAIN;
 }
 
@@ -748,8 +750,11 @@ static int mm_transpose_pair(wg_ctx *ctx, wgt_view out, uint64_t lda, uint64_t l
     if (K % 4 || nb1 + nb2 > wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension) return 0;
     tr4_params p = {M, N, K, K, (uint32_t)lda, (uint32_t)ldb, (uint32_t)nb1, 0, 0, 0, 0, 0};
     int v4o = 1, v4a = 1, v4b = 1;
-    wg_bind bd[3] = {mm_window(out, 0, 1, 0, na + ldb * K, na + ldb * K, &p.out1_off, &v4o),
-                     mm_window(inp, 0, M, 0, K, K, &p.x1_off, &v4a), mm_window(w, 0, N, 0, K, K, &p.x2_off, &v4b)};
+    wg_bind bd[3];
+    bd[0] = mm_window(out, 0, 1, 0, na + ldb * K, na + ldb * K, &p.out1_off, &v4o);
+    bd[1] = mm_window(inp, 0, M, 0, K, K, &p.x1_off, &v4a);
+    if (N) bd[2] = mm_window(w, 0, N, 0, K, K, &p.x2_off, &v4b);
+    else bd[2] = bd[1], p.x2_off = p.x1_off;  // one copy: x2 is a read-only stand-in, never read
     if (!v4o || !v4a || !v4b || p.out1_off % 4 || p.x1_off % 4 || p.x2_off % 4) return 0;
     p.out2_off = p.out1_off + (uint32_t)na;
     wg_dispatch3(ctx, "matmul_transpose", aux_pipeline(ctx, "matmul_transpose4"), bd, 3, &p, sizeof p,
@@ -764,7 +769,7 @@ static int matmul_fwd_t(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view we
     const uint64_t lda = round4(M), ldb = round4(N), na = lda * K, nb = ldb * K;
     size_t want = (size_t)min_u64(cdiv(na + nb, SCRATCH_GRAIN) * SCRATCH_GRAIN, scratch_limit(be));
     if (want < na + nb) want = (size_t)(na + nb);
-    wgt_buf *scr = wg_scratch(ctx, WG_SCRATCH_FWD_T, want, "the forward's transposed operands");
+    wgt_buf *scr = wg_scratch(ctx, WG_SCRATCH_TCOPY, want, "the GEMMs' transposed operands");
     if (!scr) return 0;
     wgt_view at = wgt_view_of(scr, 0, (size_t)na), bt = wgt_view_of(scr, (size_t)na, (size_t)nb);
     if (!mm_transpose_pair(ctx, wgt_view_of(scr, 0, (size_t)(na + nb)), lda, ldb, inp, M, weight, N, K)) {
@@ -772,6 +777,40 @@ static int matmul_fwd_t(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view we
         mm_transpose(ctx, bt, ldb, weight, N, K);  // Wᵀ [K, ldb]
     }
     mm_gemm(be, MM_TN, out, at, bt, bias, M, N, K, (uint32_t)lda, (uint32_t)ldb, N, 0, 0, 0, NULL, "matmul");
+    return 1;
+}
+
+// dinp = dout·W with dout copied transposed (matmul_transpose4 with no second operand): the GEMM
+// in matmul_at's layout with W as it is (stored along n). The copy moves 8·M·K bytes against
+// 2·M·N·K FLOPs, 4·F/B/N of the GEMM's time. matmul_t reads W as vec4 already, so the layouts
+// differ by less than for the forward: on the H200 2 % at K = 768 (GPT-2's fcproj dX, N = 3072,
+// lost 0.3-1.4 % with the copy) and 5 % at 4096³ (4 % faster with it). Hence a bound of its own:
+// the copy under 1 % by the model, N >= 4000.
+#define MM_DX_T_GAIN 0.01
+static int dx_t_pick(wgt_backend *be, uint32_t M, uint32_t N, uint32_t K) {
+    wg_ctx *ctx = wg_of(be);
+    const int s = mm_settings(ctx)->mm_tcopy;
+    if (s == 0 || M == 0 || N == 0 || K == 0) return 0;
+    const uint64_t lim = wg_binding_limit(be), maxd = wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension;
+    if ((uint64_t)M * K + WGT_VIEW_ALIGN > lim || round4(M) * K > scratch_limit(be)) return 0;
+    if (cdiv(K, TR_BLOCK) > maxd || cdiv(M, TR_BLOCK) > maxd) return 0;
+    if (s == 1) return 1;
+    if (!mm_tile_table[table_row(wg_ctx_info(ctx), MM_NT)].tcopy) return 0;
+    return 4.0 * MM_FLOP_PER_BYTE / N < MM_DX_T_GAIN;
+}
+
+static int matmul_t_t(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t M, uint32_t N,
+                      uint32_t K) {
+    wg_ctx *ctx = wg_of(be);
+    const uint64_t lda = round4(M), na = lda * K;
+    size_t want = (size_t)min_u64(cdiv(na, SCRATCH_GRAIN) * SCRATCH_GRAIN, scratch_limit(be));
+    if (want < na) want = (size_t)na;
+    wgt_buf *scr = wg_scratch(ctx, WG_SCRATCH_TCOPY, want, "the GEMMs' transposed operands");
+    if (!scr) return 0;
+    wgt_view at = wgt_view_of(scr, 0, (size_t)na);
+    if (!mm_transpose_pair(ctx, at, lda, 0, dout, M, dout, 0, K)) mm_transpose(ctx, at, lda, dout, M, K);  // doutᵀ [K, lda]
+    wgt_view none = wgt_view_none();
+    mm_gemm(be, MM_TN, dinp, at, weight, none, M, N, K, (uint32_t)lda, N, N, 0, 0, 0, NULL, "matmul_t");
     return 1;
 }
 
@@ -790,6 +829,7 @@ void wg_matmul_f16(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight,
 }
 
 void wg_matmul_t(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t N, uint32_t C, uint32_t OC) {
+    if (dx_t_pick(be, N, C, OC) && matmul_t_t(be, dinp, dout, weight, N, C, OC)) return;
     wgt_view none = wgt_view_none();
     mm_gemm(be, MM_NN, dinp, dout, weight, none, N, C, OC, OC, C, C, 0, 0, 0, NULL, NULL);
 }
@@ -886,7 +926,7 @@ void wg_matmul_peak(wgt_backend *be, wgt_view out, uint32_t groups, uint32_t ite
 // ------------------------------------------------------------------ bench/test introspection
 const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint32_t OC, char *buf, size_t cap) {
     uint32_t M = op == 2 ? OC : N, Nn = op == 0 ? OC : C, K = op == 0 ? C : op == 1 ? OC : N;
-    const int fwd_t = op == 0 && fwd_t_pick(be, M, Nn, K);
+    const int fwd_t = (op == 0 && fwd_t_pick(be, M, Nn, K)) || (op == 1 && dx_t_pick(be, M, Nn, K));
     mm_plan p = plan_pick(wg_of(be), fwd_t ? MM_TN : (mm_variant)op, M, Nn, K);
     uint64_t tiles = tile_count(p.t, M, Nn);
     uint64_t S = p.splits ? min_u64(p.splits, cdiv(K, p.t.bk)) : 0;

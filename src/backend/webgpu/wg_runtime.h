@@ -110,7 +110,7 @@ wg_bind wg_binding_window(wgt_view v, uint64_t start, uint64_t count, uint32_t *
 // freed with the context. Returns NULL, with the reason in wgt_last_error(), when the device
 // cannot allocate it.
 typedef enum {
-    WG_SCRATCH_NORM, WG_SCRATCH_SPLITK, WG_SCRATCH_PLACEHOLDER, WG_SCRATCH_ATTN, WG_SCRATCH_DECODE, WG_SCRATCH_COLSUM, WG_SCRATCH_FWD_T,
+    WG_SCRATCH_NORM, WG_SCRATCH_SPLITK, WG_SCRATCH_PLACEHOLDER, WG_SCRATCH_ATTN, WG_SCRATCH_DECODE, WG_SCRATCH_COLSUM, WG_SCRATCH_TCOPY,
     WG_SCRATCH_SLOTS
 } wg_scratch_slot;
 wgt_buf *wg_scratch(wg_ctx *ctx, wg_scratch_slot slot, size_t n, const char *label);

@@ -20,7 +20,7 @@ static const setting_def defs[] = {
     {"WGTRAIN_MM_STREAMK", "auto, 0 or 1"},
     {"WGTRAIN_MM_VEC4", "auto, 0, 1, 2 or 3"},
     {"WGTRAIN_MM_GROUP", "auto or an integer 1..1024"},
-    {"WGTRAIN_MM_FWD_T", "auto, 0 or 1"},
+    {"WGTRAIN_MM_TCOPY", "auto, 0 or 1"},
     {"WGTRAIN_ATTN_FWD_CFG", "comma-separated key=value pairs: v=tile|reg and integers nl, tr, bc, sg, wg, pf (e.g. "
                              "nl=8,tr=2,bc=64,sg=1 or v=reg,nl=4,tr=2,bc=32)"},
     {"WGTRAIN_ATTN_BWD_CFG", "comma-separated key=value pairs: v=auto|stream|split|short|fused|reg|reg-ds, kv=, q=, st=BQxBK "
@@ -42,7 +42,7 @@ void wg_settings_default(wg_settings *s) {
     memset(s, 0, sizeof *s);
     s->robust = 0;
     s->mm_tile = WG_MM_TILE_AUTO;
-    s->mm_splitk = s->mm_streamk = s->mm_vec4 = s->mm_group = s->mm_fwd_t = WG_AUTO;
+    s->mm_splitk = s->mm_streamk = s->mm_vec4 = s->mm_group = s->mm_tcopy = WG_AUTO;
     s->wg_zero_init = s->mm_prefetch = s->mm_warp = WG_AUTO;
     s->attn_unroll = WG_AUTO;
     wg_ce_settings ce = {WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO};
@@ -168,9 +168,9 @@ static int set_one(wg_settings *s, const char *name, const char *v) {
     } else if (!strcmp(name, "WGTRAIN_MM_GROUP")) {
         t.mm_group = d.mm_group;
         ok = dflt || parse_auto_int(v, 1, 1024, NULL, &t.mm_group);
-    } else if (!strcmp(name, "WGTRAIN_MM_FWD_T")) {
-        t.mm_fwd_t = d.mm_fwd_t;
-        ok = dflt || parse_auto_int(v, 0, 1, NULL, &t.mm_fwd_t);
+    } else if (!strcmp(name, "WGTRAIN_MM_TCOPY")) {
+        t.mm_tcopy = d.mm_tcopy;
+        ok = dflt || parse_auto_int(v, 0, 1, NULL, &t.mm_tcopy);
     } else if (!strcmp(name, "WGTRAIN_ATTN_FWD_CFG") || !strcmp(name, "WGTRAIN_ATTN_BWD_CFG")) {
         int bwd = !strcmp(name, "WGTRAIN_ATTN_BWD_CFG");
         char *dst = bwd ? t.attn_bwd : t.attn_fwd;

@@ -33,12 +33,12 @@
 //                                                      (auto: 3); with 1-3 C stored as vec4 too
 //   WGTRAIN_MM_GROUP            auto | 1..1024         row blocks per raster group, 1 = row-major
 //                                                      (auto: 8)
-//   WGTRAIN_MM_FWD_T            auto | 0 | 1           the forward GEMM (matmul) through transposed
-//                                                     copies of both operands, as matmul_at's
-//                                                     layout: 1 wherever the copies fit the
-//                                                     scratch, 0 never (auto: the tile table's
-//                                                     row, at shapes where the copies cost less
-//                                                     than they gain)
+//   WGTRAIN_MM_TCOPY            auto | 0 | 1           the forward GEMM (matmul) and matmul_t
+//                                                     through transposed copies of their operands
+//                                                     stored along k, in matmul_at's layout: 1
+//                                                     wherever the copies fit the scratch, 0 never
+//                                                     (auto: the tile table's row, at shapes where
+//                                                     the copies cost less than they gain)
 //   WGTRAIN_ATTN_FWD_CFG        k=v,...                attention forward tiles, keys nl, tr, bc, sg
 //                                                      (integers), e.g. "nl=8,tr=2,bc=64,sg=1"
 //   WGTRAIN_ATTN_BWD_CFG        k=v,...                attention backward: v=auto|stream|split|short|
@@ -112,7 +112,7 @@ typedef struct {
     int mm_streamk;              // WGTRAIN_MM_STREAMK: WG_AUTO, 0 or 1
     int mm_vec4;                 // WGTRAIN_MM_VEC4: WG_AUTO, 0, 1, 2 or 3
     int mm_group;                // WGTRAIN_MM_GROUP: WG_AUTO or >= 1
-    int mm_fwd_t;                // WGTRAIN_MM_FWD_T: WG_AUTO, 0 or 1
+    int mm_tcopy;                // WGTRAIN_MM_TCOPY: WG_AUTO, 0 or 1
     char attn_fwd[256];          // WGTRAIN_ATTN_FWD_CFG ("" = the defaults)
     char attn_bwd[256];          // WGTRAIN_ATTN_BWD_CFG ("" = the defaults)
     int attn_unroll;             // WGTRAIN_ATTN_UNROLL: WG_AUTO, 0 or 1
