@@ -223,7 +223,22 @@ static void test_matmul_fwd_transposed(void) {
           "a copy of 8840 elements does not fit a 3000-element binding: %s", desc);
     test_matmul_t(67, 45, 130, "transposed copy too large: direct");
     S->binding_limit = 0;
+    // auto: the device's row of the tile table, then the cost model (GPT-2 124M's shapes at
+    // B·T = 8192: the qkv, fc and lm_head forwards and 4096³'s forward and matmul_t take the
+    // copies; attproj's and fcproj's forwards, GPT-2's matmul_t and small GEMMs do not)
     S->mm_tcopy = WG_AUTO;
+    const int row = wg_mm_table_tcopy(wg_of(P.gpu));
+    static const struct { int op; uint32_t N, C, OC; int takes; } rule[] = {
+        {0, 8192, 768, 2304, 1}, {0, 8192, 768, 3072, 1}, {0, 8192, 768, 50257, 1}, {0, 4096, 4096, 4096, 1},
+        {1, 4096, 4096, 4096, 1}, {0, 8192, 768, 768, 0},  {0, 8192, 3072, 768, 0},  {1, 8192, 3072, 768, 0},
+        {1, 8192, 768, 3072, 0},  {0, 67, 45, 130, 0}};
+    for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
+        const int want = row && rule[i].takes;
+        const int got = strstr(wg_mm_describe(P.gpu, rule[i].op, rule[i].N, rule[i].C, rule[i].OC, desc, sizeof desc),
+                               "transposed") != NULL;
+        CHECK(got == want, "auto on a %s row: %s N=%u C=%u OC=%u %s the copies: %s", row ? "tcopy" : "direct",
+              wg_mm_op_name(rule[i].op), rule[i].N, rule[i].C, rule[i].OC, want ? "takes" : "skips", desc);
+    }
 }
 
 // Tile shapes other than the generic defaults (WGTRAIN_MM_TILE specs): the tile table's row for

@@ -230,6 +230,8 @@ int wg_mm_tile_fits(wg_ctx *ctx, const wg_mm_tile_spec *t) {
     return wg_mm_tile_spec_valid(t) && tile_fits(wg_ctx_info(ctx), tile_of_spec(t));
 }
 
+int wg_mm_table_tcopy(wg_ctx *ctx) { return mm_tile_table[table_row(wg_ctx_info(ctx), MM_NT)].tcopy; }
+
 int wg_mm_table_knows(wg_ctx *ctx) {
     for (int v = 0; v < 3; v++)
         if (table_row(wg_ctx_info(ctx), (mm_variant)v) + 1 < MM_TILE_ROWS) return 1;
@@ -727,7 +729,7 @@ static int fwd_t_pick(wgt_backend *be, uint32_t M, uint32_t N, uint32_t K) {
     if ((round4(M) + round4(N)) * K > scratch_limit(be)) return 0;  // no overflow: M·K, N·K within a binding
     if (cdiv(K, TR_BLOCK) > maxd || cdiv(M, TR_BLOCK) > maxd || cdiv(N, TR_BLOCK) > maxd) return 0;  // (the 64-blocks' fewer)
     if (s == 1) return 1;
-    if (!mm_tile_table[table_row(wg_ctx_info(ctx), MM_NT)].tcopy) return 0;
+    if (!wg_mm_table_tcopy(ctx)) return 0;
     return 4.0 * MM_FLOP_PER_BYTE * (1.0 / M + 1.0 / N) < MM_FWD_T_GAIN;
 }
 
@@ -795,7 +797,7 @@ static int dx_t_pick(wgt_backend *be, uint32_t M, uint32_t N, uint32_t K) {
     if ((uint64_t)M * K + WGT_VIEW_ALIGN > lim || round4(M) * K > scratch_limit(be)) return 0;
     if (cdiv(K, TR_BLOCK) > maxd || cdiv(M, TR_BLOCK) > maxd) return 0;
     if (s == 1) return 1;
-    if (!mm_tile_table[table_row(wg_ctx_info(ctx), MM_NT)].tcopy) return 0;
+    if (!wg_mm_table_tcopy(ctx)) return 0;
     return 4.0 * MM_FLOP_PER_BYTE / N < MM_DX_T_GAIN;
 }
 
