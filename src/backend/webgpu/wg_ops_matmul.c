@@ -700,7 +700,7 @@ void wg_matmul_t_lowbit(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view 
     lowbit_gemm(be, MM_NN, "matmul_t_lowbit", dinp, dout, weight, absmax, wgt_view_none(), N, C, OC, fmt, WW, NB);
 }
 
-// ------------------------------------------------------------------ the forward in matmul_at's layout
+// ------------------------------------------------------------------ matmul and matmul_t in matmul_at's layout
 // The kernel reads an operand stored along m or n as one 16-byte load a vec4 of the tile, which
 // lands in workgroup memory as it is; one stored along k (both of the forward's: inp [M, K] and
 // W [N, K]) as 4 scalar loads a vec4. On the H200 the forward ran 4-7 % faster with both operands
@@ -743,9 +743,9 @@ static void mm_transpose(wg_ctx *ctx, wgt_view out, uint64_t ldo, wgt_view x, ui
                  (uint32_t)cdiv(C, TR_BLOCK), (uint32_t)cdiv(R, TR_BLOCK), 1);
 }
 
-// Both copies at once, as vec4 (matmul_transpose4): out [K, lda + ldb·...]: inpᵀ at 0 ([K, lda]),
-// Wᵀ at lda·K ([K, ldb]), columns from M (N) up to the next multiple of 4 zeros. 0, having
-// dispatched nothing, where K or an input window's offset is not a multiple of 4.
+// Both copies in one dispatch, as vec4 (matmul_transpose4): inpᵀ [K, lda] at the start of out,
+// then Wᵀ [K, ldb] (none when N = 0), each row's columns from M (N) to the next multiple of 4
+// zeros. 0, having dispatched nothing, where K or an input window's offset is not a multiple of 4.
 static int mm_transpose_pair(wg_ctx *ctx, wgt_view out, uint64_t lda, uint64_t ldb, wgt_view inp, uint32_t M,
                              wgt_view w, uint32_t N, uint32_t K) {
     const uint64_t na = lda * K, nb1 = cdiv(M, 2 * TR_BLOCK), nb2 = cdiv(N, 2 * TR_BLOCK);
