@@ -717,6 +717,19 @@ const CS4_ROWS : u32 = 256u;
 
 var<workgroup> cs4_red : array<vec4<f32>, 256>;
 
+// Both stages' reduction: thread lid holds slice lid / 16's sum of vec4 column lid % 16; the 16
+// slices added in order, returned to the threads of slice 0 (lid < 16; the others get 0). Called
+// by every thread (a barrier).
+fn cs4_slices_sum(lid : u32, s : vec4<f32>) -> vec4<f32> {
+    cs4_red[lid] = s;
+    workgroupBarrier();
+    var t = vec4<f32>(0.0);
+    if (lid < 16u) {
+        for (var k = 0u; k < 16u; k++) { t += cs4_red[k * 16u + lid]; }
+    }
+    return t;
+}
+
 @compute @workgroup_size(256)
 fn matmul_colsum_part(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>) {
     let n4 = cs4_p.N / 4u;
@@ -730,23 +743,17 @@ fn matmul_colsum_part(@builtin(local_invocation_index) lid : u32, @builtin(workg
             if (r < cs4_p.R) { s += cs4_x[(cs4_p.x_off + r * cs4_p.ld) / 4u + c4]; }
         }
     }
-    cs4_red[lid] = s;
-    workgroupBarrier();
-    if (slice == 0u && c4 < n4) {
-        var t = vec4<f32>(0.0);
-        for (var k = 0u; k < 16u; k++) { t += cs4_red[k * 16u + lid]; }
-        cs4_part[cs4_p.part_off / 4u + wid.y * n4 + c4] = t;
-    }
+    let t = cs4_slices_sum(lid, s);
+    if (slice == 0u && c4 < n4) { cs4_part[cs4_p.part_off / 4u + wid.y * n4 + c4] = t; }
 }
 
 @group(0) @binding(0) var<storage, read_write> csf_out : array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> csf_part : array<vec4<f32>>;
 @group(0) @binding(2) var<uniform> csf_p : CS4Params;
 
-var<workgroup> csf_red : array<vec4<f32>, 256>;
-
 // The finish as the first stage over the partials: one workgroup per 16 vec4 columns, 16 chunk
-// slices (slice s adds chunks s, s + 16, ... in order), the slices then added in order. A thread
+// slices (slice s adds chunks s, s + 16, ... in order), the slices then added in order
+// (cs4_slices_sum). A thread
 // a column looping over every chunk (the earlier form) waited on each load in turn: 32 at
 // GPT-2's 8192 rows, on 192-768 threads.
 @compute @workgroup_size(256)
@@ -758,13 +765,8 @@ fn matmul_colsum_finish(@builtin(local_invocation_index) lid : u32, @builtin(wor
     if (c4 < n4) {
         for (var ch = slice; ch < csf_p.nchunk; ch += 16u) { s += csf_part[csf_p.part_off / 4u + ch * n4 + c4]; }
     }
-    csf_red[lid] = s;
-    workgroupBarrier();
-    if (slice == 0u && c4 < n4) {
-        var t = vec4<f32>(0.0);
-        for (var k = 0u; k < 16u; k++) { t += csf_red[k * 16u + lid]; }
-        csf_out[csf_p.out_off / 4u + c4] += t;
-    }
+    let t = cs4_slices_sum(lid, s);
+    if (slice == 0u && c4 < n4) { csf_out[csf_p.out_off / 4u + c4] += t; }
 }
 
 // matmul_transpose: out[out_off + c·ldo + r] = x[x_off + r·ldi + c] for r < R, c < C. It copies

@@ -391,11 +391,17 @@ static WGPUComputePipeline aux_pipeline(wg_ctx *ctx, const char *entry) {
 
 static uint64_t scratch_limit(wgt_backend *be) { return min_u64(wg_binding_limit(be), MM_SCRATCH_MAX); }
 
-// A scratch buffer of at least n elements (n <= scratch_limit).
-static wgt_buf *mm_scratch(wgt_backend *be, size_t n) {
+// The runtime's scratch slot `slot` of at least n elements (n <= scratch_limit), or NULL when it
+// cannot be allocated.
+static wgt_buf *grain_scratch(wgt_backend *be, wg_scratch_slot slot, size_t n, const char *label) {
     size_t want = (size_t)min_u64(cdiv(n, SCRATCH_GRAIN) * SCRATCH_GRAIN, scratch_limit(be));
     if (want < n) want = n;
-    wgt_buf *b = wg_scratch(wg_of(be), WG_SCRATCH_SPLITK, want, "split-K partial tiles");
+    return wg_scratch(wg_of(be), slot, want, label);
+}
+
+// The split-K scratch of at least n elements (n <= scratch_limit).
+static wgt_buf *mm_scratch(wgt_backend *be, size_t n) {
+    wgt_buf *b = grain_scratch(be, WG_SCRATCH_SPLITK, n, "split-K partial tiles");
     WGT_ASSERT(b != NULL, "could not allocate the split-K scratch buffer (set WGTRAIN_MM_SPLITK=off)");
     return b;
 }
@@ -718,19 +724,25 @@ typedef struct { uint32_t R1, R2, C, ldi, ldo1, ldo2, nb1, x1_off, x2_off, out1_
 
 static uint64_t round4(uint64_t x) { return (x + 3) & ~(uint64_t)3; }
 
-// Whether out[M,N] = inp[M,K]·W[N,K]ᵀ runs through the transposed copies (WGTRAIN_MM_TCOPY).
-// They must fit the scratch (one binding), each input one binding window, the grids a dimension.
-static int fwd_t_pick(wgt_backend *be, uint32_t M, uint32_t N, uint32_t K) {
+// Whether copies of an [M, K] and an [N2, K] operand (N2 = 0: the first alone) run
+// (WGTRAIN_MM_TCOPY: 1 wherever they fit, 0 never, auto where the device's row of the tile table
+// says so and the cost model's `cost` is below `gain`). They must fit the scratch (one binding),
+// each input one binding window, the grids a dimension.
+static int tcopy_pick(wgt_backend *be, uint32_t M, uint32_t N2, uint32_t K, double cost, double gain) {
     wg_ctx *ctx = wg_of(be);
     const int s = mm_settings(ctx)->mm_tcopy;
-    if (s == 0 || M == 0 || N == 0 || K == 0) return 0;
+    if (s == 0 || M == 0 || K == 0) return 0;
     const uint64_t lim = wg_binding_limit(be), maxd = wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension;
-    if ((uint64_t)M * K + WGT_VIEW_ALIGN > lim || (uint64_t)N * K + WGT_VIEW_ALIGN > lim) return 0;
-    if ((round4(M) + round4(N)) * K > scratch_limit(be)) return 0;  // no overflow: M·K, N·K within a binding
-    if (cdiv(K, TR_BLOCK) > maxd || cdiv(M, TR_BLOCK) > maxd || cdiv(N, TR_BLOCK) > maxd) return 0;  // (the 64-blocks' fewer)
-    if (s == 1) return 1;
-    if (!wg_mm_table_tcopy(ctx)) return 0;
-    return 4.0 * MM_FLOP_PER_BYTE * (1.0 / M + 1.0 / N) < MM_FWD_T_GAIN;
+    if ((uint64_t)M * K + WGT_VIEW_ALIGN > lim || (uint64_t)N2 * K + WGT_VIEW_ALIGN > lim) return 0;
+    if ((round4(M) + round4(N2)) * K > scratch_limit(be)) return 0;  // no overflow: M·K, N2·K within a binding
+    if (cdiv(K, TR_BLOCK) > maxd || cdiv(M, TR_BLOCK) > maxd || cdiv(N2, TR_BLOCK) > maxd) return 0;  // (the 64-blocks' fewer)
+    return s == 1 || (wg_mm_table_tcopy(ctx) && cost < gain);
+}
+
+// Whether out[M,N] = inp[M,K]·W[N,K]ᵀ runs through the transposed copies of both.
+static int fwd_t_pick(wgt_backend *be, uint32_t M, uint32_t N, uint32_t K) {
+    if (M == 0 || N == 0) return 0;
+    return tcopy_pick(be, M, N, K, 4.0 * MM_FLOP_PER_BYTE * (1.0 / M + 1.0 / N), MM_FWD_T_GAIN);
 }
 
 // out[c, r] = x[r, c]: x [R, C] dense, out [C, ldo] (ldo >= R, a multiple of 4; its columns from
@@ -769,9 +781,7 @@ static int matmul_fwd_t(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view we
                         uint32_t K, uint32_t N) {
     wg_ctx *ctx = wg_of(be);
     const uint64_t lda = round4(M), ldb = round4(N), na = lda * K, nb = ldb * K;
-    size_t want = (size_t)min_u64(cdiv(na + nb, SCRATCH_GRAIN) * SCRATCH_GRAIN, scratch_limit(be));
-    if (want < na + nb) want = (size_t)(na + nb);
-    wgt_buf *scr = wg_scratch(ctx, WG_SCRATCH_TCOPY, want, "the GEMMs' transposed operands");
+    wgt_buf *scr = grain_scratch(be, WG_SCRATCH_TCOPY, (size_t)(na + nb), "the GEMMs' transposed operands");
     if (!scr) return 0;
     wgt_view at = wgt_view_of(scr, 0, (size_t)na), bt = wgt_view_of(scr, (size_t)na, (size_t)nb);
     if (!mm_transpose_pair(ctx, wgt_view_of(scr, 0, (size_t)(na + nb)), lda, ldb, inp, M, weight, N, K)) {
@@ -790,24 +800,15 @@ static int matmul_fwd_t(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view we
 // the copy under 1 % by the model, N >= 4000.
 #define MM_DX_T_GAIN 0.01
 static int dx_t_pick(wgt_backend *be, uint32_t M, uint32_t N, uint32_t K) {
-    wg_ctx *ctx = wg_of(be);
-    const int s = mm_settings(ctx)->mm_tcopy;
-    if (s == 0 || M == 0 || N == 0 || K == 0) return 0;
-    const uint64_t lim = wg_binding_limit(be), maxd = wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension;
-    if ((uint64_t)M * K + WGT_VIEW_ALIGN > lim || round4(M) * K > scratch_limit(be)) return 0;
-    if (cdiv(K, TR_BLOCK) > maxd || cdiv(M, TR_BLOCK) > maxd) return 0;
-    if (s == 1) return 1;
-    if (!wg_mm_table_tcopy(ctx)) return 0;
-    return 4.0 * MM_FLOP_PER_BYTE / N < MM_DX_T_GAIN;
+    if (N == 0) return 0;
+    return tcopy_pick(be, M, 0, K, 4.0 * MM_FLOP_PER_BYTE / N, MM_DX_T_GAIN);
 }
 
 static int matmul_t_t(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t M, uint32_t N,
                       uint32_t K) {
     wg_ctx *ctx = wg_of(be);
     const uint64_t lda = round4(M), na = lda * K;
-    size_t want = (size_t)min_u64(cdiv(na, SCRATCH_GRAIN) * SCRATCH_GRAIN, scratch_limit(be));
-    if (want < na) want = (size_t)na;
-    wgt_buf *scr = wg_scratch(ctx, WG_SCRATCH_TCOPY, want, "the GEMMs' transposed operands");
+    wgt_buf *scr = grain_scratch(be, WG_SCRATCH_TCOPY, (size_t)na, "the GEMMs' transposed operands");
     if (!scr) return 0;
     wgt_view at = wgt_view_of(scr, 0, (size_t)na);
     if (!mm_transpose_pair(ctx, at, lda, 0, dout, M, dout, 0, K)) mm_transpose(ctx, at, lda, dout, M, K);  // doutᵀ [K, lda]
