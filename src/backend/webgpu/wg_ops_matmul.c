@@ -53,7 +53,9 @@ static int splitk_setting(wg_ctx *ctx) { return mm_settings(ctx)->mm_splitk; }
 // vec4 stores of C only where a workgroup's k-range is at most this long: on the H200 they took the
 // GEMMs with short k-ranges 1-4 % faster (K = 768, and the split-K dW at 683-1170 a layer), and the
 // long ones 1-3 % slower (K >= 1536 a workgroup: the 16-byte stores' register quads cost the k-loop
-// more than the end of a long k-loop gains; bench/README.md)
+// more than the end of a long k-loop gains; bench/README.md). Stream-K's partials are stored as vec4
+// at any k-range: there it took the split dW of a GPT-2 step 2.5-7 % faster (768 x 768's 0.242 ->
+// 0.225 ms) and the split dX and forward 1-2 % (bench/README.md, "Stream-K's partials as vec4").
 #define MM_C_V4_MAX_K 1024
 static int vec4_on(wg_ctx *ctx) {
     int v = mm_settings(ctx)->mm_vec4;
@@ -548,8 +550,8 @@ static int mm_streamk_chunk(mm_call *g, mm_params *p, wg_bind *bd, int nbind, mm
     p->ldc = nc;
     p->zs = (uint32_t)per;
     bd[0] = wg_b(scr, (size_t)(J * per));  // C: binding 0
-    // C as vec4 as split-K's: by the k-range of a workgroup (at most ceil(U/P) slices)
-    const int v4c = g->want_v4 && nc % 4 == 0 && cdiv(U, P) * t.bk <= MM_C_V4_MAX_K;
+    // the partials as vec4 wherever their width allows, whatever a workgroup's k-range (MM_C_V4_MAX_K)
+    const int v4c = g->want_v4 && nc % 4 == 0;
     wg_dispatch3(ctx, label, mm_pipeline(ctx, mm_entry[g->var], t, ta, tb, v4c, 1), bd, nbind, p, sizeof *p,
                  (uint32_t)P, 1, 1);
 
