@@ -809,11 +809,11 @@ fn matmul_transpose(@builtin(local_invocation_index) lid : u32, @builtin(workgro
 // 4, by 64 x 64 blocks as vec4: row blocks y < nb1 are x1's, the rest x2's (R2 may be 0). One
 // dispatch instead of two spares the GPU a drain between them, and the small copies of a layer's
 // GEMM fill its waves better together. A thread loads 4 vec4 of input rows and stores 4 vec4 of
-// output rows, so a workgroup has 16 KiB in flight where matmul_transpose has 4. The block lies
-// in workgroup memory transposed, each input column as 16 vec4 of rows, with the vec4 index
-// XOR-ed by the column's 4-column group (tr4_at) so that the scatter of a loaded vec4 into 4
-// columns meets at most 2-way bank conflicts and a quarter-warp's vec4 reads of one column none;
-// 16 KiB in all, the least WebGPU guarantees. Rows from R to the next multiple of 4 are written as
+// output rows, all 4 loads issued before the first store, so a workgroup has 16 KiB in flight
+// where matmul_transpose has 4. The block lies in workgroup memory transposed, each input
+// column as 16 vec4 of rows, with the vec4 index XOR-ed by the column's 4-column group (tr4_at)
+// so that the scatter of a loaded vec4 into 4 columns meets at most 2-way bank conflicts and a
+// quarter-warp's vec4 reads of one column none; 16 KiB in all, the least WebGPU guarantees. Rows from R to the next multiple of 4 are written as
 // zeros. Grid: x = 64-column blocks, y = 64-row blocks of x1 then of x2.
 struct TR4Params {
     R1 : u32, R2 : u32, C : u32, ldi : u32,
@@ -838,6 +838,7 @@ fn matmul_transpose4(@builtin(local_invocation_index) lid : u32, @builtin(workgr
     let out_off = select(tr4_p.out1_off, tr4_p.out2_off, second);
     let c0 = wid.x * 64u;
     let r0 = select(wid.y, wid.y - tr4_p.nb1, second) * 64u;
+    var vs : array<vec4<f32>, 4>;  // the 4 loads first, then their scatter: 0.718 -> 0.680 ms a GPT-2 step
     for (var i = 0u; i < 4u; i++) {
         let j = lid + 256u * i;
         let rl = j / 16u;         // the block's row
@@ -847,6 +848,13 @@ fn matmul_transpose4(@builtin(local_invocation_index) lid : u32, @builtin(workgr
             let e = (r0 + rl) * tr4_p.ldi + c0 + cl;
             if (second) { v = tr4_x2[(tr4_p.x2_off + e) / 4u]; } else { v = tr4_x1[(tr4_p.x1_off + e) / 4u]; }
         }
+        vs[i] = v;
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let j = lid + 256u * i;
+        let rl = j / 16u;
+        let cl = (j % 16u) * 4u;
+        let v = vs[i];
         let q = rl / 4u;
         let e = rl % 4u;
         tr4_tile[tr4_at(cl, q)][e] = v.x;
