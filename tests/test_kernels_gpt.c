@@ -798,6 +798,10 @@ int main(void) {
         test_layernorm(9, 700, 0.0f, 1.0f, "wide rows");
         test_layernorm(33, 257, 1000.0f, 1.0f, "mean 1000");
         test_layernorm(17, 768, 3e4f, 0.01f, "mean 3e4 spread 0.01");
+        // the row kernels: C = 68 has its row in registers at every subgroup size, C = 2100 (525
+        // vec4: more than 16 a lane at 32 lanes or fewer) reads it again in each pass
+        test_layernorm(37, 68, 5.0f, 1.0f, "row in registers");
+        test_layernorm(5, 2100, 5.0f, 1.0f, "row read again");
     });
     TIMED("layernorm 66000 rows (2-D grid)", test_layernorm(66000, 3, 1.0f, 2.0f, "66000 rows"));
     // the two-stage column sums (widths multiples of 4) over 20 chunks of 256 rows: the finish's

@@ -24,12 +24,16 @@ static uint32_t ln_rows_lanes(wg_ctx *ctx, uint32_t C) {
     if (C == 0 || C % 4 || !in->has_subgroups || s < 4 || (s & (s - 1))) return 0;
     return s < 32 ? s : 32;
 }
-static WGPUComputePipeline ln_rows_pipeline(wg_ctx *ctx, const char *entry, uint32_t rl) {
-    char defs[192];
+// regs: the backward's LN_NJ, a lane's vec4 of a row held in registers, up to LN_ROW_REGS (0: each
+// pass reads the row again, as the forward does)
+#define LN_ROW_REGS 16
+static WGPUComputePipeline ln_rows_pipeline(wg_ctx *ctx, const char *entry, uint32_t rl, uint32_t C, int regs) {
+    char defs[224];
+    const uint32_t nj = (C / 4 + rl - 1) / rl;
     snprintf(defs, sizeof defs,
-             "const LN_RL=%uu;fn ln_rsum(x:f32)->f32{var y=x;for(var i=1u;i<LN_RL;i=i<<1u){y=y+subgroupShuffleXor(y,i);}"
-             "return y;}",
-             rl);
+             "const LN_RL=%uu;const LN_NJ=%uu;fn ln_rsum(x:f32)->f32{var y=x;for(var i=1u;i<LN_RL;i=i<<1u){"
+             "y=y+subgroupShuffleXor(y,i);}return y;}",
+             rl, regs && nj <= LN_ROW_REGS ? nj : 0);
     return wg_pipeline(ctx, "19_norm_rows.wgsl", entry, defs);
 }
 
@@ -43,7 +47,7 @@ void wg_layernorm_forward(wgt_backend *be, wgt_view out, wgt_view mean, wgt_view
     wg_bind b[] = {wg_b(out, NC), wg_b(mean, N), wg_b(rstd, N), wg_b(inp, NC), wg_b(weight, C), wg_b(bias, C)};
     const uint32_t rl = ln_rows_lanes(ctx, C);
     if (rl) {
-        wg_dispatch(ctx, "layernorm_forward", ln_rows_pipeline(ctx, "layernorm_forward_rows", rl), b, 6, &p, sizeof p,
+        wg_dispatch(ctx, "layernorm_forward", ln_rows_pipeline(ctx, "layernorm_forward_rows", rl, C, 0), b, 6, &p, sizeof p,
                     wg_groups(N, 256 / rl));
         return;
     }
@@ -84,7 +88,7 @@ void wg_layernorm_backward(wgt_backend *be, wgt_view dinp, wgt_view dweight, wgt
     wg_bind b[] = {wg_b(dinp, NC), wg_b(dout, NC), wg_b(inp, NC), wg_b(weight, C), wg_b(mean, N), wg_b(rstd, N)};
     const uint32_t rl = ln_rows_lanes(ctx, C);
     if (rl)
-        wg_dispatch(ctx, "layernorm_backward", ln_rows_pipeline(ctx, "layernorm_backward_rows", rl), b, 6, &p, sizeof p,
+        wg_dispatch(ctx, "layernorm_backward", ln_rows_pipeline(ctx, "layernorm_backward_rows", rl, C, 1), b, 6, &p, sizeof p,
                     wg_groups(N, 256 / rl));
     else
         wg_dispatch(ctx, "layernorm_backward", wg_pipeline(ctx, "11_backward_norm.wgsl", "layernorm_backward", NULL), b,
