@@ -813,8 +813,9 @@ fn matmul_transpose(@builtin(local_invocation_index) lid : u32, @builtin(workgro
 // where matmul_transpose has 4. The block lies in workgroup memory transposed, each input
 // column as 16 vec4 of rows, with the vec4 index XOR-ed by the column's 4-column group (tr4_at)
 // so that the scatter of a loaded vec4 into 4 columns meets at most 2-way bank conflicts and a
-// quarter-warp's vec4 reads of one column none; 16 KiB in all, the least WebGPU guarantees. Rows from R to the next multiple of 4 are written as
-// zeros. Grid: x = 64-column blocks, y = 64-row blocks of x1 then of x2.
+// quarter-warp's vec4 reads of one column none; 16 KiB in all, the least WebGPU guarantees. Rows
+// from R to the next multiple of 4 are written as zeros. Grid: x = 64-column blocks, y = 64-row
+// blocks of x1 then of x2.
 struct TR4Params {
     R1 : u32, R2 : u32, C : u32, ldi : u32,
     ldo1 : u32, ldo2 : u32, nb1 : u32, x1_off : u32,

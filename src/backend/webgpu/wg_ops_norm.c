@@ -47,8 +47,8 @@ void wg_layernorm_forward(wgt_backend *be, wgt_view out, wgt_view mean, wgt_view
     wg_bind b[] = {wg_b(out, NC), wg_b(mean, N), wg_b(rstd, N), wg_b(inp, NC), wg_b(weight, C), wg_b(bias, C)};
     const uint32_t rl = ln_rows_lanes(ctx, C);
     if (rl) {
-        wg_dispatch(ctx, "layernorm_forward", ln_rows_pipeline(ctx, "layernorm_forward_rows", rl, C, 0), b, 6, &p, sizeof p,
-                    wg_groups(N, 256 / rl));
+        wg_dispatch(ctx, "layernorm_forward", ln_rows_pipeline(ctx, "layernorm_forward_rows", rl, C, 0), b, 6, &p,
+                    sizeof p, wg_groups(N, 256 / rl));
         return;
     }
     wg_dispatch(ctx, "layernorm_forward", wg_pipeline(ctx, "02_norm.wgsl", "layernorm_forward", NULL), b, 6, &p,
@@ -88,8 +88,8 @@ void wg_layernorm_backward(wgt_backend *be, wgt_view dinp, wgt_view dweight, wgt
     wg_bind b[] = {wg_b(dinp, NC), wg_b(dout, NC), wg_b(inp, NC), wg_b(weight, C), wg_b(mean, N), wg_b(rstd, N)};
     const uint32_t rl = ln_rows_lanes(ctx, C);
     if (rl)
-        wg_dispatch(ctx, "layernorm_backward", ln_rows_pipeline(ctx, "layernorm_backward_rows", rl, C, 1), b, 6, &p, sizeof p,
-                    wg_groups(N, 256 / rl));
+        wg_dispatch(ctx, "layernorm_backward", ln_rows_pipeline(ctx, "layernorm_backward_rows", rl, C, 1), b, 6, &p,
+                    sizeof p, wg_groups(N, 256 / rl));
     else
         wg_dispatch(ctx, "layernorm_backward", wg_pipeline(ctx, "11_backward_norm.wgsl", "layernorm_backward", NULL), b,
                     6, &p, sizeof p, N);
