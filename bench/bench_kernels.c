@@ -1,5 +1,5 @@
-// bench_kernels.c — bandwidth of the activation and loss kernels and of matmul_at's dbias column sum
-// (docs/kernels.md) on one WebGPU device, as a fraction
+// bench_kernels.c — bandwidth of the activation and loss kernels, of matmul_at's dbias column sum
+// and of LayerNorm at GPT-2's width (docs/kernels.md) on one WebGPU device, as a fraction
 // of a device-to-device copy measured in the same run (docs/architecture.md#performance-principles: report speed against a ceiling
 // measured alongside, not against a datasheet).
 //
@@ -39,13 +39,15 @@ static wgt_buf *alloc_rand(wgt_backend *be, size_t n, float scale, const char *l
 }
 
 typedef enum { B_WCOPY_EW, B_WCOPY_CE, B_COPY_EW, B_COPY_CE, B_GELU, B_SWIGLU, B_GELU_BWD, B_SWIGLU_BWD, B_CE, B_SUM, B_SUM_BIG, B_DBIAS_C,
-               B_DBIAS_F } bench_id;
+               B_DBIAS_F, B_LN_FWD, B_LN_BWD } bench_id;
+#define LN_C 768  // LayerNorm's width in the rows below: GPT-2 124M's
 
 typedef struct {
     wgt_backend *be;
     size_t n, R, V, n_sum_big;
     wgt_buf *a, *b, *c, *d, *e;       // element-wise operands [n]
     wgt_buf *logits, *copy_dst, *targets, *losses, *out, *big;
+    wgt_buf *stats;  // LayerNorm's mean [R] and rstd [R]
 } bench_ctx;
 
 // dst[0, n) = src[0, n) through copy_vec4 (n a multiple of 4), in windows that fit one binding
@@ -82,6 +84,17 @@ static void run_once(bench_ctx *x, bench_id id) {
     // matmul_at's dbias alone: the column sums of dout [R, 768] (attproj, fcproj) and [R, 3072] (fc)
     case B_DBIAS_C: wg_matmul_at_dbias(be, wgt_view_of(x->d, 0, 768), V0(x->a), (uint32_t)x->R, 768); break;
     case B_DBIAS_F: wg_matmul_at_dbias(be, wgt_view_of(x->d, 0, 3072), V0(x->a), (uint32_t)x->R, 3072); break;
+    // LayerNorm of x [R, 768] (a; out b); its backward: dinp (d) += ..., dweight and dbias (e) += ...,
+    // from dout (c) and the forward's mean and rstd; weight and bias are the first 1536 of c
+    case B_LN_FWD:
+        be->layernorm_forward(be, V0(x->b), wgt_view_of(x->stats, 0, x->R), wgt_view_of(x->stats, x->R, x->R), V0(x->a),
+                              wgt_view_of(x->c, 0, LN_C), wgt_view_of(x->c, LN_C, LN_C), (uint32_t)x->R, LN_C);
+        break;
+    case B_LN_BWD:
+        be->layernorm_backward(be, V0(x->d), wgt_view_of(x->e, 0, LN_C), wgt_view_of(x->e, LN_C, LN_C), V0(x->c), V0(x->a),
+                               wgt_view_of(x->c, 0, LN_C), wgt_view_of(x->stats, 0, x->R),
+                               wgt_view_of(x->stats, x->R, x->R), (uint32_t)x->R, LN_C);
+        break;
     }
 }
 
@@ -142,6 +155,7 @@ int main(int argc, char **argv) {
     x.logits = alloc_rand(be, x.R * x.V, 3.0f, "logits");
     if (be->buf_alloc(be, &x.copy_dst, x.R * x.V, "copy_dst") != WGT_OK) die("allocation");
     x.big = alloc_rand(be, x.n_sum_big, 1.0f, "big");
+    if (be->buf_alloc(be, &x.stats, 2 * x.R, "stats") != WGT_OK) die("allocation");
     if (be->buf_alloc(be, &x.losses, x.R, "losses") != WGT_OK || be->buf_alloc(be, &x.out, 1, "out") != WGT_OK ||
         be->buf_alloc(be, &x.targets, x.R, "targets") != WGT_OK)
         die("allocation");
@@ -168,6 +182,11 @@ int main(int argc, char **argv) {
         // dout read once, dbias read and written
         {"matmul_at dbias (R x 768)", B_DBIAS_C, f * x.R * 768 + 2 * f * 768, 0},
         {"matmul_at dbias (R x 3072)", B_DBIAS_F, f * x.R * 3072 + 2 * f * 3072, 0},
+        // x read, out written, mean and rstd written, weight and bias read
+        {"layernorm_forward (R x 768)", B_LN_FWD, f * (2.0 * x.R * LN_C + 2.0 * x.R + 2 * LN_C), 0},
+        // dout, inp, dinp read, dinp written, mean and rstd read, weight read, dweight and dbias read
+        // and written (both of its kernels: dinp, then the parameter sums)
+        {"layernorm_backward (R x 768)", B_LN_BWD, f * (4.0 * x.R * LN_C + 2.0 * x.R + 5 * LN_C), 0},
     };
     int nrows = sizeof rows / sizeof rows[0];
     // GB/s of copy_vec4 (GPU and wall-clock) and of the buffer copy (wall-clock), per size class
@@ -196,12 +215,12 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     printf("\nbytes moved = the minimum each kernel must read + write. \"of copy\" = GB/s against copy_vec4 of the same\n"
-           "size class (element-wise kernels, sum_losses and dbias: the element-wise size; cross_entropy: the logits\n"
-           "size),\n"
+           "size class (element-wise kernels, sum_losses, dbias and layernorm: the element-wise size; cross_entropy: the\n"
+           "logits size),\n"
            "%s; \"of bufcpy\" = wall-clock GB/s against the API's buffer copy (no timestamps there).\n",
            profile ? "GPU timestamps first, then wall-clock" : "wall-clock");
 
-    wgt_buf *all[] = {x.a, x.b, x.c, x.d, x.e, x.logits, x.copy_dst, x.targets, x.losses, x.out, x.big};
+    wgt_buf *all[] = {x.a, x.b, x.c, x.d, x.e, x.logits, x.copy_dst, x.targets, x.losses, x.out, x.big, x.stats};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) be->buf_free(be, all[i]);
     be->free(be);
     return 0;
