@@ -753,9 +753,8 @@ fn matmul_colsum_part(@builtin(local_invocation_index) lid : u32, @builtin(workg
 
 // The finish as the first stage over the partials: one workgroup per 16 vec4 columns, 16 chunk
 // slices (slice s adds chunks s, s + 16, ... in order), the slices then added in order
-// (cs4_slices_sum). A thread
-// a column looping over every chunk (the earlier form) waited on each load in turn: 32 at
-// GPT-2's 8192 rows, on 192-768 threads.
+// (cs4_slices_sum). A thread a column looping over every chunk (the earlier form) waited on each
+// load in turn: 32 at GPT-2's 8192 rows, on 192-768 threads.
 @compute @workgroup_size(256)
 fn matmul_colsum_finish(@builtin(local_invocation_index) lid : u32, @builtin(workgroup_id) wid : vec3<u32>) {
     let n4 = csf_p.N / 4u;
