@@ -103,10 +103,10 @@ typedef struct { mm_tile big, small; } mm_tile_pair;
 static const struct { const char *match; mm_tile_pair op[3]; int tcopy; } mm_tile_table[] = {  // op: mm_variant
     // NVIDIA (measured on the H200): 128x128x8 with 8x8 outputs a thread (127 registers, two
     // workgroups an SM) since the slice is straight-line code. matmul_t takes 128x64x8/8x8 (128
-    // threads) for outputs of partial waves with a short K (plan_pick), and the big tile with
-    // the partial waves' split-K (unsplit, its 384 tiles of 8192 x 768 ran at 28-31 TFLOP/s);
-    // matmul keeps the big tile there too (8192 x 768 at K = 768: 0.241 ms against 0.277 on
-    // 128x64x8/8x4). A GPT-2 124M step's GEMMs 225.7 ms -> 178.8 (64x128x8/8x8) -> 169.5
+    // threads) for outputs of fewer big tiles than fill the GPU at a short K (plan_pick), and
+    // the big tile with the partial waves' split-K at K >= 2048 and unsplit below (8192 x 768
+    // at K = 768: 0.236 ms against 0.249 on 128x64x8/8x8; bench/README.md); matmul keeps the
+    // big tile there too (0.241 ms against 0.277 on 128x64x8/8x4). A GPT-2 124M step's GEMMs 225.7 ms -> 178.8 (64x128x8/8x8) -> 169.5
     // (128x64x8/8x4, 128x128x4/8x8) -> 159.5 (8x8 straight-line) -> 155.9 (split-K of partial
     // waves) -> see bench/README.md
     {"nvidia", {{{128, 128, 8, 8, 8, 1, 0}, {128, 128, 8, 8, 8, 1, 0}},
@@ -158,18 +158,22 @@ static uint64_t tile_count(mm_tile t, uint64_t M, uint64_t N) { return cdiv(M, t
 // more is computed without split.
 #define MM_SCRATCH_MAX ((uint64_t)1 << 26)
 
-// The last wave's 1/efficiency: wgs workgroups on MM_GPU_SLOTS slots.
-static double mm_waves(uint64_t wgs) { return (double)cdiv(wgs, MM_GPU_SLOTS) * MM_GPU_SLOTS / (double)wgs; }
+// The workgroups of tile t that the GPU holds at once: MM_GPU_SLOTS at 256 threads a workgroup,
+// more for smaller ones (the registers of a thread's 8x8 outputs bound them, not the threads).
+static uint64_t tile_slots(mm_tile t) { return (uint64_t)MM_GPU_SLOTS * 256 / tile_threads(t); }
+// The last wave's 1/efficiency: wgs workgroups on `slots` slots.
+static double mm_waves(uint64_t wgs, uint64_t slots) { return (double)cdiv(wgs, slots) * slots / (double)wgs; }
 
-static uint32_t splitk_auto(uint64_t tiles, uint32_t K) {
+// slots: tile_slots of the tile that the split runs on
+static uint32_t splitk_auto(uint64_t tiles, uint32_t K, uint64_t slots) {
     if (K < 2 * MM_SPLITK_MIN_K || tiles == 0) return 0;
     uint32_t smax = (uint32_t)min_u64(MM_SPLITK_MAX, K / MM_SPLITK_MIN_K), best = 0;
     double best_cost = 0;
     for (uint32_t S = 2; S <= smax; S++) {
-        double cost = mm_waves(tiles * S) + 4.0 * S * MM_FLOP_PER_BYTE / K;
+        double cost = mm_waves(tiles * S, slots) + 4.0 * S * MM_FLOP_PER_BYTE / K;
         if (!best || cost < best_cost) { best = S; best_cost = cost; }
     }
-    if (tiles >= MM_MIN_BIG_TILES && (K < MM_SPLITK_WAVE_MIN_K || best_cost > MM_SPLITK_GAIN * mm_waves(tiles)))
+    if (tiles >= MM_MIN_BIG_TILES && (K < MM_SPLITK_WAVE_MIN_K || best_cost > MM_SPLITK_GAIN * mm_waves(tiles, slots)))
         return 0;
     return best;
 }
@@ -281,7 +285,7 @@ static mm_plan plan_pick(wg_ctx *ctx, mm_variant var, uint32_t M, uint32_t N, ui
     uint64_t tiles = tile_count(p.t, M, N);
     int s = splitk_setting(ctx);
     if (K > 0 && s > 0) p.splits = (uint32_t)s;
-    else if (K > 0 && s == WG_AUTO) p.splits = splitk_auto(tiles, K);
+    else if (K > 0 && s == WG_AUTO) p.splits = splitk_auto(tiles, K, tile_slots(p.t));
     // a K too short for the partial-wave split (MM_SPLITK_WAVE_MIN_K) whose small tiles alone fill
     // the GPU: those, unsplit, rather than the big tile's split, whose partials' round trip costs
     // more than the small tile loses (H200: 4096 x 768 at K = 768, matmul_t 0.141 -> 0.127 ms)
@@ -293,9 +297,11 @@ static mm_plan plan_pick(wg_ctx *ctx, mm_variant var, uint32_t M, uint32_t N, ui
     }
     if (tile == WG_MM_TILE_AUTO && !p.splits && tiles < MM_MIN_BIG_TILES) p.t = small;
     // partial waves of big tiles that split-K does not take (K too short): the small tile when
-    // it fills the GPU better by MM_SPLITK_GAIN
+    // it fills the GPU better by MM_SPLITK_GAIN, each counted on its own slots (H200: 8192 x 768
+    // at K = 768 is 1.45 waves both of 128² tiles and of 128x64 ones at 128 threads, 4 an SM;
+    // matmul_t ran 0.249 ms on the latter, 0.236 on the former; bench/README.md)
     if (tile == WG_MM_TILE_AUTO && !p.splits && tiles >= MM_MIN_BIG_TILES &&
-        mm_waves(tile_count(small, M, N)) < MM_SPLITK_GAIN * mm_waves(tiles))
+        mm_waves(tile_count(small, M, N), tile_slots(small)) < MM_SPLITK_GAIN * mm_waves(tiles, tile_slots(p.t)))
         p.t = small;
     return p;
 }
@@ -489,11 +495,8 @@ typedef struct {
     const char *label;              // the GEMM's dispatches in profiles (NULL: the variant's entry)
 } mm_call;
 
-// Stream-K's workgroups: the slots of the GPU (MM_GPU_SLOTS at 256 threads a workgroup; more for
-// smaller workgroups), at most one a unit.
-static uint64_t streamk_workgroups(mm_tile t, uint64_t units) {
-    return min_u64(units, (uint64_t)MM_GPU_SLOTS * 256 / tile_threads(t));
-}
+// Stream-K's workgroups: the slots of the GPU (tile_slots), at most one a unit.
+static uint64_t streamk_workgroups(mm_tile t, uint64_t units) { return min_u64(units, tile_slots(t)); }
 // mm_sk_owner of 03_matmul.wgsl: the last of P workgroups over U units whose range starts at or before u.
 static uint64_t sk_owner(uint64_t u, uint64_t P, uint64_t U) { return ((u + 1) * P - 1) / U; }
 // The most workgroups that share one tile (the layers of partials stream-K needs).
