@@ -349,6 +349,25 @@ static void test_matmul_splitk(void) {
         wg_mm_describe(P.gpu, 1, N, C, 4096, d, sizeof d);
         CHECK(!fewer_big || !strstr(d, " split 0 "), "matmul_t %ux%u at K = 4096 is split: %s", N, C, d);
     }
+    // the partial-wave rule counts each tile's waves on its own slots: 8192 x 768 at K = 768 is
+    // 384 big tiles of 128² (1.45 waves of 264); 128x64 tiles of 256 threads fill 2.9 waves and
+    // are taken, those of 128 threads (528 slots) fill the same 1.45 and are not (tuned tiles,
+    // so that any device plans the same; nothing runs)
+    {
+        static const struct { wg_mm_tile_spec small; const char *want; } rule[] = {
+            {{128, 64, 8, 8, 4}, "128x64x8/8x4 "}, {{128, 64, 8, 8, 8}, "128x128x8/8x8 "}};
+        for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
+            S->mm_tuned = 1;
+            S->mm_tuned_tile[1][0] = (wg_mm_tile_spec){128, 128, 8, 8, 8};
+            S->mm_tuned_tile[1][1] = rule[i].small;
+            char d[160];
+            wg_mm_describe(P.gpu, 1, 8192, 768, 768, d, sizeof d);
+            CHECK(!strncmp(d, rule[i].want, strlen(rule[i].want)) && strstr(d, " split 0 "),
+                  "matmul_t 8192 x 768 at K = 768 with the small tile %dx%dx%d/%dx%d plans %s: %s", rule[i].small.bm,
+                  rule[i].small.bn, rule[i].small.bk, rule[i].small.tm, rule[i].small.tn, rule[i].want, d);
+            S->mm_tuned = 0;
+        }
+    }
     // split-K under the binding-split paths: a 3000-element limit also caps the scratch, so the
     // slices shrink to what fits (down to 1); multiples of 4 so that the vec4 loads see k-chunks
     // that start or end inside a vec4 (scalar fallback of that operand, masked edges)
