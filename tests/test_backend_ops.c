@@ -170,6 +170,7 @@ static const op_case cases[] = {
     {"ffn_geglu_backward", "n=4099", 1e-6, 1e-5, NULL},
     {"ffn_geglu_backward", "n=4100", 1e-6, 1e-5, NULL},
     {"scale_inplace", "n=1001,s=33.941125", 0, 0, NULL},  // one product each side: bitwise
+    {"scale_inplace", "n=1004,s=-0.7", 0, 0, NULL},       // the vec4 path
     {"cross_entropy", "R=37,V=1000,inv_norm=0.03,alpha=0.1", 1e-5, 1e-4, NULL},
     {"cross_entropy", "R=5,V=50257,inv_norm=0.2", 1e-5, 1e-4, NULL},
     {"cross_entropy", "R=9,V=7,inv_norm=0.5,beta=0", 1e-5, 1e-4, NULL},
@@ -277,7 +278,9 @@ static const op_case cases[] = {
     {"attention_backward", "B=2,T=70,NH=2,NKV=1,HS=256,window=9", 1e-4, 1e-4, prep_attention_bwd},
     {"attention_backward", "B=1,T=300,NH=2,NKV=2,HS=256,window=270", 1e-4, 1e-4, prep_attention_bwd},
     {"residual_forward", "n=1001", 0, 0, NULL},
+    {"residual_forward", "n=1004", 0, 0, NULL},  // the vec4 path
     {"add_inplace", "n=1001", 0, 0, NULL},
+    {"add_inplace", "n=1004", 0, 0, NULL},
     // one f32 product and at most one sum an element, the same on both sides: bitwise
     {"add_cols", "N=37,OS=50,IS=20,W=12,oo=30,io=5,scale=0.25,accumulate=1", 0, 0, NULL},
     {"add_cols", "N=300,OS=16,IS=70,W=16,oo=0,io=54,scale=-3,accumulate=0", 0, 0, NULL},

@@ -580,21 +580,31 @@ static void test_embedding_repeats(void) {
 }
 
 // ------------------------------------------------------------------ residual
-static void test_residual(size_t n, const char *what) {
-    btensor a = bt_rand(n, 1), b = bt_rand(n, 1), out = bt_rand(n, 1);
+// The views start o, 2·o and 3·o elements into their buffers (o a multiple of 4 but not of 64: the
+// vec4 path's windows then start inside a 256-byte unit; o odd: the scalar path); the neighbours
+// must come back unchanged.
+static void test_residual(size_t n, size_t o, const char *what) {
+    btensor a = bt_rand(o + n, 1), b = bt_rand(2 * o + n, 1), out = bt_rand(3 * o + n, 1);
+    const wgt_view ca = wgt_view_at(bt_c(a), o), ga = wgt_view_at(bt_g(a), o), cb = wgt_view_at(bt_c(b), 2 * o),
+                   gb = wgt_view_at(bt_g(b), 2 * o), co = wgt_view_at(bt_c(out), 3 * o),
+                   go = wgt_view_at(bt_g(out), 3 * o);
     char name[160];
-    P.cpu->residual_forward(P.cpu, bt_c(out), bt_c(a), bt_c(b), n);
-    P.gpu->residual_forward(P.gpu, bt_g(out), bt_g(a), bt_g(b), n);
-    snprintf(name, sizeof name, "residual_forward %s n=%zu", what, n);
+    P.cpu->residual_forward(P.cpu, co, ca, cb, n);
+    P.gpu->residual_forward(P.gpu, go, ga, gb, n);
+    snprintf(name, sizeof name, "residual_forward %s n=%zu offset %zu", what, n, o);
     bt_check(&P, name, out, 0, 0);  // one IEEE addition: bitwise equal
-    P.cpu->residual_forward(P.cpu, bt_c(a), bt_c(a), bt_c(b), n);  // out aliases a
-    P.gpu->residual_forward(P.gpu, bt_g(a), bt_g(a), bt_g(b), n);
-    snprintf(name, sizeof name, "residual_forward in place %s n=%zu", what, n);
+    P.cpu->residual_forward(P.cpu, ca, ca, cb, n);  // out aliases a
+    P.gpu->residual_forward(P.gpu, ga, ga, gb, n);
+    snprintf(name, sizeof name, "residual_forward in place %s n=%zu offset %zu", what, n, o);
     bt_check(&P, name, a, 0, 0);
-    P.cpu->add_inplace(P.cpu, bt_c(out), bt_c(b), n);
-    P.gpu->add_inplace(P.gpu, bt_g(out), bt_g(b), n);
-    snprintf(name, sizeof name, "add_inplace %s n=%zu", what, n);
+    P.cpu->add_inplace(P.cpu, co, cb, n);
+    P.gpu->add_inplace(P.gpu, go, gb, n);
+    snprintf(name, sizeof name, "add_inplace %s n=%zu offset %zu", what, n, o);
     bt_check(&P, name, out, 0, 0);
+    P.cpu->scale_inplace(P.cpu, cb, n, -1.75f);
+    P.gpu->scale_inplace(P.gpu, gb, n, -1.75f);
+    snprintf(name, sizeof name, "scale_inplace %s n=%zu offset %zu", what, n, o);
+    bt_check(&P, name, b, 0, 0);  // one product
     bt_free(&P, &a); bt_free(&P, &b); bt_free(&P, &out);
 }
 
@@ -840,10 +850,15 @@ int main(void) {
     });
     TIMED("embedding 66000 positions (2-D grid)", test_embedding(2, 33000, 4, 50, "66000 positions"));
     TIMED("residual", {
-        test_residual(1000, "small");
-        test_residual(70000 * 256 + 13, "2-D grid");
+        test_residual(1000, 0, "small, vec4");
+        test_residual(1000, 12, "small, vec4");
+        test_residual(1002, 0, "small, scalar");
+        test_residual(1000, 3, "small, scalar");
+        test_residual(70000 * 256 + 13, 0, "2-D grid");
         S->binding_limit = 1000;
-        test_residual(5000, "split");
+        test_residual(5000, 0, "split, vec4");
+        test_residual(5000, 20, "split, vec4");
+        test_residual(5001, 1, "split, scalar");
         S->binding_limit = 0;
     });
     TIMED("optimizer", {

@@ -241,7 +241,9 @@ static void check_errors(wgt_backend *be) {
         return;
     }
     wgt_view v2v = wgt_view_of(v2, 0, v2->n_elems), xv = wgt_view_of(x, 0, x->n_elems);
-    be->gelu_inplace(be, xv, 256);  // compile the pipeline before the error is pending
+    be->gelu_inplace(be, xv, 256);  // compile the pipelines before the error is pending
+    wg_fill_zero(ctx, xv, 256);     // fill_zero4's, which the 1024-element fills below take,
+    wg_fill_zero(ctx, xv, 255);     // and fill_zero's, which later checks take
     CHECK(be->sync(be) == WGT_OK, "gelu on a small buffer: %s", wgt_last_error());
     wgpuBufferDestroy(v2->b);
     wg_fill_zero(ctx, v2v, 1024);
@@ -561,12 +563,14 @@ static void check_gelu_forward_views(wgt_backend *be) {
 
 // fill_zero is a dispatch over binding windows: views at any offset, in chunks when a view is
 // larger than one binding (here a 256-element limit: 192-element chunks, each window starting
-// up to 63 elements before its chunk); nothing outside the view changes.
+// up to 63 elements before its chunk); nothing outside the view changes. Views whose offset and
+// length are multiples of 4 take fill_zero4 (a vec4 a thread), the others fill_zero.
 static void check_fill_zero(wgt_backend *be) {
     wg_ctx *ctx = (wg_ctx *)be->impl;
     const size_t N = 5000;
     static const struct { size_t off, n; uint64_t limit; } cases[] = {
-        {37, 3001, 256}, {64, 192, 256}, {1, 4999, 256}, {100, 10, 0}, {4999, 1, 0}, {0, 5000, 0}};
+        {37, 3001, 256}, {64, 192, 256}, {1, 4999, 256}, {100, 10, 0}, {4999, 1, 0}, {0, 5000, 0},
+        {12, 3000, 256}, {100, 12, 0}, {4, 4996, 0}};
     wgt_buf *a;
     if (be->buf_alloc(be, &a, N, "fill") != WGT_OK) {
         CHECK(0, "allocation failed: %s", wgt_last_error());

@@ -1,6 +1,8 @@
 // wg_ops_residual.c — dispatch wrappers for kernels/14_residual.wgsl (residual_forward,
 // add_inplace, dropout_forward, dropout_backward). Tensors larger than one storage binding are
-// processed in windows.
+// processed in windows. The additions and the scale run 4 elements a thread where the length and
+// every view offset are multiples of 4 (wg_ew_lanes): the windows then start and end on whole
+// vec4 too, as wg_binding_chunk and the bindings' 256-byte alignment are multiples of 4 elements.
 #include "backend/dropout.h"
 #include "backend/webgpu/wg_ops.h"
 
@@ -11,16 +13,26 @@ static int overlaps(wgt_view x, wgt_view y, size_t n) {
     return x.buf == y.buf && x.off < y.off + n && y.off < x.off + n;
 }
 
+// The window's params in the kernel's elements (EW): length and offsets divided by the lanes.
+static res_params res_lanes(res_params p, int lanes) {
+    res_params q = {p.n / lanes, p.out_off / lanes, p.a_off / lanes, p.b_off / lanes};
+    return q;
+}
+
 void wg_add_inplace(wgt_backend *be, wgt_view out, wgt_view a, size_t n) {
     wg_ctx *ctx = wg_of(be);
     WGT_ASSERT(!overlaps(out, a, n), "add_inplace: out and a overlap");
-    WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", "add_inplace", NULL);
+    const char *defs;
+    const wgt_view vs[] = {out, a};
+    const int lanes = wg_ew_lanes(n, vs, 2, &defs);
+    WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", "add_inplace", defs);
     size_t ch = (size_t)wg_binding_chunk(be);
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
         res_params p = {(uint32_t)k, 0, 0, 0};
         wg_bind b[] = {wg_binding_window(out, o, k, &p.out_off), wg_binding_window(a, o, k, &p.a_off)};
-        wg_dispatch(ctx, "add_inplace", pipe, b, 2, &p, sizeof p, wg_groups(k, 256));
+        p = res_lanes(p, lanes);
+        wg_dispatch(ctx, "add_inplace", pipe, b, 2, &p, sizeof p, wg_groups(p.n, 256));
     }
 }
 
@@ -28,13 +40,16 @@ typedef struct { uint32_t n, off; float s; uint32_t p0; } scale_params;
 
 void wg_scale_inplace(wgt_backend *be, wgt_view x, size_t n, float s) {
     wg_ctx *ctx = wg_of(be);
-    WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", "scale_inplace", NULL);
+    const char *defs;
+    const int lanes = wg_ew_lanes(n, &x, 1, &defs);
+    WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", "scale_inplace", defs);
     size_t ch = (size_t)wg_binding_chunk(be);
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
         scale_params p = {(uint32_t)k, 0, s, 0};
         wg_bind b[] = {wg_binding_window(x, o, k, &p.off)};
-        wg_dispatch(ctx, "scale_inplace", pipe, b, 1, &p, sizeof p, wg_groups(k, 256));
+        p.n /= (uint32_t)lanes, p.off /= (uint32_t)lanes;
+        wg_dispatch(ctx, "scale_inplace", pipe, b, 1, &p, sizeof p, wg_groups(p.n, 256));
     }
 }
 
@@ -45,14 +60,18 @@ void wg_residual_forward(wgt_backend *be, wgt_view out, wgt_view a, wgt_view b, 
     if (same_view(out, b)) { wg_add_inplace(be, out, a, n); return; }
     WGT_ASSERT(!overlaps(out, a, n) && !overlaps(out, b, n), "residual_forward: out partially overlaps an input");
     wg_ctx *ctx = wg_of(be);
-    WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", "residual_forward", NULL);
+    const char *defs;
+    const wgt_view vs[] = {out, a, b};
+    const int lanes = wg_ew_lanes(n, vs, 3, &defs);
+    WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", "residual_forward", defs);
     size_t ch = (size_t)wg_binding_chunk(be);
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
         res_params p = {(uint32_t)k, 0, 0, 0};
         wg_bind bd[] = {wg_binding_window(out, o, k, &p.out_off), wg_binding_window(a, o, k, &p.a_off),
                         wg_binding_window(b, o, k, &p.b_off)};
-        wg_dispatch(ctx, "residual_forward", pipe, bd, 3, &p, sizeof p, wg_groups(k, 256));
+        p = res_lanes(p, lanes);
+        wg_dispatch(ctx, "residual_forward", pipe, bd, 3, &p, sizeof p, wg_groups(p.n, 256));
     }
 }
 
@@ -74,7 +93,9 @@ static void dropout_map(wgt_backend *be, wgt_view out, wgt_view inp, size_t n, f
     WGT_ASSERT(inplace || !overlaps(out, inp, n), "dropout: out partially overlaps inp");
     wg_ctx *ctx = wg_of(be);
     const char *entry = inplace ? "dropout_inplace" : "dropout";
-    WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", entry, NULL);
+    const char *defs;
+    wg_ew_lanes(1, NULL, 0, &defs);  // the module's EW, unused by dropout: f32
+    WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", entry, defs);
     size_t ch = (size_t)wg_binding_chunk(be);
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;

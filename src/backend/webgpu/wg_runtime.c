@@ -653,18 +653,21 @@ wgt_status wg_download(wg_ctx *ctx, void *dst, wgt_view src, size_t n) {
 
 // A dispatch of 15_copy.wgsl's fill_zero, not ClearBuffer, which would end the compute pass
 // (why there). Views of any offset: each binding is a window from the 256-byte boundary below,
-// the remainder passed as an offset; views larger than one binding go in chunks.
+// the remainder passed as an offset; views larger than one binding go in chunks (multiples of
+// 256 bytes). Where the view's length and offset are multiples of 4, fill_zero4 writes a vec4 a
+// thread (every window's remainder and length then multiples of 4 too).
 void wg_fill_zero(wg_ctx *ctx, wgt_view dst, size_t n) {
     check_view(dst, n, "fill_zero");
     if (!n || ctx->dry) return;
     const uint64_t chunk = window_chunk(limit_setting(ctx, wg_max_binding_elems(ctx)));
-    WGPUComputePipeline pipe = wg_pipeline(ctx, "15_copy.wgsl", "fill_zero", NULL);
+    const uint32_t lanes = n % 4 == 0 && dst.off % 4 == 0 ? 4 : 1;
+    WGPUComputePipeline pipe = wg_pipeline(ctx, "15_copy.wgsl", lanes == 4 ? "fill_zero4" : "fill_zero", NULL);
     for (uint64_t o = 0; o < n; o += chunk) {
         uint64_t k = n - o < chunk ? n - o : chunk;
         uint32_t rem;
         wg_bind b = wg_binding_window(dst, o, k, &rem);
-        struct { uint32_t n, off, p0, p1; } p = {(uint32_t)k, rem, 0, 0};
-        wg_dispatch(ctx, "fill_zero", pipe, &b, 1, &p, sizeof p, (k + 255) / 256);
+        struct { uint32_t n, off, p0, p1; } p = {(uint32_t)k / lanes, rem / lanes, 0, 0};
+        wg_dispatch(ctx, "fill_zero", pipe, &b, 1, &p, sizeof p, (p.n + 255) / 256);
     }
 }
 
