@@ -2,9 +2,9 @@
 // vec4 (16 bytes) a thread.
 //
 // fill_zero: elements [off, off + n) of the binding (a 256-byte-aligned window, off its remainder)
-// set to 0, one thread an element (fill_zero4 below: a vec4). A dispatch rather than the API's ClearBuffer: a clear is a command outside the compute
-// pass, so each one ended the pass (on the H200 the GPU idled between passes, and the clear
-// engine wrote more slowly than kernels do).
+// set to 0, one thread an element (fill_zero4 below: a vec4). A dispatch rather than the API's
+// ClearBuffer: a clear is a command outside the compute pass, so each one ended the pass (on the
+// H200 the GPU idled between passes, and the clear engine wrote more slowly than kernels do).
 
 struct FillParams { n : u32, off : u32, p0 : u32, p1 : u32 };
 

@@ -106,9 +106,9 @@ static const struct { const char *match; mm_tile_pair op[3]; int tcopy; } mm_til
     // threads) for outputs of fewer big tiles than fill the GPU at a short K (plan_pick), and
     // the big tile with the partial waves' split-K at K >= 2048 and unsplit below (8192 x 768
     // at K = 768: 0.236 ms against 0.249 on 128x64x8/8x8; bench/README.md); matmul keeps the
-    // big tile there too (0.241 ms against 0.277 on 128x64x8/8x4). A GPT-2 124M step's GEMMs 225.7 ms -> 178.8 (64x128x8/8x8) -> 169.5
-    // (128x64x8/8x4, 128x128x4/8x8) -> 159.5 (8x8 straight-line) -> 155.9 (split-K of partial
-    // waves) -> see bench/README.md
+    // big tile there too (0.241 ms against 0.277 on 128x64x8/8x4). A GPT-2 124M step's GEMMs
+    // 225.7 ms -> 178.8 (64x128x8/8x8) -> 169.5 (128x64x8/8x4, 128x128x4/8x8) -> 159.5 (8x8
+    // straight-line) -> 155.9 (split-K of partial waves) -> see bench/README.md
     {"nvidia", {{{128, 128, 8, 8, 8, 1, 0}, {128, 128, 8, 8, 8, 1, 0}},
                 {{128, 128, 8, 8, 8, 1, 0}, {128, 64, 8, 8, 8, 1, 0}},
                 {{128, 128, 8, 8, 8, 1, 0}, {128, 128, 8, 8, 8, 1, 0}}}, 1},
