@@ -1,5 +1,6 @@
-// bench_kernels.c — bandwidth of the activation and loss kernels, of matmul_at's dbias column sum
-// and of LayerNorm at GPT-2's width (docs/kernels.md) on one WebGPU device, as a fraction
+// bench_kernels.c — bandwidth of the activation and loss kernels, of matmul_at's dbias column sum,
+// of LayerNorm and the residual addition at GPT-2's width and of the backend's fill
+// (docs/kernels.md) on one WebGPU device, as a fraction
 // of a device-to-device copy measured in the same run (docs/architecture.md#performance-principles: report speed against a ceiling
 // measured alongside, not against a datasheet).
 //
@@ -39,7 +40,7 @@ static wgt_buf *alloc_rand(wgt_backend *be, size_t n, float scale, const char *l
 }
 
 typedef enum { B_WCOPY_EW, B_WCOPY_CE, B_COPY_EW, B_COPY_CE, B_GELU, B_SWIGLU, B_GELU_BWD, B_SWIGLU_BWD, B_CE, B_SUM, B_SUM_BIG, B_DBIAS_C,
-               B_DBIAS_F, B_LN_FWD, B_LN_BWD } bench_id;
+               B_DBIAS_F, B_LN_FWD, B_LN_BWD, B_RESIDUAL, B_FILL } bench_id;
 #define LN_C 768  // LayerNorm's width in the rows below: GPT-2 124M's
 
 typedef struct {
@@ -95,6 +96,12 @@ static void run_once(bench_ctx *x, bench_id id) {
                                wgt_view_of(x->c, 0, LN_C), wgt_view_of(x->stats, 0, x->R),
                                wgt_view_of(x->stats, x->R, x->R), (uint32_t)x->R, LN_C);
         break;
+    // the residual stream's addition at GPT-2's width: d = a + b over [R, 768]
+    case B_RESIDUAL:
+        be->residual_forward(be, wgt_view_of(x->d, 0, x->R * LN_C), wgt_view_of(x->a, 0, x->R * LN_C),
+                             wgt_view_of(x->b, 0, x->R * LN_C), x->R * LN_C);
+        break;
+    case B_FILL: be->fill_zero(be, V0(x->e), n); break;
     }
 }
 
@@ -187,6 +194,8 @@ int main(int argc, char **argv) {
         // dout, inp, dinp read, dinp written, mean and rstd read, weight read, dweight and dbias read
         // and written (both of its kernels: dinp, then the parameter sums)
         {"layernorm_backward (R x 768)", B_LN_BWD, f * (4.0 * x.R * LN_C + 2.0 * x.R + 5 * LN_C), 0},
+        {"residual_forward (R x 768)", B_RESIDUAL, 3 * f * x.R * LN_C, 0},
+        {"fill_zero (element-wise size)", B_FILL, f * x.n, 0},  // written only
     };
     int nrows = sizeof rows / sizeof rows[0];
     // GB/s of copy_vec4 (GPU and wall-clock) and of the buffer copy (wall-clock), per size class
@@ -215,8 +224,8 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     printf("\nbytes moved = the minimum each kernel must read + write. \"of copy\" = GB/s against copy_vec4 of the same\n"
-           "size class (element-wise kernels, sum_losses, dbias and layernorm: the element-wise size; cross_entropy: the\n"
-           "logits size),\n"
+           "size class (element-wise kernels, sum_losses, dbias, layernorm, residual and fill: the element-wise size;\n"
+           "cross_entropy: the logits size),\n"
            "%s; \"of bufcpy\" = wall-clock GB/s against the API's buffer copy (no timestamps there).\n",
            profile ? "GPU timestamps first, then wall-clock" : "wall-clock");
 
