@@ -11,13 +11,14 @@ static inline wg_ctx *wg_of(wgt_backend *be) { return (wg_ctx *)be->impl; }
 static inline wg_bind wg_b(wgt_view v, size_t n) { wg_bind b = {v, n}; return b; }
 static inline uint64_t wg_groups(uint64_t n, uint64_t per) { return (n + per - 1) / per; }
 
-// Element type of the element-wise kernels (06, 09): 4 floats per thread when the length and
+// Element type of the element-wise kernels (06, 09, 14): 4 floats per thread when the length and
 // every view offset are multiples of 4 (16-byte aligned vec4 bindings), else 1. Returns the lanes
-// and sets *defines to the WGSL aliases the kernel source expects.
+// and sets *defines to the WGSL aliases the kernel source expects (WG_EW_F32: one float a thread).
+#define WG_EW_F32 "alias EW = f32;\nalias EU = u32;\n"
 static inline int wg_ew_lanes(size_t n, const wgt_view *views, int nv, const char **defines) {
     int ok = n % 4 == 0;
     for (int i = 0; i < nv; i++) ok = ok && views[i].off % 4 == 0;
-    *defines = ok ? "alias EW = vec4<f32>;\nalias EU = vec4<u32>;\n" : "alias EW = f32;\nalias EU = u32;\n";
+    *defines = ok ? "alias EW = vec4<f32>;\nalias EU = vec4<u32>;\n" : WG_EW_F32;
     return ok ? 4 : 1;
 }
 

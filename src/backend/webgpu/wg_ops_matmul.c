@@ -105,7 +105,7 @@ static const struct { const char *match; mm_tile_pair op[3]; int tcopy; } mm_til
     // workgroups an SM) since the slice is straight-line code. matmul_t takes 128x64x8/8x8 (128
     // threads) for outputs of fewer big tiles than fill the GPU at a short K (plan_pick), and
     // the big tile with the partial waves' split-K at K >= 2048 and unsplit below (8192 x 768
-    // at K = 768: 0.236 ms against 0.249 on 128x64x8/8x8; bench/README.md); matmul keeps the
+    // at K = 768: 0.235 ms against 0.249 on 128x64x8/8x8; bench/README.md); matmul keeps the
     // big tile there too (0.241 ms against 0.277 on 128x64x8/8x4). A GPT-2 124M step's GEMMs
     // 225.7 ms -> 178.8 (64x128x8/8x8) -> 169.5 (128x64x8/8x4, 128x128x4/8x8) -> 159.5 (8x8
     // straight-line) -> 155.9 (split-K of partial waves) -> see bench/README.md
@@ -299,7 +299,7 @@ static mm_plan plan_pick(wg_ctx *ctx, mm_variant var, uint32_t M, uint32_t N, ui
     // partial waves of big tiles that split-K does not take (K too short): the small tile when
     // it fills the GPU better by MM_SPLITK_GAIN, each counted on its own slots (H200: 8192 x 768
     // at K = 768 is 1.45 waves both of 128² tiles and of 128x64 ones at 128 threads, 4 an SM;
-    // matmul_t ran 0.249 ms on the latter, 0.236 on the former; bench/README.md)
+    // matmul_t ran 0.249 ms on the latter, 0.235 on the former; bench/README.md)
     if (tile == WG_MM_TILE_AUTO && !p.splits && tiles >= MM_MIN_BIG_TILES &&
         mm_waves(tile_count(small, M, N), tile_slots(small)) < MM_SPLITK_GAIN * mm_waves(tiles, tile_slots(p.t)))
         p.t = small;

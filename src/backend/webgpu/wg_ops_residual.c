@@ -93,9 +93,8 @@ static void dropout_map(wgt_backend *be, wgt_view out, wgt_view inp, size_t n, f
     WGT_ASSERT(inplace || !overlaps(out, inp, n), "dropout: out partially overlaps inp");
     wg_ctx *ctx = wg_of(be);
     const char *entry = inplace ? "dropout_inplace" : "dropout";
-    const char *defs;
-    wg_ew_lanes(1, NULL, 0, &defs);  // the module's EW, unused by dropout: f32
-    WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", entry, defs);
+    // the module's EW alias, which dropout does not use (its mask is drawn per element)
+    WGPUComputePipeline pipe = wg_pipeline(ctx, "14_residual.wgsl", entry, WG_EW_F32);
     size_t ch = (size_t)wg_binding_chunk(be);
     for (size_t o = 0; o < n; o += ch) {
         size_t k = n - o < ch ? n - o : ch;
