@@ -52,6 +52,7 @@
 // in halves; the accessors mm_a_at, mm_a_el, mm_b_at, mm_b_el (below); const MM_PF : bool,
 // prefetch the next k-slice into registers during the FMAs (false: load it after them, fewer
 // registers a thread so more workgroups fit a core).
+// const MM_PAIR : bool, the lanes paired on workgroup-memory reads (mm_thread_xy);
 // const MM_WX : u32, the threads' layout over the grid: 0 puts them row-major (a 32-lane warp
 // is then 32/TX rows of the grid), 4, 8 or 16 makes each group of 32 consecutive threads a
 // (32/WX) x WX block of it (warp tiling: a warp's workgroup-memory reads are WX distinct vec4 of
@@ -350,7 +351,14 @@ fn mm_store_row(cz : u32, m0 : u32, n0 : u32, g : u32, j : u32, tx : u32, ty : u
 }
 
 // (tx, ty): the thread's place in the (MM_TX x MM_TY) grid of the tile (see MM_WX).
-fn mm_thread_xy(lid : u32) -> vec2<u32> {
+// MM_PAIR first rotates the lane index (bits 0-4 of lid) right by one, so that lane bit 0 picks
+// the row of the grid and bit 1 the column (for every layout whose 32-lane group spans at least 2
+// rows and 2 columns): lanes i and i^1 then read the same vec4 of B each k-step, and lanes i and
+// i^2 the same vec4 of A. NVIDIA's workgroup memory returns 128 bytes a cycle, so a warp's 16-byte
+// load takes 4 cycles, and 2 when lanes pair up like that (row-major lanes pair up on A alone).
+fn mm_thread_xy(lid0 : u32) -> vec2<u32> {
+    var lid = lid0;
+    if (MM_PAIR) { lid = (lid0 & ~31u) | ((lid0 & 31u) >> 1u) | ((lid0 & 1u) << 4u); }
     if (MM_WX == 0u) { return vec2<u32>(lid % MM_TX, lid / MM_TX); }
     let lane = lid % 32u;
     let w = lid / 32u;

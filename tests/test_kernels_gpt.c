@@ -290,6 +290,20 @@ static void test_matmul_tile_specs(void) {
             test_matmul_t(130, 67, 45, what);
         }
     }
+    // paired lanes (WGTRAIN_MM_PAIR, the lane index rotated by one bit): matmul_t on the row-major
+    // 128x64/8x4 tile, matmul_at on 128x128/8x8, and the forward on 128x64/8x4 with warp 8
+    static const char *const pairs[][2] = {{"0", "128x64x8/8x4"}, {"0", "128x128x8/8x8"}, {"8", "128x64x8/8x4"}};
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_PAIR", "1") == WGT_OK, "lane pairing parses");
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        CHECK(wg_settings_set(S, "WGTRAIN_MM_WARP", pairs[i][0]) == WGT_OK, "warp layout parses");
+        CHECK(wg_settings_set(S, "WGTRAIN_MM_TILE", pairs[i][1]) == WGT_OK, "tile spec parses");
+        snprintf(what, sizeof what, "tile %s warp %s paired", pairs[i][1], pairs[i][0]);
+        if (i == 0) test_matmul_t(130, 67, 45, what);
+        else if (i == 1) test_matmul_at(200, 129, 300, 1, what);
+        else test_matmul_fwd(67, 45, 130, 1, what);
+    }
+    CHECK(wg_settings_set(S, "WGTRAIN_MM_PAIR", "2") != WGT_OK, "a lane pairing of 2 is refused");
+    wg_settings_set(S, "WGTRAIN_MM_PAIR", NULL);
     CHECK(wg_settings_set(S, "WGTRAIN_MM_WARP", "2") != WGT_OK, "a 2-wide warp layout is refused");
     CHECK(wg_settings_set(S, "WGTRAIN_MM_WARP", "32") != WGT_OK, "a 32-wide warp layout is refused");
     wg_settings_set(S, "WGTRAIN_MM_WARP", NULL);

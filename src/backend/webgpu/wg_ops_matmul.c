@@ -74,12 +74,13 @@ static uint32_t group_setting(wg_ctx *ctx) {
 
 // ------------------------------------------------------------------ tile shapes and split-K
 // threads: (bm/tm)*(bn/tn); pf: MM_PF; wx: MM_WX, the warp layout (0 row-major, else threads of a
-// 32-lane group along n; a layout that does not divide the thread grid falls back to 0)
-typedef struct { uint32_t bm, bn, bk, tm, tn, pf, wx; } mm_tile;
+// 32-lane group along n; a layout that does not divide the thread grid falls back to 0); pr:
+// MM_PAIR, the lane index rotated so that pairs of lanes read the same workgroup-memory vec4
+typedef struct { uint32_t bm, bn, bk, tm, tn, pf, wx, pr; } mm_tile;
 
-static const mm_tile TILE_BIG = {128, 128, 16, 8, 8, 1, 0};   // 64 outputs a thread: the FLOP workhorse
-static const mm_tile TILE_BIG_K8 = {128, 128, 8, 8, 8, 1, 0}; // same, for 32 KiB of workgroup memory
-static const mm_tile TILE_SMALL = {64, 64, 16, 4, 4, 1, 0};   // more workgroups for small outputs
+static const mm_tile TILE_BIG = {128, 128, 16, 8, 8, 1, 0, 0};   // 64 outputs a thread: the FLOP workhorse
+static const mm_tile TILE_BIG_K8 = {128, 128, 8, 8, 8, 1, 0, 0}; // same, for 32 KiB of workgroup memory
+static const mm_tile TILE_SMALL = {64, 64, 16, 4, 4, 1, 0, 0};   // more workgroups for small outputs
 
 static size_t tile_smem(mm_tile t) { return (size_t)2 * t.bk * ((t.bm / 4 + 1) + (t.bn / 4 + 1)) * 16; }
 static uint32_t tile_threads(mm_tile t) { return (t.bm / t.tm) * (t.bn / t.tn); }
@@ -109,12 +110,15 @@ static const struct { const char *match; mm_tile_pair op[3]; int tcopy; } mm_til
     // big tile there too (0.241 ms against 0.277 on 128x64x8/8x4). A GPT-2 124M step's GEMMs
     // 225.7 ms -> 178.8 (64x128x8/8x8) -> 169.5 (128x64x8/8x4, 128x128x4/8x8) -> 159.5 (8x8
     // straight-line) -> 155.9 (split-K of partial waves) -> see bench/README.md
-    {"nvidia", {{{128, 128, 8, 8, 8, 1, 0}, {128, 128, 8, 8, 8, 1, 0}},
-                {{128, 128, 8, 8, 8, 1, 0}, {128, 64, 8, 8, 8, 1, 0}},
-                {{128, 128, 8, 8, 8, 1, 0}, {128, 128, 8, 8, 8, 1, 0}}}, 1},
-    {"", {{{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}},
-          {{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}},
-          {{128, 128, 16, 8, 8, 1, 0}, {64, 64, 16, 4, 4, 1, 0}}}, 0},
+    // Paired lanes (pr) took matmul_t 0.7-1.5 % faster and the GEMMs through matmul_at's
+    // layout 0-1.2 %, and the forward that reads both operands along k 1.7 % slower at fcproj's
+    // shape (0.876 -> 0.891 ms): matmul keeps row-major lanes.
+    {"nvidia", {{{128, 128, 8, 8, 8, 1, 0, 0}, {128, 128, 8, 8, 8, 1, 0, 0}},
+                {{128, 128, 8, 8, 8, 1, 0, 1}, {128, 64, 8, 8, 8, 1, 0, 1}},
+                {{128, 128, 8, 8, 8, 1, 0, 1}, {128, 128, 8, 8, 8, 1, 0, 1}}}, 1},
+    {"", {{{128, 128, 16, 8, 8, 1, 0, 0}, {64, 64, 16, 4, 4, 1, 0, 0}},
+          {{128, 128, 16, 8, 8, 1, 0, 0}, {64, 64, 16, 4, 4, 1, 0, 0}},
+          {{128, 128, 16, 8, 8, 1, 0, 0}, {64, 64, 16, 4, 4, 1, 0, 0}}}, 0},
 };
 #define MM_TILE_ROWS (sizeof mm_tile_table / sizeof mm_tile_table[0])
 
@@ -187,7 +191,7 @@ static int tile_fits(const wg_device_info *d, mm_tile t) {
     return tile_smem(t) <= d->limits.maxComputeWorkgroupStorageSize && tile_threads(t) <= d->limits.maxComputeInvocationsPerWorkgroup;
 }
 static mm_tile tile_of_spec(const wg_mm_tile_spec *q) {
-    mm_tile t = {(uint32_t)q->bm, (uint32_t)q->bn, (uint32_t)q->bk, (uint32_t)q->tm, (uint32_t)q->tn, 1, 0};
+    mm_tile t = {(uint32_t)q->bm, (uint32_t)q->bn, (uint32_t)q->bk, (uint32_t)q->tm, (uint32_t)q->tn, 1, 0, 0};
     return t;
 }
 static wg_mm_tile_spec spec_of_tile(mm_tile t) {
@@ -212,15 +216,16 @@ static size_t table_row(const wg_device_info *d, mm_variant var) {
 static void device_tiles(wg_ctx *ctx, mm_variant var, mm_tile *big, mm_tile *small, const char **source) {
     const wg_device_info *d = wg_ctx_info(ctx);
     const wg_settings *s = mm_settings(ctx);
-    if (s->mm_tuned) {
+    const size_t i = table_row(d, var);
+    if (s->mm_tuned) {  // tuned shapes, with the row's lane pairing
         mm_tile b = tile_of_spec(&s->mm_tuned_tile[var][0]), t = tile_of_spec(&s->mm_tuned_tile[var][1]);
+        b.pr = mm_tile_table[i].op[var].big.pr, t.pr = mm_tile_table[i].op[var].small.pr;
         if (tile_fits(d, b) && tile_fits(d, t)) {  // wg_tune_load checked; a test may have set others
             *big = b, *small = t;
             if (source) *source = "tuned";
             return;
         }
     }
-    size_t i = table_row(d, var);
     const mm_tile b = mm_tile_table[i].op[var].big, t = mm_tile_table[i].op[var].small;
     if (tile_fits(d, b) && tile_fits(d, t)) {
         *big = b, *small = t;
@@ -275,11 +280,13 @@ static mm_plan plan_pick(wg_ctx *ctx, mm_variant var, uint32_t M, uint32_t N, ui
     mm_tile big, small, spec;
     device_tiles(ctx, var, &big, &small, NULL);
     const int forced = spec_tile(ctx, &spec);
-    if (forced) big = small = spec;
+    if (forced) spec.pr = big.pr, big = small = spec;  // the spec's shape with the row's lane pairing
     const int pf = mm_settings(ctx)->mm_prefetch;
     if (pf != WG_AUTO) big.pf = small.pf = (uint32_t)pf;
     const int wx = mm_settings(ctx)->mm_warp;
     if (wx != WG_AUTO) big.wx = small.wx = (uint32_t)wx;
+    const int pr = mm_settings(ctx)->mm_pair;
+    if (pr != WG_AUTO) big.pr = small.pr = (uint32_t)pr;
     const wg_mm_tile_choice tile = forced ? WG_MM_TILE_SPEC : mm_settings(ctx)->mm_tile;
     mm_plan p = {tile == WG_MM_TILE_SMALL ? small : big, 0};
     uint64_t tiles = tile_count(p.t, M, N);
@@ -359,8 +366,9 @@ static const char *mm_defines(mm_tile t, mm_optype ta, mm_optype tb, int c_v4, i
                             "fn mm_c_put4(i:u32,v:vec4<f32>){}");
     n += snprintf(buf + n, mm_room(n, cap),
                      "const MM_BM=%uu;const MM_BN=%uu;const MM_BK=%uu;const MM_TM=%uu;const MM_TN=%uu;const MM_WG=%uu;"
-                     "const MM_PF=%s;const MM_WX=%uu;const MM_PB=%uu;const MM_LUT=%s;const MM_SK=%s;\n",
-                     t.bm, t.bn, t.bk, t.tm, t.tn, tile_threads(t), t.pf ? "true" : "false", tile_warp(t), lut ? 5u : 4u,
+                     "const MM_PF=%s;const MM_WX=%uu;const MM_PAIR=%s;const MM_PB=%uu;const MM_LUT=%s;const MM_SK=%s;\n",
+                     t.bm, t.bn, t.bk, t.tm, t.tn, tile_threads(t), t.pf ? "true" : "false", tile_warp(t),
+                     t.pr ? "true" : "false", lut ? 5u : 4u,
                      lut ? "true" : "false", sk ? "true" : "false");
     n += mm_operand_defs(buf + n, mm_room(n, cap), 'a', ta);
     n += snprintf(buf + n, mm_room(n, cap), "\n");
@@ -939,8 +947,9 @@ const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint
     uint64_t tiles = tile_count(p.t, M, Nn);
     uint64_t S = p.splits ? min_u64(p.splits, cdiv(K, p.t.bk)) : 0;
     if (S) S = cdiv(K, cdiv(cdiv(K, p.t.bk), S) * p.t.bk);
-    snprintf(buf, cap, "%ux%ux%u/%ux%u%s warp %u tiles %llu split %llu%s vec4 %d group %u%s", p.t.bm, p.t.bn, p.t.bk,
-             p.t.tm, p.t.tn, p.t.pf ? "" : " no-prefetch", tile_warp(p.t), (unsigned long long)tiles,
+    snprintf(buf, cap, "%ux%ux%u/%ux%u%s warp %u%s tiles %llu split %llu%s vec4 %d group %u%s", p.t.bm, p.t.bn,
+             p.t.bk, p.t.tm, p.t.tn, p.t.pf ? "" : " no-prefetch", tile_warp(p.t), p.t.pr ? " paired" : "",
+             (unsigned long long)tiles,
              (unsigned long long)S, S && streamk_on(wg_of(be)) ? " (stream-K)" : "", vec4_on(wg_of(be)),
              group_setting(wg_of(be)), fwd_t ? " transposed" : "");
     return buf;

@@ -15,6 +15,7 @@ static const setting_def defs[] = {
                         "BK 4, 8, 16 or 32; 64, 128 or 256 threads; e.g. 128x128x16/8x8)"},
     {"WGTRAIN_MM_PREFETCH", "auto, 0 or 1"},
     {"WGTRAIN_MM_WARP", "auto, 0, 4, 8 or 16"},
+    {"WGTRAIN_MM_PAIR", "auto, 0 or 1"},
     {"WGTRAIN_WG_ZERO_INIT", "auto, 0 or 1"},
     {"WGTRAIN_MM_SPLITK", "auto, off or an integer 0..1024"},
     {"WGTRAIN_MM_STREAMK", "auto, 0 or 1"},
@@ -43,7 +44,7 @@ void wg_settings_default(wg_settings *s) {
     s->robust = 0;
     s->mm_tile = WG_MM_TILE_AUTO;
     s->mm_splitk = s->mm_streamk = s->mm_vec4 = s->mm_group = s->mm_tcopy = WG_AUTO;
-    s->wg_zero_init = s->mm_prefetch = s->mm_warp = WG_AUTO;
+    s->wg_zero_init = s->mm_prefetch = s->mm_warp = s->mm_pair = WG_AUTO;
     s->attn_unroll = WG_AUTO;
     wg_ce_settings ce = {WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO};
     s->ce = ce;
@@ -153,6 +154,9 @@ static int set_one(wg_settings *s, const char *name, const char *v) {
         t.mm_warp = d.mm_warp;
         ok = dflt || (parse_auto_int(v, 0, 16, NULL, &t.mm_warp) &&
                       (t.mm_warp == WG_AUTO || t.mm_warp == 0 || t.mm_warp == 4 || t.mm_warp == 8 || t.mm_warp == 16));
+    } else if (!strcmp(name, "WGTRAIN_MM_PAIR")) {
+        t.mm_pair = d.mm_pair;
+        ok = dflt || parse_auto_int(v, 0, 1, NULL, &t.mm_pair);
     } else if (!strcmp(name, "WGTRAIN_WG_ZERO_INIT")) {
         t.wg_zero_init = d.wg_zero_init;
         ok = dflt || parse_auto_int(v, 0, 1, NULL, &t.wg_zero_init);

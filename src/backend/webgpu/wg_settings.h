@@ -19,6 +19,9 @@
 //                                                      registers (auto: the tile table's)
 //   WGTRAIN_MM_WARP             auto | 0 | 4 | 8 | 16  matmul threads of a 32-lane group along n (0:
 //                                                      row-major; auto: the tile table's)
+//   WGTRAIN_MM_PAIR             auto | 0 | 1           matmul lanes paired on workgroup-memory reads
+//                                                      (the lane index rotated by one bit; auto: the
+//                                                      tile table's)
 //   WGTRAIN_WG_ZERO_INIT        auto | 0 | 1           Dawn's zero-initialisation of workgroup memory
 //                                                      (auto: on, as WGSL requires). Read when the
 //                                                      device is created.
@@ -107,6 +110,7 @@ typedef struct {
     wg_mm_tile_spec mm_spec;     // WGTRAIN_MM_TILE=BMxBNxBK/TMxTN (mm_tile == WG_MM_TILE_SPEC)
     int mm_prefetch;             // WGTRAIN_MM_PREFETCH: WG_AUTO, 0 or 1
     int mm_warp;                 // WGTRAIN_MM_WARP: WG_AUTO, 0, 4, 8 or 16
+    int mm_pair;                 // WGTRAIN_MM_PAIR: WG_AUTO, 0 or 1
     int wg_zero_init;            // WGTRAIN_WG_ZERO_INIT: WG_AUTO, 0 or 1
     int mm_splitk;               // WGTRAIN_MM_SPLITK: WG_AUTO, 0 (off) or S >= 1
     int mm_streamk;              // WGTRAIN_MM_STREAMK: WG_AUTO, 0 or 1
