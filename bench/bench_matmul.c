@@ -49,22 +49,23 @@ typedef struct {
     uint64_t skip_tiles;
     const char *spec;  // a WGTRAIN_MM_TILE tile (BMxBNxBK/TMxTN) for every GEMM, or NULL
     const char *warp;  // a WGTRAIN_MM_WARP layout for every GEMM, or NULL (the tile table's)
+    const char *pair;  // a WGTRAIN_MM_PAIR setting for every GEMM, or NULL (the tile table's)
 } config;
 
 static const config SWEEP[] = {
-    {"old", WG_MM_TILE_AUTO, 0, 0, 1, 0, NULL, NULL},          // the wrapper before split-K / vec4 / groups
-    {"vec4", WG_MM_TILE_AUTO, 0, 1, 1, 0, NULL, NULL},
-    {"vec4+g8", WG_MM_TILE_AUTO, 0, 1, 8, 0, NULL, NULL},
-    {"big,nosk", WG_MM_TILE_BIG, 0, 1, 8, 0, NULL, NULL},      // 128² tiles for small outputs, no split
-    {"sk", WG_MM_TILE_AUTO, WG_AUTO, 0, 1, 0, NULL, NULL},
-    {"sk+vec4", WG_MM_TILE_AUTO, WG_AUTO, 1, 1, 0, NULL, NULL},
-    {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, NULL},
-    {"S=2", WG_MM_TILE_AUTO, 2, 1, 8, 1024, NULL, NULL},
-    {"S=4", WG_MM_TILE_AUTO, 4, 1, 8, 1024, NULL, NULL},
-    {"S=7", WG_MM_TILE_AUTO, 7, 1, 8, 1024, NULL, NULL},
-    {"S=12", WG_MM_TILE_AUTO, 12, 1, 8, 1024, NULL, NULL},
-    {"S=16", WG_MM_TILE_AUTO, 16, 1, 8, 1024, NULL, NULL},
-    {"small,S=4", WG_MM_TILE_SMALL, 4, 1, 8, 1024, NULL, NULL},
+    {"old", WG_MM_TILE_AUTO, 0, 0, 1, 0, NULL, NULL, NULL},          // the wrapper before split-K / vec4 / groups
+    {"vec4", WG_MM_TILE_AUTO, 0, 1, 1, 0, NULL, NULL, NULL},
+    {"vec4+g8", WG_MM_TILE_AUTO, 0, 1, 8, 0, NULL, NULL, NULL},
+    {"big,nosk", WG_MM_TILE_BIG, 0, 1, 8, 0, NULL, NULL, NULL},      // 128² tiles for small outputs, no split
+    {"sk", WG_MM_TILE_AUTO, WG_AUTO, 0, 1, 0, NULL, NULL, NULL},
+    {"sk+vec4", WG_MM_TILE_AUTO, WG_AUTO, 1, 1, 0, NULL, NULL, NULL},
+    {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, NULL, NULL},
+    {"S=2", WG_MM_TILE_AUTO, 2, 1, 8, 1024, NULL, NULL, NULL},
+    {"S=4", WG_MM_TILE_AUTO, 4, 1, 8, 1024, NULL, NULL, NULL},
+    {"S=7", WG_MM_TILE_AUTO, 7, 1, 8, 1024, NULL, NULL, NULL},
+    {"S=12", WG_MM_TILE_AUTO, 12, 1, 8, 1024, NULL, NULL, NULL},
+    {"S=16", WG_MM_TILE_AUTO, 16, 1, 8, 1024, NULL, NULL, NULL},
+    {"small,S=4", WG_MM_TILE_SMALL, 4, 1, 8, 1024, NULL, NULL, NULL},
 };
 #define N_SWEEP (sizeof SWEEP / sizeof SWEEP[0])
 #define DEFAULT_CFG 6
@@ -73,35 +74,39 @@ static const config SWEEP[] = {
 // raster order automatic; WGTRAIN_MM_PREFETCH=0 in the environment sweeps them without the
 // register prefetch); a row of the tile table (wg_ops_matmul.c) comes from the best ones.
 static const config TILE_SWEEP[] = {
-    {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, NULL},
-    {"128²x16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x16/8x8", NULL},
-    {"128²x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x8/8x8", NULL},
-    {"128²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x4/8x8", NULL},
-    {"64x128x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x8/8x8", NULL},
-    {"128x64x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x8", NULL},
-    {"64x256x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x256x8/8x8", NULL},
-    {"64²x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x8/8x8", NULL},
-    {"64x128x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x4/8x8", NULL},
-    {"128x64x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x4/8x8", NULL},
-    {"64²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x4/8x8", NULL},
+    {"default", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, NULL, NULL},
+    {"128²x16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x16/8x8", NULL, NULL},
+    {"128²x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x8/8x8", NULL, NULL},
+    {"128²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x4/8x8", NULL, NULL},
+    {"64x128x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x8/8x8", NULL, NULL},
+    {"128x64x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x8", NULL, NULL},
+    {"64x256x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x256x8/8x8", NULL, NULL},
+    {"64²x8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x8/8x8", NULL, NULL},
+    {"64x128x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x4/8x8", NULL, NULL},
+    {"128x64x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x4/8x8", NULL, NULL},
+    {"64²x4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x4/8x8", NULL, NULL},
     // the warp layouts (WGTRAIN_MM_WARP) and the narrower per-thread tiles (8x4, 4x8), whose fewer
     // accumulators leave registers for more workgroups a core
-    {"default w0", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, "0"},
-    {"default w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, "8"},
-    {"128²x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x4/8x8", "8"},
-    {"128x64x8/8x4 w0", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x4", "0"},
-    {"128x64x8/8x4 w4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x4", "4"},
-    {"128x64x8/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x4", "8"},
-    {"128x64x8/8x4 w16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x4", "16"},
-    {"128x64x8/8x4 w8 v4", WG_MM_TILE_AUTO, WG_AUTO, 1, WG_AUTO, 0, "128x64x8/8x4", "8"},
-    {"128x64x4/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x4/8x4", "8"},
-    {"128x64x16/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x16/8x4", "8"},
-    {"64x64x8/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x8/8x4", "8"},
-    {"128x32x8/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x32x8/8x4", "8"},
-    {"256x64x8 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "256x64x8/8x8", "8"},
-    {"64x128x8/4x8 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x8/4x8", "8"},
-    {"128²x4 w8 v4", WG_MM_TILE_AUTO, WG_AUTO, 1, WG_AUTO, 0, "128x128x4/8x8", "8"},
-    {"64x64x8/4x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x8/4x4", "8"},
+    {"default w0", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, "0", NULL},
+    {"default w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, "8", NULL},
+    // paired lanes (WGTRAIN_MM_PAIR) on and off for every GEMM, and on the 8x4 tile
+    {"default paired", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, NULL, "1"},
+    {"default unpaired", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, NULL, NULL, "0"},
+    {"128x64x8/8x4 w0 paired", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x4", "0", "1"},
+    {"128²x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x128x4/8x8", "8", NULL},
+    {"128x64x8/8x4 w0", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x4", "0", NULL},
+    {"128x64x8/8x4 w4", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x4", "4", NULL},
+    {"128x64x8/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x4", "8", NULL},
+    {"128x64x8/8x4 w16", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x8/8x4", "16", NULL},
+    {"128x64x8/8x4 w8 v4", WG_MM_TILE_AUTO, WG_AUTO, 1, WG_AUTO, 0, "128x64x8/8x4", "8", NULL},
+    {"128x64x4/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x4/8x4", "8", NULL},
+    {"128x64x16/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x64x16/8x4", "8", NULL},
+    {"64x64x8/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x8/8x4", "8", NULL},
+    {"128x32x8/8x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "128x32x8/8x4", "8", NULL},
+    {"256x64x8 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "256x64x8/8x8", "8", NULL},
+    {"64x128x8/4x8 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x128x8/4x8", "8", NULL},
+    {"128²x4 w8 v4", WG_MM_TILE_AUTO, WG_AUTO, 1, WG_AUTO, 0, "128x128x4/8x8", "8", NULL},
+    {"64x64x8/4x4 w8", WG_MM_TILE_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, 0, "64x64x8/4x4", "8", NULL},
 };
 #define N_TILE_SWEEP (sizeof TILE_SWEEP / sizeof TILE_SWEEP[0])
 #define N_MAX_CFG (N_SWEEP > N_TILE_SWEEP ? N_SWEEP : N_TILE_SWEEP)
@@ -118,6 +123,8 @@ static void config_apply(wgt_backend *be, const wg_settings *env, const config *
     if (c->spec && wg_settings_set(s, "WGTRAIN_MM_TILE", c->spec) != WGT_OK) die("a tile of the sweep");
     s->mm_warp = env->mm_warp;
     if (c->warp && wg_settings_set(s, "WGTRAIN_MM_WARP", c->warp) != WGT_OK) die("a warp layout of the sweep");
+    s->mm_pair = env->mm_pair;
+    if (c->pair && wg_settings_set(s, "WGTRAIN_MM_PAIR", c->pair) != WGT_OK) die("a lane pairing of the sweep");
 }
 
 typedef struct {
@@ -341,7 +348,7 @@ int main(int argc, char **argv) {
             return strcmp(a, "--help") ? 2 : 0;
         }
     }
-    config one = {"this run", WG_MM_TILE_AUTO, WG_AUTO, vec4, group, 0, NULL, NULL};
+    config one = {"this run", WG_MM_TILE_AUTO, WG_AUTO, vec4, group, 0, NULL, NULL, NULL};
     if (!strcmp(tiles, "big")) one.tiles = WG_MM_TILE_BIG;
     else if (!strcmp(tiles, "small")) one.tiles = WG_MM_TILE_SMALL;
     else if (strcmp(tiles, "auto")) { fprintf(stderr, "bench_matmul: --tiles takes auto, big or small\n"); return 2; }
