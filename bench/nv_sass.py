@@ -6,7 +6,8 @@
 #
 # Usage (on the NVIDIA machine):
 #   export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=/tmp/glc __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1
-#   rm -rf /tmp/glc; WGTRAIN_MM_TILE=128x128x8/8x8 build/bench/bench_matmul --only matmul --reps 2
+#   rm -rf /tmp/glc; mkdir -p /tmp/glc   # the driver writes nothing into a directory that is missing
+#   WGTRAIN_MM_TILE=128x128x8/8x8 build/bench/bench_matmul --only matmul --reps 2
 #   python3 bench/nv_sass.py --cache /tmp/glc [--nvdisasm PATH] [--arch SM90] [--listing out.sass]
 #
 # What the cache holds is the driver's business, not a documented format; what this reads was
