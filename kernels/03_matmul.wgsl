@@ -468,10 +468,16 @@ fn mm_main(lid : u32, tile : vec2<u32>, kb : u32, ke : u32, cz : u32, a_kc : boo
     mm_store_tiles(0u, lid, ra0, ra1, ra2, ra3, rb0, rb1, rb2, rb3, a_kc, b_kc);
     workgroupBarrier();
 
+    // Slices t < fast_end fetch slice t + 1 through the interior fetch: those of an interior tile
+    // whose next slice lies wholly inside K (kb + (t + 2)·MM_BK <= ke), decided once a tile: a slice
+    // then tests one bound instead of the four terms (bench/README.md, "The interior fetch's test
+    // once a tile").
+    let nfull = select(0u, (ke - kb) / MM_BK, ke > kb);
+    let fast_end = select(0u, nfull - 1u, MM_FAST && MM_PF && interior && nfull >= 1u);
     for (var t = 0u; t < ntiles; t++) {
         let buf = t & 1u;
         let more = t + 1u < ntiles;
-        if (MM_FAST && more && MM_PF && interior && kb + (t + 2u) * MM_BK <= ke) {  // the next slice, inside
+        if (t < fast_end) {  // the next slice, inside
             let k1 = kb + (t + 1u) * MM_BK;
             if (MM_A_EXACT || lid < MM_A_SLOTS) { ra0 = mm_fast_a(pa0, k1, a_kc); }
             if (MM_A_PASSES > 1u && (MM_A_EXACT || lid + W < MM_A_SLOTS)) { ra1 = mm_fast_a(pa1, k1, a_kc); }
