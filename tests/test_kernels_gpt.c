@@ -182,11 +182,12 @@ static void test_matmul_streamk(void) {
 
 // The forward and matmul_t through transposed copies of their operands stored along k
 // (WGTRAIN_MM_TCOPY=1: matmul_transpose4 or matmul_transpose, then the GEMM in matmul_at's
-// layout): edges in every dimension, rows not multiples of 4 (the copies' padded rows) and
-// multiples of 4 (vec4 loads), one row, one column, K = 1, a K that is not a multiple of the
-// transpose's blocks; with and without bias, both tiles. Under a 3000-element binding limit the
-// copies of a small GEMM still fit while its output is cut into windows, and a GEMM whose copies
-// do not fit runs the direct path. The plan text says which.
+// layout; =w: the forward's W alone copied, the GEMM in matmul_t's layout): edges in every
+// dimension, rows not multiples of 4 (the copies' padded rows) and multiples of 4 (vec4 loads),
+// one row, one column, K = 1, a K that is not a multiple of the transpose's blocks; with and
+// without bias, both tiles. Under a 3000-element binding limit the copies of a small GEMM still
+// fit while its output is cut into windows, and a GEMM whose copies do not fit runs the direct
+// path. The plan text says which.
 static void test_matmul_fwd_transposed(void) {
     static const struct { uint32_t N, C, OC; } shapes[] = {
         {67, 45, 130}, {1, 1, 1}, {5, 3, 7}, {130, 67, 45}, {260, 132, 300}, {130, 68, 45}, {3, 300, 2}, {64, 1, 33},
@@ -210,8 +211,27 @@ static void test_matmul_fwd_transposed(void) {
             test_matmul_t(shapes[s].N, shapes[s].C, shapes[s].OC, tname[ti]);  // dout [N, OC] copied
         }
     }
+    S->mm_tcopy = WG_TCOPY_W;
+    CHECK(strstr(wg_mm_describe(P.gpu, 0, 260, 132, 300, desc, sizeof desc), " W transposed") != NULL,
+          "WGTRAIN_MM_TCOPY=w: the forward runs through W's transposed copy: %s", desc);
+    CHECK(strstr(wg_mm_describe(P.gpu, 1, 4096, 4096, 4096, desc, sizeof desc), "transposed") == NULL,
+          "WGTRAIN_MM_TCOPY=w: matmul_t runs directly: %s", desc);
+    for (int ti = 0; ti < 2; ti++) {
+        S->mm_tile = tiles[ti];
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            test_matmul_fwd(shapes[s].N, shapes[s].C, shapes[s].OC, 1, ti ? "W transposed, small tiles" : "W transposed, big tiles");
+            if (s < 2) test_matmul_fwd(shapes[s].N, shapes[s].C, shapes[s].OC, 0, "W transposed, no bias");
+        }
+    }
     S->mm_tile = WG_MM_TILE_AUTO;
     S->binding_limit = 3000;
+    CHECK(strstr(wg_mm_describe(P.gpu, 0, 100, 10, 60, desc, sizeof desc), " W transposed") != NULL,
+          "W's copy of 600 elements fits a 3000-element binding: %s", desc);
+    test_matmul_fwd(100, 10, 60, 1, "W transposed, output in windows");
+    CHECK(strstr(wg_mm_describe(P.gpu, 0, 67, 45, 130, desc, sizeof desc), "transposed") == NULL,
+          "W's copy of 5850 elements does not fit a 3000-element binding: %s", desc);
+    test_matmul_fwd(67, 45, 130, 1, "W's copy too large: direct");
+    S->mm_tcopy = 1;
     CHECK(strstr(wg_mm_describe(P.gpu, 0, 100, 10, 60, desc, sizeof desc), "transposed") != NULL,
           "copies of 1600 elements fit a 3000-element binding: %s", desc);
     test_matmul_fwd(100, 10, 60, 1, "transposed, output in windows");
@@ -224,20 +244,21 @@ static void test_matmul_fwd_transposed(void) {
     test_matmul_t(67, 45, 130, "transposed copy too large: direct");
     S->binding_limit = 0;
     // auto: the device's row of the tile table, then the cost model (GPT-2 124M's shapes at
-    // B·T = 8192: the qkv, fc and lm_head forwards and 4096³'s forward and matmul_t take the
-    // copies; attproj's and fcproj's forwards, GPT-2's matmul_t and small GEMMs do not)
+    // B·T = 8192: the qkv, attproj, fc and fcproj forwards copy W alone, the lm_head's and
+    // 4096³'s both operands, 4096³'s matmul_t its dout; GPT-2's matmul_t and small GEMMs nothing)
     S->mm_tcopy = WG_AUTO;
     const int row = wg_mm_table_tcopy(wg_of(P.gpu));
+    enum { NONE, BOTH, W };  // what the plan text says: nothing, " transposed", " W transposed"
     static const struct { int op; uint32_t N, C, OC; int takes; } rule[] = {
-        {0, 8192, 768, 2304, 1}, {0, 8192, 768, 3072, 1}, {0, 8192, 768, 50257, 1}, {0, 4096, 4096, 4096, 1},
-        {1, 4096, 4096, 4096, 1}, {0, 8192, 768, 768, 0},  {0, 8192, 3072, 768, 0},  {1, 8192, 3072, 768, 0},
-        {1, 8192, 768, 3072, 0},  {0, 67, 45, 130, 0}};
+        {0, 8192, 768, 2304, W},  {0, 8192, 768, 3072, W},     {0, 8192, 768, 50257, BOTH}, {0, 4096, 4096, 4096, BOTH},
+        {1, 4096, 4096, 4096, BOTH}, {0, 8192, 768, 768, W}, {0, 8192, 3072, 768, W},     {1, 8192, 3072, 768, NONE},
+        {1, 8192, 768, 3072, NONE}, {0, 67, 45, 130, NONE},  {0, 4096, 768, 16384, BOTH}, {0, 4096, 768, 3072, W}};
     for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
-        const int want = row && rule[i].takes;
-        const int got = strstr(wg_mm_describe(P.gpu, rule[i].op, rule[i].N, rule[i].C, rule[i].OC, desc, sizeof desc),
-                               "transposed") != NULL;
-        CHECK(got == want, "auto on a %s row: %s N=%u C=%u OC=%u %s the copies: %s", row ? "tcopy" : "direct",
-              wg_mm_op_name(rule[i].op), rule[i].N, rule[i].C, rule[i].OC, want ? "takes" : "skips", desc);
+        const int want = row ? rule[i].takes : NONE;
+        wg_mm_describe(P.gpu, rule[i].op, rule[i].N, rule[i].C, rule[i].OC, desc, sizeof desc);
+        const int got = strstr(desc, " W transposed") ? W : strstr(desc, " transposed") ? BOTH : NONE;
+        CHECK(got == want, "auto on a %s row: %s N=%u C=%u OC=%u: layout %d, expected %d: %s", row ? "tcopy" : "direct",
+              wg_mm_op_name(rule[i].op), rule[i].N, rule[i].C, rule[i].OC, got, want, desc);
     }
 }
 

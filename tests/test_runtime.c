@@ -279,6 +279,7 @@ static void check_settings(void) {
         {"WGTRAIN_ATTN_UNROLL", "maybe"},   {"WGTRAIN_CE_CFG", "wg=100"},
         {"WGTRAIN_CE_CFG", "reg=4,zz=1"},   {"WGTRAIN_TEST_BINDING_LIMIT", "12"},
         {"WGTRAIN_F16", "half"},            {"WGTRAIN_MM_TCOPY", "2"},
+        {"WGTRAIN_MM_TCOPY", "W"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv(bad[i].name, bad[i].value, 1);
@@ -298,7 +299,7 @@ static void check_settings(void) {
         {"WGTRAIN_MM_GROUP", "3"},        {"WGTRAIN_ATTN_FWD_CFG", "nl=8,tr=1"},
         {"WGTRAIN_ATTN_BWD_CFG", "v=split,kv=16x16/1x2"}, {"WGTRAIN_ATTN_UNROLL", "0"},
         {"WGTRAIN_CE_CFG", "wg=512,reg=2"}, {"WGTRAIN_TEST_BINDING_LIMIT", "4096"},
-        {"WGTRAIN_F16", "packed"},        {"WGTRAIN_MM_TCOPY", "0"},
+        {"WGTRAIN_F16", "packed"},        {"WGTRAIN_MM_TCOPY", "w"},
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) setenv(good[i].name, good[i].value, 1);
     wgt_backend *be;
@@ -309,7 +310,7 @@ static void check_settings(void) {
     wg_ctx *ctx = (wg_ctx *)be->impl;
     const wg_settings *s = wg_ctx_settings(ctx);
     CHECK(s->robust == 1 && s->mm_tile == WG_MM_TILE_SMALL && s->mm_splitk == 0 && s->mm_vec4 == 3 && s->mm_group == 3 &&
-              s->mm_tcopy == 0,
+              s->mm_tcopy == WG_TCOPY_W,
           "matmul / robust settings did not reach the context: robust %d tile %d splitk %d vec4 %d group %d", s->robust,
           (int)s->mm_tile, s->mm_splitk, s->mm_vec4, s->mm_group);
     CHECK(!strcmp(s->attn_fwd, "nl=8,tr=1") && !strcmp(s->attn_bwd, "v=split,kv=16x16/1x2") && s->attn_unroll == 0,

@@ -12,9 +12,9 @@
 //     share the tiles' k-slices evenly and a second kernel adds each tile's pieces in order;
 //   - vec4 global loads for each operand whose leading dimension and offset are multiples of 4;
 //   - the raster order of the tiles (groups of row blocks, so neighbours share L2 tiles);
-//   - on some GPUs, transposed copies of the operands stored along k (both of the forward's,
-//     matmul_t's dout at wide outputs), so that the GEMM runs in matmul_at's faster layout
-//     (fwd_t_pick, dx_t_pick below).
+//   - on some GPUs, transposed copies of the operands stored along k (the forward's W, or both of
+//     its operands; matmul_t's dout at wide outputs), so that the GEMM runs in matmul_t's or
+//     matmul_at's faster layout (fwd_layout_pick, dx_t_pick below).
 // The WGTRAIN_MM_* settings of the context (wg_settings.h) can force each choice.
 // matmul_lowbit and matmul_t_lowbit (a frozen weight packed as f16, bf16 or nf4, LoRA's
 // --base-precision) are matmul and matmul_t with a B operand that the kernel decodes as it loads it,
@@ -100,7 +100,7 @@ typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
 // (`wgtrain tune`, wg_tune.h) take the row's place.
 typedef struct { mm_tile big, small; } mm_tile_pair;
 // tcopy: the forward and dinp through transposed copies of their operands stored along k, where
-// the copies pay (fwd_t_pick, dx_t_pick)
+// the copies pay (fwd_layout_pick, dx_t_pick)
 static const struct { const char *match; mm_tile_pair op[3]; int tcopy; } mm_tile_table[] = {  // op: mm_variant
     // NVIDIA (measured on the H200): 128x128x8 with 8x8 outputs a thread (127 registers, two
     // workgroups an SM) since the slice is straight-line code. matmul_t takes 128x64x8/8x8 (128
@@ -719,16 +719,25 @@ void wg_matmul_t_lowbit(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view 
     lowbit_gemm(be, MM_NN, "matmul_t_lowbit", dinp, dout, weight, absmax, wgt_view_none(), N, C, OC, fmt, WW, NB);
 }
 
-// ------------------------------------------------------------------ matmul and matmul_t in matmul_at's layout
+// ------------------------------------------------------------------ the forward and matmul_t through transposed copies
 // The kernel reads an operand stored along m or n as one 16-byte load a vec4 of the tile, which
 // lands in workgroup memory as it is; one stored along k (both of the forward's: inp [M, K] and
-// W [N, K]) as 4 scalar loads a vec4. On the H200 the forward ran 4-7 % faster with both operands
-// transposed (bench/README.md), more than the copies cost at wide outputs. Where the tile
-// table's row says so (tcopy), the forward copies inp and W transposed into a scratch
-// (matmul_transpose, rows padded to multiples of 4 so that they load as vec4) and runs the
-// GEMM in matmul_at's layout there: the same products, added in the same k order. The copies
-// move 8·(M + N)·K bytes against the GEMM's 2·M·N·K FLOPs, 4·F/B·(1/M + 1/N) of its time (F/B:
-// MM_FLOP_PER_BYTE); auto takes them where that is below MM_FWD_T_GAIN, the gain measured.
+// W [N, K]) as 4 scalar loads a vec4. So the forward has three layouts (bench/README.md, "The
+// forward with its weight alone transposed"):
+//   direct       inp and W along k (matmul's own)
+//   W copied     inp along k, Wᵀ along n: matmul_t's layout, after a copy of W
+//   both copied  inpᵀ along m, Wᵀ along n: matmul_at's layout, after copies of both
+// each copy into a scratch (matmul_transpose, rows padded to multiples of 4 so that they load as
+// vec4): the same products, added in the same k order. Against the direct GEMM's time, the copy
+// of W [N, K] moves 8·N·K bytes against the GEMM's 2·M·N·K FLOPs, 4·F/B/M of its time, and inp's
+// 4·F/B/N (F/B: MM_FLOP_PER_BYTE). Where the tile table's row says so (tcopy), auto takes W's copy
+// where it costs less than matmul_t's layout gains (MM_FWD_W_GAIN, measured on the H200), and
+// inp's too where that costs less than matmul_at's layout gains over matmul_t's (MM_FWD_TW_GAIN:
+// the wide outputs, where the lm_head and 4096³ ran faster with both copies, and qkv, fc and
+// attproj faster with W's alone). MM_FWD_T_GAIN: both copies against the direct GEMM, where W's
+// copy alone is not taken.
+#define MM_FWD_W_GAIN 0.05
+#define MM_FWD_TW_GAIN 0.011
 #define MM_FWD_T_GAIN 0.05
 #define TR_BLOCK 32  // TR_B of 03_matmul.wgsl: one workgroup transposes a 32 x 32 block (64 x 64 as vec4)
 
@@ -737,25 +746,32 @@ typedef struct { uint32_t R1, R2, C, ldi, ldo1, ldo2, nb1, x1_off, x2_off, out1_
 
 static uint64_t round4(uint64_t x) { return (x + 3) & ~(uint64_t)3; }
 
-// Whether copies of an [M, K] and an [N2, K] operand (N2 = 0: the first alone) run
-// (WGTRAIN_MM_TCOPY: 1 wherever they fit, 0 never, auto where the device's row of the tile table
-// says so and the cost model's `cost` is below `gain`). They must fit the scratch (one binding),
-// each input one binding window, the grids a dimension.
-static int tcopy_pick(wgt_backend *be, uint32_t M, uint32_t N2, uint32_t K, double cost, double gain) {
+// Whether copies of an [M, K] and an [N2, K] operand (N2 = 0: the first alone) fit: the scratch
+// (one binding), each input one binding window, the grids a dimension.
+static int tcopy_fits(wgt_backend *be, uint32_t M, uint32_t N2, uint32_t K) {
     wg_ctx *ctx = wg_of(be);
-    const int s = mm_settings(ctx)->mm_tcopy;
-    if (s == 0 || M == 0 || K == 0) return 0;
+    if (M == 0 || K == 0) return 0;
     const uint64_t lim = wg_binding_limit(be), maxd = wg_ctx_info(ctx)->limits.maxComputeWorkgroupsPerDimension;
     if ((uint64_t)M * K + WGT_VIEW_ALIGN > lim || (uint64_t)N2 * K + WGT_VIEW_ALIGN > lim) return 0;
     if ((round4(M) + round4(N2)) * K > scratch_limit(be)) return 0;  // no overflow: M·K, N2·K within a binding
-    if (cdiv(K, TR_BLOCK) > maxd || cdiv(M, TR_BLOCK) > maxd || cdiv(N2, TR_BLOCK) > maxd) return 0;  // (the 64-blocks' fewer)
-    return s == 1 || (wg_mm_table_tcopy(ctx) && cost < gain);
+    return cdiv(K, TR_BLOCK) <= maxd && cdiv(M, TR_BLOCK) <= maxd && cdiv(N2, TR_BLOCK) <= maxd;  // (the 64-blocks' fewer)
 }
 
-// Whether out[M,N] = inp[M,K]·W[N,K]ᵀ runs through the transposed copies of both.
-static int fwd_t_pick(wgt_backend *be, uint32_t M, uint32_t N, uint32_t K) {
-    if (M == 0 || N == 0) return 0;
-    return tcopy_pick(be, M, N, K, 4.0 * MM_FLOP_PER_BYTE * (1.0 / M + 1.0 / N), MM_FWD_T_GAIN);
+typedef enum { MM_FWD_DIRECT, MM_FWD_BOTH, MM_FWD_W } mm_fwd_layout;
+
+// The layout of out[M,N] = inp[M,K]·W[N,K]ᵀ (WGTRAIN_MM_TCOPY: 1 both copies wherever they fit,
+// w W's alone wherever it fits, 0 neither, auto by the table's row and the cost model above).
+static mm_fwd_layout fwd_layout_pick(wgt_backend *be, uint32_t M, uint32_t N, uint32_t K) {
+    wg_ctx *ctx = wg_of(be);
+    const int s = mm_settings(ctx)->mm_tcopy;
+    if (s == 0 || M == 0 || N == 0) return MM_FWD_DIRECT;
+    const int both = tcopy_fits(be, M, N, K), w = tcopy_fits(be, N, 0, K);
+    if (s == 1) return both ? MM_FWD_BOTH : MM_FWD_DIRECT;
+    if (s == WG_TCOPY_W) return w ? MM_FWD_W : MM_FWD_DIRECT;
+    if (!wg_mm_table_tcopy(ctx)) return MM_FWD_DIRECT;
+    const double cw = 4.0 * MM_FLOP_PER_BYTE / M, ca = 4.0 * MM_FLOP_PER_BYTE / N;  // W's copy, inp's
+    if (w && cw < MM_FWD_W_GAIN) return both && ca < MM_FWD_TW_GAIN ? MM_FWD_BOTH : MM_FWD_W;
+    return both && cw + ca < MM_FWD_T_GAIN ? MM_FWD_BOTH : MM_FWD_DIRECT;
 }
 
 // out[c, r] = x[r, c]: x [R, C] dense, out [C, ldo] (ldo >= R, a multiple of 4; its columns from
@@ -812,9 +828,12 @@ static int matmul_fwd_t(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view we
 // lost 0.3-1.4 % with the copy) and 5 % at 4096³ (4 % faster with it). Hence a bound of its own:
 // the copy under 1 % by the model, N >= 4000.
 #define MM_DX_T_GAIN 0.01
+// (WGTRAIN_MM_TCOPY: 1 wherever it fits, 0 and w never, auto by the table's row and the model)
 static int dx_t_pick(wgt_backend *be, uint32_t M, uint32_t N, uint32_t K) {
-    if (N == 0) return 0;
-    return tcopy_pick(be, M, 0, K, 4.0 * MM_FLOP_PER_BYTE / N, MM_DX_T_GAIN);
+    wg_ctx *ctx = wg_of(be);
+    const int s = mm_settings(ctx)->mm_tcopy;
+    if (N == 0 || s == 0 || s == WG_TCOPY_W || !tcopy_fits(be, M, 0, K)) return 0;
+    return s == 1 || (wg_mm_table_tcopy(ctx) && 4.0 * MM_FLOP_PER_BYTE / N < MM_DX_T_GAIN);
 }
 
 static int matmul_t_t(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t M, uint32_t N,
@@ -830,9 +849,25 @@ static int matmul_t_t(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view we
     return 1;
 }
 
+// The forward in matmul_t's layout: W copied transposed (Wᵀ [K, ldb]), inp read as it is. 0,
+// having dispatched nothing, when the scratch could not be allocated (the direct path runs).
+static int matmul_fwd_w(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t M,
+                        uint32_t K, uint32_t N) {
+    wg_ctx *ctx = wg_of(be);
+    const uint64_t ldb = round4(N), nb = ldb * K;
+    wgt_buf *scr = grain_scratch(be, WG_SCRATCH_TCOPY, (size_t)nb, "the GEMMs' transposed operands");
+    if (!scr) return 0;
+    wgt_view bt = wgt_view_of(scr, 0, (size_t)nb);
+    if (!mm_transpose_pair(ctx, bt, ldb, 0, weight, N, weight, 0, K)) mm_transpose(ctx, bt, ldb, weight, N, K);  // Wᵀ [K, ldb]
+    mm_gemm(be, MM_NN, out, inp, bt, bias, M, N, K, K, (uint32_t)ldb, N, 0, 0, 0, NULL, "matmul");
+    return 1;
+}
+
 static void matmul_fwd(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N,
                        uint32_t C, uint32_t OC, int h) {
-    if (!h && fwd_t_pick(be, N, OC, C) && matmul_fwd_t(be, out, inp, weight, bias, N, C, OC)) return;
+    const mm_fwd_layout lay = h ? MM_FWD_DIRECT : fwd_layout_pick(be, N, OC, C);
+    if (lay == MM_FWD_W && matmul_fwd_w(be, out, inp, weight, bias, N, C, OC)) return;
+    if (lay == MM_FWD_BOTH && matmul_fwd_t(be, out, inp, weight, bias, N, C, OC)) return;
     mm_gemm(be, MM_NT, out, inp, weight, bias, N, OC, C, C, C, OC, 0, h, h, NULL, NULL);
 }
 void wg_matmul(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t N, uint32_t C,
@@ -942,8 +977,9 @@ void wg_matmul_peak(wgt_backend *be, wgt_view out, uint32_t groups, uint32_t ite
 // ------------------------------------------------------------------ bench/test introspection
 const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint32_t OC, char *buf, size_t cap) {
     uint32_t M = op == 2 ? OC : N, Nn = op == 0 ? OC : C, K = op == 0 ? C : op == 1 ? OC : N;
-    const int fwd_t = (op == 0 && fwd_t_pick(be, M, Nn, K)) || (op == 1 && dx_t_pick(be, M, Nn, K));
-    mm_plan p = plan_pick(wg_of(be), fwd_t ? MM_TN : (mm_variant)op, M, Nn, K);
+    const mm_fwd_layout lay = op == 0 ? fwd_layout_pick(be, M, Nn, K) : MM_FWD_DIRECT;
+    const int fwd_w = lay == MM_FWD_W, fwd_t = lay == MM_FWD_BOTH || (op == 1 && dx_t_pick(be, M, Nn, K));
+    mm_plan p = plan_pick(wg_of(be), fwd_w ? MM_NN : fwd_t ? MM_TN : (mm_variant)op, M, Nn, K);
     uint64_t tiles = tile_count(p.t, M, Nn);
     uint64_t S = p.splits ? min_u64(p.splits, cdiv(K, p.t.bk)) : 0;
     if (S) S = cdiv(K, cdiv(cdiv(K, p.t.bk), S) * p.t.bk);
@@ -951,6 +987,6 @@ const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint
              p.t.bk, p.t.tm, p.t.tn, p.t.pf ? "" : " no-prefetch", tile_warp(p.t), p.t.pr ? " paired" : "",
              (unsigned long long)tiles,
              (unsigned long long)S, S && streamk_on(wg_of(be)) ? " (stream-K)" : "", vec4_on(wg_of(be)),
-             group_setting(wg_of(be)), fwd_t ? " transposed" : "");
+             group_setting(wg_of(be)), fwd_w ? " W transposed" : fwd_t ? " transposed" : "");
     return buf;
 }

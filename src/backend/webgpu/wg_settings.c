@@ -21,7 +21,7 @@ static const setting_def defs[] = {
     {"WGTRAIN_MM_STREAMK", "auto, 0 or 1"},
     {"WGTRAIN_MM_VEC4", "auto, 0, 1, 2 or 3"},
     {"WGTRAIN_MM_GROUP", "auto or an integer 1..1024"},
-    {"WGTRAIN_MM_TCOPY", "auto, 0 or 1"},
+    {"WGTRAIN_MM_TCOPY", "auto, 0, 1 or w"},
     {"WGTRAIN_ATTN_FWD_CFG", "comma-separated key=value pairs: v=tile|reg and integers nl, tr, bc, sg, wg, pf (e.g. "
                              "nl=8,tr=2,bc=64,sg=1 or v=reg,nl=4,tr=2,bc=32)"},
     {"WGTRAIN_ATTN_BWD_CFG", "comma-separated key=value pairs: v=auto|stream|split|short|fused|reg|reg-ds, kv=, q=, st=BQxBK "
@@ -174,7 +174,8 @@ static int set_one(wg_settings *s, const char *name, const char *v) {
         ok = dflt || parse_auto_int(v, 1, 1024, NULL, &t.mm_group);
     } else if (!strcmp(name, "WGTRAIN_MM_TCOPY")) {
         t.mm_tcopy = d.mm_tcopy;
-        ok = dflt || parse_auto_int(v, 0, 1, NULL, &t.mm_tcopy);
+        if (!dflt && !strcmp(v, "w")) t.mm_tcopy = WG_TCOPY_W;
+        else ok = dflt || parse_auto_int(v, 0, 1, NULL, &t.mm_tcopy);
     } else if (!strcmp(name, "WGTRAIN_ATTN_FWD_CFG") || !strcmp(name, "WGTRAIN_ATTN_BWD_CFG")) {
         int bwd = !strcmp(name, "WGTRAIN_ATTN_BWD_CFG");
         char *dst = bwd ? t.attn_bwd : t.attn_fwd;

@@ -88,6 +88,7 @@
 #include "core/error.h"
 
 #define WG_AUTO (-1)  // an integer setting left to the automatic choice
+#define WG_TCOPY_W 2  // WGTRAIN_MM_TCOPY=w: the forward copies its weight alone
 
 typedef enum { WG_MM_TILE_AUTO, WG_MM_TILE_BIG, WG_MM_TILE_SMALL, WG_MM_TILE_SPEC } wg_mm_tile_choice;
 // A matmul tile: BM x BN outputs per workgroup, BK-deep k-slices, TM x TN outputs a thread
@@ -116,7 +117,7 @@ typedef struct {
     int mm_streamk;              // WGTRAIN_MM_STREAMK: WG_AUTO, 0 or 1
     int mm_vec4;                 // WGTRAIN_MM_VEC4: WG_AUTO, 0, 1, 2 or 3
     int mm_group;                // WGTRAIN_MM_GROUP: WG_AUTO or >= 1
-    int mm_tcopy;                // WGTRAIN_MM_TCOPY: WG_AUTO, 0 or 1
+    int mm_tcopy;                // WGTRAIN_MM_TCOPY: WG_AUTO, 0, 1 or WG_TCOPY_W ("w")
     char attn_fwd[256];          // WGTRAIN_ATTN_FWD_CFG ("" = the defaults)
     char attn_bwd[256];          // WGTRAIN_ATTN_BWD_CFG ("" = the defaults)
     int attn_unroll;             // WGTRAIN_ATTN_UNROLL: WG_AUTO, 0 or 1
