@@ -180,24 +180,28 @@ fn mm_base_b(s : u32, n0 : u32, b_kc : bool) -> u32 {
 // Slot s (base: mm_base_a's) of a slice wholly inside the matrices, for a thread whose slot
 // exists: the loads alone. The k-loop takes these for every slice of an interior tile but a
 // partial last one, after one test a slice (mm_main), which leaves the slice's compiled code
-// without the nested tests and the selects of mm_fetch_a.
-fn mm_fast_a(base : u32, k0 : u32, a_kc : bool) -> vec4<f32> {
+// without the nested tests and the selects of mm_fetch_a. The element index is base + k0's
+// offset, or with MM_SK `ic`, the index carried by the k-loop (mm_main), in load units (vec4
+// units for a vec4 binding).
+fn mm_fast_a(base : u32, k0 : u32, ic : u32, a_kc : bool) -> vec4<f32> {
     let i = base + select(k0 * mm_p.lda, k0, a_kc);
-    if (MM_A_V4) { return mm_a_at(i / 4u); }
+    if (MM_A_V4) { return mm_a_at(select(i / 4u, ic, MM_SK)); }
+    let j = select(i, ic, MM_SK);
     if (a_kc) {
         let l = mm_p.lda;
-        return vec4<f32>(mm_a_el(i), mm_a_el(i + l), mm_a_el(i + 2u * l), mm_a_el(i + 3u * l));
+        return vec4<f32>(mm_a_el(j), mm_a_el(j + l), mm_a_el(j + 2u * l), mm_a_el(j + 3u * l));
     }
-    return vec4<f32>(mm_a_el(i), mm_a_el(i + 1u), mm_a_el(i + 2u), mm_a_el(i + 3u));
+    return vec4<f32>(mm_a_el(j), mm_a_el(j + 1u), mm_a_el(j + 2u), mm_a_el(j + 3u));
 }
-fn mm_fast_b(base : u32, k0 : u32, b_kc : bool) -> vec4<f32> {
+fn mm_fast_b(base : u32, k0 : u32, ic : u32, b_kc : bool) -> vec4<f32> {
     let i = base + select(k0 * mm_p.ldb, k0, b_kc);
-    if (MM_B_V4) { return mm_b_at(i / 4u); }
+    if (MM_B_V4) { return mm_b_at(select(i / 4u, ic, MM_SK)); }
+    let j = select(i, ic, MM_SK);
     if (b_kc) {
         let l = mm_p.ldb;
-        return vec4<f32>(mm_b_el(i), mm_b_el(i + l), mm_b_el(i + 2u * l), mm_b_el(i + 3u * l));
+        return vec4<f32>(mm_b_el(j), mm_b_el(j + l), mm_b_el(j + 2u * l), mm_b_el(j + 3u * l));
     }
-    return vec4<f32>(mm_b_el(i), mm_b_el(i + 1u), mm_b_el(i + 2u), mm_b_el(i + 3u));
+    return vec4<f32>(mm_b_el(j), mm_b_el(j + 1u), mm_b_el(j + 2u), mm_b_el(j + 3u));
 }
 
 // Tiles wholly inside the matrices (nearly all of them) load without any bounds test: the test
@@ -473,20 +477,35 @@ fn mm_main(lid : u32, tile : vec2<u32>, kb : u32, ke : u32, cz : u32, a_kc : boo
     // then tests one bound instead of the four terms (bench/README.md, "The interior fetch's test
     // once a tile").
     let nfull = select(0u, (ke - kb) / MM_BK, ke > kb);
+    // Stream-K's pipelines (MM_SK) carry pass 0's load index of the fetched slice from slice to
+    // slice (ia, ib: one add a slice; the other passes' lie a fixed distance from it), the others
+    // compute it from the slice's k: on the H200 the carried index took stream-K's matmul_t 2 %
+    // faster and the direct GEMMs 1-29 % slower (bench/README.md, "The load index carried").
+    let sa = select(MM_BK * mm_p.lda, MM_BK, a_kc) / select(1u, 4u, MM_A_V4);
+    let sb = select(MM_BK * mm_p.ldb, MM_BK, b_kc) / select(1u, 4u, MM_B_V4);
+    var ia = (pa0 + select(kb * mm_p.lda, kb, a_kc)) / select(1u, 4u, MM_A_V4);
+    var ib = (pb0 + select(kb * mm_p.ldb, kb, b_kc)) / select(1u, 4u, MM_B_V4);
+    let da1 = (pa1 - pa0) / select(1u, 4u, MM_A_V4);
+    let da2 = (pa2 - pa0) / select(1u, 4u, MM_A_V4);
+    let da3 = (pa3 - pa0) / select(1u, 4u, MM_A_V4);
+    let db1 = (pb1 - pb0) / select(1u, 4u, MM_B_V4);
+    let db2 = (pb2 - pb0) / select(1u, 4u, MM_B_V4);
+    let db3 = (pb3 - pb0) / select(1u, 4u, MM_B_V4);
     let fast_end = select(0u, nfull - 1u, MM_FAST && MM_PF && interior && nfull >= 1u);
     for (var t = 0u; t < ntiles; t++) {
         let buf = t & 1u;
         let more = t + 1u < ntiles;
         if (t < fast_end) {  // the next slice, inside
             let k1 = kb + (t + 1u) * MM_BK;
-            if (MM_A_EXACT || lid < MM_A_SLOTS) { ra0 = mm_fast_a(pa0, k1, a_kc); }
-            if (MM_A_PASSES > 1u && (MM_A_EXACT || lid + W < MM_A_SLOTS)) { ra1 = mm_fast_a(pa1, k1, a_kc); }
-            if (MM_A_PASSES > 2u && (MM_A_EXACT || lid + 2u * W < MM_A_SLOTS)) { ra2 = mm_fast_a(pa2, k1, a_kc); }
-            if (MM_A_PASSES > 3u && (MM_A_EXACT || lid + 3u * W < MM_A_SLOTS)) { ra3 = mm_fast_a(pa3, k1, a_kc); }
-            if (MM_B_EXACT || lid < MM_B_SLOTS) { rb0 = mm_fast_b(pb0, k1, b_kc); }
-            if (MM_B_PASSES > 1u && (MM_B_EXACT || lid + W < MM_B_SLOTS)) { rb1 = mm_fast_b(pb1, k1, b_kc); }
-            if (MM_B_PASSES > 2u && (MM_B_EXACT || lid + 2u * W < MM_B_SLOTS)) { rb2 = mm_fast_b(pb2, k1, b_kc); }
-            if (MM_B_PASSES > 3u && (MM_B_EXACT || lid + 3u * W < MM_B_SLOTS)) { rb3 = mm_fast_b(pb3, k1, b_kc); }
+            if (MM_SK) { ia += sa; ib += sb; }
+            if (MM_A_EXACT || lid < MM_A_SLOTS) { ra0 = mm_fast_a(pa0, k1, ia, a_kc); }
+            if (MM_A_PASSES > 1u && (MM_A_EXACT || lid + W < MM_A_SLOTS)) { ra1 = mm_fast_a(pa1, k1, ia + da1, a_kc); }
+            if (MM_A_PASSES > 2u && (MM_A_EXACT || lid + 2u * W < MM_A_SLOTS)) { ra2 = mm_fast_a(pa2, k1, ia + da2, a_kc); }
+            if (MM_A_PASSES > 3u && (MM_A_EXACT || lid + 3u * W < MM_A_SLOTS)) { ra3 = mm_fast_a(pa3, k1, ia + da3, a_kc); }
+            if (MM_B_EXACT || lid < MM_B_SLOTS) { rb0 = mm_fast_b(pb0, k1, ib, b_kc); }
+            if (MM_B_PASSES > 1u && (MM_B_EXACT || lid + W < MM_B_SLOTS)) { rb1 = mm_fast_b(pb1, k1, ib + db1, b_kc); }
+            if (MM_B_PASSES > 2u && (MM_B_EXACT || lid + 2u * W < MM_B_SLOTS)) { rb2 = mm_fast_b(pb2, k1, ib + db2, b_kc); }
+            if (MM_B_PASSES > 3u && (MM_B_EXACT || lid + 3u * W < MM_B_SLOTS)) { rb3 = mm_fast_b(pb3, k1, ib + db3, b_kc); }
         } else if (more && MM_PF) {  // prefetch the next slice; its latency hides behind the FMAs below
             let k1 = kb + (t + 1u) * MM_BK;
             ra0 = mm_fetch_a(lid, pa0, m0, k1, ke, a_kc);

@@ -345,7 +345,8 @@ wgt_status wg_tune_run(wgt_backend *be, const wg_tune_opts *o, wg_tune_result *r
     const int nlist = candidate_list(ctx, o, list + 1, 64);
     wgt_status st = WGT_OK;
     // the baseline and the candidates run without the context's tuned tiles, and each op in its
-    // own layout (no transposed copies: those run in matmul_at's, whose tile is tuned as its own)
+    // own layout (no transposed copies: those run in matmul_t's or matmul_at's layout, whose tiles are
+    // tuned as their own)
     set->mm_tuned = 0;
     set->mm_tcopy = 0;
     for (int op = 0; op < WG_TUNE_OPS && st == WGT_OK; op++) {
