@@ -148,7 +148,8 @@ static void test_matmul_splitk_pass(const char *tiles, size_t first_shape) {
 // the next tiles (more small tiles than workgroups: 18 x 17 tiles of 64 at K = 40, 3 slices of 16,
 // the last partial) with the scalar fixup (N odd) and the vec4 one, raster groups 8 (a short last
 // group of 2 row blocks) and 1; the dW pattern (12 tiles at K = 2000: about 23 workgroups a tile,
-// accumulating); one unit a workgroup (fewer units than workgroups); and the big tile.
+// accumulating); one unit a workgroup (fewer units than workgroups); the big tile; and the 8x8
+// tile whose interior fetch carries its load index.
 static void test_matmul_streamk(void) {
     char what[96];
     S->mm_streamk = 1;
@@ -175,6 +176,15 @@ static void test_matmul_streamk(void) {
     char desc[160];
     CHECK(strstr(wg_mm_describe(P.gpu, 2, 3000, 260, 300, desc, sizeof desc), "stream-K") != NULL,
           "the plan says stream-K: %s", desc);
+    // the 8x8 tile's interior fetch with stream-K's carried load index (MM_SK): interior tiles
+    // over many slices, ranges that start and end inside a tile's k; vec4 operands (K, C multiples
+    // of 4) and scalar ones
+    wg_settings_set(S, "WGTRAIN_MM_TILE", "128x128x8/8x8");
+    test_matmul_t(520, 260, 1000, "stream-K 128x128x8/8x8, vec4");
+    test_matmul_t(520, 261, 999, "stream-K 128x128x8/8x8, scalar");
+    test_matmul_at(1000, 260, 264, 1, "stream-K 128x128x8/8x8, vec4");
+    test_matmul_fwd(300, 999, 261, 1, "stream-K 128x128x8/8x8, scalar");
+    wg_settings_set(S, "WGTRAIN_MM_TILE", NULL);
     S->mm_tile = WG_MM_TILE_AUTO;
     S->mm_splitk = WG_AUTO;
     S->mm_streamk = WG_AUTO;

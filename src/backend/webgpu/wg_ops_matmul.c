@@ -836,16 +836,23 @@ static int dx_t_pick(wgt_backend *be, uint32_t M, uint32_t N, uint32_t K) {
     return s == 1 || (wg_mm_table_tcopy(ctx) && 4.0 * MM_FLOP_PER_BYTE / N < MM_DX_T_GAIN);
 }
 
+// x [R, K] copied transposed into the scratch: xᵀ [K, round4(R)] (rows padded with zeros); a view
+// without a buffer, having dispatched nothing, when the scratch could not be allocated.
+static wgt_view transposed_copy(wgt_backend *be, wgt_view x, uint32_t R, uint32_t K) {
+    wg_ctx *ctx = wg_of(be);
+    const uint64_t ld = round4(R), n = ld * K;
+    wgt_buf *scr = grain_scratch(be, WG_SCRATCH_TCOPY, (size_t)n, "the GEMMs' transposed operands");
+    if (!scr) return wgt_view_none();
+    wgt_view xt = wgt_view_of(scr, 0, (size_t)n);
+    if (!mm_transpose_pair(ctx, xt, ld, 0, x, R, x, 0, K)) mm_transpose(ctx, xt, ld, x, R, K);
+    return xt;
+}
+
 static int matmul_t_t(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view weight, uint32_t M, uint32_t N,
                       uint32_t K) {
-    wg_ctx *ctx = wg_of(be);
-    const uint64_t lda = round4(M), na = lda * K;
-    wgt_buf *scr = grain_scratch(be, WG_SCRATCH_TCOPY, (size_t)na, "the GEMMs' transposed operands");
-    if (!scr) return 0;
-    wgt_view at = wgt_view_of(scr, 0, (size_t)na);
-    if (!mm_transpose_pair(ctx, at, lda, 0, dout, M, dout, 0, K)) mm_transpose(ctx, at, lda, dout, M, K);  // doutᵀ [K, lda]
-    wgt_view none = wgt_view_none();
-    mm_gemm(be, MM_TN, dinp, at, weight, none, M, N, K, (uint32_t)lda, N, N, 0, 0, 0, NULL, "matmul_t");
+    wgt_view at = transposed_copy(be, dout, M, K);  // doutᵀ [K, lda]
+    if (!at.buf) return 0;
+    mm_gemm(be, MM_TN, dinp, at, weight, wgt_view_none(), M, N, K, (uint32_t)round4(M), N, N, 0, 0, 0, NULL, "matmul_t");
     return 1;
 }
 
@@ -853,13 +860,9 @@ static int matmul_t_t(wgt_backend *be, wgt_view dinp, wgt_view dout, wgt_view we
 // having dispatched nothing, when the scratch could not be allocated (the direct path runs).
 static int matmul_fwd_w(wgt_backend *be, wgt_view out, wgt_view inp, wgt_view weight, wgt_view bias, uint32_t M,
                         uint32_t K, uint32_t N) {
-    wg_ctx *ctx = wg_of(be);
-    const uint64_t ldb = round4(N), nb = ldb * K;
-    wgt_buf *scr = grain_scratch(be, WG_SCRATCH_TCOPY, (size_t)nb, "the GEMMs' transposed operands");
-    if (!scr) return 0;
-    wgt_view bt = wgt_view_of(scr, 0, (size_t)nb);
-    if (!mm_transpose_pair(ctx, bt, ldb, 0, weight, N, weight, 0, K)) mm_transpose(ctx, bt, ldb, weight, N, K);  // Wᵀ [K, ldb]
-    mm_gemm(be, MM_NN, out, inp, bt, bias, M, N, K, K, (uint32_t)ldb, N, 0, 0, 0, NULL, "matmul");
+    wgt_view bt = transposed_copy(be, weight, N, K);  // Wᵀ [K, ldb]
+    if (!bt.buf) return 0;
+    mm_gemm(be, MM_NN, out, inp, bt, bias, M, N, K, K, (uint32_t)round4(N), N, 0, 0, 0, NULL, "matmul");
     return 1;
 }
 
