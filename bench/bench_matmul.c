@@ -11,7 +11,10 @@
 // Timing: one warm-up call and a sync (pipeline creation, scratch growth, first touch), then
 // --batches batches of --reps calls, each in one submit, wall-clock around its closing sync; with
 // --profile the GPU timestamps of the same dispatches (split-K's reduce included) are the primary
-// figure. The fastest batch is reported (wall and GPU time each): on the H200 one batch of the
+// figure; with --busy the GPU time of the batch's compute pass instead, start to end, as a step
+// runs it (--profile puts each dispatch in a pass of its own, whose boundary costs a few µs: a
+// GEMM of two or three dispatches, a copy or stream-K's fixup beside the GEMM, reads that much
+// slower than in a step; the peer's CUDA events around a batch of calls measure the batch too). The fastest batch is reported (wall and GPU time each): on the H200 one batch of the
 // lm_head's forward read anywhere from 14.3 to 18.8 ms between runs of the same build, while the
 // other shapes agreed to 1 % (bench/README.md). A spot
 // check recomputes random output elements (and dbias elements) in double on the host from the
@@ -130,6 +133,7 @@ static void config_apply(wgt_backend *be, const wg_settings *env, const config *
 typedef struct {
     wgt_backend *be;
     int reps, profile, checks, warm;  // warm: 150 ms of calls before an op's timed batches
+    int busy;                         // --busy: the batch's GPU time (gpu_timer) instead of --profile's
     int batches;                      // timed batches of reps calls; the fastest is reported
     uint64_t rng;
     double peak;  // GFLOP/s of the FMA ceiling
@@ -204,18 +208,22 @@ static result run_op(bench *B, shape_data *D, op_kind op) {
         for (int r = 0; r < 4; r++) CALL(nob);
         if (be->sync(be) != WGT_OK) die("warm-up");
     }
-    result res = {INFINITY, B->profile ? INFINITY : NAN, 0, 1};
+    result res = {INFINITY, B->profile || B->busy ? INFINITY : NAN, 0, 1};
     for (int b = 0; b < B->batches; b++) {
         double g0 = B->profile ? wg_profile_total_ms(wg_of(be)) : 0;
+        if (B->busy && be->gpu_timer_start(be) != WGT_OK) die("starting the GPU timer");
         double t0 = wgt_now_s();
         for (int r = 0; r < B->reps; r++) CALL(nob);
         if (be->sync(be) != WGT_OK) die("timed calls");
         double ms = (wgt_now_s() - t0) * 1e3 / B->reps;
         if (ms < res.ms) res.ms = ms;
-        if (B->profile) {
-            double g = (wg_profile_total_ms(wg_of(be)) - g0) / B->reps;
-            if (g < res.gpu_ms) res.gpu_ms = g;
-        }
+        double g = NAN;
+        long passes = 0;
+        if (B->profile) g = (wg_profile_total_ms(wg_of(be)) - g0) / B->reps;
+        if (B->busy && (be->gpu_timer_stop(be, &g, &passes) != WGT_OK || passes < 1)) die("the GPU timer");
+        if (B->busy) g /= B->reps;
+        if (B->busy && passes > 1) fprintf(stderr, "bench_matmul: a batch ran as %ld passes\n", passes);
+        if (g < res.gpu_ms) res.gpu_ms = g;
     }
 #undef CALL
     // spot check: random elements in double, each downloaded alone (no whole lm_head readback)
@@ -259,14 +267,18 @@ static double measure_peak(bench *B, int small) {
     wg_matmul_peak(be, V0(o), groups, 16);
     if (be->sync(be) != WGT_OK) die("peak warm-up");
     double g0 = B->profile ? wg_profile_total_ms(wg_of(be)) : 0;
+    if (B->busy && be->gpu_timer_start(be) != WGT_OK) die("starting the GPU timer");
     double t0 = wgt_now_s();
     for (int r = 0; r < B->reps; r++) wg_matmul_peak(be, V0(o), groups, iters);
     if (be->sync(be) != WGT_OK) die("peak");
     double ms = (wgt_now_s() - t0) * 1e3 / B->reps;
     if (B->profile) ms = (wg_profile_total_ms(wg_of(be)) - g0) / B->reps;
+    long passes = 0;
+    if (B->busy && (be->gpu_timer_stop(be, &ms, &passes) != WGT_OK || passes < 1)) die("the GPU timer");
+    if (B->busy) ms /= B->reps;
     double gflops = 64.0 * iters * groups * 256.0 / (ms * 1e6);
     printf("%-32s %9.3f ms %9.1f GFLOP/s (FP32 FMA ceiling, same run, %s)\n", "fma peak", ms, gflops,
-           B->profile ? "GPU timestamps" : "wall-clock");
+           B->profile ? "GPU timestamps" : B->busy ? "GPU busy time" : "wall-clock");
     be->buf_free(be, o);
     return gflops;
 }
@@ -310,12 +322,13 @@ static uint64_t big_tiles(const shape *s, op_kind op) {
 
 int main(int argc, char **argv) {
     const char *adapter = "gpu", *tiles = "auto", *splitk = NULL, *peer_path = NULL;
-    int small = 0, reps = -1, profile = 0, only = -1, sweep = 0, vec4 = WG_AUTO, group = WG_AUTO, batches = -1;
+    int small = 0, reps = -1, profile = 0, busy = 0, only = -1, sweep = 0, vec4 = WG_AUTO, group = WG_AUTO, batches = -1;
     long rows = 8192, vocab = 50257;  // the layer GEMMs' and the lm_head's rows (B*T), the lm_head's width
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--small")) small = 1;
         else if (!strcmp(a, "--profile")) profile = 1;
+        else if (!strcmp(a, "--busy")) busy = 1;
         else if (!strcmp(a, "--sweep")) sweep = 1;
         else if (!strcmp(a, "--sweep-tiles")) sweep = 2;
         else if (!strcmp(a, "--adapter") && i + 1 < argc) adapter = argv[++i];
@@ -333,7 +346,7 @@ int main(int argc, char **argv) {
             for (int k = 0; k < 3; k++) if (!strcmp(o, op_name[k])) only = k;
             if (only < 0) { fprintf(stderr, "bench_matmul: --only takes matmul, matmul_t or matmul_at\n"); return 2; }
         } else {
-            printf("usage: bench_matmul [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile] [--sweep]\n"
+            printf("usage: bench_matmul [--adapter auto|gpu|software|NAME] [--small] [--reps N] [--profile|--busy] [--sweep]\n"
                    "                    [--tiles auto|big|small] [--splitk auto|off|S] [--vec4 0|1|2|3] [--group G]\n"
                    "                    [--only matmul|matmul_t|matmul_at] [--peer FILE] [--rows N] [--vocab V]\n"
                    "                    [--batches N]\n"
@@ -344,7 +357,8 @@ int main(int argc, char **argv) {
                    "  --peer FILE  the peer's times at the same shapes (bench/torch_peer.py's output): adds the ratio\n"
                    "  --sweep   time every shape under a list of GEMM settings (ignores the four setting flags)\n"
                    "  --sweep-tiles  the same over a list of tile shapes (WGTRAIN_MM_TILE specs)\n"
-                   "  --profile GPU timestamps (the primary figure when given)\n");
+                   "  --profile GPU timestamps of each dispatch (the primary figure when given)\n"
+                   "  --busy    the GPU time of each timed batch's pass, start to end, as a step runs it\n");
             return strcmp(a, "--help") ? 2 : 0;
         }
     }
@@ -358,11 +372,14 @@ int main(int argc, char **argv) {
     if (batches < 1) batches = small || sweep ? 1 : 3;
 
     wgt_backend *be;
+    if (profile && busy) { fprintf(stderr, "bench_matmul: --profile and --busy exclude each other\n"); return 2; }
     if (backend_webgpu_init_ex(&be, adapter, profile) != WGT_OK) die("opening the WebGPU backend");
+    if (busy && !be->gpu_timer_start) die("--busy: the device has no timestamp queries");
     const wg_device_info *info = wg_ctx_info(wg_of(be));
     const wg_settings env = *wg_ctx_settings(wg_of(be));  // WGTRAIN_MM_* as the environment set them
     printf("device: %s (%s), workgroup memory %u bytes, %d reps, %s\n", info->name, wg_adapter_type_name(info->type),
-           info->limits.maxComputeWorkgroupStorageSize, reps, profile ? "GPU timestamps" : "wall-clock");
+           info->limits.maxComputeWorkgroupStorageSize, reps,
+           profile ? "GPU timestamps" : busy ? "GPU busy time of each batch" : "wall-clock");
     fflush(stdout);
 
     // GPT-2 124M, B*T = rows (8192): c_attn, attn c_proj, mlp c_fc, mlp c_proj, tied lm_head; and 4096³
@@ -385,7 +402,7 @@ int main(int argc, char **argv) {
     const config *cfgs = sweep == 2 ? TILE_SWEEP : sweep ? SWEEP : &one;
     const size_t nc = sweep == 2 ? N_TILE_SWEEP : sweep ? N_SWEEP : 1;
     const size_t dflt = sweep == 2 ? 0 : DEFAULT_CFG;
-    bench B = {be, reps, profile, sweep ? 8 : 64, !small, batches, 0x243F6A8885A308D3ull, 0};
+    bench B = {be, reps, profile, sweep ? 8 : 64, !small, busy, batches, 0x243F6A8885A308D3ull, 0};
     if (sweep && !small) {  // bring the clocks up first: the first shape's rows would be slow otherwise
         wgt_buf *o = dev_from(be, NULL, (size_t)8192 * 256, "warm-up");
         double t0 = wgt_now_s();
@@ -418,14 +435,14 @@ int main(int argc, char **argv) {
                 if (cfgs[c].skip_tiles && big_tiles(&shapes[i], (op_kind)op) >= cfgs[c].skip_tiles) continue;
                 config_apply(be, &env, &cfgs[c]);
                 result r = run_op(&B, &D, (op_kind)op);
-                double ms = profile ? r.gpu_ms : r.ms;
+                double ms = profile || busy ? r.gpu_ms : r.ms;
                 tms[i][op][c] = ms;
                 bad[i][op][c] = !r.ok;
                 if (sweep) continue;
                 char how[96];
                 printf("%-10s %-10s %6u %6u %6u  %9.3f ms %9.1f GFLOP/s %4.0f%%", shapes[i].name, op_name[op],
                        shapes[i].N, shapes[i].C, shapes[i].OC, ms, flop / (ms * 1e6), 100.0 * flop / (ms * 1e6) / B.peak);
-                if (profile) printf("  wall %9.3f ms", r.ms);
+                if (profile || busy) printf("  wall %9.3f ms", r.ms);
                 if (!isnan(peer[i][op])) printf("  peer %.3f ms = %.2fx", peer[i][op], peer[i][op] / ms);
                 printf("  check %s (%.1e)  [%s]\n", r.ok ? "ok" : "WRONG", r.err,
                        wg_mm_describe(be, op, shapes[i].N, shapes[i].C, shapes[i].OC, how, sizeof how));
@@ -455,7 +472,8 @@ int main(int argc, char **argv) {
     // GFLOP/s on a device below 1 TFLOP/s (the software GPU)
     const double unit = B.peak >= 1000 ? 1e12 : 1e9;
     const char *uname = B.peak >= 1000 ? "TFLOP/s" : "GFLOP/s";
-    printf("\n%s (%s; FMA ceiling %.1f %s)\n%-8s %-9s", uname, profile ? "GPU timestamps" : "wall-clock",
+    printf("\n%s (%s; FMA ceiling %.1f %s)\n%-8s %-9s", uname,
+           profile ? "GPU timestamps" : busy ? "GPU busy time" : "wall-clock",
            B.peak * 1e9 / unit, uname, "shape", "op");
     for (size_t c = 0; c < nc; c++) printf(" %9s", cfgs[c].name);
     printf("  best%s\n", peer_path ? " (peer's TFLOP/s, our best / peer)" : "");
