@@ -30,6 +30,7 @@ exit2 "--group -3" "--group must be between 1 and 1024, got -3" $B/bench_matmul 
 exit2 "--splitk 2x" "--splitk expects an integer, got '2x'" $B/bench_matmul --splitk 2x
 exit2 "--rows 99999999999999999999" "--rows expects an integer, got '99999999999999999999'" $B/bench_matmul --rows 99999999999999999999
 exit2 "--vocab 8" "--vocab must be between 16 and 262144, got 8" $B/bench_matmul --vocab 8
+exit2 "--profile --busy" "--profile and --busy exclude each other" $B/bench_matmul --profile --busy
 exit2 "an unknown flag" "usage: bench_matmul" $B/bench_matmul --bogus
 
 section "bench_attention"
