@@ -69,7 +69,7 @@
 // uniform's binding, 5 when the absmax takes binding 4.
 
 struct MMParams {
-    M : u32, N : u32, K : u32, flags : u32,   // flags: 1 add bias, 2 accumulate into C
+    M : u32, N : u32, K : u32, flags : u32,   // flags: 1 add bias, 2 accumulate into C, 4 edge tiles first
     a_off : u32, b_off : u32, c_off : u32, bias_off : u32,
     lda : u32, ldb : u32, ldc : u32, ks : u32,  // ks: k-range of one grid layer (a multiple of MM_BK);
     zs : u32, p0 : u32, group : u32, s_off : u32,  // stream-K: k-slices a tile, and p0 its workgroups.
@@ -604,7 +604,10 @@ fn mm_entry(lid : u32, wid : vec3<u32>, nwg : vec3<u32>, a_kc : bool, b_kc : boo
         return;
     }
     let kb = wid.z * mm_p.ks;  // this layer's k-range [kb, ke)
-    mm_main(lid, mm_tile_of(wid, nwg), kb, min(mm_p.K, kb + mm_p.ks), mm_p.c_off + wid.z * mm_p.zs, a_kc, b_kc);
+    // flags & 4: the tiles in reverse order, the edge tiles (last row and column blocks) first
+    let rev = (mm_p.flags & 4u) != 0u;
+    let w = select(wid, vec3<u32>(nwg.x - 1u - wid.x, nwg.y - 1u - wid.y, wid.z), rev);
+    mm_main(lid, mm_tile_of(w, nwg), kb, min(mm_p.K, kb + mm_p.ks), mm_p.c_off + wid.z * mm_p.zs, a_kc, b_kc);
 }
 
 @compute @workgroup_size(MM_WG)

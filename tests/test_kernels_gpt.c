@@ -143,6 +143,27 @@ static void test_matmul_splitk_pass(const char *tiles, size_t first_shape) {
     }
 }
 
+// The tiles in reverse order (WGTRAIN_MM_EDGE_FIRST=1: the edge tiles in the first wave): the
+// same results, every GEMM with edges in both dimensions, both tiles, raster groups 8 and 1.
+static void test_matmul_edge_first(void) {
+    char what[96];
+    S->mm_edge_first = 1;
+    const wg_mm_tile_choice tiles[] = {WG_MM_TILE_BIG, WG_MM_TILE_SMALL};
+    static const int groups[] = {WG_AUTO, 1};
+    for (int ti = 0; ti < 2; ti++)
+        for (int gi = 0; gi < 2; gi++) {
+            S->mm_tile = tiles[ti];
+            S->mm_group = groups[gi];
+            snprintf(what, sizeof what, "edge tiles first, %s tiles, group %d", ti ? "small" : "big", groups[gi]);
+            test_matmul_fwd(260, 132, 300, 1, what);
+            test_matmul_t(300, 130, 261, what);
+            test_matmul_at(261, 132, 300, 1, what);
+        }
+    S->mm_tile = WG_MM_TILE_AUTO;
+    S->mm_group = WG_AUTO;
+    S->mm_edge_first = WG_AUTO;
+}
+
 // Stream-K (WGTRAIN_MM_STREAMK=1), through the forced split path: the GPU's workgroups (264 at
 // 256 threads) deal out the tiles' k-slices evenly. Shapes where a workgroup's range crosses into
 // the next tiles (more small tiles than workgroups: 18 x 17 tiles of 64 at K = 40, 3 slices of 16,
@@ -861,6 +882,7 @@ int main(void) {
     TIMED("matmul family", test_matmuls());
     TIMED("matmul split-K, vec4 loads, raster groups", test_matmul_splitk());
     TIMED("matmul stream-K", test_matmul_streamk());
+    TIMED("matmul edge tiles first", test_matmul_edge_first());
     TIMED("matmul tile shapes of the tile table", test_matmul_tile_specs());
     TIMED("matmul, matmul_t through transposed operands", test_matmul_fwd_transposed());
     TIMED("matmul_at shared gradient buffer", test_matmul_at_shared_grads());

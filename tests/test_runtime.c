@@ -279,7 +279,7 @@ static void check_settings(void) {
         {"WGTRAIN_ATTN_UNROLL", "maybe"},   {"WGTRAIN_CE_CFG", "wg=100"},
         {"WGTRAIN_CE_CFG", "reg=4,zz=1"},   {"WGTRAIN_TEST_BINDING_LIMIT", "12"},
         {"WGTRAIN_F16", "half"},            {"WGTRAIN_MM_TCOPY", "2"},
-        {"WGTRAIN_MM_TCOPY", "W"},
+        {"WGTRAIN_MM_TCOPY", "W"},         {"WGTRAIN_MM_EDGE_FIRST", "2"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv(bad[i].name, bad[i].value, 1);

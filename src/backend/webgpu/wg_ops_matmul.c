@@ -452,7 +452,7 @@ typedef struct {  // SKParams: P = 0 for split-K's S slices; stream-K's S = ns, 
     uint32_t P, bm, bn, group;
 } sk_params;
 
-enum { MMF_BIAS = 1, MMF_ACC = 2 };
+enum { MMF_BIAS = 1, MMF_ACC = 2, MMF_EDGE_FIRST = 4 };
 
 // Largest chunk of a dimension whose rows of length ld fit one binding (leaving room for the
 // alignment remainder), rounded down to whole tiles when that leaves at least one.
@@ -617,6 +617,10 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     if (!g->plan.splits) {  // direct: the kernel writes C
         if (bias_here) { p.flags |= MMF_BIAS; bd[MM_BIAS] = wg_binding_window(g->bias, n0, nc, &p.bias_off); }
         if (acc_here) p.flags |= MMF_ACC;
+        // WGTRAIN_MM_EDGE_FIRST=1: the tiles in reverse order, the edge tiles (the last row and
+        // column blocks, which load through the tested fetch) in the first wave instead of the
+        // last (auto: off, until measured: bench/README.md, "The lm_head's dW at a padded vocabulary")
+        if (mm_settings(ctx)->mm_edge_first == 1) p.flags |= MMF_EDGE_FIRST;
         int v4c = v4c_width && kc <= MM_C_V4_MAX_K;
         bd[MM_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &p.c_off, &v4c);
         wg_dispatch3(ctx, label, mm_pipeline(ctx, mm_entry[g->var], t, ta, tb, v4c, 0), bd, nbind, &p, sizeof p, gx, gy, 1);

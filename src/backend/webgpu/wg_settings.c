@@ -16,6 +16,7 @@ static const setting_def defs[] = {
     {"WGTRAIN_MM_PREFETCH", "auto, 0 or 1"},
     {"WGTRAIN_MM_WARP", "auto, 0, 4, 8 or 16"},
     {"WGTRAIN_MM_PAIR", "auto, 0 or 1"},
+    {"WGTRAIN_MM_EDGE_FIRST", "auto, 0 or 1"},
     {"WGTRAIN_WG_ZERO_INIT", "auto, 0 or 1"},
     {"WGTRAIN_MM_SPLITK", "auto, off or an integer 0..1024"},
     {"WGTRAIN_MM_STREAMK", "auto, 0 or 1"},
@@ -44,7 +45,7 @@ void wg_settings_default(wg_settings *s) {
     s->robust = 0;
     s->mm_tile = WG_MM_TILE_AUTO;
     s->mm_splitk = s->mm_streamk = s->mm_vec4 = s->mm_group = s->mm_tcopy = WG_AUTO;
-    s->wg_zero_init = s->mm_prefetch = s->mm_warp = s->mm_pair = WG_AUTO;
+    s->wg_zero_init = s->mm_prefetch = s->mm_warp = s->mm_pair = s->mm_edge_first = WG_AUTO;
     s->attn_unroll = WG_AUTO;
     wg_ce_settings ce = {WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO, WG_AUTO};
     s->ce = ce;
@@ -157,6 +158,9 @@ static int set_one(wg_settings *s, const char *name, const char *v) {
     } else if (!strcmp(name, "WGTRAIN_MM_PAIR")) {
         t.mm_pair = d.mm_pair;
         ok = dflt || parse_auto_int(v, 0, 1, NULL, &t.mm_pair);
+    } else if (!strcmp(name, "WGTRAIN_MM_EDGE_FIRST")) {
+        t.mm_edge_first = d.mm_edge_first;
+        ok = dflt || parse_auto_int(v, 0, 1, NULL, &t.mm_edge_first);
     } else if (!strcmp(name, "WGTRAIN_WG_ZERO_INIT")) {
         t.wg_zero_init = d.wg_zero_init;
         ok = dflt || parse_auto_int(v, 0, 1, NULL, &t.wg_zero_init);

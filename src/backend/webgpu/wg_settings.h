@@ -112,6 +112,7 @@ typedef struct {
     int mm_prefetch;             // WGTRAIN_MM_PREFETCH: WG_AUTO, 0 or 1
     int mm_warp;                 // WGTRAIN_MM_WARP: WG_AUTO, 0, 4, 8 or 16
     int mm_pair;                 // WGTRAIN_MM_PAIR: WG_AUTO, 0 or 1
+    int mm_edge_first;           // WGTRAIN_MM_EDGE_FIRST: WG_AUTO, 0 or 1
     int wg_zero_init;            // WGTRAIN_WG_ZERO_INIT: WG_AUTO, 0 or 1
     int mm_splitk;               // WGTRAIN_MM_SPLITK: WG_AUTO, 0 (off) or S >= 1
     int mm_streamk;              // WGTRAIN_MM_STREAMK: WG_AUTO, 0 or 1
