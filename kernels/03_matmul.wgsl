@@ -99,6 +99,9 @@ const MM_B_EXACT : bool = MM_B_SLOTS == MM_B_PASSES * MM_WG;
 // GEMMs 4-8 % faster, while the 8x4 tile, compiled to 80 registers, spilled with it and ran 6-13 %
 // slower (bench/README.md).
 const MM_FAST : bool = MM_TM * MM_TN == 64u;
+// elements a load of each operand takes (its index's unit: 4 for a vec4 binding)
+const MM_A_LU : u32 = select(1u, 4u, MM_A_V4);
+const MM_B_LU : u32 = select(1u, 4u, MM_B_V4);
 const MM_IOTA : vec4<u32> = vec4<u32>(0u, 1u, 2u, 3u);
 const_assert MM_TX * MM_TY == MM_WG;
 const MM_WY : u32 = 32u / max(MM_WX, 1u);  // rows of the grid a 32-lane group covers (MM_WX > 0)
@@ -481,16 +484,16 @@ fn mm_main(lid : u32, tile : vec2<u32>, kb : u32, ke : u32, cz : u32, a_kc : boo
     // slice (ia, ib: one add a slice; the other passes' lie a fixed distance from it), the others
     // compute it from the slice's k: on the H200 the carried index took stream-K's matmul_t 2 %
     // faster and the direct GEMMs 1-29 % slower (bench/README.md, "The load index carried").
-    let sa = select(MM_BK * mm_p.lda, MM_BK, a_kc) / select(1u, 4u, MM_A_V4);
-    let sb = select(MM_BK * mm_p.ldb, MM_BK, b_kc) / select(1u, 4u, MM_B_V4);
-    var ia = (pa0 + select(kb * mm_p.lda, kb, a_kc)) / select(1u, 4u, MM_A_V4);
-    var ib = (pb0 + select(kb * mm_p.ldb, kb, b_kc)) / select(1u, 4u, MM_B_V4);
-    let da1 = (pa1 - pa0) / select(1u, 4u, MM_A_V4);
-    let da2 = (pa2 - pa0) / select(1u, 4u, MM_A_V4);
-    let da3 = (pa3 - pa0) / select(1u, 4u, MM_A_V4);
-    let db1 = (pb1 - pb0) / select(1u, 4u, MM_B_V4);
-    let db2 = (pb2 - pb0) / select(1u, 4u, MM_B_V4);
-    let db3 = (pb3 - pb0) / select(1u, 4u, MM_B_V4);
+    let sa = select(MM_BK * mm_p.lda, MM_BK, a_kc) / MM_A_LU;
+    let sb = select(MM_BK * mm_p.ldb, MM_BK, b_kc) / MM_B_LU;
+    var ia = (pa0 + select(kb * mm_p.lda, kb, a_kc)) / MM_A_LU;
+    var ib = (pb0 + select(kb * mm_p.ldb, kb, b_kc)) / MM_B_LU;
+    let da1 = (pa1 - pa0) / MM_A_LU;
+    let da2 = (pa2 - pa0) / MM_A_LU;
+    let da3 = (pa3 - pa0) / MM_A_LU;
+    let db1 = (pb1 - pb0) / MM_B_LU;
+    let db2 = (pb2 - pb0) / MM_B_LU;
+    let db3 = (pb3 - pb0) / MM_B_LU;
     let fast_end = select(0u, nfull - 1u, MM_FAST && MM_PF && interior && nfull >= 1u);
     for (var t = 0u; t < ntiles; t++) {
         let buf = t & 1u;
