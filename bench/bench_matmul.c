@@ -14,7 +14,8 @@
 // figure; with --busy the GPU time of the batch's compute pass instead, start to end, as a step
 // runs it (--profile puts each dispatch in a pass of its own, whose boundary costs a few µs: a
 // GEMM of two or three dispatches, a copy or stream-K's fixup beside the GEMM, reads that much
-// slower than in a step; the peer's CUDA events around a batch of calls measure the batch too). The fastest batch is reported (wall and GPU time each): on the H200 one batch of the
+// slower than in a step; the peer's CUDA events around a batch of calls measure the batch too).
+// The fastest batch is reported (wall and GPU time each): on the H200 one batch of the
 // lm_head's forward read anywhere from 14.3 to 18.8 ms between runs of the same build, while the
 // other shapes agreed to 1 % (bench/README.md). A spot
 // check recomputes random output elements (and dbias elements) in double on the host from the
@@ -139,6 +140,22 @@ typedef struct {
     double peak;  // GFLOP/s of the FMA ceiling
 } bench;
 
+// The GPU time of a batch of `reps` calls, a call's share: batch_begin before the calls (returns
+// what batch_gpu_ms needs), batch_gpu_ms after their sync. NAN without --profile or --busy.
+static double batch_begin(bench *B) {
+    if (B->busy && B->be->gpu_timer_start(B->be) != WGT_OK) die("starting the GPU timer");
+    return B->profile ? wg_profile_total_ms(wg_of(B->be)) : 0;
+}
+static double batch_gpu_ms(bench *B, double g0) {
+    if (B->profile) return (wg_profile_total_ms(wg_of(B->be)) - g0) / B->reps;
+    if (!B->busy) return NAN;
+    double g = NAN;
+    long passes = 0;
+    if (B->be->gpu_timer_stop(B->be, &g, &passes) != WGT_OK || passes < 1) die("the GPU timer");
+    if (passes > 1) fprintf(stderr, "bench_matmul: a batch ran as %ld passes\n", passes);
+    return g / B->reps;
+}
+
 // host value of one output element of op for the given inputs, in double
 static double ref_elem(op_kind op, const shape *s, const float *x, const float *w, const float *b, const float *d,
                        size_t r, size_t c) {
@@ -210,19 +227,13 @@ static result run_op(bench *B, shape_data *D, op_kind op) {
     }
     result res = {INFINITY, B->profile || B->busy ? INFINITY : NAN, 0, 1};
     for (int b = 0; b < B->batches; b++) {
-        double g0 = B->profile ? wg_profile_total_ms(wg_of(be)) : 0;
-        if (B->busy && be->gpu_timer_start(be) != WGT_OK) die("starting the GPU timer");
+        double g0 = batch_begin(B);
         double t0 = wgt_now_s();
         for (int r = 0; r < B->reps; r++) CALL(nob);
         if (be->sync(be) != WGT_OK) die("timed calls");
         double ms = (wgt_now_s() - t0) * 1e3 / B->reps;
         if (ms < res.ms) res.ms = ms;
-        double g = NAN;
-        long passes = 0;
-        if (B->profile) g = (wg_profile_total_ms(wg_of(be)) - g0) / B->reps;
-        if (B->busy && (be->gpu_timer_stop(be, &g, &passes) != WGT_OK || passes < 1)) die("the GPU timer");
-        if (B->busy) g /= B->reps;
-        if (B->busy && passes > 1) fprintf(stderr, "bench_matmul: a batch ran as %ld passes\n", passes);
+        double g = batch_gpu_ms(B, g0);
         if (g < res.gpu_ms) res.gpu_ms = g;
     }
 #undef CALL
@@ -266,16 +277,12 @@ static double measure_peak(bench *B, int small) {
     wgt_buf *o = dev_from(be, NULL, (size_t)groups * 256, "peak");
     wg_matmul_peak(be, V0(o), groups, 16);
     if (be->sync(be) != WGT_OK) die("peak warm-up");
-    double g0 = B->profile ? wg_profile_total_ms(wg_of(be)) : 0;
-    if (B->busy && be->gpu_timer_start(be) != WGT_OK) die("starting the GPU timer");
+    double g0 = batch_begin(B);
     double t0 = wgt_now_s();
     for (int r = 0; r < B->reps; r++) wg_matmul_peak(be, V0(o), groups, iters);
     if (be->sync(be) != WGT_OK) die("peak");
     double ms = (wgt_now_s() - t0) * 1e3 / B->reps;
-    if (B->profile) ms = (wg_profile_total_ms(wg_of(be)) - g0) / B->reps;
-    long passes = 0;
-    if (B->busy && (be->gpu_timer_stop(be, &ms, &passes) != WGT_OK || passes < 1)) die("the GPU timer");
-    if (B->busy) ms /= B->reps;
+    if (B->profile || B->busy) ms = batch_gpu_ms(B, g0);
     double gflops = 64.0 * iters * groups * 256.0 / (ms * 1e6);
     printf("%-32s %9.3f ms %9.1f GFLOP/s (FP32 FMA ceiling, same run, %s)\n", "fma peak", ms, gflops,
            B->profile ? "GPU timestamps" : B->busy ? "GPU busy time" : "wall-clock");
