@@ -19,6 +19,8 @@ int wg_mm_tile_fits(wg_ctx *ctx, const wg_mm_tile_spec *t);
 int wg_mm_table_knows(wg_ctx *ctx);
 // Whether this device's row of the tile table takes the transposed copies (WGTRAIN_MM_TCOPY auto).
 int wg_mm_table_tcopy(wg_ctx *ctx);
+// Whether this device's row runs a direct GEMM's tiles in reverse order (WGTRAIN_MM_EDGE_FIRST auto).
+int wg_mm_table_edge_first(wg_ctx *ctx);
 // The big and small tiles of op (0 matmul, 1 matmul_t, 2 matmul_at) on this device without a
 // WGTRAIN_MM_TILE override, and where they come from: "tuned", the table row's pattern
 // ("nvidia") or "default".

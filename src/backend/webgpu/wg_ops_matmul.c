@@ -100,8 +100,9 @@ typedef enum { MM_NT, MM_NN, MM_TN } mm_variant;  // matmul, matmul_t, matmul_at
 // (`wgtrain tune`, wg_tune.h) take the row's place.
 typedef struct { mm_tile big, small; } mm_tile_pair;
 // tcopy: the forward and dinp through transposed copies of their operands stored along k, where
-// the copies pay (fwd_layout_pick, dx_t_pick)
-static const struct { const char *match; mm_tile_pair op[3]; int tcopy; } mm_tile_table[] = {  // op: mm_variant
+// the copies pay (fwd_layout_pick, dx_t_pick); edge_first: a direct GEMM's tiles in reverse order
+// (edge_first_on)
+static const struct { const char *match; mm_tile_pair op[3]; int tcopy, edge_first; } mm_tile_table[] = {  // op: mm_variant
     // NVIDIA (measured on the H200): 128x128x8 with 8x8 outputs a thread (127 registers, two
     // workgroups an SM) since the slice is straight-line code. matmul_t takes 128x64x8/8x8 (128
     // threads) for outputs of fewer big tiles than fill the GPU at a short K (plan_pick), and
@@ -115,10 +116,10 @@ static const struct { const char *match; mm_tile_pair op[3]; int tcopy; } mm_til
     // shape (0.876 -> 0.891 ms): matmul keeps row-major lanes.
     {"nvidia", {{{128, 128, 8, 8, 8, 1, 0, 0}, {128, 128, 8, 8, 8, 1, 0, 0}},
                 {{128, 128, 8, 8, 8, 1, 0, 1}, {128, 64, 8, 8, 8, 1, 0, 1}},
-                {{128, 128, 8, 8, 8, 1, 0, 1}, {128, 128, 8, 8, 8, 1, 0, 1}}}, 1},
+                {{128, 128, 8, 8, 8, 1, 0, 1}, {128, 128, 8, 8, 8, 1, 0, 1}}}, 1, 1},
     {"", {{{128, 128, 16, 8, 8, 1, 0, 0}, {64, 64, 16, 4, 4, 1, 0, 0}},
           {{128, 128, 16, 8, 8, 1, 0, 0}, {64, 64, 16, 4, 4, 1, 0, 0}},
-          {{128, 128, 16, 8, 8, 1, 0, 0}, {64, 64, 16, 4, 4, 1, 0, 0}}}, 0},
+          {{128, 128, 16, 8, 8, 1, 0, 0}, {64, 64, 16, 4, 4, 1, 0, 0}}}, 0, 0},
 };
 #define MM_TILE_ROWS (sizeof mm_tile_table / sizeof mm_tile_table[0])
 
@@ -242,6 +243,17 @@ int wg_mm_tile_fits(wg_ctx *ctx, const wg_mm_tile_spec *t) {
 }
 
 int wg_mm_table_tcopy(wg_ctx *ctx) { return mm_tile_table[table_row(wg_ctx_info(ctx), MM_NT)].tcopy; }
+int wg_mm_table_edge_first(wg_ctx *ctx) { return mm_tile_table[table_row(wg_ctx_info(ctx), MM_NT)].edge_first; }
+
+// A direct GEMM's tiles in reverse order (WGTRAIN_MM_EDGE_FIRST; auto: the table's row), so that
+// its edge tiles (the last row and column blocks, which load through the tested fetch and run
+// slower) start in the first wave instead of finishing the last one. On the H200 the lm_head's
+// dW (2358 tiles, 8.9 waves, its last row block an edge) 13.36 -> 12.94 ms, its forward 13.34 ->
+// 13.21, no other shape slower (bench/README.md, "Edge tiles first").
+static int edge_first_on(wg_ctx *ctx) {
+    const int s = mm_settings(ctx)->mm_edge_first;
+    return s == WG_AUTO ? wg_mm_table_edge_first(ctx) : s;
+}
 
 int wg_mm_table_knows(wg_ctx *ctx) {
     for (int v = 0; v < 3; v++)
@@ -617,10 +629,7 @@ static void mm_chunk(mm_call *g, uint64_t m0, uint32_t mc, uint64_t n0, uint32_t
     if (!g->plan.splits) {  // direct: the kernel writes C
         if (bias_here) { p.flags |= MMF_BIAS; bd[MM_BIAS] = wg_binding_window(g->bias, n0, nc, &p.bias_off); }
         if (acc_here) p.flags |= MMF_ACC;
-        // WGTRAIN_MM_EDGE_FIRST=1: the tiles in reverse order, the edge tiles (the last row and
-        // column blocks, which load through the tested fetch) in the first wave instead of the
-        // last (auto: off, until measured: bench/README.md, "The lm_head's dW at a padded vocabulary")
-        if (mm_settings(ctx)->mm_edge_first == 1) p.flags |= MMF_EDGE_FIRST;
+        if (edge_first_on(ctx)) p.flags |= MMF_EDGE_FIRST;  // the edge tiles in the first wave
         int v4c = v4c_width && kc <= MM_C_V4_MAX_K;
         bd[MM_C] = mm_window(g->c, m0, mc, n0, nc, g->ldc, &p.c_off, &v4c);
         wg_dispatch3(ctx, label, mm_pipeline(ctx, mm_entry[g->var], t, ta, tb, v4c, 0), bd, nbind, &p, sizeof p, gx, gy, 1);
@@ -990,10 +999,11 @@ const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint
     uint64_t tiles = tile_count(p.t, M, Nn);
     uint64_t S = p.splits ? min_u64(p.splits, cdiv(K, p.t.bk)) : 0;
     if (S) S = cdiv(K, cdiv(cdiv(K, p.t.bk), S) * p.t.bk);
-    snprintf(buf, cap, "%ux%ux%u/%ux%u%s warp %u%s tiles %llu split %llu%s vec4 %d group %u%s", p.t.bm, p.t.bn,
+    snprintf(buf, cap, "%ux%ux%u/%ux%u%s warp %u%s tiles %llu split %llu%s vec4 %d group %u%s%s", p.t.bm, p.t.bn,
              p.t.bk, p.t.tm, p.t.tn, p.t.pf ? "" : " no-prefetch", tile_warp(p.t), p.t.pr ? " paired" : "",
              (unsigned long long)tiles,
              (unsigned long long)S, S && streamk_on(wg_of(be)) ? " (stream-K)" : "", vec4_on(wg_of(be)),
-             group_setting(wg_of(be)), fwd_w ? " W transposed" : fwd_t ? " transposed" : "");
+             group_setting(wg_of(be)), !S && edge_first_on(wg_of(be)) ? " edge-first" : "",
+             fwd_w ? " W transposed" : fwd_t ? " transposed" : "");
     return buf;
 }
