@@ -169,16 +169,19 @@ static void test_matmul_edge_first(void) {
         {2, 8192, 768, 50257}, {0, 8192, 768, 50257}, {2, 4096, 4096, 4096}, {2, 8192, 768, 768}, {2, 8192, 768, 2304}};
     static const int settings[] = {1, 0, WG_AUTO};
     char desc[256];
+    int direct = 0;
     for (size_t si = 0; si < 3; si++)
         for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
             S->mm_edge_first = settings[si];
             wg_mm_describe(P.gpu, shape[i].op, shape[i].N, shape[i].C, shape[i].OC, desc, sizeof desc);
             const int split = strstr(desc, "split 0 ") == NULL;
+            direct += !split;
             const int on = settings[si] == WG_AUTO ? row : settings[si];
             const int want = on && !split, got = strstr(desc, " edge-first") != NULL;
             CHECK(got == want, "edge tiles first under %d (row %d): %s N=%u C=%u OC=%u: %d, expected %d: %s", settings[si],
                   row, wg_mm_op_name(shape[i].op), shape[i].N, shape[i].C, shape[i].OC, got, want, desc);
         }
+    CHECK(direct > 0, "edge tiles first: none of the shapes runs directly, so the rule went untested");
     S->mm_edge_first = WG_AUTO;
 }
 
