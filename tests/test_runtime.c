@@ -300,6 +300,7 @@ static void check_settings(void) {
         {"WGTRAIN_ATTN_BWD_CFG", "v=split,kv=16x16/1x2"}, {"WGTRAIN_ATTN_UNROLL", "0"},
         {"WGTRAIN_CE_CFG", "wg=512,reg=2"}, {"WGTRAIN_TEST_BINDING_LIMIT", "4096"},
         {"WGTRAIN_F16", "packed"},        {"WGTRAIN_MM_TCOPY", "w"},
+        {"WGTRAIN_MM_EDGE_FIRST", "1"},
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) setenv(good[i].name, good[i].value, 1);
     wgt_backend *be;
@@ -310,9 +311,9 @@ static void check_settings(void) {
     wg_ctx *ctx = (wg_ctx *)be->impl;
     const wg_settings *s = wg_ctx_settings(ctx);
     CHECK(s->robust == 1 && s->mm_tile == WG_MM_TILE_SMALL && s->mm_splitk == 0 && s->mm_vec4 == 3 && s->mm_group == 3 &&
-              s->mm_tcopy == WG_TCOPY_W,
-          "matmul / robust settings did not reach the context: robust %d tile %d splitk %d vec4 %d group %d", s->robust,
-          (int)s->mm_tile, s->mm_splitk, s->mm_vec4, s->mm_group);
+              s->mm_tcopy == WG_TCOPY_W && s->mm_edge_first == 1,
+          "matmul / robust settings did not reach the context: robust %d tile %d splitk %d vec4 %d group %d tcopy %d "
+          "edge_first %d", s->robust, (int)s->mm_tile, s->mm_splitk, s->mm_vec4, s->mm_group, s->mm_tcopy, s->mm_edge_first);
     CHECK(!strcmp(s->attn_fwd, "nl=8,tr=1") && !strcmp(s->attn_bwd, "v=split,kv=16x16/1x2") && s->attn_unroll == 0,
           "attention settings did not reach the context: '%s' '%s' unroll %d", s->attn_fwd, s->attn_bwd, s->attn_unroll);
     CHECK(s->ce.wg == 512 && s->ce.reg == 2 && s->ce.sm == WG_AUTO && s->ce.vec == WG_AUTO,

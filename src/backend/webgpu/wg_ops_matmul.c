@@ -1003,7 +1003,7 @@ const char *wg_mm_describe(wgt_backend *be, int op, uint32_t N, uint32_t C, uint
              p.t.bk, p.t.tm, p.t.tn, p.t.pf ? "" : " no-prefetch", tile_warp(p.t), p.t.pr ? " paired" : "",
              (unsigned long long)tiles,
              (unsigned long long)S, S && streamk_on(wg_of(be)) ? " (stream-K)" : "", vec4_on(wg_of(be)),
-             group_setting(wg_of(be)), !S && edge_first_on(wg_of(be)) ? " edge-first" : "",
+             group_setting(wg_of(be)), !p.splits && edge_first_on(wg_of(be)) ? " edge-first" : "",  // as mm_chunk
              fwd_w ? " W transposed" : fwd_t ? " transposed" : "");
     return buf;
 }
